@@ -1,0 +1,19 @@
+"""Model backends behind one protocol; found by name in `BACKENDS`.
+
+Heavy libraries (torch, transformers) are imported only when a local model is built.
+"""
+
+from . import hf_causal, openai_compat, replay, scripted  # noqa: F401  (registration)
+from .base import BACKENDS, Backend, BackendKind, Response, resolve_model_path
+from .factory import backend_identity, build_backend, check_probe_support
+
+__all__ = [
+    "BACKENDS",
+    "Backend",
+    "BackendKind",
+    "Response",
+    "backend_identity",
+    "build_backend",
+    "check_probe_support",
+    "resolve_model_path",
+]

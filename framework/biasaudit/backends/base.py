@@ -1,0 +1,74 @@
+"""The backend protocol, the response record, and the registry of backend kinds."""
+
+from __future__ import annotations
+
+import importlib.util
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal, Protocol
+
+from pydantic import BaseModel, ConfigDict
+
+from ..errors import BackendError
+from ..plan import Request
+from ..registry import Registry
+from ..spec import ModelConfig, RuntimeConfig
+
+
+class Response(BaseModel):
+    model_config = ConfigDict(frozen=True)
+    key: str
+    status: Literal["ok", "failed"]
+    output: dict[str, Any] | None = None
+    error: str | None = None
+    """Short failure reason (timeout, HTTP status, malformed output...); never secrets."""
+    latency_s: float = 0.0
+    attempts: int = 1
+
+
+Emit = Callable[[Response], None]
+
+
+class Backend(Protocol):
+    """A model that answers requests. `execute` calls `emit` once per request, as each
+    finishes, so the engine can commit results as they arrive."""
+
+    supports: frozenset[str]
+
+    def execute(self, requests: Sequence[Request], emit: Emit) -> None: ...
+
+    def close(self) -> None: ...
+
+
+@dataclass(frozen=True)
+class BackendKind:
+    supports: frozenset[str]
+    identity: Callable[[ModelConfig], dict[str, Any]]
+    build: Callable[[ModelConfig, RuntimeConfig], Backend]
+    local: bool
+    """True when requests run in this process (batching), False for remote (concurrency)."""
+
+
+BACKENDS: Registry[BackendKind] = Registry("model backend")
+
+
+def resolve_model_path(path: str, *, key: str = "model.path") -> Path | str:
+    """`pkg:<package>[/sub/dir]` -> the directory of an installed package (not imported,
+    since model-carrying packages may import optional dependencies); a local path ->
+    Path; anything else is returned unchanged (a hub id)."""
+    if path.startswith("pkg:"):
+        pkg, _, sub = path[4:].partition("/")
+        spec = importlib.util.find_spec(pkg)
+        if spec is None or not spec.submodule_search_locations:
+            raise BackendError(
+                f"python package {pkg!r} is not installed",
+                key=key,
+                hint="run `make setup` (it installs the embedded models)",
+            )
+        base = Path(next(iter(spec.submodule_search_locations)))
+        return base / sub if sub else base
+    p = Path(path).expanduser()
+    if p.exists():
+        return p.resolve()
+    return path

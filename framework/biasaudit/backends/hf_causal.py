@@ -1,0 +1,239 @@
+"""`hf_causal`: a causal LM through transformers: a hub id, a local directory, or a GGUF
+file (dequantized to float32 by transformers). Scores, next-token distributions and
+generation, batched and length-sorted; uses a GPU when one is present."""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from ..errors import BackendError
+from ..plan import Request
+from ..spec import ModelConfig, RuntimeConfig
+from .base import BACKENDS, BackendKind, Emit, Response, resolve_model_path
+from .identity import directory_digest, sha256_file
+
+log = logging.getLogger(__name__)
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+
+def pick_device(requested: str) -> str:
+    import torch
+
+    if requested != "auto":
+        return requested
+    if torch.cuda.is_available():
+        return "cuda"
+    if getattr(torch.backends, "mps", None) and torch.backends.mps.is_available():
+        return "mps"
+    return "cpu"
+
+
+def _identity(cfg: ModelConfig) -> dict[str, Any]:
+    if cfg.path is None:
+        raise BackendError("hf_causal needs `model.path`", key="model.path")
+    where = resolve_model_path(cfg.path)
+    ident: dict[str, Any] = {"backend": "hf_causal", "dtype": cfg.dtype}
+    if isinstance(where, Path):
+        if cfg.gguf_file:
+            f = where / cfg.gguf_file
+            if not f.is_file():
+                raise BackendError(
+                    f"GGUF file {cfg.gguf_file!r} not found in {where}", key="model.gguf_file"
+                )
+            ident.update(gguf_file=cfg.gguf_file, sha256=sha256_file(f))
+        elif where.is_dir():
+            ident.update(dir_sha256=directory_digest(where))
+        else:
+            raise BackendError(f"model path {where} is not a directory", key="model.path")
+    else:
+        ident.update(hub_id=where, revision=cfg.revision or "main")
+    return ident
+
+
+class HFCausalBackend:
+    supports = frozenset({"generate", "sequence_logprob", "next_token"})
+
+    def __init__(self, cfg: ModelConfig, runtime: RuntimeConfig) -> None:
+        import torch
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+
+        if runtime.threads:
+            torch.set_num_threads(runtime.threads)
+        self.cfg = cfg
+        self.batch_size = runtime.batch_size
+        self.device = pick_device(cfg.device)
+        where = resolve_model_path(cfg.path or "")
+        kwargs: dict[str, Any] = {}
+        if cfg.gguf_file:
+            kwargs["gguf_file"] = cfg.gguf_file
+        if cfg.revision:
+            kwargs["revision"] = cfg.revision
+        dtype = {"float32": torch.float32, "float16": torch.float16,
+                 "bfloat16": torch.bfloat16, "auto": "auto"}[cfg.dtype]
+        t0 = time.perf_counter()
+        try:
+            self.tok = AutoTokenizer.from_pretrained(str(where), **kwargs)
+            self.model = AutoModelForCausalLM.from_pretrained(str(where), dtype=dtype, **kwargs)
+        except OSError as exc:
+            raise BackendError(
+                f"cannot load model {cfg.path!r}: {str(exc).splitlines()[0]}",
+                key="model.path",
+                hint="models are never downloaded at run time; give a local path or install the package",
+            ) from None
+        self.model.to(self.device).eval()
+        log.info("loaded %s on %s in %.1fs", cfg.name, self.device, time.perf_counter() - t0)
+        if self.tok.pad_token_id is None:
+            self.tok.pad_token = self.tok.eos_token
+        bos = self.tok.bos_token_id
+        self.bos_id = bos if bos is not None else self.tok.eos_token_id
+
+    # -- scoring -----------------------------------------------------------------
+    def _encode_scoring(self, text: str) -> tuple[list[int], list[list[int]]]:
+        enc = self.tok(text, add_special_tokens=False, return_offsets_mapping=True)
+        ids = [self.bos_id, *enc["input_ids"]]
+        offsets = [[0, 0], *[list(o) for o in enc["offset_mapping"]]]
+        return ids, offsets
+
+    def sequence_logprobs(self, texts: Sequence[str]) -> list[dict[str, Any]]:
+        """Per-token log p(x_t | x_<t) for each text with BOS prepended, in one padded
+        forward pass (right padding keeps causal positions exact)."""
+        import torch
+
+        encoded = [self._encode_scoring(t) for t in texts]
+        width = max(len(ids) for ids, _ in encoded)
+        pad = self.tok.pad_token_id
+        input_ids = torch.full((len(encoded), width), pad, dtype=torch.long)
+        mask = torch.zeros((len(encoded), width), dtype=torch.long)
+        for i, (ids, _) in enumerate(encoded):
+            input_ids[i, : len(ids)] = torch.tensor(ids)
+            mask[i, : len(ids)] = 1
+        with torch.inference_mode():
+            logits = self.model(
+                input_ids=input_ids.to(self.device), attention_mask=mask.to(self.device)
+            ).logits.float()
+            logp = torch.log_softmax(logits[:, :-1, :], dim=-1)
+            target = input_ids[:, 1:].to(self.device)
+            picked = logp.gather(-1, target.unsqueeze(-1)).squeeze(-1).double().cpu()
+        out = []
+        for i, (ids, offsets) in enumerate(encoded):
+            lps = [None, *picked[i, : len(ids) - 1].tolist()]
+            out.append({
+                "tokens": self.tok.convert_ids_to_tokens(ids),
+                "token_ids": ids,
+                "logprobs": lps,
+                "offsets": offsets,
+            })
+        return out
+
+    # -- chat --------------------------------------------------------------------
+    def _chat_prompt(self, messages: list[dict[str, str]]) -> str:
+        if self.cfg.chat_template and getattr(self.tok, "chat_template", None):
+            return str(self.tok.apply_chat_template(messages, tokenize=False, add_generation_prompt=True))
+        return "\n".join(m["content"] for m in messages) + "\n"
+
+    def next_token(self, messages_list: Sequence[list[dict[str, str]]], top_k: int) -> list[dict[str, Any]]:
+        import torch
+
+        prompts = [self._chat_prompt(m) for m in messages_list]
+        self.tok.padding_side = "left"
+        enc = self.tok(prompts, return_tensors="pt", padding=True, add_special_tokens=False)
+        with torch.inference_mode():
+            logits = self.model(**{k: v.to(self.device) for k, v in enc.items()}).logits[:, -1, :].float()
+            logp = torch.log_softmax(logits, dim=-1).double().cpu()
+        vals, idx = torch.topk(logp, k=top_k, dim=-1)
+        out = []
+        for i in range(len(prompts)):
+            toks = self.tok.convert_ids_to_tokens(idx[i].tolist())
+            texts = [self.tok.convert_tokens_to_string([t]) for t in toks]
+            out.append({"top": [[t, float(v)] for t, v in zip(texts, vals[i].tolist(), strict=True)]})
+        return out
+
+    def generate(self, reqs: Sequence[Request]) -> list[dict[str, Any]]:
+        import torch
+
+        p = reqs[0].params
+        prompts = [self._chat_prompt(r.messages or []) for r in reqs]
+        self.tok.padding_side = "left"
+        enc = self.tok(prompts, return_tensors="pt", padding=True, add_special_tokens=False)
+        enc = {k: v.to(self.device) for k, v in enc.items()}
+        temperature = float(p.get("temperature", 0.0))
+        gen_kwargs: dict[str, Any] = {
+            "max_new_tokens": int(p.get("max_tokens", 128)),
+            "pad_token_id": self.tok.pad_token_id,
+        }
+        if temperature > 0:
+            gen_kwargs.update(do_sample=True, temperature=temperature, top_p=float(p.get("top_p", 1.0)), top_k=0)
+            # One sampled request per call, seeded from its key, so a sample is the same
+            # whatever batch it would have fallen in.
+            torch.manual_seed(int(reqs[0].key[:12], 16) % (2**31))
+        else:
+            gen_kwargs.update(do_sample=False)
+        with torch.inference_mode():
+            out = self.model.generate(**enc, **gen_kwargs)
+        new = out[:, enc["input_ids"].shape[1]:]
+        results = []
+        eos = self.tok.eos_token_id
+        for row in new.tolist():
+            n = len(row)
+            finish = "length"
+            for j, t in enumerate(row):
+                if t == eos or t == self.tok.pad_token_id:
+                    n, finish = j, "stop"
+                    break
+            text = self.tok.decode(row[:n], skip_special_tokens=True)
+            results.append({"text": text, "finish_reason": finish, "output_tokens": n})
+        return results
+
+    # -- engine entry ------------------------------------------------------------
+    def execute(self, requests: Sequence[Request], emit: Emit) -> None:
+        by_kind: dict[str, list[Request]] = {}
+        for r in requests:
+            by_kind.setdefault(r.kind, []).append(r)
+        for kind, reqs in by_kind.items():
+            if kind not in self.supports:
+                for r in reqs:
+                    emit(Response(key=r.key, status="failed", error=f"hf_causal cannot do {kind}"))
+                continue
+            # Length-sorted batches waste the least padding.
+            reqs = sorted(reqs, key=lambda r: len(r.text or "") + sum(len(m["content"]) for m in r.messages or []))
+            size = 1 if kind == "generate" and reqs[0].params.get("temperature", 0) > 0 else self.batch_size
+            groups: dict[str, list[Request]] = {}
+            for r in reqs:
+                groups.setdefault(repr(sorted(r.params.items())), []).append(r)
+            for group in groups.values():
+                for start in range(0, len(group), size):
+                    batch = group[start:start + size]
+                    t0 = time.perf_counter()
+                    try:
+                        if kind == "sequence_logprob":
+                            outs = self.sequence_logprobs([r.text or "" for r in batch])
+                        elif kind == "next_token":
+                            outs = self.next_token([r.messages or [] for r in batch], int(batch[0].params.get("top_k", 20)))
+                        else:
+                            outs = self.generate(batch)
+                    except (RuntimeError, ValueError) as exc:  # e.g. out of memory, bad input
+                        for r in batch:
+                            emit(Response(key=r.key, status="failed", error=f"{type(exc).__name__}: {str(exc)[:200]}"))
+                        continue
+                    dt = (time.perf_counter() - t0) / len(batch)
+                    for r, o in zip(batch, outs, strict=True):
+                        emit(Response(key=r.key, status="ok", output=o, latency_s=dt))
+
+    def close(self) -> None:
+        pass
+
+
+BACKENDS.add(
+    "hf_causal",
+    BackendKind(
+        supports=HFCausalBackend.supports,
+        identity=_identity,
+        build=lambda cfg, rt: HFCausalBackend(cfg, rt),
+        local=True,
+    ),
+)

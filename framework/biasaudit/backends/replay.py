@@ -1,0 +1,69 @@
+"""`replay`: answers from a recorded `responses.jsonl` (a previous run's audit trail),
+matched by request content, so recorded model outputs are re-scored without querying
+any model. A request with no recording fails with a clear reason (counted)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from ..errors import BackendError
+from ..plan import Request, canonical_json
+from ..spec import ModelConfig, RuntimeConfig
+from .base import BACKENDS, BackendKind, Emit, Response
+from .identity import sha256_file
+
+
+def content_key(kind: str, text: str | None, messages: Any, params: dict[str, Any], sample: int) -> str:
+    return canonical_json([kind, text, messages, params, sample])
+
+
+class ReplayBackend:
+    supports = frozenset({"generate", "sequence_logprob", "next_token", "classify_nli", "embed"})
+
+    def __init__(self, cfg: ModelConfig) -> None:
+        path = Path(cfg.responses or "")
+        if not cfg.responses or not path.is_file():
+            raise BackendError(
+                f"recorded responses file not found: {cfg.responses}",
+                key="model.responses",
+                hint="point model.responses at a run's responses.jsonl",
+            )
+        self.recorded: dict[str, dict[str, Any]] = {}
+        for i, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError:
+                raise BackendError(f"line {i} is not JSON", file=str(path), key="model.responses") from None
+            if row.get("status") != "ok":
+                continue
+            req = row["request"]
+            ck = content_key(req["kind"], req.get("text"), req.get("messages"), req.get("params", {}), req.get("sample", 0))
+            self.recorded[ck] = row["output"]
+
+    def execute(self, requests: Sequence[Request], emit: Emit) -> None:
+        for r in requests:
+            ck = content_key(r.kind, r.text, r.messages, r.params, r.sample)
+            if ck in self.recorded:
+                emit(Response(key=r.key, status="ok", output=self.recorded[ck]))
+            else:
+                emit(Response(key=r.key, status="failed", error="no recorded response for this request"))
+
+    def close(self) -> None:
+        pass
+
+
+def _identity(cfg: ModelConfig) -> dict[str, Any]:
+    p = Path(cfg.responses or "")
+    return {"backend": "replay", "sha256": sha256_file(p) if p.is_file() else None}
+
+
+BACKENDS.add(
+    "replay",
+    BackendKind(supports=ReplayBackend.supports, identity=_identity,
+                build=lambda cfg, rt: ReplayBackend(cfg), local=True),
+)

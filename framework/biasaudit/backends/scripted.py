@@ -1,0 +1,105 @@
+"""`scripted`: a deterministic test double for fast unit tests. Never a default.
+
+Script options (model.script): `scores` (text -> total log-prob), `replies` (substring ->
+reply), `fail_every` (every n-th call fails), `die_after` (SIGKILL this process on the
+call after n calls, to test crash safety), `delay` (seconds per call), `calls_log`
+(append one line per answered call to this file).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import signal
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from ..plan import Request
+from ..spec import ModelConfig, RuntimeConfig
+from .base import BACKENDS, BackendKind, Emit, Response
+
+
+def _token_logprob(token: str) -> float:
+    h = int(hashlib.sha256(token.encode()).hexdigest()[:8], 16)
+    return -0.25 - (h % 1000) / 200.0
+
+
+class ScriptedBackend:
+    supports = frozenset({"generate", "sequence_logprob", "next_token"})
+
+    def __init__(self, script: dict[str, Any]) -> None:
+        self.script = script
+        self.calls = 0
+
+    def _answer(self, req: Request) -> Response:
+        s = self.script
+        if req.kind == "sequence_logprob":
+            text = req.text or ""
+            words = text.split()
+            offsets, pos = [], 0
+            for w in words:
+                start = text.index(w, pos)
+                offsets.append([start, start + len(w)])
+                pos = start + len(w)
+            lps = [_token_logprob(w) for w in words]
+            if text in s.get("scores", {}) and words:
+                target = float(s["scores"][text])
+                lps = [target / len(words)] * len(words)
+            return Response(
+                key=req.key, status="ok",
+                output={
+                    "tokens": ["<s>", *words], "token_ids": [0, *range(1, len(words) + 1)],
+                    "logprobs": [None, *lps], "offsets": [[0, 0], *offsets],
+                },
+            )
+        prompt = (req.messages or [{"content": ""}])[-1]["content"]
+        if req.kind == "next_token":
+            return Response(
+                key=req.key, status="ok",
+                output={"top": [["Yes", -0.5], ["No", -1.2], ["Maybe", -2.5]]},
+            )
+        reply = "I cannot say."
+        for sub, rep in s.get("replies", {}).items():
+            if sub in prompt:
+                reply = rep
+                break
+        return Response(
+            key=req.key, status="ok",
+            output={"text": reply, "finish_reason": "stop", "output_tokens": len(reply.split())},
+        )
+
+    def execute(self, requests: Sequence[Request], emit: Emit) -> None:
+        s = self.script
+        for req in requests:
+            if s.get("die_after") is not None and self.calls >= int(s["die_after"]):
+                os.kill(os.getpid(), signal.SIGKILL)
+            if s.get("delay"):
+                time.sleep(float(s["delay"]))
+            self.calls += 1
+            every = s.get("fail_every")
+            if every and self.calls % int(every) == 0:
+                resp = Response(key=req.key, status="failed", error="scripted failure")
+            else:
+                resp = self._answer(req)
+            if s.get("calls_log"):
+                with open(s["calls_log"], "a", encoding="utf-8") as f:
+                    f.write(req.key + "\n")
+            emit(resp)
+
+    def close(self) -> None:
+        pass
+
+
+def _identity(cfg: ModelConfig) -> dict[str, Any]:
+    return {"backend": "scripted", "name": cfg.name, "script": {k: v for k, v in cfg.script.items() if k in ("scores", "replies")}}
+
+
+def _build(cfg: ModelConfig, runtime: RuntimeConfig) -> ScriptedBackend:
+    return ScriptedBackend(dict(cfg.script))
+
+
+BACKENDS.add(
+    "scripted",
+    BackendKind(supports=ScriptedBackend.supports, identity=_identity, build=_build, local=True),
+)

@@ -1,0 +1,55 @@
+"""Cross-reference checks that need the registries: metrics and their parameters,
+probe kinds against the backend, coding layers, thresholds against metrics."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ValidationError
+
+from .backends import check_probe_support
+from .errors import SpecError
+from .metrics import METRICS
+from .spec import AuditConfig
+from .spec.errors_format import describe
+
+
+def metric_params(cfg: AuditConfig, spec_file: str | None) -> dict[str, BaseModel]:
+    out: dict[str, BaseModel] = {}
+    for i, m in enumerate(cfg.metrics):
+        mdef = METRICS.get(m.name, file=spec_file, key=f"metrics[{i}].name")
+        try:
+            params = mdef.params.model_validate(m.params())
+        except ValidationError as exc:
+            path, msg, hint = describe(exc, mdef.params)[0]
+            raise SpecError(msg, file=spec_file, key=f"metrics[{i}].{path}", hint=hint) from None
+        if cfg.probe.kind not in mdef.probe_kinds:
+            raise SpecError(
+                f"metric {m.name!r} needs probe kind {' or '.join(sorted(mdef.probe_kinds))}, "
+                f"the spec has {cfg.probe.kind!r}",
+                file=spec_file, key="probe.kind",
+            )
+        if m.key in out:
+            raise SpecError(f"two metrics share the id {m.key!r}", file=spec_file,
+                            key=f"metrics[{i}]", hint="give one of them an `id`")
+        out[m.key] = params
+    return out
+
+
+def check_config(cfg: AuditConfig, spec_file: str | None, choices: dict[str, str]) -> dict[str, BaseModel]:
+    params = metric_params(cfg, spec_file)
+    model_file = f"conf/model/{choices['model']}.yaml" if choices.get("model") else None
+    check_probe_support(cfg.model, cfg.probe.kind, model_file)
+    for i, t in enumerate(cfg.thresholds):
+        mid = t.metric.partition(".")[0]
+        if mid not in params:
+            raise SpecError(
+                f"threshold on metric {mid!r}, which the spec does not compute",
+                file=spec_file, key=f"thresholds[{i}].metric",
+                hint=f"metrics: {', '.join(params)}",
+            )
+    if cfg.coding:
+        # Coders arrive with the methods that need them; until one is registered a
+        # coding layer cannot run, and saying so beats ignoring it.
+        name, layer = next(iter(cfg.coding.items()))
+        raise SpecError(f"unknown coder {layer.coder!r}", file=spec_file, key=f"coding.{name}.coder",
+                        hint="no coders are registered in this version")
+    return params

@@ -1,0 +1,248 @@
+"""The `biasaudit` command: run, validate, plan, report, schema."""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import logging
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from .errors import BiasAuditError
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+OVERRIDES_HELP = """overrides are Hydra's: `key=value` for any config key, `group=option` to pick a
+config group option. Examples:
+  spec=crows_pairs_tp                  a shipped spec (specs/<name>.yaml) or a path to a spec file
+  model=smollm2                        the model under test (conf/model/)
+  stimuli.source=/data/crows.csv       any spec key
+  runtime.batch_size=16                run-time settings (conf/runtime/)
+"""
+
+
+def _fail(exc: BiasAuditError) -> int:
+    lines = exc.lines() if hasattr(exc, "lines") else [exc.one_line()]
+    for line in lines:
+        print(line, file=sys.stderr)
+    return 2
+
+
+def _sweep_combinations(overrides: list[str]) -> list[list[str]]:
+    """Expand `a=1,2 b=x,y` into every combination, as Hydra's basic sweeper would."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    parsed = OverridesParser.create().parse_overrides(overrides)
+    axes: list[list[str]] = []
+    for ov, raw in zip(parsed, overrides, strict=True):
+        if ov.is_sweep_override():
+            key = ov.get_key_element()
+            axes.append([f"{key}={v}" for v in ov.sweep_string_iterator()])
+        else:
+            axes.append([raw])
+    return [list(c) for c in itertools.product(*axes)]
+
+
+def _preflight(overrides: list[str], multirun: bool) -> None:
+    from .compose import compose
+    from .pipeline import prepare
+
+    combos = _sweep_combinations(overrides) if multirun else [overrides]
+    for combo in combos:
+        prepare(compose(combo))
+
+
+def cmd_run(args: argparse.Namespace, rest: list[str]) -> int:
+    from .compose import prepare_overrides
+
+    overrides = prepare_overrides(list(rest))
+    if args.retry_failed:
+        overrides.append("runtime.retry_failed=true")
+    try:
+        _preflight(overrides, args.multirun)
+    except BiasAuditError as exc:
+        return _fail(exc)
+    except Exception as exc:  # Hydra's override grammar errors
+        if type(exc).__module__.startswith(("hydra", "omegaconf")):
+            print(f"error: overrides: {str(exc).splitlines()[0]} (hint: see `biasaudit run --help`)", file=sys.stderr)
+            return 2
+        raise
+    return _hydra_run(overrides, args.multirun)
+
+
+def _hydra_run(overrides: list[str], multirun: bool) -> int:
+    import hydra
+    from hydra.core.hydra_config import HydraConfig
+    from omegaconf import DictConfig
+
+    from .compose import to_audit_config
+    from .paths import conf_dir
+    from .pipeline import prepare, run
+
+    command = ["biasaudit", "run", *(["-m"] if multirun else []), *overrides]
+    status = {"code": 0}
+
+    @hydra.main(config_path=str(conf_dir()), config_name="config", version_base="1.3")
+    def task(cfg: DictConfig) -> dict[str, Any] | None:
+        hc = HydraConfig.get()
+        choices = {k: str(v) for k, v in hc.runtime.choices.items() if v is not None}
+        try:
+            composed = to_audit_config(cfg, choices, list(hc.overrides.task))
+            prep = prepare(composed)
+            run_dir = Path(hc.runtime.output_dir)
+            summary = run(prep, run_dir, command)
+        except BiasAuditError as exc:
+            status["code"] = _fail(exc)
+            return None
+        ex = summary["execution"]
+        print(
+            f"{summary['audit']['name']}: overall {summary['overall']}; "
+            f"{ex['requests']} requests, {ex['cache_hits']} from cache, {ex['calls']} model calls, "
+            f"{ex['failures']} failed; run stage {ex['seconds']:.2f}s"
+        )
+        print(f"report: {run_dir / 'report.html'}")
+        return summary
+
+    saved = sys.argv
+    sys.argv = ["biasaudit", *(["--multirun"] if multirun else []), *overrides]
+    try:
+        task()
+    except KeyboardInterrupt:
+        print("interrupted: finished model calls are saved; run the same command again to resume",
+              file=sys.stderr)
+        return 130
+    finally:
+        sys.argv = saved
+    return status["code"]
+
+
+def cmd_validate(args: argparse.Namespace, rest: list[str]) -> int:
+    from .compose import compose
+    from .pipeline import prepare
+
+    try:
+        prep = prepare(compose(list(rest)))
+    except BiasAuditError as exc:
+        return _fail(exc)
+    c = prep.composed
+    print(f"ok: {c.spec_file}: {len(prep.plan.cells)} cell(s), {len(prep.stimuli.stimuli)} stimuli, "
+          f"{len(prep.plan.requests)} requests, {len(c.config.metrics)} metric(s), "
+          f"{len(c.config.thresholds)} threshold(s)")
+    return 0
+
+
+def cmd_plan(args: argparse.Namespace, rest: list[str]) -> int:
+    from .compose import compose
+    from .pipeline import prepare
+    from .store import Store
+
+    try:
+        prep = prepare(compose(list(rest)))
+    except BiasAuditError as exc:
+        return _fail(exc)
+    plan = prep.plan
+    cfg = prep.composed.config
+    tin, tout = plan.token_estimate()
+    cached = 0
+    if Path(cfg.runtime.cache).is_file():
+        store = Store(cfg.runtime.cache)
+        cached = sum(1 for r in store.get_many(plan.requests).values() if r.status == "ok")
+        store.close()
+    rows = [
+        ("spec", str(prep.composed.spec_file)),
+        ("model", f"{cfg.model.name} ({cfg.model.backend})"),
+        ("probe", plan.kind),
+        ("cells", str(len(plan.cells))),
+        ("stimuli", f"{len(prep.stimuli.stimuli)} of {prep.stimuli.n_total}"),
+        ("plan items", str(plan.n_items)),
+        ("unique requests", str(len(plan.requests))),
+        ("already cached", str(cached)),
+        ("model calls needed", str(len(plan.requests) - cached)),
+        ("input tokens (est.)", f"~{tin}"),
+        ("output tokens (max)", str(tout)),
+    ]
+    width = max(len(k) for k, _ in rows)
+    for k, v in rows:
+        print(f"{k:<{width}}  {v}")
+    if args.cells:
+        for c in plan.cells:
+            print(f"  cell {c.id}")
+    return 0
+
+
+def cmd_report(args: argparse.Namespace, rest: list[str]) -> int:
+    from .pipeline import rerender
+
+    if rest:
+        print(f"error: unexpected arguments {rest}", file=sys.stderr)
+        return 2
+    try:
+        summary = rerender(Path(args.run_dir))
+    except BiasAuditError as exc:
+        return _fail(exc)
+    print(f"{summary['audit']['name']}: overall {summary['overall']} (re-rendered from the store, 0 model calls)")
+    print(f"report: {Path(args.run_dir) / 'report.html'}")
+    return 0
+
+
+def cmd_schema(args: argparse.Namespace, rest: list[str]) -> int:
+    from .spec import json_schema
+
+    print(json.dumps(json_schema(), indent=2))
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="biasaudit",
+        description="Audit language models for social bias with declarative YAML specs.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="Run `biasaudit <command> --help` for a command's options.",
+    )
+    p.add_argument("-v", "--verbose", action="store_true", help="log more detail")
+    sub = p.add_subparsers(dest="command", metavar="command")
+    fmt = argparse.RawDescriptionHelpFormatter
+    r = sub.add_parser("run", help="run an audit and write its report", formatter_class=fmt,
+                       description="Compose the config, call the model (cached, resumable), measure, judge and "
+                                   "write reports/<audit>/<run>/.", epilog=OVERRIDES_HELP)
+    r.add_argument("-m", "--multirun", action="store_true",
+                   help="sweep: `a=1,2` runs one job per value (Hydra multirun); one run folder per job")
+    r.add_argument("--retry-failed", action="store_true", help="send requests that failed before to the model again")
+    r.set_defaults(fn=cmd_run)
+    v = sub.add_parser("validate", help="check a spec and its data without calling any model",
+                       formatter_class=fmt, epilog=OVERRIDES_HELP)
+    v.set_defaults(fn=cmd_validate)
+    pl = sub.add_parser("plan", help="show cells, request counts and a token estimate before any model call",
+                        formatter_class=fmt, epilog=OVERRIDES_HELP)
+    pl.add_argument("--cells", action="store_true", help="list every cell of the design")
+    pl.set_defaults(fn=cmd_plan)
+    rp = sub.add_parser("report", help="re-render a run's report from the store (no model calls)")
+    rp.add_argument("run_dir", help="a run folder, e.g. reports/crows-pairs-tp/20261122-101500-000000")
+    rp.set_defaults(fn=cmd_report)
+    sc = sub.add_parser("schema", help="print the JSON Schema of the spec language and run config")
+    sc.set_defaults(fn=cmd_schema)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser()
+    args, rest = parser.parse_known_args(argv)
+    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
+                        format="%(levelname)s %(name)s: %(message)s")
+    if args.command is None:
+        parser.print_help()
+        return 0
+    unknown_flags = [a for a in rest if a.startswith("-")]
+    if unknown_flags:
+        parser.error(f"unrecognized arguments: {' '.join(unknown_flags)}")
+    return int(args.fn(args, rest))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,93 @@
+"""Load the stimuli a spec names: file or inline, adapter, field mapping, seeded sample."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..errors import DataError
+from ..spec import StimuliSpec
+from .adapters import ADAPTERS, check_columns
+from .readers import file_sha256, read_csv, read_jsonl
+from .records import Stimulus, StimulusSet
+
+
+def resolve_source(spec: StimuliSpec, spec_file: Path | None) -> Path | None:
+    if spec.source is None:
+        return None
+    p = Path(spec.source).expanduser()
+    if not p.is_absolute() and spec_file is not None:
+        p = spec_file.parent / p
+    return p.resolve()
+
+
+def load_stimuli(spec: StimuliSpec, spec_file: Path | None) -> StimulusSet:
+    file = str(spec_file) if spec_file else None
+    adapter = ADAPTERS.get(spec.format, file=file, key="stimuli.format")
+    path = resolve_source(spec, spec_file)
+    where = str(path) if path else file
+    if path is None:
+        rows: list[dict[str, Any]] = [dict(r) for r in (spec.inline or [])]
+        header = sorted({k for r in rows for k in r})
+    elif adapter.reader == "csv":
+        header, rows = read_csv(path)
+    else:
+        rows = read_jsonl(path)
+        header = sorted({k for r in rows for k in r})
+    check_columns(adapter, header, str(where), spec.format)
+
+    stimuli = []
+    for i, row in enumerate(rows):
+        mapped = dict(row)
+        for canonical, column in spec.fields.items():
+            if column not in row:
+                raise DataError(
+                    f"column {column!r} (mapped to field {canonical!r}) is missing in row {i}",
+                    file=str(where),
+                    key=f"stimuli.fields.{canonical}",
+                    hint=f"columns: {', '.join(header)}",
+                )
+            mapped[canonical] = row[column]
+        try:
+            fields = adapter.convert(mapped)
+        except (ValueError, KeyError) as exc:
+            raise DataError(f"row {i}: {exc}", file=str(where), key="stimuli") from None
+        sid = _row_id(spec, adapter.id_column, row, i, str(where))
+        stimuli.append(Stimulus(id=sid, fields=fields))
+
+    ids = [s.id for s in stimuli]
+    if len(set(ids)) != len(ids):
+        raise DataError(
+            "stimulus ids are not unique", file=str(where), key="stimuli.id_field",
+            hint="choose a unique id column or drop id_field to use row numbers",
+        )
+    n_total = len(stimuli)
+    if spec.sample is not None and spec.sample.n < n_total:
+        rng = np.random.default_rng(spec.sample.seed)
+        keep = sorted(rng.choice(n_total, size=spec.sample.n, replace=False).tolist())
+        stimuli = [stimuli[i] for i in keep]
+    if not stimuli:
+        raise DataError(
+            "no stimuli to run", file=str(where), key="stimuli", hint="the data is empty"
+        )
+    return StimulusSet(
+        stimuli=stimuli,
+        source=str(path) if path else None,
+        sha256=file_sha256(path) if path else None,
+        format=spec.format,
+        n_total=n_total,
+    )
+
+
+def _row_id(spec: StimuliSpec, default_col: str | None, row: dict, i: int, where: str) -> str:
+    col = spec.id_field if spec.id_field is not None else default_col
+    if col is not None and col in row and str(row[col]).strip() != "":
+        return str(row[col]).strip()
+    if spec.id_field is not None:
+        raise DataError(
+            f"id column {spec.id_field!r} is missing or empty in row {i}",
+            file=where, key="stimuli.id_field",
+        )
+    return str(i)

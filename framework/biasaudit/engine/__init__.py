@@ -1,0 +1,5 @@
+"""Plan execution: cache, backend calls, progress, counts."""
+
+from .executor import ExecutionStats, execute_plan
+
+__all__ = ["ExecutionStats", "execute_plan"]

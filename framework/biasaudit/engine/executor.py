@@ -1,0 +1,107 @@
+"""Execute a plan: cache lookup, then the missing requests through the backend, with
+results committed as they arrive, a progress bar, and counts of hits / calls / failures."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+
+from ..backends import Backend, Response
+from ..errors import StoreError
+from ..plan import Plan
+from ..store import Store
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class ExecutionStats:
+    requests: int = 0
+    """Unique requests in the plan (identical requests across cells count once)."""
+    plan_items: int = 0
+    cache_hits: int = 0
+    calls: int = 0
+    """Requests sent to the backend in this run."""
+    failures: int = 0
+    """Requests whose final stored result is a failure."""
+    new_failures: int = 0
+    seconds: float = 0.0
+    model_load_s: float = 0.0
+
+    def as_dict(self) -> dict[str, float | int]:
+        return asdict(self)
+
+
+def execute_plan(
+    plan: Plan,
+    store: Store,
+    backend_factory: Callable[[], Backend] | None,
+    *,
+    retry_failed: bool = False,
+    progress: bool = True,
+) -> tuple[dict[str, Response], ExecutionStats]:
+    """Return every request's response. With `backend_factory=None`, answer only from the
+    store (re-rendering a report), and fail if anything is missing."""
+    t0 = time.perf_counter()
+    stats = ExecutionStats(requests=len(plan.requests), plan_items=plan.n_items)
+    results = store.get_many(plan.requests)
+    pending = [
+        r for k, r in plan.requests.items()
+        if k not in results or (retry_failed and results[k].status == "failed")
+    ]
+    stats.cache_hits = len(plan.requests) - len(pending)
+    if pending:
+        if backend_factory is None:
+            raise StoreError(
+                f"{len(pending)} of {len(plan.requests)} responses are not in the store",
+                key="runtime.cache",
+                hint="run `biasaudit run` with the same spec and model to fill the cache",
+            )
+        t_load = time.perf_counter()
+        backend = backend_factory()
+        stats.model_load_s = time.perf_counter() - t_load
+        by_key = {r.key: r for r in pending}
+        bar = _progress(progress, len(pending))
+
+        def emit(resp: Response) -> None:
+            store.put(by_key[resp.key], resp)
+            results[resp.key] = resp
+            stats.calls += 1
+            if resp.status == "failed":
+                stats.new_failures += 1
+            if bar is not None:
+                bar.update(1)
+
+        try:
+            backend.execute(pending, emit)
+        finally:
+            backend.close()
+            if bar is not None:
+                bar.close()
+    stats.failures = sum(1 for k in plan.requests if results[k].status == "failed")
+    stats.seconds = time.perf_counter() - t0
+    return results, stats
+
+
+class _Bar:
+    def __init__(self, total: int) -> None:
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+        self.p = Progress(
+            TextColumn("model calls"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
+            transient=False,
+        )
+        self.p.start()
+        self.task = self.p.add_task("calls", total=total)
+
+    def update(self, n: int) -> None:
+        self.p.advance(self.task, n)
+
+    def close(self) -> None:
+        self.p.stop()
+
+
+def _progress(enabled: bool, total: int) -> _Bar | None:
+    return _Bar(total) if enabled and total > 0 else None

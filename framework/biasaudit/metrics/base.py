@@ -1,0 +1,85 @@
+"""Metric records, the metric registry, and the context a metric reads."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ..backends import Response
+from ..plan import Plan, PlanItem
+from ..registry import Registry
+from ..spec import AuditConfig
+from ..stats import Estimate
+
+
+class Table(BaseModel):
+    model_config = ConfigDict(frozen=True)
+    title: str
+    columns: list[str]
+    rows: list[list[Any]]
+    note: str = ""
+
+
+class PlotSpec(BaseModel):
+    """Data for a plot; the report renders it (the metric never draws)."""
+
+    model_config = ConfigDict(frozen=True)
+    kind: str
+    """`interval_bars` (labels + estimates) or `histogram` (values)."""
+    title: str
+    xlabel: str = ""
+    ylabel: str = ""
+    labels: list[str] = Field(default_factory=list)
+    estimates: list[Estimate] = Field(default_factory=list)
+    values: list[float] = Field(default_factory=list)
+    reference: float | None = None
+    """A reference line (e.g. 50 = parity)."""
+    alt: str = ""
+
+
+class MetricResult(BaseModel):
+    model_config = ConfigDict(frozen=True)
+    id: str
+    name: str
+    title: str
+    headline: str
+    """Key of the headline estimate in `estimates`."""
+    estimates: dict[str, Estimate]
+    cells: dict[str, dict[str, Estimate]] = Field(default_factory=dict)
+    """Estimate key -> cell id -> per-cell estimate (for `over: worst_cell`)."""
+    reference: float | None = None
+    reference_note: str = ""
+    tables: list[Table] = Field(default_factory=list)
+    plots: list[PlotSpec] = Field(default_factory=list)
+    counts: dict[str, int] = Field(default_factory=dict)
+    notes: list[str] = Field(default_factory=list)
+    params: dict[str, Any] = Field(default_factory=dict)
+
+
+@dataclass
+class MetricContext:
+    config: AuditConfig
+    plan: Plan
+    responses: dict[str, Response]
+
+    def items_by(self) -> dict[tuple[str, int, str, int], dict[str, PlanItem]]:
+        """(cell, variant, stimulus, sample) -> slot -> plan item."""
+        out: dict[tuple[str, int, str, int], dict[str, PlanItem]] = {}
+        for it in self.plan.items:
+            out.setdefault((it.cell, it.variant, it.stimulus, it.sample), {})[it.slot] = it
+        return out
+
+
+@dataclass(frozen=True)
+class MetricDef:
+    compute: Callable[[MetricContext, str, BaseModel], MetricResult]
+    params: type[BaseModel]
+    probe_kinds: frozenset[str]
+    title: str
+    required_fields: tuple[str, ...] = ()
+
+
+METRICS: Registry[MetricDef] = Registry("metric")

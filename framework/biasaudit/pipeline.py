@@ -1,0 +1,228 @@
+"""One run, stage by stage: prepare (validate, load, compile) -> execute -> measure ->
+judge -> render. Each stage reads what the previous one produced."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import platform
+import sys
+import time
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel
+
+from . import __version__
+from .backends import Response, backend_identity, build_backend
+from .checks import check_config
+from .compose import Composed
+from .data import StimulusSet, file_sha256, load_stimuli
+from .engine import ExecutionStats, execute_plan
+from .metrics import METRICS, MetricContext, MetricResult, VerdictRecord, evaluate
+from .plan import Plan, compile_plan
+from .store import Store
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Prepared:
+    composed: Composed
+    stimuli: StimulusSet
+    plan: Plan
+    params: dict[str, BaseModel]
+    identity: dict[str, Any]
+
+
+def prepare(composed: Composed) -> Prepared:
+    """Everything that can fail on bad input, before any model call or file write."""
+    cfg = composed.config
+    spec_file = str(composed.spec_file)
+    params = check_config(cfg, spec_file, composed.choices)
+    stimuli = load_stimuli(cfg.stimuli, composed.spec_file)
+    identity = backend_identity(cfg.model)
+    plan = compile_plan(cfg, stimuli, identity, spec_file)
+    return Prepared(composed=composed, stimuli=stimuli, plan=plan, params=params, identity=identity)
+
+
+def measure(prep: Prepared, responses: dict[str, Response]) -> dict[str, MetricResult]:
+    cfg = prep.composed.config
+    ctx = MetricContext(config=cfg, plan=prep.plan, responses=responses)
+    out: dict[str, MetricResult] = {}
+    for m in cfg.metrics:
+        mdef = METRICS.get(m.name)
+        out[m.key] = mdef.compute(ctx, m.key, prep.params[m.key])
+    return out
+
+
+def versions() -> dict[str, str]:
+    import importlib.metadata as md
+
+    out = {"python": platform.python_version(), "biasaudit": __version__, "platform": platform.platform()}
+    for pkg in ("torch", "transformers", "gguf", "sentence-transformers", "hydra-core", "pydantic",
+                "numpy", "scipy", "statsmodels", "pandas", "httpx"):
+        try:
+            out[pkg] = md.version(pkg)
+        except md.PackageNotFoundError:
+            pass
+    return out
+
+
+def manifest(prep: Prepared, run_id: str, command: list[str]) -> dict[str, Any]:
+    c = prep.composed
+    cfg = c.config
+    return {
+        "run_id": run_id,
+        "audit": cfg.audit.name,
+        "method": cfg.audit.method,
+        "command": command,
+        "overrides": c.overrides,
+        "choices": c.choices,
+        "spec_file": str(c.spec_file),
+        "spec_sha256": file_sha256(c.spec_file),
+        "data": {"source": prep.stimuli.source, "sha256": prep.stimuli.sha256, "format": prep.stimuli.format,
+                 "rows": prep.stimuli.n_total, "used": len(prep.stimuli.stimuli)},
+        "model": {"name": cfg.model.name, "backend": cfg.model.backend, "identity": prep.identity},
+        "seed": cfg.runtime.seed,
+        "cache": str(Path(cfg.runtime.cache).resolve()),
+        "versions": versions(),
+        "config": c.data,
+    }
+
+
+def _write(path: Path, text: str) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def write_trail(path: Path, prep: Prepared, responses: dict[str, Response]) -> None:
+    """responses.jsonl: one line per plan item, with its request and answer."""
+    tmp = path.with_name(path.name + ".tmp")
+    with tmp.open("w", encoding="utf-8") as f:
+        for it in prep.plan.items:
+            req = prep.plan.requests[it.key]
+            resp = responses[it.key]
+            f.write(json.dumps({
+                "cell": it.cell, "stimulus": it.stimulus, "slot": it.slot, "variant": it.variant,
+                "sample": it.sample, "key": it.key,
+                "request": req.model_dump(exclude={"key"}),
+                "status": resp.status, "error": resp.error, "output": resp.output,
+            }, ensure_ascii=False) + "\n")
+    os.replace(tmp, path)
+
+
+def finish(
+    prep: Prepared, responses: dict[str, Response], stats: ExecutionStats, run_dir: Path,
+    run_manifest: dict[str, Any], *, write_responses: bool = True,
+) -> dict[str, Any]:
+    from .report import render_all
+
+    cfg = prep.composed.config
+    results = measure(prep, responses)
+    verdicts = evaluate(cfg.thresholds, results)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    if write_responses:
+        write_trail(run_dir / "responses.jsonl", prep, responses)
+    _write(run_dir / "manifest.json", json.dumps(run_manifest, indent=2, default=str))
+    summary = build_summary(prep, results, verdicts, stats, run_manifest)
+    render_all(run_dir, summary, results, verdicts, cfg, write=_write)
+    return summary
+
+
+def build_summary(
+    prep: Prepared, results: dict[str, MetricResult], verdicts: list[VerdictRecord],
+    stats: ExecutionStats, run_manifest: dict[str, Any],
+) -> dict[str, Any]:
+    cfg = prep.composed.config
+    return {
+        "audit": {"name": cfg.audit.name, "method": cfg.audit.method, "description": cfg.audit.description,
+                  "title": cfg.report.title or cfg.audit.name},
+        "run_id": run_manifest["run_id"],
+        "model": run_manifest["model"],
+        "spec_sha256": run_manifest["spec_sha256"],
+        "data": run_manifest["data"],
+        "generated": datetime.now(UTC).isoformat(timespec="seconds"),
+        "design": {"cells": [c.id for c in prep.plan.cells], "n_cells": len(prep.plan.cells)},
+        "execution": stats.as_dict(),
+        "metrics": {k: r.model_dump(mode="json") for k, r in results.items()},
+        "verdicts": [v.model_dump(mode="json") for v in verdicts],
+        "overall": overall_verdict(verdicts),
+    }
+
+
+def overall_verdict(verdicts: list[VerdictRecord]) -> str:
+    if not verdicts:
+        return "NO THRESHOLDS"
+    vs = {v.verdict for v in verdicts}
+    if "FAIL" in vs:
+        return "FAIL"
+    if "INCONCLUSIVE" in vs:
+        return "INCONCLUSIVE"
+    return "PASS"
+
+
+def run(prep: Prepared, run_dir: Path, command: list[str]) -> dict[str, Any]:
+    cfg = prep.composed.config
+    # Multirun jobs live in numbered subfolders of a sweep folder.
+    run_id = f"{run_dir.parent.name}-{run_dir.name}" if run_dir.name.isdigit() else run_dir.name
+    run_manifest = manifest(prep, run_id, command)
+    run_manifest["run_dir"] = str(run_dir)
+    run_manifest["started"] = datetime.now(UTC).isoformat(timespec="seconds")
+    store = Store(cfg.runtime.cache)
+    store.start_run(run_id, cfg.audit.name, str(run_dir), run_manifest)
+    t0 = time.perf_counter()
+    try:
+        responses, stats = execute_plan(
+            prep.plan, store,
+            lambda: build_backend(cfg.model, cfg.runtime),
+            retry_failed=cfg.runtime.retry_failed,
+            progress=cfg.runtime.progress and sys.stderr.isatty(),
+        )
+    except BaseException:
+        store.finish_run(run_id, "interrupted", {})
+        store.close()
+        raise
+    run_manifest["finished"] = datetime.now(UTC).isoformat(timespec="seconds")
+    run_manifest["run_stage_s"] = round(time.perf_counter() - t0, 3)
+    run_manifest["execution"] = stats.as_dict()
+    summary = finish(prep, responses, stats, run_dir, run_manifest)
+    store.finish_run(run_id, "finished", stats.as_dict())
+    store.close()
+    return summary
+
+
+def rerender(run_dir: Path) -> dict[str, Any]:
+    """Rebuild the report of a finished run from its manifest and the store: no model
+    calls (a missing response is an error)."""
+    from .errors import StoreError
+    from .spec import validate_config
+
+    mpath = run_dir / "manifest.json"
+    if not mpath.is_file():
+        raise StoreError("no manifest.json here", file=str(run_dir), hint="give a run folder written by `biasaudit run`")
+    m = json.loads(mpath.read_text(encoding="utf-8"))
+    spec_file = Path(m["spec_file"])
+    cfg = validate_config(m["config"], spec_file=str(spec_file), choices=m.get("choices"))
+    composed = Composed(config=cfg, data=m["config"], spec_file=spec_file, choices=m.get("choices", {}),
+                        overrides=m.get("overrides", []))
+    prep = prepare(composed)
+    if prep.stimuli.sha256 != m["data"]["sha256"]:
+        raise StoreError("the data file changed since the run", file=str(prep.stimuli.source),
+                         hint="restore the file the run used (its sha256 is in manifest.json)")
+    store = Store(m["cache"])
+    try:
+        responses, stats = execute_plan(prep.plan, store, None, progress=False)
+    finally:
+        store.close()
+    if "execution" in m:
+        for k in ("calls", "seconds", "model_load_s", "new_failures"):
+            setattr(stats, k, m["execution"].get(k, getattr(stats, k)))
+    return finish(prep, responses, stats, run_dir, m, write_responses=False)
+
+
+__all__ = ["Prepared", "prepare", "rerender", "run"]

@@ -1,0 +1,178 @@
+"""Compile a validated config + stimuli into a plan of hashed requests."""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..data import StimulusSet
+from ..errors import SpecError
+from ..spec import AuditConfig
+from .design import Cell, expand_design
+from .render import check_variables, render
+from .requests import PlanItem, Request, request_key
+
+CHAT_KINDS = ("generate", "next_token")
+BUILTIN_VARS = {"levels", "stimulus_id", "parts"}
+
+
+@dataclass
+class Plan:
+    cells: list[Cell]
+    stimuli: StimulusSet
+    items: list[PlanItem]
+    requests: dict[str, Request]
+    identity: dict[str, Any]
+    kind: str
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def n_items(self) -> int:
+        return len(self.items)
+
+    def token_estimate(self) -> tuple[int, int]:
+        """(input, output) tokens, estimated as characters / 4 before any tokenizer loads."""
+        tin = 0
+        tout = 0
+        for r in self.requests.values():
+            chars = len(r.text or "") + sum(len(m["content"]) for m in r.messages or [])
+            tin += max(1, chars // 4)
+            if r.kind == "generate":
+                tout += int(r.params.get("max_tokens", 0))
+            elif r.kind == "next_token":
+                tout += 1
+        return tin, tout
+
+
+def _params(cfg: AuditConfig, seed: int) -> dict[str, Any]:
+    p = cfg.probe
+    if p.kind == "generate":
+        out: dict[str, Any] = {
+            "temperature": p.temperature,
+            "top_p": p.top_p,
+            "max_tokens": p.max_tokens,
+        }
+        if p.temperature > 0:
+            out["seed"] = seed
+        return out
+    if p.kind == "next_token":
+        return {"top_k": p.top_k}
+    return {}
+
+
+def check_templates(cfg: AuditConfig, stimuli: StimulusSet, spec_file: str | None) -> None:
+    fields = stimuli.field_names
+    level_vars = {k for lv in cfg.factors.values() for level in lv.values() for k in level.vars}
+    available = fields | level_vars | BUILTIN_VARS
+    for fname, levels in cfg.factors.items():
+        for lname, level in levels.items():
+            for i, t in enumerate(level.variants()):
+                if t is not None:
+                    key = f"factors.{fname}.{lname}." + (
+                        "template" if level.templates is None else f"templates[{i}]"
+                    )
+                    check_variables(t, available, file=spec_file, key=key)
+            if level.system:
+                check_variables(
+                    level.system, available, file=spec_file, key=f"factors.{fname}.{lname}.system"
+                )
+    for slot, t in (cfg.probe.inputs or {}).items():
+        check_variables(t, available, file=spec_file, key=f"probe.inputs.{slot}")
+    for attr in ("prompt", "system"):
+        t = getattr(cfg.probe, attr)
+        if t:
+            check_variables(t, available, file=spec_file, key=f"probe.{attr}")
+
+
+def compile_plan(
+    cfg: AuditConfig,
+    stimuli: StimulusSet,
+    identity: dict[str, Any],
+    spec_file: str | None = None,
+) -> Plan:
+    cells = expand_design(cfg, spec_file)
+    check_templates(cfg, stimuli, spec_file)
+    probe = cfg.probe
+    params = _params(cfg, cfg.runtime.seed)
+    sampled = probe.kind == "generate" and probe.temperature > 0
+    n_samples = probe.samples
+    items: list[PlanItem] = []
+    requests: dict[str, Request] = {}
+    factor_names = list(cfg.factors)
+
+    for cell in cells:
+        levels = [cfg.factors[f][cell.levels[f]] for f in factor_names]
+        level_vars: dict[str, Any] = {}
+        for lv in levels:
+            level_vars.update(lv.vars)
+        variant_lists = [lv.variants() for lv in levels] or [[None]]
+        for variant_idx, variant in enumerate(itertools.product(*variant_lists)):
+            for stim in stimuli.stimuli:
+                ctx = {
+                    **stim.fields,
+                    **level_vars,
+                    "levels": dict(cell.levels),
+                    "stimulus_id": stim.id,
+                }
+                parts = {}
+                for fname, tmpl in zip(factor_names, variant, strict=False):
+                    if tmpl is not None:
+                        parts[fname] = render(
+                            tmpl, ctx, file=spec_file, key=f"factors.{fname}.{cell.levels[fname]}"
+                        )
+                ctx["parts"] = parts
+                for slot, text, messages in _payloads(cfg, ctx, levels, parts, spec_file):
+                    for sample in range(n_samples):
+                        s = sample if sampled else 0
+                        key = request_key(identity, probe.kind, text, messages, params, s)
+                        if key not in requests:
+                            requests[key] = Request(
+                                key=key, kind=probe.kind, text=text, messages=messages,
+                                params=params, sample=s,
+                            )
+                        items.append(
+                            PlanItem(
+                                cell=cell.id, stimulus=stim.id, slot=slot,
+                                variant=variant_idx, sample=sample, key=key,
+                            )
+                        )
+    if not items:
+        raise SpecError("the plan has no requests", file=spec_file, key="design")
+    return Plan(
+        cells=cells, stimuli=stimuli, items=items, requests=requests,
+        identity=identity, kind=probe.kind,
+    )
+
+
+def _payloads(cfg, ctx, levels, parts, spec_file):  # type: ignore[no-untyped-def]
+    probe = cfg.probe
+    if probe.inputs:
+        for slot, tmpl in probe.inputs.items():
+            text = render(tmpl, ctx, file=spec_file, key=f"probe.inputs.{slot}")
+            yield slot, text, None
+        return
+    if probe.prompt:
+        user = render(probe.prompt, ctx, file=spec_file, key="probe.prompt")
+    else:
+        user = "\n".join(p for p in parts.values() if p)
+    if not user.strip():
+        raise SpecError(
+            "the prompt renders empty", file=spec_file, key="probe.prompt",
+            hint="set `probe.prompt` or give factor levels a `template`",
+        )
+    systems = []
+    if probe.system:
+        systems.append(render(probe.system, ctx, file=spec_file, key="probe.system"))
+    for lv in levels:
+        if lv.system:
+            systems.append(render(lv.system, ctx, file=spec_file, key="factors.system"))
+    messages = []
+    if systems:
+        messages.append({"role": "system", "content": " ".join(systems)})
+    messages.append({"role": "user", "content": user})
+    if probe.kind not in ("generate", "next_token", "classify_nli", "embed"):
+        raise SpecError(
+            f"probe kind {probe.kind!r} needs `inputs`", file=spec_file, key="probe.inputs"
+        )
+    yield "prompt", None, messages

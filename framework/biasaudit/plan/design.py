@@ -1,0 +1,97 @@
+"""Expand a design (full, oat, explicit) over the spec's factors into cells."""
+
+from __future__ import annotations
+
+import itertools
+
+from pydantic import BaseModel, ConfigDict
+
+from ..errors import SpecError
+from ..spec import AuditConfig
+
+
+class Cell(BaseModel):
+    model_config = ConfigDict(frozen=True)
+    id: str
+    levels: dict[str, str]
+    """Factor name -> level name (empty when the spec has no factors)."""
+
+
+def cell_id(levels: dict[str, str]) -> str:
+    return ",".join(f"{f}={lv}" for f, lv in levels.items()) or "base"
+
+
+def _check_levels(
+    cfg: AuditConfig, levels: dict[str, str], key: str, file: str | None, complete: bool
+) -> None:
+    for factor, level in levels.items():
+        if factor not in cfg.factors:
+            raise SpecError(
+                f"undefined factor {factor!r}",
+                file=file,
+                key=f"{key}.{factor}",
+                hint=f"factors: {', '.join(cfg.factors) or '(none)'}",
+            )
+        if level not in cfg.factors[factor]:
+            raise SpecError(
+                f"undefined level {level!r} of factor {factor!r}",
+                file=file,
+                key=f"{key}.{factor}",
+                hint=f"levels: {', '.join(cfg.factors[factor])}",
+            )
+    if complete:
+        missing = [f for f in cfg.factors if f not in levels]
+        if missing:
+            raise SpecError(
+                f"no level given for factor(s) {', '.join(missing)}",
+                file=file,
+                key=key,
+                hint="name a level for every factor",
+            )
+
+
+def expand_design(cfg: AuditConfig, spec_file: str | None = None) -> list[Cell]:
+    factors = cfg.factors
+    design = cfg.design
+    for fname, levels in factors.items():
+        if not levels:
+            raise SpecError(
+                f"factor {fname!r} has no levels", file=spec_file, key=f"factors.{fname}",
+                hint="give at least one level",
+            )
+    if not factors:
+        if design.kind == "explicit" and any(design.cells or []):
+            _check_levels(cfg, design.cells[0], "design.cells[0]", spec_file, False)  # type: ignore[index]
+        return [Cell(id="base", levels={})]
+    names = list(factors)
+    cells: list[dict[str, str]]
+    if design.kind == "full":
+        cells = [
+            dict(zip(names, combo, strict=True))
+            for combo in itertools.product(*(list(factors[n]) for n in names))
+        ]
+    elif design.kind == "oat":
+        base = dict(design.baseline or {})
+        _check_levels(cfg, base, "design.baseline", spec_file, True)
+        base = {n: base[n] for n in names}
+        cells = [base]
+        for n in names:
+            for level in factors[n]:
+                if level != base[n]:
+                    cells.append({**base, n: level})
+    else:
+        cells = []
+        for i, c in enumerate(design.cells or []):
+            _check_levels(cfg, c, f"design.cells[{i}]", spec_file, True)
+            cells.append({n: c[n] for n in names})
+    out = []
+    seen = set()
+    for c in cells:
+        cid = cell_id(c)
+        if cid in seen:
+            continue
+        seen.add(cid)
+        out.append(Cell(id=cid, levels=c))
+    if not out:
+        raise SpecError("the design expands to zero cells", file=spec_file, key="design")
+    return out

@@ -1,0 +1,58 @@
+"""Sandboxed Jinja rendering with StrictUndefined, and template-variable checks."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import Any
+
+from jinja2 import StrictUndefined, TemplateSyntaxError, meta
+from jinja2.exceptions import SecurityError, UndefinedError
+from jinja2.sandbox import ImmutableSandboxedEnvironment
+
+from ..errors import SpecError
+
+_ENV = ImmutableSandboxedEnvironment(
+    undefined=StrictUndefined, autoescape=False, keep_trailing_newline=False
+)
+
+
+@lru_cache(maxsize=4096)
+def _compile(source: str):  # type: ignore[no-untyped-def]
+    return _ENV.from_string(source)
+
+
+def variables(source: str, *, file: str | None, key: str) -> set[str]:
+    """Names a template reads from its context."""
+    try:
+        return set(meta.find_undeclared_variables(_ENV.parse(source)))
+    except TemplateSyntaxError as exc:
+        raise SpecError(
+            f"template syntax error at line {exc.lineno}: {exc.message}",
+            file=file,
+            key=key,
+            hint="check {{ }} and {% %} pairs",
+        ) from None
+
+
+def check_variables(
+    source: str, available: set[str], *, file: str | None, key: str
+) -> None:
+    missing = sorted(variables(source, file=file, key=key) - available)
+    if missing:
+        raise SpecError(
+            f"template variable {missing[0]!r} has no source",
+            file=file,
+            key=key,
+            hint=f"available: {', '.join(sorted(available))}",
+        )
+
+
+def render(source: str, context: dict[str, Any], *, file: str | None, key: str) -> str:
+    try:
+        return _compile(source).render(**context)
+    except TemplateSyntaxError as exc:
+        raise SpecError(
+            f"template syntax error at line {exc.lineno}: {exc.message}", file=file, key=key
+        ) from None
+    except (UndefinedError, SecurityError) as exc:
+        raise SpecError(f"template error: {exc}", file=file, key=key) from None

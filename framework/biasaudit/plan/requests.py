@@ -1,0 +1,61 @@
+"""Requests (one model call each), plan items, and the content hash that keys the cache."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+
+class Request(BaseModel):
+    model_config = ConfigDict(frozen=True)
+    key: str
+    kind: str
+    text: str | None = None
+    """Raw text, for scoring probes (no chat template)."""
+    messages: list[dict[str, str]] | None = None
+    """Chat messages, for chat probes."""
+    params: dict[str, Any] = {}
+    sample: int = 0
+
+
+class PlanItem(BaseModel):
+    """Where a request sits in the design; not part of its hash."""
+
+    model_config = ConfigDict(frozen=True)
+    cell: str
+    stimulus: str
+    slot: str
+    variant: int
+    sample: int
+    key: str
+
+
+def canonical_json(obj: Any) -> str:
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def request_key(
+    identity: dict[str, Any],
+    kind: str,
+    text: str | None,
+    messages: list[dict[str, str]] | None,
+    params: dict[str, Any],
+    sample: int,
+) -> str:
+    """Hash of everything that determines the answer, and nothing that does not.
+
+    Batch size, concurrency and timeouts are left out on purpose. The sample index is
+    only meaningful for sampled decoding, so deterministic requests share one key.
+    """
+    payload = {
+        "model": identity,
+        "kind": kind,
+        "text": text,
+        "messages": messages,
+        "params": params,
+        "sample": sample,
+    }
+    return hashlib.sha256(canonical_json(payload).encode("utf-8")).hexdigest()

@@ -1,0 +1,76 @@
+"""Plots as inline SVG (matplotlib, Agg): intervals drawn, axis labels, alt text."""
+
+from __future__ import annotations
+
+import io
+import re
+from typing import Any
+
+PALETTE = ["#1f5f8b", "#c0504d", "#4f8f4f", "#8064a2", "#d08a2c", "#4a9fb5"]
+
+
+def _mpl():  # type: ignore[no-untyped-def]
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    plt.rcParams.update({"svg.fonttype": "none", "font.size": 9, "axes.spines.top": False,
+                         "axes.spines.right": False, "svg.hashsalt": "biasaudit"})
+    return plt
+
+
+def _svg(fig: Any, alt: str) -> str:
+    buf = io.StringIO()
+    fig.savefig(buf, format="svg", bbox_inches="tight", metadata={"Date": None})
+    _mpl().close(fig)
+    svg = buf.getvalue()
+    svg = svg[svg.index("<svg"):]
+    from markupsafe import escape
+
+    # role/aria-label give screen readers the alt text.
+    svg = re.sub(r"<svg ", f'<svg role="img" aria-label="{escape(alt)}" ', svg, count=1)
+    return svg
+
+
+def interval_bars(plot: dict[str, Any]) -> str:
+    plt = _mpl()
+    labels = plot["labels"]
+    ests = plot["estimates"]
+    fig, ax = plt.subplots(figsize=(max(4.0, 0.7 * len(labels) + 2), 3.2))
+    xs = list(range(len(labels)))
+    vals = [e["value"] if e["value"] is not None else 0.0 for e in ests]
+    lo = [max(0.0, v - (e["ci_low"] if e["ci_low"] is not None else v)) for v, e in zip(vals, ests, strict=True)]
+    hi = [max(0.0, (e["ci_high"] if e["ci_high"] is not None else v) - v) for v, e in zip(vals, ests, strict=True)]
+    ax.bar(xs, vals, color=PALETTE[0], alpha=0.8)
+    ax.errorbar(xs, vals, yerr=[lo, hi], fmt="none", ecolor="black", capsize=4, linewidth=1)
+    if plot.get("reference") is not None:
+        ax.axhline(plot["reference"], color=PALETTE[1], linestyle="--", linewidth=1, label=f"reference {plot['reference']:g}")
+        ax.legend(loc="best", frameon=False)
+    ax.set_xticks(xs)
+    ax.set_xticklabels(labels, rotation=30, ha="right")
+    ax.set_xlabel(plot.get("xlabel", ""))
+    ax.set_ylabel(plot.get("ylabel", ""))
+    ax.set_title(plot["title"])
+    return _svg(fig, plot.get("alt") or plot["title"])
+
+
+def histogram(plot: dict[str, Any]) -> str:
+    plt = _mpl()
+    fig, ax = plt.subplots(figsize=(5.0, 3.0))
+    vals = plot["values"]
+    if vals:
+        ax.hist(vals, bins=min(30, max(5, len(vals) // 3)), color=PALETTE[0], alpha=0.85)
+    if plot.get("reference") is not None:
+        ax.axvline(plot["reference"], color=PALETTE[1], linestyle="--", linewidth=1)
+    ax.set_xlabel(plot.get("xlabel", ""))
+    ax.set_ylabel(plot.get("ylabel", ""))
+    ax.set_title(plot["title"])
+    return _svg(fig, plot.get("alt") or plot["title"])
+
+
+RENDERERS = {"interval_bars": interval_bars, "histogram": histogram}
+
+
+def render_plot(plot: dict[str, Any]) -> str:
+    return RENDERERS[plot["kind"]](plot)

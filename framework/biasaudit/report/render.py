@@ -1,0 +1,70 @@
+"""Render report.html, report.md and summary.json from the run summary.
+
+The HTML and Markdown are drawn only from the summary dict, so summary.json holds every
+number they show. Model text is escaped by Jinja's autoescape.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
+
+from .plots import render_plot
+
+
+def fmt_num(x: Any, digits: int = 3) -> str:
+    if x is None:
+        return "n/a"
+    if isinstance(x, bool):
+        return "yes" if x else "no"
+    if isinstance(x, int):
+        return str(x)
+    if isinstance(x, float):
+        if math.isnan(x):
+            return "NaN"
+        return f"{x:.{digits}f}"
+    return str(x)
+
+
+def fmt_est(e: dict[str, Any] | None, digits: int = 2) -> str:
+    if not e or e.get("value") is None:
+        return "n/a (no data)"
+    if e.get("ci_low") is None:
+        return f"{e['value']:.{digits}f} (n={e['n']})"
+    return f"{e['value']:.{digits}f} [{e['ci_low']:.{digits}f}, {e['ci_high']:.{digits}f}] (n={e['n']})"
+
+
+def md_cell(x: Any) -> str:
+    return fmt_num(x).replace("|", "\\|").replace("\n", " ")
+
+
+def _env(autoescape: bool) -> Environment:
+    env = Environment(
+        loader=PackageLoader("biasaudit.report", "templates"),
+        autoescape=select_autoescape(["html", "j2"]) if autoescape else False,
+        undefined=StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    env.filters.update(num=fmt_num, est=fmt_est, md=md_cell)
+    return env
+
+
+def render_all(
+    run_dir: Path, summary: dict[str, Any], results: Any, verdicts: Any, cfg: Any,
+    *, write: Callable[[Path, str], None],
+) -> None:
+    formats = set(cfg.report.formats) | {"json"}
+    write(run_dir / "summary.json", json.dumps(summary, indent=2, allow_nan=False, default=str))
+    if "html" in formats:
+        plots = {mid: [render_plot(p) for p in m["plots"]] for mid, m in summary["metrics"].items()}
+        html = _env(True).get_template("report.html.j2").render(s=summary, plots=plots)
+        write(run_dir / "report.html", html)
+    if "md" in formats:
+        md = _env(False).get_template("report.md.j2").render(s=summary)
+        write(run_dir / "report.md", md)

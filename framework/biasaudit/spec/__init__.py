@@ -1,0 +1,42 @@
+"""The audit spec language: Pydantic models, validation with located errors, JSON Schema."""
+
+from .load import ConfigErrors, read_yaml, validate_config
+from .models import (
+    PROBE_KINDS,
+    AuditConfig,
+    AuditMeta,
+    DesignSpec,
+    LevelSpec,
+    MetricSpec,
+    ModelConfig,
+    ProbeSpec,
+    ReportSpec,
+    RuntimeConfig,
+    StimuliSpec,
+    ThresholdSpec,
+)
+
+
+def json_schema() -> dict:
+    """JSON Schema of the composed configuration (spec sections + run-time groups)."""
+    return AuditConfig.model_json_schema()
+
+
+__all__ = [
+    "PROBE_KINDS",
+    "AuditConfig",
+    "AuditMeta",
+    "ConfigErrors",
+    "DesignSpec",
+    "LevelSpec",
+    "MetricSpec",
+    "ModelConfig",
+    "ProbeSpec",
+    "ReportSpec",
+    "RuntimeConfig",
+    "StimuliSpec",
+    "ThresholdSpec",
+    "json_schema",
+    "read_yaml",
+    "validate_config",
+]

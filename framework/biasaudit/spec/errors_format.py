@@ -1,0 +1,92 @@
+"""Turn Pydantic validation errors into one-line messages with a key path and a hint."""
+
+from __future__ import annotations
+
+import difflib
+import types
+import typing
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+
+def _model_at(root: type[BaseModel], loc: tuple[Any, ...]) -> type[BaseModel] | None:
+    """The Pydantic model class that holds the last element of `loc`, if any."""
+    current: Any = root
+    for part in loc[:-1]:
+        current = _unwrap(current)
+        if isinstance(current, type) and issubclass(current, BaseModel):
+            field = current.model_fields.get(str(part))
+            if field is None:
+                return None
+            current = field.annotation
+        else:
+            origin = typing.get_origin(current)
+            args = typing.get_args(current)
+            if origin in (dict,) and len(args) == 2:
+                current = args[1]
+            elif origin in (list,) and args:
+                current = args[0]
+            else:
+                return None
+    current = _unwrap(current)
+    if isinstance(current, type) and issubclass(current, BaseModel):
+        return current
+    return None
+
+
+def _unwrap(tp: Any) -> Any:
+    """Strip Optional/Union-with-None so the interesting type is left."""
+    origin = typing.get_origin(tp)
+    if origin in (typing.Union, types.UnionType):
+        args = [a for a in typing.get_args(tp) if a is not type(None)]
+        if len(args) == 1:
+            return _unwrap(args[0])
+        for a in args:
+            if isinstance(a, type) and issubclass(a, BaseModel):
+                return a
+    return tp
+
+
+def key_path(loc: tuple[Any, ...]) -> str:
+    out = ""
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            out += ("." if out else "") + str(part)
+    return out
+
+
+def describe(exc: ValidationError, root: type[BaseModel]) -> list[tuple[str, str, str | None]]:
+    """(key path, message, hint) for each error."""
+    out: list[tuple[str, str, str | None]] = []
+    for err in exc.errors():
+        loc = tuple(p for p in err["loc"] if not (isinstance(p, str) and p.startswith("function-")))
+        path = key_path(loc)
+        kind = err["type"]
+        hint: str | None = None
+        if kind == "extra_forbidden":
+            holder = _model_at(root, loc)
+            allowed = sorted(holder.model_fields) if holder else []
+            close = difflib.get_close_matches(str(loc[-1]), allowed, n=1)
+            msg = f"unknown key {str(loc[-1])!r}"
+            if close:
+                hint = f"did you mean {close[0]!r}? allowed: {', '.join(allowed)}"
+            elif allowed:
+                hint = f"allowed keys: {', '.join(allowed)}"
+        elif kind == "missing":
+            msg = "required key is missing"
+            hint = "add it to the spec or the config group"
+        elif kind == "literal_error":
+            msg = err["msg"]
+            hint = None
+        else:
+            msg = err["msg"]
+            if msg.startswith("Value error, "):
+                msg = msg[len("Value error, ") :]
+            got = err.get("input")
+            if kind not in ("value_error",) and not isinstance(got, dict | list):
+                msg += f" (got {got!r})"
+        out.append((path, msg, hint))
+    return out

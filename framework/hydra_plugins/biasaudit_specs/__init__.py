@@ -1,0 +1,63 @@
+"""Hydra config source serving audit spec files as the `spec` config group.
+
+Spec files live in `specs/` (not under `conf/`), are plain YAML without Hydra headers,
+and are merged at the root of the composed config (package `_global_`), so any spec
+key can be overridden or swept from the command line (`stimuli.source=...`).
+"""
+
+from __future__ import annotations
+
+from hydra.core.object_type import ObjectType
+from hydra.plugins.config_source import ConfigLoadError, ConfigResult, ConfigSource
+from omegaconf import OmegaConf
+
+SCHEME = "biasaudit-specs"
+GROUP = "spec"
+
+
+class SpecsConfigSource(ConfigSource):
+    @staticmethod
+    def scheme() -> str:
+        return SCHEME
+
+    def _file(self, config_path: str) -> str | None:
+        from biasaudit.paths import find_spec_file
+
+        if not config_path.startswith(GROUP + "/"):
+            return None
+        name = config_path[len(GROUP) + 1 :]
+        if name.endswith(".yaml"):
+            name = name[: -len(".yaml")]
+        found = find_spec_file(name)
+        return str(found) if found else None
+
+    def load_config(self, config_path: str) -> ConfigResult:
+        path = self._file(config_path)
+        if path is None:
+            raise ConfigLoadError(f"Spec not found: {config_path}")
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+        header = ConfigSource._get_header_dict(text[:512])
+        header["package"] = header.get("package") or "_global_"
+        cfg = OmegaConf.create(OmegaConf.load(path))
+        return ConfigResult(
+            config=cfg, path=f"{SCHEME}://{self.path}", provider=self.provider, header=header
+        )
+
+    def available(self) -> bool:
+        return True
+
+    def is_group(self, config_path: str) -> bool:
+        return config_path in ("", GROUP)
+
+    def is_config(self, config_path: str) -> bool:
+        return self._file(config_path) is not None
+
+    def list(self, config_path: str, results_filter: ObjectType | None) -> list[str]:
+        from biasaudit.paths import list_specs
+
+        if config_path == "":
+            return [GROUP] if results_filter in (None, ObjectType.GROUP) else []
+        if config_path != GROUP or results_filter == ObjectType.GROUP:
+            return []
+        return list_specs()
