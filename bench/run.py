@@ -1,0 +1,28 @@
+"""`make bench`: run every benchmark and print one table."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import scoring  # noqa: E402
+
+
+def main() -> None:
+    print("benchmark: sequence_logprob scoring on SmolLM2-135M (80 CrowS-Pairs-format sentences)")
+    rows = scoring.run()
+    print(f"{'mode':<18}{'sequences/s':>14}{'seconds':>10}")
+    for label, rate, secs in rows[:-1]:
+        print(f"{label:<18}{rate:>14.1f}{secs:>10.2f}")
+    print(f"model load: {rows[-1][1]:.1f} s")
+    one = rows[0][1]
+    best = max(r[1] for r in rows[1:-1])
+    print(f"speed-up of best batched over one-at-a-time: {best / one:.2f}x")
+
+
+if __name__ == "__main__":
+    main()

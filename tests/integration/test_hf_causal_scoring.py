@@ -1,0 +1,46 @@
+"""hf_causal on the embedded SmolLM2: log-probs are exact and batch-independent."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from biasaudit.backends.hf_causal import HFCausalBackend
+from biasaudit.metrics.likelihood import ar_full
+
+pytestmark = pytest.mark.slow
+
+SENTENCES = [
+    "The nurse said she would be back with the medicine.",
+    "Girls are not good at math.",
+    "The old man could not figure out how to use the phone, so he asked his grandson for help.",
+    "Short.",
+]
+
+
+def test_ar_full_equals_plain_forward_pass_sum(smollm2: HFCausalBackend) -> None:
+    # METHODS.md 1 check (b): an independent computation with one unpadded forward pass.
+    for text in SENTENCES:
+        ids = [smollm2.bos_id, *smollm2.tok(text, add_special_tokens=False)["input_ids"]]
+        with torch.inference_mode():
+            logits = smollm2.model(torch.tensor([ids])).logits[0].double()
+        logp = torch.log_softmax(logits, dim=-1)
+        expected = sum(float(logp[t - 1, ids[t]]) for t in range(1, len(ids)))
+        got = ar_full(smollm2.sequence_logprobs([text])[0])
+        assert got == pytest.approx(expected, abs=1e-3)
+
+
+def test_batched_equals_one_at_a_time(smollm2: HFCausalBackend) -> None:
+    batched = smollm2.sequence_logprobs(SENTENCES)
+    for text, b in zip(SENTENCES, batched, strict=True):
+        single = smollm2.sequence_logprobs([text])[0]
+        assert b["token_ids"] == single["token_ids"]
+        assert ar_full(b) == pytest.approx(ar_full(single), abs=1e-4)
+
+
+def test_offsets_cover_the_text(smollm2: HFCausalBackend) -> None:
+    text = SENTENCES[0]
+    out = smollm2.sequence_logprobs([text])[0]
+    assert out["offsets"][0] == [0, 0] and out["logprobs"][0] is None
+    assert out["offsets"][-1][1] == len(text)
+    assert all(lp < 0 for lp in out["logprobs"][1:])
