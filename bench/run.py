@@ -9,10 +9,15 @@ from pathlib import Path
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import bootstrap  # noqa: E402
 import scoring  # noqa: E402
 
 
 def main() -> None:
+    print("benchmark: bootstrap, 10,000 resamples of 10,000 rows")
+    for label, secs in bootstrap.run():
+        print(f"  {label:<40}{secs:>8.3f} s")
+    print()
     print("benchmark: sequence_logprob scoring on SmolLM2-135M (80 CrowS-Pairs-format sentences)")
     rows = scoring.run()
     print(f"{'mode':<18}{'sequences/s':>14}{'seconds':>10}")

@@ -166,6 +166,17 @@ def cmd_plan(args: argparse.Namespace, rest: list[str]) -> int:
         ("input tokens (est.)", f"~{tin}"),
         ("output tokens (max)", str(tout)),
     ]
+    from .stats import sample_size_for_half_width, wilson_half_width
+
+    first = plan.cells[0].id
+    n_cell = len({(it.stimulus, it.variant, it.sample) for it in plan.items if it.cell == first})
+    n_pooled = n_cell * len(plan.cells)
+    rows.append(("headline rate ±95% (p=0.5)",
+                 f"±{100 * wilson_half_width(n_cell):.1f} points per cell (n={n_cell}), "
+                 f"±{100 * wilson_half_width(n_pooled):.1f} pooled (n={n_pooled}); Wilson"))
+    if args.half_width:
+        need = sample_size_for_half_width(args.half_width)
+        rows.append((f"stimuli for ±{args.half_width:g}", f"{need} per cell (p=0.5, Wilson 95%)"))
     width = max(len(k) for k, _ in rows)
     for k, v in rows:
         print(f"{k:<{width}}  {v}")
@@ -220,6 +231,8 @@ def build_parser() -> argparse.ArgumentParser:
     pl = sub.add_parser("plan", help="show cells, request counts and a token estimate before any model call",
                         formatter_class=fmt, epilog=OVERRIDES_HELP)
     pl.add_argument("--cells", action="store_true", help="list every cell of the design")
+    pl.add_argument("--half-width", type=float, default=None, metavar="H",
+                    help="also print how many stimuli a 95%% half-width of H (e.g. 0.05) needs")
     pl.set_defaults(fn=cmd_plan)
     rp = sub.add_parser("report", help="re-render a run's report from the store (no model calls)")
     rp.add_argument("run_dir", help="a run folder, e.g. reports/crows-pairs-tp/20261122-101500-000000")

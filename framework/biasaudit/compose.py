@@ -150,15 +150,15 @@ def to_audit_config(
     raw.pop("hydra", None)
     _reject_resolvers(raw, "", str(spec_file))
     try:
-        data = OmegaConf.to_container(cfg, resolve=True)
+        resolved = OmegaConf.to_container(cfg, resolve=True)
     except Exception as exc:
         raise SpecError(
             f"cannot resolve interpolation: {str(exc).splitlines()[0]}",
             file=str(spec_file),
             hint="check ${...} references",
         ) from None
-    assert isinstance(data, dict)
-    data.pop("hydra", None)
+    assert isinstance(resolved, dict)
+    data: dict[str, Any] = {str(k): v for k, v in resolved.items() if k != "hydra"}
     config = validate_config(data, spec_file=str(spec_file), choices=choices)
     return Composed(
         config=config, data=data, spec_file=spec_file, choices=choices, overrides=overrides or []

@@ -10,7 +10,13 @@ from statsmodels.stats.proportion import proportion_confint
 from biasaudit.backends import Response
 from biasaudit.data import Stimulus, StimulusSet
 from biasaudit.metrics import MetricContext
-from biasaudit.metrics.likelihood import BiasScoreParams, ar_full, ar_shared, compute, shared_positions
+from biasaudit.metrics.likelihood import (
+    BiasScoreParams,
+    ar_full,
+    ar_shared,
+    compute,
+    shared_positions,
+)
 from biasaudit.plan import compile_plan
 from biasaudit.spec import validate_config
 
@@ -61,9 +67,9 @@ def _ctx(pairs: list[tuple[float, float]], directions: list[str] | None = None) 
     plan = compile_plan(cfg, sset, {"m": 1})
     responses = {}
     by_text = {}
-    for i, (m, l) in enumerate(pairs):
-        by_text[f"m{i}"] = m
-        by_text[f"l{i}"] = l
+    for i, (more, less) in enumerate(pairs):
+        by_text[f"m{i}"] = more
+        by_text[f"l{i}"] = less
     for key, req in plan.requests.items():
         responses[key] = Response(key=key, status="ok", output=out([1, 2], [by_text[req.text]]))
     return MetricContext(config=cfg, plan=plan, responses=responses)

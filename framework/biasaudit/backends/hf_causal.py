@@ -98,6 +98,8 @@ class HFCausalBackend:
                  "bfloat16": torch.bfloat16, "auto": "auto"}[cfg.dtype]
         t0 = time.perf_counter()
         converted = None
+        self.tok: Any
+        self.model: Any
         if cfg.gguf_file and isinstance(where, Path):
             converted = Path(runtime.cache).parent / "models" / (
                 f"{sha256_file(where / cfg.gguf_file)[:16]}-{cfg.dtype}"

@@ -11,7 +11,7 @@ from typing import Any
 
 from ..errors import BackendError
 from ..plan import Request, canonical_json
-from ..spec import ModelConfig, RuntimeConfig
+from ..spec import ModelConfig
 from .base import BACKENDS, BackendKind, Emit, Response
 from .identity import sha256_file
 

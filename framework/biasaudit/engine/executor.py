@@ -87,7 +87,13 @@ def execute_plan(
 
 class _Bar:
     def __init__(self, total: int) -> None:
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+        from rich.progress import (
+            BarColumn,
+            MofNCompleteColumn,
+            Progress,
+            TextColumn,
+            TimeRemainingColumn,
+        )
 
         self.p = Progress(
             TextColumn("model calls"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),

@@ -167,11 +167,16 @@ class ThresholdSpec(Strict):
         return self
 
 
+ReportFormat = Literal["html", "md", "json"]
+
+
+def _all_formats() -> list[ReportFormat]:
+    return ["html", "md", "json"]
+
+
 class ReportSpec(Strict):
     title: str | None = None
-    formats: list[Literal["html", "md", "json"]] = Field(
-        default_factory=lambda: ["html", "md", "json"]
-    )
+    formats: list[ReportFormat] = Field(default_factory=_all_formats)
     max_rows: int = Field(default=25, ge=1)
     """Rows shown in per-item tables (the full data is in responses.jsonl)."""
 

@@ -1,7 +1,58 @@
-"""Shared statistics: one `Estimate` record, intervals, tests."""
+"""Shared statistics: every reported number is an `Estimate` (value, interval, n, method).
 
+Intervals (Wilson, bootstrap percentile/BCa, cluster bootstrap, differences), tests
+(Welch, paired t, Wilcoxon, permutation, Siegel-Tukey, Holm, BH), correlation and
+linear fit, effect sizes, agreement, mutual information, sample-size planning.
+"""
+
+from .agreement import cohen_kappa, fleiss_kappa, krippendorff_alpha_nominal
+from .bootstrap import bootstrap, bootstrap_difference, cluster_bootstrap
+from .correlation import LinearFit, correlation, linear_fit
+from .effects import TwoWayEta, cohens_d, eta_squared, eta_squared_two_way, variance_ratio
 from .estimate import Estimate
+from .information import mutual_information
 from .means import mean_t
-from .proportions import wilson
+from .proportions import sample_size_for_half_width, wilson, wilson_half_width
+from .significance import (
+    TestResult,
+    benjamini_hochberg,
+    holm,
+    paired_t,
+    permutation_test,
+    siegel_tukey,
+    siegel_tukey_ranks,
+    welch_t,
+    wilcoxon_signed_rank,
+)
 
-__all__ = ["Estimate", "mean_t", "wilson"]
+__all__ = [
+    "Estimate",
+    "LinearFit",
+    "TestResult",
+    "TwoWayEta",
+    "benjamini_hochberg",
+    "bootstrap",
+    "bootstrap_difference",
+    "cluster_bootstrap",
+    "cohen_kappa",
+    "cohens_d",
+    "correlation",
+    "eta_squared",
+    "eta_squared_two_way",
+    "fleiss_kappa",
+    "holm",
+    "krippendorff_alpha_nominal",
+    "linear_fit",
+    "mean_t",
+    "mutual_information",
+    "paired_t",
+    "permutation_test",
+    "sample_size_for_half_width",
+    "siegel_tukey",
+    "siegel_tukey_ranks",
+    "variance_ratio",
+    "welch_t",
+    "wilcoxon_signed_rank",
+    "wilson",
+    "wilson_half_width",
+]

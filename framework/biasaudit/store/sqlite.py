@@ -60,7 +60,8 @@ class Store:
         out: dict[str, Response] = {}
         for start in range(0, len(keys), 500):
             chunk = keys[start:start + 500]
-            q = "SELECT key, status, output, error, attempts, latency_s FROM responses WHERE key IN (%s)" % ",".join("?" * len(chunk))
+            marks = ",".join("?" * len(chunk))
+            q = f"SELECT key, status, output, error, attempts, latency_s FROM responses WHERE key IN ({marks})"
             for key, status, output, error, attempts, latency in self.db.execute(q, chunk):
                 out[key] = Response(
                     key=key, status=status, output=json.loads(output) if output else None,

@@ -1,0 +1,70 @@
+"""Inter-rater agreement: Cohen's kappa (sklearn), Fleiss' kappa (statsmodels),
+Krippendorff's alpha for nominal data with missing labels (written here)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+
+def cohen_kappa(a: Sequence[Any], b: Sequence[Any]) -> float | None:
+    """Cohen's kappa of two raters. None when both raters use one single label (chance
+    agreement is 1, so kappa is undefined)."""
+    from sklearn.metrics import cohen_kappa_score
+
+    if len(a) == 0 or len(a) != len(b):
+        return None
+    if len(set(a) | set(b)) < 2:
+        return None
+    return float(cohen_kappa_score(list(a), list(b)))
+
+
+def fleiss_kappa(ratings: Sequence[Sequence[Any]]) -> float | None:
+    """Fleiss' kappa; `ratings` is one row per item, one label per rater (same number of
+    raters per item)."""
+    from statsmodels.stats.inter_rater import aggregate_raters
+    from statsmodels.stats.inter_rater import fleiss_kappa as _fk
+
+    if not ratings:
+        return None
+    labels = sorted({str(x) for row in ratings for x in row})
+    if len(labels) < 2:
+        return None
+    codes = np.array([[labels.index(str(x)) for x in row] for row in ratings])
+    table, _ = aggregate_raters(codes, n_cat=len(labels))
+    return float(_fk(table, method="fleiss"))
+
+
+def krippendorff_alpha_nominal(units: Sequence[Sequence[Any]]) -> float | None:
+    """Krippendorff's alpha for nominal labels. `units` holds, per unit, the labels the
+    raters gave (None for a missing label). alpha = 1 - D_o / D_e from the coincidence
+    matrix; units with fewer than two labels are not pairable and are left out.
+
+    Written here because no kept library in our stack has it; tested against the
+    worked example in Krippendorff (2011), "Computing Krippendorff's Alpha-Reliability".
+    """
+    values: list[list[str]] = [[str(v) for v in u if v is not None] for u in units]
+    values = [u for u in values if len(u) >= 2]
+    if not values:
+        return None
+    cats = sorted({v for u in values for v in u})
+    index = {c: i for i, c in enumerate(cats)}
+    o = np.zeros((len(cats), len(cats)))
+    for u in values:
+        m = len(u)
+        counts = np.zeros(len(cats))
+        for v in u:
+            counts[index[v]] += 1
+        # each ordered pair of different raters' values in the unit, weighted 1/(m-1)
+        o += (np.outer(counts, counts) - np.diag(counts)) / (m - 1)
+    n_c = o.sum(axis=1)
+    n = n_c.sum()
+    if n <= 1:
+        return None
+    d_o = (n - np.trace(o)) / n
+    d_e = (n * n - np.sum(n_c**2)) / (n * (n - 1))
+    if d_e == 0:
+        return None
+    return float(1 - d_o / d_e)

@@ -1,0 +1,199 @@
+"""Bootstrap intervals: percentile and BCa, plain and cluster, and differences.
+
+Resampling is done with *row weights*: a resample is a vector of counts over the rows
+(multinomial, summing to n), so a statistic is computed for all resamples at once as a
+matrix product. Identical rows are collapsed first, which makes resampling a binary
+table a multinomial draw over at most 2^k distinct rows: 10,000 resamples of 10,000
+rows take milliseconds. This is the same distribution as resampling row indices.
+
+scipy.stats.bootstrap has no cluster bootstrap and no weight-based fast path, so the
+core is written here and checked against scipy's percentile/BCa intervals in the tests.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+from scipy.special import ndtr, ndtri
+
+from .estimate import Estimate
+
+# stat(values, weights) -> one statistic per weight row. `values` is (u, k) distinct
+# rows, `weights` is (r, u) resample counts of those rows.
+WeightedStat = Callable[[np.ndarray, np.ndarray], np.ndarray]
+
+DEFAULT_RESAMPLES = 10_000
+_BATCH = 1_000
+
+
+def weighted_mean(col: int = 0) -> WeightedStat:
+    def stat(values: np.ndarray, w: np.ndarray) -> np.ndarray:
+        return (w @ values[:, col]) / w.sum(axis=1)
+
+    return stat
+
+
+def collapse(data: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Distinct rows and their counts."""
+    x = np.asarray(data, dtype=np.float64)
+    if x.ndim == 1:
+        x = x[:, None]
+    values, counts = np.unique(x, axis=0, return_counts=True)
+    return values, counts.astype(np.float64)
+
+
+def resample_weights(counts: np.ndarray, n_resamples: int, rng: np.random.Generator) -> np.ndarray:
+    """(n_resamples, u) counts of each distinct row in a resample of all n rows."""
+    n = int(counts.sum())
+    u = len(counts)
+    if u <= 64:
+        # few distinct rows (binary tables): one multinomial draw per resample
+        return rng.multinomial(n, counts / counts.sum(), size=n_resamples).astype(np.float64)
+    # many distinct rows: draw row indices, count them with one flat bincount
+    rows = np.repeat(np.arange(u), counts.astype(np.int64))
+    idx = rows[rng.integers(0, n, size=(n_resamples, n))]
+    idx += (np.arange(n_resamples) * u)[:, None]
+    return np.bincount(idx.ravel(), minlength=n_resamples * u).reshape(n_resamples, u).astype(np.float64)
+
+
+def _jackknife(values: np.ndarray, counts: np.ndarray, stat: WeightedStat) -> tuple[np.ndarray, np.ndarray]:
+    """Leave-one-out statistics, one per distinct row, and how many rows each stands for."""
+    keep = counts > 0
+    w = np.tile(counts, (len(counts), 1)) - np.eye(len(counts))
+    w = w[keep]
+    ok = w.sum(axis=1) > 0
+    return stat(values, w[ok]), counts[keep][ok]
+
+
+def interval_from_distribution(
+    theta: float, boot: np.ndarray, level: float, method: str,
+    jack: tuple[np.ndarray, np.ndarray] | None = None,
+) -> tuple[float, float, str]:
+    alpha = (1 - level) / 2
+    boot = boot[np.isfinite(boot)]
+    if boot.size == 0:
+        return float("nan"), float("nan"), "no finite resamples"
+    if np.all(boot == boot[0]):
+        return float(boot[0]), float(boot[0]), "every resample gives the same value"
+    if method == "percentile" or jack is None:
+        lo, hi = np.quantile(boot, [alpha, 1 - alpha])
+        return float(lo), float(hi), ""
+    # BCa (Efron 1987): bias correction z0 and acceleration a from the jackknife.
+    prop = (np.sum(boot < theta) + 0.5 * np.sum(boot == theta)) / boot.size
+    prop = min(max(prop, 1 / (2 * boot.size)), 1 - 1 / (2 * boot.size))
+    z0 = ndtri(prop)
+    jv, jc = jack
+    mean_j = np.sum(jc * jv) / np.sum(jc)
+    d = mean_j - jv
+    den = 6.0 * np.sum(jc * d**2) ** 1.5
+    a = float(np.sum(jc * d**3) / den) if den > 0 else 0.0
+    za = ndtri(np.array([alpha, 1 - alpha]))
+    adj = ndtr(z0 + (z0 + za) / (1 - a * (z0 + za)))
+    lo, hi = np.quantile(boot, adj)
+    return float(lo), float(hi), ""
+
+
+def bootstrap(
+    data: np.ndarray | list[float],
+    stat: WeightedStat | None = None,
+    *,
+    method: str = "bca",
+    n_resamples: int = DEFAULT_RESAMPLES,
+    seed: int = 0,
+    level: float = 0.95,
+) -> Estimate:
+    """Bootstrap interval for `stat` (default: the mean of the first column)."""
+    stat = stat or weighted_mean(0)
+    x = np.asarray(data, dtype=np.float64)
+    n = int(x.shape[0]) if x.size else 0
+    if n == 0:
+        return Estimate.no_data(f"bootstrap-{method}")
+    values, counts = collapse(x)
+    theta = float(stat(values, counts[None, :])[0])
+    if n == 1:
+        return Estimate(value=theta, ci_low=theta, ci_high=theta, n=1, method=f"bootstrap-{method}",
+                        level=level, note="one row: no interval")
+    rng = np.random.default_rng(seed)
+    boot = np.concatenate([
+        stat(values, resample_weights(counts, min(_BATCH, n_resamples - i), rng))
+        for i in range(0, n_resamples, _BATCH)
+    ])
+    jack = _jackknife(values, counts, stat) if method == "bca" else None
+    lo, hi, note = interval_from_distribution(theta, boot, level, method, jack)
+    return Estimate(value=theta, ci_low=lo, ci_high=hi, n=n, method=f"bootstrap-{method}", level=level,
+                    note=note or f"{n_resamples} resamples, seed {seed}")
+
+
+def cluster_bootstrap(
+    values: np.ndarray | list[float],
+    clusters: np.ndarray | list[object],
+    *,
+    method: str = "percentile",
+    n_resamples: int = DEFAULT_RESAMPLES,
+    seed: int = 0,
+    level: float = 0.95,
+) -> Estimate:
+    """Interval for the pooled mean of `values` when rows come in clusters (e.g. all the
+    responses to one statement): resample clusters with replacement, keep all their
+    rows. The pooled mean of a resample is sum(w_c * S_c) / sum(w_c * N_c)."""
+    v = np.asarray(values, dtype=np.float64)
+    if v.size == 0:
+        return Estimate.no_data(f"cluster-bootstrap-{method}")
+    labels, inverse = np.unique(np.asarray(clusters, dtype=object).astype(str), return_inverse=True)
+    sums = np.bincount(inverse, weights=v)
+    sizes = np.bincount(inverse).astype(np.float64)
+    cl = np.column_stack([sums, sizes])
+    g = len(labels)
+    theta = float(sums.sum() / sizes.sum())
+    if g == 1:
+        return Estimate(value=theta, ci_low=theta, ci_high=theta, n=int(v.size), method=f"cluster-bootstrap-{method}",
+                        level=level, note="one cluster: no interval")
+
+    def ratio(c: np.ndarray, w: np.ndarray) -> np.ndarray:
+        return (w @ c[:, 0]) / (w @ c[:, 1])
+
+    rng = np.random.default_rng(seed)
+    ones = np.ones(g)
+    boot = np.concatenate([
+        ratio(cl, resample_weights(ones, min(_BATCH, n_resamples - i), rng))
+        for i in range(0, n_resamples, _BATCH)
+    ])
+    jack = _jackknife(cl, ones, ratio) if method == "bca" else None
+    lo, hi, note = interval_from_distribution(theta, boot, level, method, jack)
+    return Estimate(value=theta, ci_low=lo, ci_high=hi, n=int(v.size), method=f"cluster-bootstrap-{method}",
+                    level=level, note=note or f"{g} clusters, {n_resamples} resamples, seed {seed}")
+
+
+def bootstrap_difference(
+    x: np.ndarray | list[float],
+    y: np.ndarray | list[float],
+    *,
+    paired: bool = False,
+    n_resamples: int = DEFAULT_RESAMPLES,
+    seed: int = 0,
+    level: float = 0.95,
+) -> Estimate:
+    """Percentile interval for mean(x) - mean(y). Independent samples are resampled
+    separately; paired samples (same units) are resampled together."""
+    a = np.asarray(x, dtype=np.float64)
+    b = np.asarray(y, dtype=np.float64)
+    if a.size == 0 or b.size == 0:
+        return Estimate.no_data("bootstrap-difference")
+    if paired:
+        if a.shape != b.shape:
+            raise ValueError("paired samples must have the same length")
+        est = bootstrap(a - b, method="percentile", n_resamples=n_resamples, seed=seed, level=level)
+        return est.model_copy(update={"method": "bootstrap-difference-paired"})
+    rng = np.random.default_rng(seed)
+    va, ca = collapse(a)
+    vb, cb = collapse(b)
+    stat = weighted_mean(0)
+    boot = np.concatenate([
+        stat(va, resample_weights(ca, m, rng)) - stat(vb, resample_weights(cb, m, rng))
+        for m in (min(_BATCH, n_resamples - i) for i in range(0, n_resamples, _BATCH))
+    ])
+    theta = float(a.mean() - b.mean())
+    lo, hi, note = interval_from_distribution(theta, boot, level, "percentile")
+    return Estimate(value=theta, ci_low=lo, ci_high=hi, n=int(a.size + b.size), method="bootstrap-difference",
+                    level=level, note=note or f"n_x={a.size}, n_y={b.size}, {n_resamples} resamples, seed {seed}")
