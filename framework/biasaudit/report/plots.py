@@ -46,7 +46,7 @@ def interval_bars(plot: dict[str, Any]) -> str:
     ax.errorbar(xs, vals, yerr=[lo, hi], fmt="none", ecolor="black", capsize=4, linewidth=1)
     if plot.get("reference") is not None:
         ax.axhline(plot["reference"], color=PALETTE[1], linestyle="--", linewidth=1, label=f"reference {plot['reference']:g}")
-        ax.legend(loc="best", frameon=False)
+        ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), frameon=False)
     ax.set_xticks(xs)
     ax.set_xticklabels(labels, rotation=30, ha="right")
     ax.set_xlabel(plot.get("xlabel", ""))
