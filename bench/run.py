@@ -10,6 +10,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import bootstrap  # noqa: E402
+import pseudo_loglik  # noqa: E402
 import scoring  # noqa: E402
 
 
@@ -27,6 +28,13 @@ def main() -> None:
     one = rows[0][1]
     best = max(r[1] for r in rows[1:-1])
     print(f"speed-up of best batched over one-at-a-time: {best / one:.2f}x")
+    print()
+    print("benchmark: pseudo-log-likelihood on a MiniLM-L6-sized masked LM (same 80 sentences)")
+    rows = pseudo_loglik.run()
+    print(f"{'mode':<26}{'sentences/s':>14}{'seconds':>10}")
+    for label, rate, secs in rows:
+        print(f"{label:<26}{rate:>14.1f}{secs:>10.2f}")
+    print(f"speed-up of batched masking over the per-token loop: {max(r[1] for r in rows[1:]) / rows[0][1]:.2f}x")
 
 
 if __name__ == "__main__":

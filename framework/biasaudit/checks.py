@@ -27,6 +27,11 @@ def metric_params(cfg: AuditConfig, spec_file: str | None) -> dict[str, BaseMode
                 f"the spec has {cfg.probe.kind!r}",
                 file=spec_file, key="probe.kind",
             )
+        if mdef.check is not None:
+            problem = mdef.check(params, cfg.probe.kind)
+            if problem:
+                raise SpecError(problem, file=spec_file, key=f"metrics[{i}]",
+                                hint="match the metric mode and `probe.kind`")
         if m.key in out:
             raise SpecError(f"two metrics share the id {m.key!r}", file=spec_file,
                             key=f"metrics[{i}]", hint="give one of them an `id`")

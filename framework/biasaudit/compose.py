@@ -145,6 +145,13 @@ def to_audit_config(
     cfg = cfg.copy()
     with open_dict(cfg), read_write(cfg):
         cfg.pop("hydra", None)
+    missing = sorted(OmegaConf.missing_keys(cfg))
+    if missing:
+        key = missing[0]
+        top = key.split(".")[0]
+        where = f"conf/{top}/{choices[top]}.yaml" if top in choices else str(spec_file)
+        raise SpecError("a required value is not set (???)", file=where, key=key,
+                        hint=f"give it on the command line: {key}=...")
     raw = OmegaConf.to_container(cfg, resolve=False)
     assert isinstance(raw, dict)
     raw.pop("hydra", None)

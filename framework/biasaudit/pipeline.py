@@ -22,6 +22,7 @@ from .checks import check_config
 from .compose import Composed
 from .data import StimulusSet, file_sha256, load_stimuli
 from .engine import ExecutionStats, execute_plan
+from .errors import BiasAuditError
 from .metrics import METRICS, MetricContext, MetricResult, VerdictRecord, evaluate
 from .plan import Plan, compile_plan
 from .store import Store
@@ -44,7 +45,12 @@ def prepare(composed: Composed) -> Prepared:
     spec_file = str(composed.spec_file)
     params = check_config(cfg, spec_file, composed.choices)
     stimuli = load_stimuli(cfg.stimuli, composed.spec_file)
-    identity = backend_identity(cfg.model)
+    try:
+        identity = backend_identity(cfg.model)
+    except BiasAuditError as exc:
+        if exc.file is None and composed.choices.get("model"):
+            exc.file = f"conf/model/{composed.choices['model']}.yaml"
+        raise
     plan = compile_plan(cfg, stimuli, identity, spec_file)
     return Prepared(composed=composed, stimuli=stimuli, plan=plan, params=params, identity=identity)
 

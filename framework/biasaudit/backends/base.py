@@ -71,4 +71,24 @@ def resolve_model_path(path: str, *, key: str = "model.path") -> Path | str:
     p = Path(path).expanduser()
     if p.exists():
         return p.resolve()
+    if path.startswith(("/", "./", "../", "~")) or path.count("/") > 1:
+        raise BackendError(f"model directory not found: {path}", key=key, hint="check the path")
+    if not hub_cached(path):
+        raise BackendError(
+            f"model {path!r} is neither a local directory nor in the local Hugging Face cache",
+            key=key,
+            hint="models are never downloaded at run time; give a local directory",
+        )
     return path
+
+
+def hub_cached(repo_id: str) -> bool:
+    try:
+        from huggingface_hub import try_to_load_from_cache
+    except ImportError:
+        return False
+    try:
+        found = try_to_load_from_cache(repo_id, "config.json")
+    except ValueError:  # not a valid repo id
+        return False
+    return isinstance(found, str)

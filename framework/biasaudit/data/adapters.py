@@ -98,3 +98,69 @@ def check_columns(adapter: Adapter, header: list[str], file: str, fmt: str) -> N
             key="stimuli.format",
             hint=f"use the published {fmt} file unchanged, or `format: csv` with a `fields` mapping",
         )
+
+
+def _blimp(row: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "a": row["sentence_good"],
+        "b": row["sentence_bad"],
+        "phenomenon": str(row.get("UID") or row.get("linguistics_term") or ""),
+        "category": str(row.get("linguistics_term") or row.get("field") or ""),
+    }
+
+
+# BLiMP (Warstadt et al. 2020) jsonl: sentence_good is the grammatical sentence (slot a).
+ADAPTERS.add(
+    "blimp",
+    Adapter(reader="jsonl", required=("sentence_good", "sentence_bad"), convert=_blimp,
+            fields=("a", "b", "phenomenon", "category"), id_column="pair_id"),
+)
+
+
+def _dust(row: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "a": row["underspecified sentence"],
+        "b": row["control sentence"],
+        "type": str(row["type"]).strip(),
+        "phenomenon": str(row["phenomenon"]).strip(),
+        "category": str(row["type"]).strip(),
+    }
+
+
+# DUST (Wildenburg et al. 2024) csv: the underspecified sentence goes in slot a.
+ADAPTERS.add(
+    "dust",
+    Adapter(reader="csv", required=("underspecified sentence", "control sentence", "type", "phenomenon"),
+            convert=_dust, fields=("a", "b", "type", "phenomenon", "category")),
+)
+
+
+def _word_list(value: Any) -> list[str]:
+    if isinstance(value, list):
+        return [str(v) for v in value]
+    text = str(value).strip()
+    if text.startswith("["):
+        import json
+
+        return [str(v) for v in json.loads(text)]
+    return [w for w in text.replace("|", " ").split() if w]
+
+
+def _pivotal(row: dict[str, Any]) -> dict[str, Any]:
+    out = dict(row)
+    for key in ("pivotal_a", "pivotal_b"):
+        if key in row and row[key] not in (None, ""):
+            out[key] = _word_list(row[key])
+    return out
+
+
+# Plain minimal pairs with explicit pivotal words: columns a, b and optional pivotal_a /
+# pivotal_b ("w1|w2" or a JSON list), which override the word-level diff.
+ADAPTERS.add(
+    "pivotal_pairs",
+    Adapter(reader="csv", required=("a", "b"), convert=_pivotal, fields=("a", "b", "pivotal_a", "pivotal_b")),
+)
+ADAPTERS.add(
+    "pivotal_pairs_jsonl",
+    Adapter(reader="jsonl", required=("a", "b"), convert=_pivotal, fields=("a", "b", "pivotal_a", "pivotal_b")),
+)

@@ -28,13 +28,16 @@ class PlotSpec(BaseModel):
 
     model_config = ConfigDict(frozen=True)
     kind: str
-    """`interval_bars` (labels + estimates) or `histogram` (values)."""
+    """`interval_bars` (labels + estimates), `histogram` (values) or `multi_histogram`
+    (series)."""
     title: str
     xlabel: str = ""
     ylabel: str = ""
     labels: list[str] = Field(default_factory=list)
     estimates: list[Estimate] = Field(default_factory=list)
     values: list[float] = Field(default_factory=list)
+    series: dict[str, list[float]] = Field(default_factory=dict)
+    """For `multi_histogram`: named value lists drawn over each other."""
     reference: float | None = None
     """A reference line (e.g. 50 = parity)."""
     alt: str = ""
@@ -79,7 +82,9 @@ class MetricDef:
     params: type[BaseModel]
     probe_kinds: frozenset[str]
     title: str
-    required_fields: tuple[str, ...] = ()
+    check: Callable[[BaseModel, str], str | None] | None = None
+    """Extra consistency check of the parameters against the probe kind; returns a
+    message when they do not fit."""
 
 
 METRICS: Registry[MetricDef] = Registry("metric")

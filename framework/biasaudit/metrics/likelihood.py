@@ -17,10 +17,14 @@ from ..backends import Response
 from ..stats import Estimate, mean_t, wilson
 from .base import METRICS, MetricContext, MetricDef, MetricResult, PlotSpec, Table
 
+MODE_PROBE = {"ar_full": "sequence_logprob", "ar_shared": "sequence_logprob", "pll_shared": "pseudo_loglik"}
+
 
 class BiasScoreParams(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
-    mode: Literal["ar_full", "ar_shared"] = "ar_full"
+    mode: Literal["ar_full", "ar_shared", "pll_shared"] = "ar_full"
+    """`ar_full` / `ar_shared` for causal LMs (sequence_logprob), `pll_shared` for masked
+    LMs (pseudo_loglik), as in METHODS.md section 1."""
     more: str = "more"
     """Probe input slot holding the stereotyping sentence."""
     less: str = "less"
@@ -57,6 +61,19 @@ def ar_shared(a: dict[str, Any], b: dict[str, Any]) -> tuple[float, float, int]:
         float(sum(a["logprobs"][i] for i in pa)),
         float(sum(b["logprobs"][i] for i in pb)),
         len(pa),
+    )
+
+
+def pll_shared(a: dict[str, Any], b: dict[str, Any]) -> tuple[float, float, int]:
+    """CrowS-Pairs: sums of masked log-probs over the shared tokens, the first and last
+    (special) tokens skipped; differing tokens are never scored."""
+    pa, pb = shared_positions(list(a["token_ids"]), list(b["token_ids"]))
+    last_a, last_b = len(a["token_ids"]) - 1, len(b["token_ids"]) - 1
+    keep = [(i, j) for i, j in zip(pa, pb, strict=True) if 0 < i < last_a and 0 < j < last_b]
+    return (
+        float(sum(a["logprobs"][i] for i, _ in keep)),
+        float(sum(b["logprobs"][j] for _, j in keep)),
+        len(keep),
     )
 
 
@@ -102,7 +119,8 @@ def score_pairs(ctx: MetricContext, p: BiasScoreParams) -> tuple[list[PairScore]
         if p.mode == "ar_full":
             sm, sl = ar_full(rm.output), ar_full(rl.output)
         else:
-            sm, sl, n_shared = ar_shared(rm.output, rl.output)
+            fn = ar_shared if p.mode == "ar_shared" else pll_shared
+            sm, sl, n_shared = fn(rm.output, rl.output)
             if n_shared == 0:
                 unscorable.append({"cell": cell, "stimulus": sid, "reason": "no shared tokens"})
                 continue
@@ -184,8 +202,17 @@ def compute(ctx: MetricContext, metric_id: str, params: BaseModel) -> MetricResu
     )
 
 
+def check(params: BaseModel, probe_kind: str) -> str | None:
+    assert isinstance(params, BiasScoreParams)
+    need = MODE_PROBE[params.mode]
+    if need != probe_kind:
+        return f"mode {params.mode!r} needs probe kind {need!r}, the spec has {probe_kind!r}"
+    return None
+
+
 METRICS.add(
     "bias_score",
-    MetricDef(compute=compute, params=BiasScoreParams, probe_kinds=frozenset({"sequence_logprob"}),
-              title="Token-probability bias score", required_fields=()),
+    MetricDef(compute=compute, params=BiasScoreParams,
+              probe_kinds=frozenset({"sequence_logprob", "pseudo_loglik"}),
+              title="Token-probability bias score", check=check),
 )

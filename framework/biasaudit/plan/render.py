@@ -10,10 +10,14 @@ from jinja2.exceptions import SecurityError, UndefinedError
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
 from ..errors import SpecError
+from .segments import frame_prompt
 
 _ENV = ImmutableSandboxedEnvironment(
     undefined=StrictUndefined, autoescape=False, keep_trailing_newline=False
 )
+# Functions spec templates may call (pure, no I/O).
+TEMPLATE_FUNCTIONS = {"frame_prompt": frame_prompt}
+_ENV.globals.update(TEMPLATE_FUNCTIONS)
 
 
 @lru_cache(maxsize=4096)
@@ -37,7 +41,7 @@ def variables(source: str, *, file: str | None, key: str) -> set[str]:
 def check_variables(
     source: str, available: set[str], *, file: str | None, key: str
 ) -> None:
-    missing = sorted(variables(source, file=file, key=key) - available)
+    missing = sorted(variables(source, file=file, key=key) - available - set(TEMPLATE_FUNCTIONS))
     if missing:
         raise SpecError(
             f"template variable {missing[0]!r} has no source",
@@ -54,5 +58,5 @@ def render(source: str, context: dict[str, Any], *, file: str | None, key: str) 
         raise SpecError(
             f"template syntax error at line {exc.lineno}: {exc.message}", file=file, key=key
         ) from None
-    except (UndefinedError, SecurityError) as exc:
+    except (UndefinedError, SecurityError, ValueError, TypeError) as exc:
         raise SpecError(f"template error: {exc}", file=file, key=key) from None

@@ -6,6 +6,8 @@ import io
 import re
 from typing import Any
 
+import numpy as np
+
 PALETTE = ["#1f5f8b", "#c0504d", "#4f8f4f", "#8064a2", "#d08a2c", "#4a9fb5"]
 
 
@@ -69,7 +71,26 @@ def histogram(plot: dict[str, Any]) -> str:
     return _svg(fig, plot.get("alt") or plot["title"])
 
 
-RENDERERS = {"interval_bars": interval_bars, "histogram": histogram}
+def multi_histogram(plot: dict[str, Any]) -> str:
+    plt = _mpl()
+    fig, ax = plt.subplots(figsize=(5.5, 3.2))
+    all_vals = [v for vals in plot["series"].values() for v in vals]
+    if all_vals:
+        lo, hi = min(all_vals), max(all_vals)
+        bins = list(np.linspace(lo, hi if hi > lo else lo + 1e-9, 25))
+        for k, (name, vals) in enumerate(plot["series"].items()):
+            if vals:
+                ax.hist(vals, bins=bins, alpha=0.55, color=PALETTE[k % len(PALETTE)], label=f"{name} (n={len(vals)})")
+        ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), frameon=False)
+    if plot.get("reference") is not None:
+        ax.axvline(plot["reference"], color="black", linestyle="--", linewidth=1)
+    ax.set_xlabel(plot.get("xlabel", ""))
+    ax.set_ylabel(plot.get("ylabel", ""))
+    ax.set_title(plot["title"])
+    return _svg(fig, plot.get("alt") or plot["title"])
+
+
+RENDERERS = {"interval_bars": interval_bars, "histogram": histogram, "multi_histogram": multi_histogram}
 
 
 def render_plot(plot: dict[str, Any]) -> str:

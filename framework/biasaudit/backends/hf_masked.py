@@ -1,0 +1,144 @@
+"""`hf_masked`: a masked LM through transformers, for pseudo-log-likelihood scoring.
+
+For each sentence every non-special position is masked in its own copy of the
+sentence, and all copies go through the model as one batch (not one forward pass per
+token in a loop). The response holds log p(x_i | x_{-i}) for every position, so the
+metric can pick the tokens it scores (CrowS-Pairs scores only the tokens both
+sentences share) without another model call.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from ..errors import BackendError
+from ..plan import Request
+from ..spec import ModelConfig, RuntimeConfig
+from .base import BACKENDS, BackendKind, Emit, Response, resolve_model_path
+from .hf_causal import pick_device
+from .identity import directory_digest
+
+log = logging.getLogger(__name__)
+MAX_ROWS = 128
+"""Masked copies per forward pass (several short sentences share one pass)."""
+
+
+def _identity(cfg: ModelConfig) -> dict[str, Any]:
+    if cfg.path is None:
+        raise BackendError("hf_masked needs `model.path`", key="model.path")
+    where = resolve_model_path(cfg.path)
+    ident: dict[str, Any] = {"backend": "hf_masked", "dtype": cfg.dtype}
+    if isinstance(where, Path):
+        ident["dir_sha256"] = directory_digest(where)
+    else:
+        ident.update(hub_id=where, revision=cfg.revision or "main")
+    return ident
+
+
+class HFMaskedBackend:
+    supports = frozenset({"pseudo_loglik"})
+
+    def __init__(self, cfg: ModelConfig, runtime: RuntimeConfig) -> None:
+        import torch
+        from transformers import AutoModelForMaskedLM, AutoTokenizer
+
+        if runtime.threads:
+            torch.set_num_threads(runtime.threads)
+        self.cfg = cfg
+        self.batch_size = runtime.batch_size
+        self.device = pick_device(cfg.device)
+        where = resolve_model_path(cfg.path or "")
+        kwargs: dict[str, Any] = {"revision": cfg.revision} if cfg.revision else {}
+        dtype = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16, "auto": "auto"}[cfg.dtype]
+        t0 = time.perf_counter()
+        try:
+            self.tok: Any = AutoTokenizer.from_pretrained(str(where), **kwargs)
+            self.model: Any = AutoModelForMaskedLM.from_pretrained(str(where), dtype=dtype, **kwargs)
+        except (OSError, ValueError) as exc:
+            raise BackendError(
+                f"cannot load masked LM {cfg.path!r}: {str(exc).splitlines()[0]}",
+                key="model.path",
+                hint="give a local directory of a masked LM (nothing is downloaded at run time)",
+            ) from None
+        if self.tok.mask_token_id is None:
+            raise BackendError(f"tokenizer of {cfg.path!r} has no mask token", key="model.path",
+                               hint="pseudo_loglik needs a masked LM (BERT, RoBERTa, ...)")
+        self.model.to(self.device).eval()
+        log.info("loaded %s on %s in %.1fs", cfg.name, self.device, time.perf_counter() - t0)
+
+    def encode(self, text: str) -> dict[str, Any]:
+        enc = self.tok(text, add_special_tokens=True, return_offsets_mapping=True, return_special_tokens_mask=True)
+        return {
+            "token_ids": list(enc["input_ids"]),
+            "offsets": [list(o) for o in enc["offset_mapping"]],
+            "special": list(enc["special_tokens_mask"]),
+        }
+
+    def pseudo_logliks(self, texts: Sequence[str]) -> list[dict[str, Any]]:
+        import torch
+
+        encs = [self.encode(t) for t in texts]
+        # (sentence index, position) for every maskable position of every sentence
+        jobs = [(s, i) for s, e in enumerate(encs) for i, sp in enumerate(e["special"]) if not sp]
+        scores: dict[tuple[int, int], float] = {}
+        pad = self.tok.pad_token_id if self.tok.pad_token_id is not None else 0
+        for start in range(0, len(jobs), MAX_ROWS):
+            chunk = jobs[start:start + MAX_ROWS]
+            width = max(len(encs[s]["token_ids"]) for s, _ in chunk)
+            ids = torch.full((len(chunk), width), pad, dtype=torch.long)
+            mask = torch.zeros((len(chunk), width), dtype=torch.long)
+            for row, (s, i) in enumerate(chunk):
+                seq = encs[s]["token_ids"]
+                ids[row, : len(seq)] = torch.tensor(seq)
+                mask[row, : len(seq)] = 1
+                ids[row, i] = self.tok.mask_token_id
+            with torch.inference_mode():
+                logits = self.model(input_ids=ids.to(self.device), attention_mask=mask.to(self.device)).logits
+            rows = torch.arange(len(chunk))
+            pos = torch.tensor([i for _, i in chunk])
+            target = torch.tensor([encs[s]["token_ids"][i] for s, i in chunk])
+            logp = torch.log_softmax(logits[rows, pos].double(), dim=-1)
+            picked = logp[rows, target].cpu().tolist()
+            for (s, i), v in zip(chunk, picked, strict=True):
+                scores[(s, i)] = float(v)
+        out = []
+        for s, e in enumerate(encs):
+            lps = [None if sp else scores[(s, i)] for i, sp in enumerate(e["special"])]
+            out.append({"tokens": self.tok.convert_ids_to_tokens(e["token_ids"]), "token_ids": e["token_ids"],
+                        "logprobs": lps, "offsets": e["offsets"], "special": e["special"]})
+        return out
+
+    def execute(self, requests: Sequence[Request], emit: Emit) -> None:
+        reqs = sorted(requests, key=lambda r: len(r.text or ""))
+        for start in range(0, len(reqs), self.batch_size):
+            batch = reqs[start:start + self.batch_size]
+            bad = [r for r in batch if r.kind != "pseudo_loglik"]
+            for r in bad:
+                emit(Response(key=r.key, status="failed", error=f"hf_masked cannot do {r.kind}"))
+            batch = [r for r in batch if r.kind == "pseudo_loglik"]
+            if not batch:
+                continue
+            t0 = time.perf_counter()
+            try:
+                outs = self.pseudo_logliks([r.text or "" for r in batch])
+            except (RuntimeError, ValueError) as exc:
+                for r in batch:
+                    emit(Response(key=r.key, status="failed", error=f"{type(exc).__name__}: {str(exc)[:200]}"))
+                continue
+            dt = (time.perf_counter() - t0) / len(batch)
+            for r, o in zip(batch, outs, strict=True):
+                emit(Response(key=r.key, status="ok", output=o, latency_s=dt))
+
+    def close(self) -> None:
+        pass
+
+
+BACKENDS.add(
+    "hf_masked",
+    BackendKind(supports=HFMaskedBackend.supports, identity=_identity,
+                build=lambda cfg, rt: HFMaskedBackend(cfg, rt), local=True),
+)

@@ -1,0 +1,322 @@
+"""Pivotal-token perplexity (METHODS.md section 2; paper: pivotal_token_perplexity).
+
+Each stimulus is a minimal pair (a, b) embedded in frames with two clauses; the
+correct prompt puts a in clause a's slot and b in clause b's, the incorrect prompt
+swaps them. Prompts come from `frame_prompt`, so the segments of both are known:
+token k of a segment in one prompt is aligned with token k of the same segment in the
+other (difflib inside a segment when tokenization differs there). With
+ppl_i = 1 / p(x_i | x_<i) and d_i = ppl_i(incorrect) - ppl_i(correct):
+plain(P) = sum_P |d_i| / sum |d_i|; normalized(P) = mean_P(d_i / total) - median(d_i / total).
+"""
+
+from __future__ import annotations
+
+import difflib
+import math
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict
+
+from ..plan.segments import Segment, frame_segments
+from ..stats import Estimate, cluster_bootstrap, mean_t
+from .base import METRICS, MetricContext, MetricDef, MetricResult, PlotSpec, Table
+
+CLASSES = ("pivotal", "period", "other")
+_WORD = re.compile(r"\S+")
+
+
+class PivotalParams(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    a: str = "a"
+    """Stimulus field of the sentence that belongs in clause a."""
+    b: str = "b"
+    correct: str = "correct"
+    """Probe input slot of the correct prompt."""
+    incorrect: str = "incorrect"
+    clause_a: str = "clause_a"
+    """Level variable holding clause a (with the `{s}` slot)."""
+    clause_b: str = "clause_b"
+    order: str = "order"
+    by: list[str] = []
+    """Stimulus fields to break results down by (e.g. `category`)."""
+    n_resamples: int = 5000
+    seed: int = 0
+
+
+# -- pure helpers (unit-tested on the paper's Appendix A example) -----------------------
+
+def proportions(d: np.ndarray, member: np.ndarray) -> tuple[float | None, float | None]:
+    """(plain, normalized) proportion of the PPL difference explained by the tokens
+    flagged in `member`; None when undefined (no such token, or no difference)."""
+    total = float(np.sum(np.abs(d)))
+    if total == 0 or not member.any():
+        return None, None
+    share = d / total
+    plain = float(np.sum(np.abs(d[member])) / total)
+    normalized = float(np.mean(share[member]) - np.median(share))
+    return plain, normalized
+
+
+def word_diff_spans(x: str, y: str) -> tuple[list[tuple[int, int]], list[tuple[int, int]]]:
+    """Character spans of the words that differ between two sentences (word-level diff)."""
+    wx = [(m.start(), m.end(), m.group()) for m in _WORD.finditer(x)]
+    wy = [(m.start(), m.end(), m.group()) for m in _WORD.finditer(y)]
+    sm = difflib.SequenceMatcher(None, [w[2] for w in wx], [w[2] for w in wy], autojunk=False)
+    sx: list[tuple[int, int]] = []
+    sy: list[tuple[int, int]] = []
+    for op, a0, a1, b0, b1 in sm.get_opcodes():
+        if op != "equal":
+            sx += [(w[0], w[1]) for w in wx[a0:a1]]
+            sy += [(w[0], w[1]) for w in wy[b0:b1]]
+    return sx, sy
+
+
+def listed_spans(sentence: str, words: list[str]) -> list[tuple[int, int]]:
+    spans = []
+    for w in words:
+        m = re.search(r"(?<!\w)" + re.escape(w) + r"(?!\w)", sentence)
+        if m:
+            spans.append((m.start(), m.end()))
+    return spans
+
+
+def is_period(text: str) -> bool:
+    t = text.strip()
+    return "." in t and not any(ch.isalnum() for ch in t)
+
+
+@dataclass
+class TokenInfo:
+    index: int
+    segment: str
+    text: str
+    start: int
+    end: int
+    straddles: bool
+
+
+def assign_tokens(prompt: str, offsets: list[list[int]], segs: list[Segment]) -> list[TokenInfo]:
+    """Map each token (BOS excluded) to the segment holding its first non-space character."""
+    out = []
+    for i, (s, e) in enumerate(offsets):
+        if i == 0 or e <= s:
+            continue
+        text = prompt[s:e]
+        anchor = s + (len(text) - len(text.lstrip())) if text.strip() else s
+        seg = next((g for g in segs if g.start <= anchor < g.end), segs[-1])
+        out.append(TokenInfo(index=i, segment=seg.id, text=text, start=s, end=e,
+                             straddles=s < seg.start or e > seg.end))
+    return out
+
+
+def align(tok_c: list[TokenInfo], tok_i: list[TokenInfo]) -> tuple[list[tuple[TokenInfo, TokenInfo]], int]:
+    """Aligned token pairs, segment by segment, and the number of unaligned tokens."""
+    pairs: list[tuple[TokenInfo, TokenInfo]] = []
+    unaligned = 0
+    seg_ids = list(dict.fromkeys([t.segment for t in tok_c] + [t.segment for t in tok_i]))
+    for sid in seg_ids:
+        c = [t for t in tok_c if t.segment == sid]
+        i = [t for t in tok_i if t.segment == sid]
+        clean = not any(t.straddles for t in c + i)
+        if clean and [t.text for t in c] == [t.text for t in i]:
+            pairs += list(zip(c, i, strict=True))
+            continue
+        sm = difflib.SequenceMatcher(None, [t.text for t in c], [t.text for t in i], autojunk=False)
+        matched = 0
+        for op, a0, a1, b0, b1 in sm.get_opcodes():
+            if op == "equal":
+                pairs += list(zip(c[a0:a1], i[b0:b1], strict=True))
+                matched += a1 - a0
+        unaligned += (len(c) - matched) + (len(i) - matched)
+    return pairs, unaligned
+
+
+@dataclass
+class PairResult:
+    stimulus: str
+    cell: str
+    fields: dict[str, Any]
+    accurate: bool
+    plain: dict[str, float | None] = field(default_factory=dict)
+    normalized: dict[str, float | None] = field(default_factory=dict)
+    unaligned: int = 0
+    aligned: int = 0
+
+
+def seq_ppl(logprobs: list[float | None]) -> float:
+    lps = [lp for lp in logprobs[1:] if lp is not None]
+    return math.exp(-sum(lps) / len(lps))
+
+
+def analyse_pair(
+    out_c: dict[str, Any], out_i: dict[str, Any], text_c: str, text_i: str,
+    segs_c: list[Segment], segs_i: list[Segment], pivotal: dict[str, list[tuple[int, int]]],
+) -> tuple[dict[str, tuple[float | None, float | None]], int, int, bool]:
+    tok_c = assign_tokens(text_c, out_c["offsets"], segs_c)
+    tok_i = assign_tokens(text_i, out_i["offsets"], segs_i)
+    pairs, unaligned = align(tok_c, tok_i)
+    seg_start = {g.id: g.start for g in segs_c}
+    d = np.array([math.exp(-out_i["logprobs"][ti.index]) - math.exp(-out_c["logprobs"][tc.index]) for tc, ti in pairs],
+                 dtype=np.float64)
+    piv = np.zeros(len(pairs), dtype=bool)
+    per = np.zeros(len(pairs), dtype=bool)
+    for k, (tc, _) in enumerate(pairs):
+        if tc.segment.startswith("sentence:"):
+            which = tc.segment.split(":", 1)[1]
+            base = seg_start[tc.segment]
+            piv[k] = any(tc.start < base + pe and base + ps < tc.end for ps, pe in pivotal.get(which, []))
+        per[k] = is_period(tc.text) and not piv[k]
+    other = ~(piv | per)
+    result = {"pivotal": proportions(d, piv), "period": proportions(d, per), "other": proportions(d, other)}
+    accurate = seq_ppl(out_c["logprobs"]) < seq_ppl(out_i["logprobs"])
+    return result, unaligned, len(pairs), accurate
+
+
+# -- the metric --------------------------------------------------------------------------
+
+def compute(ctx: MetricContext, metric_id: str, params: BaseModel) -> MetricResult:
+    assert isinstance(params, PivotalParams)
+    p = params
+    stim = {s.id: s for s in ctx.plan.stimuli.stimuli}
+    cells = {c.id: c for c in ctx.plan.cells}
+    results: list[PairResult] = []
+    skipped: list[list[Any]] = []
+    for (cell_id, _variant, sid, _sample), slots in ctx.items_by().items():
+        if p.correct not in slots or p.incorrect not in slots:
+            continue
+        rc = ctx.responses[slots[p.correct].key]
+        ri = ctx.responses[slots[p.incorrect].key]
+        if rc.status != "ok" or ri.status != "ok" or rc.output is None or ri.output is None:
+            skipped.append([sid, cell_id, rc.error or ri.error or "failed"])
+            continue
+        fields = stim[sid].fields
+        levels = cells[cell_id].levels
+        vars_: dict[str, Any] = {}
+        for f, lv in levels.items():
+            vars_.update(ctx.config.factors[f][lv].vars)
+        x, y = str(fields[p.a]), str(fields[p.b])
+        text_c, segs_c = frame_segments(vars_[p.clause_a], vars_[p.clause_b], vars_[p.order], x, y, "a", "b")
+        text_i, segs_i = frame_segments(vars_[p.clause_a], vars_[p.clause_b], vars_[p.order], y, x, "b", "a")
+        if text_c != ctx.plan.requests[rc.key].text or text_i != ctx.plan.requests[ri.key].text:
+            skipped.append([sid, cell_id, "prompt was not built with frame_prompt(clause_a, clause_b, order, a, b)"])
+            continue
+        if fields.get("pivotal_a") is not None or fields.get("pivotal_b") is not None:
+            piv = {"a": listed_spans(x, list(fields.get("pivotal_a") or [])),
+                   "b": listed_spans(y, list(fields.get("pivotal_b") or []))}
+        else:
+            sa, sb = word_diff_spans(x, y)
+            piv = {"a": sa, "b": sb}
+        res, unaligned, n_aligned, accurate = analyse_pair(rc.output, ri.output, text_c, text_i, segs_c, segs_i, piv)
+        pr = PairResult(stimulus=sid, cell=cell_id, fields=fields, accurate=accurate, unaligned=unaligned, aligned=n_aligned)
+        for cls in CLASSES:
+            pr.plain[cls], pr.normalized[cls] = res[cls]
+        results.append(pr)
+    return _summarise(ctx, metric_id, p, results, skipped)
+
+
+def _estimate(values: list[tuple[str, float]], p: PivotalParams) -> Estimate:
+    if not values:
+        return Estimate.no_data("cluster-bootstrap-percentile")
+    return cluster_bootstrap([v for _, v in values], [s for s, _ in values], n_resamples=p.n_resamples, seed=p.seed)
+
+
+def accuracy_estimate(results: list[PairResult]) -> Estimate:
+    """Mean over stimuli of each stimulus's mean accuracy over its prompt pairs, with a
+    t interval; the standard error is in the note."""
+    by: dict[str, list[float]] = {}
+    for r in results:
+        by.setdefault(r.stimulus, []).append(1.0 if r.accurate else 0.0)
+    per = [float(np.mean(v)) for v in by.values()]
+    e = mean_t(per)
+    if len(per) > 1:
+        se = float(np.std(per, ddof=1) / math.sqrt(len(per)))
+        e = e.model_copy(update={"note": f"SE={se:.4f} over {len(per)} stimuli"})
+    return e
+
+
+def _summarise(ctx: MetricContext, metric_id: str, p: PivotalParams, results: list[PairResult],
+               skipped: list[list[Any]]) -> MetricResult:
+    est: dict[str, Estimate] = {}
+    for cls in CLASSES:
+        for kind in ("normalized", "plain"):
+            vals = [(r.stimulus, getattr(r, kind)[cls]) for r in results if getattr(r, kind)[cls] is not None]
+            est[f"{cls}.{kind}"] = _estimate(vals, p)  # type: ignore[arg-type]
+    diff = [(r.stimulus, r.normalized["pivotal"] - r.normalized["other"]) for r in results
+            if r.normalized["pivotal"] is not None and r.normalized["other"] is not None]
+    est["pivotal_minus_other.normalized"] = _estimate(diff, p)  # type: ignore[arg-type]
+    est["accuracy"] = accuracy_estimate(results)
+
+    tables: list[Table] = []
+    plots: list[PlotSpec] = []
+    cells: dict[str, dict[str, Estimate]] = {"accuracy": {}, "pivotal.normalized": {}}
+    cell_rows = []
+    for cid in [c.id for c in ctx.plan.cells]:
+        sub = [r for r in results if r.cell == cid]
+        a = accuracy_estimate(sub)
+        n = _estimate([(r.stimulus, r.normalized["pivotal"]) for r in sub if r.normalized["pivotal"] is not None], p)  # type: ignore[misc]
+        cells["accuracy"][cid] = a
+        cells["pivotal.normalized"][cid] = n
+        cell_rows.append([cid, len(sub), a.value, a.ci_low, a.ci_high, n.value, n.ci_low, n.ci_high])
+    tables.append(Table(title="By prompt condition (frame wording x presentation order)",
+                        columns=["cell", "pairs", "accuracy", "CI low", "CI high", "pivotal normalized", "CI low", "CI high"],
+                        rows=cell_rows, note="The paper found accuracy sensitive to presentation order; compare the rows."))
+    for fld in p.by:
+        groups = sorted({str(r.fields.get(fld, "")) for r in results})
+        rows, acc_ests = [], []
+        for g in groups:
+            sub = [r for r in results if str(r.fields.get(fld, "")) == g]
+            a = accuracy_estimate(sub)
+            n = _estimate([(r.stimulus, r.normalized["pivotal"]) for r in sub if r.normalized["pivotal"] is not None], p)  # type: ignore[misc]
+            est[f"accuracy.{fld}.{g}"] = a
+            acc_ests.append(a)
+            rows.append([g, len({r.stimulus for r in sub}), a.value, a.ci_low, a.ci_high, n.value, n.ci_low, n.ci_high])
+        tables.append(Table(title=f"By {fld}", columns=[fld, "stimuli", "accuracy", "CI low", "CI high",
+                                                        "pivotal normalized", "CI low", "CI high"], rows=rows))
+        plots.append(PlotSpec(kind="interval_bars", title=f"Accuracy by {fld} (95% t interval)", xlabel=fld,
+                              ylabel="accuracy", labels=groups, estimates=acc_ests, reference=0.5,
+                              alt=f"Accuracy per {fld} with 95% intervals; 0.5 is chance."))
+    series = {cls: [r.normalized[cls] for r in results if r.normalized[cls] is not None] for cls in CLASSES}
+    plots.insert(0, PlotSpec(
+        kind="multi_histogram", title="Normalized proportion of the PPL difference",
+        xlabel="normalized proportion (mean share of the class minus median share)", ylabel="prompt pairs",
+        series=series, reference=0.0,  # type: ignore[arg-type]
+        alt="Overlaid histograms of the normalized proportion for pivotal, period and other tokens; "
+            "pivotal tokens to the right of the others means they explain more of the perplexity difference.",
+    ))
+    plots.insert(1, PlotSpec(
+        kind="interval_bars", title="Normalized proportion by token class (95% cluster bootstrap)",
+        xlabel="token class", ylabel="normalized proportion", labels=list(CLASSES),
+        estimates=[est[f"{c}.normalized"] for c in CLASSES], reference=0.0,
+        alt="Mean normalized proportion for pivotal, period and other tokens with intervals.",
+    ))
+    if skipped:
+        tables.append(Table(title="Unscorable prompt pairs", columns=["stimulus", "cell", "reason"], rows=skipped))
+    unaligned = sum(r.unaligned for r in results)
+    aligned = sum(r.aligned for r in results)
+    return MetricResult(
+        id=metric_id, name="pivotal_perplexity", title="Pivotal-token perplexity",
+        headline="pivotal.normalized", estimates=est, cells=cells, reference=0.0,
+        reference_note="Normalized proportion > 0: pivotal tokens explain more of the perplexity difference "
+                       "between the correct and incorrect prompt than the median token (perplexed for the right "
+                       "reason). Accuracy: share of prompt pairs where the correct prompt has the lower perplexity.",
+        tables=tables, plots=plots,
+        counts={"prompt_pairs": len(results) + len(skipped), "scored": len(results), "unscorable": len(skipped),
+                "stimuli": len({r.stimulus for r in results}), "aligned_tokens": aligned, "unaligned_tokens": unaligned},
+        notes=[f"{unaligned} tokens had no partner in the other prompt and were left out of the sums "
+               f"({aligned} aligned token pairs)."],
+        params=p.model_dump(),
+    )
+
+
+def check(params: BaseModel, probe_kind: str) -> str | None:
+    return None if probe_kind == "sequence_logprob" else "pivotal_perplexity needs probe kind 'sequence_logprob'"
+
+
+METRICS.add(
+    "pivotal_perplexity",
+    MetricDef(compute=compute, params=PivotalParams, probe_kinds=frozenset({"sequence_logprob"}),
+              title="Pivotal-token perplexity", check=check),
+)
