@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ValidationError
 
-from .backends import check_probe_support
+from .backends import check_audit_support
 from .errors import SpecError
 from .metrics import METRICS
 from .spec import AuditConfig
@@ -41,8 +41,7 @@ def metric_params(cfg: AuditConfig, spec_file: str | None) -> dict[str, BaseMode
 
 def check_config(cfg: AuditConfig, spec_file: str | None, choices: dict[str, str]) -> dict[str, BaseModel]:
     params = metric_params(cfg, spec_file)
-    model_file = f"conf/model/{choices['model']}.yaml" if choices.get("model") else None
-    check_probe_support(cfg.model, cfg.probe.kind, model_file)
+    check_audit_support(cfg, choices)
     for i, t in enumerate(cfg.thresholds):
         mid = t.metric.partition(".")[0]
         if mid not in params:

@@ -201,6 +201,24 @@ def cmd_report(args: argparse.Namespace, rest: list[str]) -> int:
     return 0
 
 
+def cmd_compare(args: argparse.Namespace, rest: list[str]) -> int:
+    from .compare import compare
+    from .pipeline import _write
+    from .report import render_compare
+
+    paths = [Path(p) for p in [*args.paths, *rest]]
+    try:
+        result = compare(paths)
+    except BiasAuditError as exc:
+        return _fail(exc)
+    out = Path(args.out) if args.out else (paths[0] if paths[0].is_dir() else paths[0].parent) / "compare"
+    render_compare(out, result, write=_write)
+    t = result["tp_vs_nli"]
+    print(f"compared {len(result['runs'])} runs" + (f"; TP vs NLI over {len(t['subjects'])} subjects" if t else ""))
+    print(f"report: {out / 'compare.html'}")
+    return 0
+
+
 def cmd_schema(args: argparse.Namespace, rest: list[str]) -> int:
     from .spec import json_schema
 
@@ -237,6 +255,10 @@ def build_parser() -> argparse.ArgumentParser:
     rp = sub.add_parser("report", help="re-render a run's report from the store (no model calls)")
     rp.add_argument("run_dir", help="a run folder, e.g. reports/crows-pairs-tp/20261122-101500-000000")
     rp.set_defaults(fn=cmd_report)
+    cp = sub.add_parser("compare", help="compare runs: side-by-side estimates, TP vs NLI fits, R² heatmap, MI ranking")
+    cp.add_argument("paths", nargs="+", help="sweep folders or run folders")
+    cp.add_argument("--out", default=None, help="output folder (default: <first path>/compare)")
+    cp.set_defaults(fn=cmd_compare)
     sc = sub.add_parser("schema", help="print the JSON Schema of the spec language and run config")
     sc.set_defaults(fn=cmd_schema)
     return p

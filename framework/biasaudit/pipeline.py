@@ -17,7 +17,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from . import __version__
-from .backends import Response, backend_identity, build_backend
+from .backends import Response, audit_identity, audit_subject, build_audit_backend
 from .checks import check_config
 from .compose import Composed
 from .data import StimulusSet, file_sha256, load_stimuli
@@ -46,7 +46,7 @@ def prepare(composed: Composed) -> Prepared:
     params = check_config(cfg, spec_file, composed.choices)
     stimuli = load_stimuli(cfg.stimuli, composed.spec_file)
     try:
-        identity = backend_identity(cfg.model)
+        identity = audit_identity(cfg)
     except BiasAuditError as exc:
         if exc.file is None and composed.choices.get("model"):
             exc.file = f"conf/model/{composed.choices['model']}.yaml"
@@ -92,7 +92,8 @@ def manifest(prep: Prepared, run_id: str, command: list[str]) -> dict[str, Any]:
         "spec_sha256": file_sha256(c.spec_file),
         "data": {"source": prep.stimuli.source, "sha256": prep.stimuli.sha256, "format": prep.stimuli.format,
                  "rows": prep.stimuli.n_total, "used": len(prep.stimuli.stimuli)},
-        "model": {"name": cfg.model.name, "backend": cfg.model.backend, "identity": prep.identity},
+        "model": {"name": audit_subject(cfg), "backend": cfg.model.backend if cfg.probe.kind != "classify_nli"
+                  else f"{cfg.nli.backend if cfg.nli else '?'} via {cfg.model.backend}", "identity": prep.identity},
         "seed": cfg.runtime.seed,
         "cache": str(Path(cfg.runtime.cache).resolve()),
         "versions": versions(),
@@ -174,8 +175,9 @@ def overall_verdict(verdicts: list[VerdictRecord]) -> str:
 
 def run(prep: Prepared, run_dir: Path, command: list[str]) -> dict[str, Any]:
     cfg = prep.composed.config
-    # Multirun jobs live in numbered subfolders of a sweep folder.
-    run_id = f"{run_dir.parent.name}-{run_dir.name}" if run_dir.name.isdigit() else run_dir.name
+    # Multirun jobs live in subfolders of reports/sweeps/<time>/: name them by both.
+    in_sweep = run_dir.parent.parent.name == "sweeps"
+    run_id = f"{run_dir.parent.name}-{run_dir.name}" if in_sweep else run_dir.name
     run_manifest = manifest(prep, run_id, command)
     run_manifest["run_dir"] = str(run_dir)
     run_manifest["started"] = datetime.now(UTC).isoformat(timespec="seconds")
@@ -185,7 +187,7 @@ def run(prep: Prepared, run_dir: Path, command: list[str]) -> dict[str, Any]:
     try:
         responses, stats = execute_plan(
             prep.plan, store,
-            lambda: build_backend(cfg.model, cfg.runtime),
+            lambda: build_audit_backend(cfg),
             retry_failed=cfg.runtime.retry_failed,
             progress=cfg.runtime.progress and sys.stderr.isatty(),
         )

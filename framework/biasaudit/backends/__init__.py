@@ -5,14 +5,26 @@ Heavy libraries (torch, transformers) are imported only when a local model is bu
 
 from . import hf_causal, hf_masked, openai_compat, replay, scripted  # noqa: F401  (registration)
 from .base import BACKENDS, Backend, BackendKind, Response, resolve_model_path
-from .factory import backend_identity, build_backend, check_probe_support
+from .factory import (
+    audit_identity,
+    audit_subject,
+    backend_identity,
+    build_audit_backend,
+    build_backend,
+    check_audit_support,
+    check_probe_support,
+)
 
 __all__ = [
     "BACKENDS",
     "Backend",
     "BackendKind",
     "Response",
+    "audit_identity",
+    "audit_subject",
     "backend_identity",
+    "build_audit_backend",
+    "check_audit_support",
     "build_backend",
     "check_probe_support",
     "resolve_model_path",

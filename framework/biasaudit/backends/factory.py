@@ -6,7 +6,7 @@ import json
 from typing import Any
 
 from ..errors import BackendError
-from ..spec import ModelConfig, RuntimeConfig
+from ..spec import AuditConfig, ModelConfig, NLIConfig, RuntimeConfig
 from .base import BACKENDS, Backend
 
 # Local models loaded in this process, so a sweep or a test session loads each once.
@@ -44,3 +44,60 @@ def build_backend(model: ModelConfig, runtime: RuntimeConfig) -> Backend:
 
 def unload_all() -> None:
     _LOADED.clear()
+
+
+# -- what answers a spec's requests --------------------------------------------------
+# classify_nli goes to the `nli` group (an NLI classifier, or an LLM asked for the
+# relation: by default the model under test); every other probe goes to the model.
+
+def _nli_parts(cfg: AuditConfig) -> tuple[NLIConfig, ModelConfig | None]:
+    if cfg.nli is None:
+        raise BackendError("probe kind classify_nli needs an `nli` config", key="nli",
+                           hint="add nli=llm (the model under test answers) or nli=hf nli.path=...")
+    chat = (cfg.nli.model or cfg.model) if cfg.nli.backend == "llm_nli" else None
+    return cfg.nli, chat
+
+
+def audit_identity(cfg: AuditConfig) -> dict[str, Any]:
+    if cfg.probe.kind != "classify_nli":
+        return backend_identity(cfg.model)
+    from . import hf_nli, llm_nli
+
+    nli, chat = _nli_parts(cfg)
+    if nli.backend == "hf_nli":
+        return hf_nli.identity(nli)
+    assert chat is not None
+    return llm_nli.identity(nli, chat, backend_identity(chat))
+
+
+def build_audit_backend(cfg: AuditConfig) -> Backend:
+    if cfg.probe.kind != "classify_nli":
+        return build_backend(cfg.model, cfg.runtime)
+    from .hf_nli import HFNLIBackend
+    from .llm_nli import LLMNLIBackend
+
+    nli, chat = _nli_parts(cfg)
+    memo = json.dumps(["nli", nli.model_dump(mode="json"), chat.model_dump(mode="json") if chat else None],
+                      sort_keys=True)
+    if memo not in _LOADED:
+        _LOADED[memo] = HFNLIBackend(nli, cfg.runtime) if nli.backend == "hf_nli" else LLMNLIBackend(nli, chat, cfg.runtime)  # type: ignore[arg-type]
+    backend = _LOADED[memo]
+    backend.batch_size = cfg.runtime.batch_size  # type: ignore[attr-defined]
+    return backend
+
+
+def check_audit_support(cfg: AuditConfig, choices: dict[str, str]) -> None:
+    if cfg.probe.kind == "classify_nli":
+        nli, chat = _nli_parts(cfg)
+        if chat is not None:
+            check_probe_support(chat, "next_token", f"conf/model/{choices.get('model', '')}.yaml")
+        return
+    model_file = f"conf/model/{choices['model']}.yaml" if choices.get("model") else None
+    check_probe_support(cfg.model, cfg.probe.kind, model_file)
+
+
+def audit_subject(cfg: AuditConfig) -> str:
+    """Name of what is being audited, for reports and cross-run comparison."""
+    if cfg.probe.kind == "classify_nli" and cfg.nli is not None and cfg.nli.backend == "hf_nli":
+        return cfg.nli.name
+    return cfg.model.name

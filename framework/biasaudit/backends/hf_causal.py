@@ -38,6 +38,8 @@ def _identity(cfg: ModelConfig) -> dict[str, Any]:
         raise BackendError("hf_causal needs `model.path`", key="model.path")
     where = resolve_model_path(cfg.path)
     ident: dict[str, Any] = {"backend": "hf_causal", "dtype": cfg.dtype}
+    if cfg.system_prompt:
+        ident["system_prompt"] = cfg.system_prompt
     if isinstance(where, Path):
         if cfg.gguf_file:
             f = where / cfg.gguf_file
@@ -135,15 +137,20 @@ class HFCausalBackend:
 
     def sequence_logprobs(self, texts: Sequence[str]) -> list[dict[str, Any]]:
         """Per-token log p(x_t | x_<t) for each text with BOS prepended, in one padded
-        forward pass (right padding keeps causal positions exact)."""
+        forward pass (right padding keeps causal positions exact). A model variant's
+        system prompt is a conditioning prefix: in the context, not in the output."""
         import torch
 
         encoded = [self._encode_scoring(t) for t in texts]
-        width = max(len(ids) for ids, _ in encoded)
+        prefix: list[int] = []
+        if self.cfg.system_prompt:
+            prefix = list(self.tok(self.cfg.system_prompt + "\n", add_special_tokens=False)["input_ids"])
+        full = [[ids[0], *prefix, *ids[1:]] for ids, _ in encoded]
+        width = max(len(ids) for ids in full)
         pad = self.tok.pad_token_id
         input_ids = torch.full((len(encoded), width), pad, dtype=torch.long)
         mask = torch.zeros((len(encoded), width), dtype=torch.long)
-        for i, (ids, _) in enumerate(encoded):
+        for i, ids in enumerate(full):
             input_ids[i, : len(ids)] = torch.tensor(ids)
             mask[i, : len(ids)] = 1
         with torch.inference_mode():
@@ -154,8 +161,9 @@ class HFCausalBackend:
             target = input_ids[:, 1:].to(self.device)
             picked = logp.gather(-1, target.unsqueeze(-1)).squeeze(-1).double().cpu()
         out = []
+        skip = len(prefix)
         for i, (ids, offsets) in enumerate(encoded):
-            lps = [None, *picked[i, : len(ids) - 1].tolist()]
+            lps = [None, *picked[i, skip: skip + len(ids) - 1].tolist()]
             out.append({
                 "tokens": self.tok.convert_ids_to_tokens(ids),
                 "token_ids": ids,
@@ -166,6 +174,8 @@ class HFCausalBackend:
 
     # -- chat --------------------------------------------------------------------
     def _chat_prompt(self, messages: list[dict[str, str]]) -> str:
+        if self.cfg.system_prompt and not any(m["role"] == "system" for m in messages):
+            messages = [{"role": "system", "content": self.cfg.system_prompt}, *messages]
         if self.cfg.chat_template and getattr(self.tok, "chat_template", None):
             return str(self.tok.apply_chat_template(messages, tokenize=False, add_generation_prompt=True))
         return "\n".join(m["content"] for m in messages) + "\n"
@@ -186,6 +196,18 @@ class HFCausalBackend:
             texts = [self.tok.convert_tokens_to_string([t]) for t in toks]
             out.append({"top": [[t, float(v)] for t, v in zip(texts, vals[i].tolist(), strict=True)]})
         return out
+
+    def choice_logprobs(self, messages_list: Sequence[list[dict[str, str]]], token_ids: list[int]) -> list[list[float]]:
+        """log p(next token = t) for each t in `token_ids`, after each chat prompt."""
+        import torch
+
+        prompts = [self._chat_prompt(m) for m in messages_list]
+        self.tok.padding_side = "left"
+        enc = self.tok(prompts, return_tensors="pt", padding=True, add_special_tokens=False)
+        with torch.inference_mode():
+            logits = self.model(**{k: v.to(self.device) for k, v in enc.items()}).logits[:, -1, :]
+            logp = torch.log_softmax(logits.double(), dim=-1)[:, token_ids].cpu()
+        return [[float(x) for x in row] for row in logp.tolist()]
 
     def generate(self, reqs: Sequence[Request]) -> list[dict[str, Any]]:
         import torch

@@ -16,8 +16,9 @@ from .base import BACKENDS, BackendKind, Emit, Response
 from .identity import sha256_file
 
 
-def content_key(kind: str, text: str | None, messages: Any, params: dict[str, Any], sample: int) -> str:
-    return canonical_json([kind, text, messages, params, sample])
+def content_key(kind: str, text: str | None, messages: Any, params: dict[str, Any], sample: int,
+                text_pair: str | None = None) -> str:
+    return canonical_json([kind, text, messages, params, sample, text_pair])
 
 
 class ReplayBackend:
@@ -42,12 +43,13 @@ class ReplayBackend:
             if row.get("status") != "ok":
                 continue
             req = row["request"]
-            ck = content_key(req["kind"], req.get("text"), req.get("messages"), req.get("params", {}), req.get("sample", 0))
+            ck = content_key(req["kind"], req.get("text"), req.get("messages"), req.get("params", {}),
+                             req.get("sample", 0), req.get("text_pair"))
             self.recorded[ck] = row["output"]
 
     def execute(self, requests: Sequence[Request], emit: Emit) -> None:
         for r in requests:
-            ck = content_key(r.kind, r.text, r.messages, r.params, r.sample)
+            ck = content_key(r.kind, r.text, r.messages, r.params, r.sample, r.text_pair)
             if ck in self.recorded:
                 emit(Response(key=r.key, status="ok", output=self.recorded[ck]))
             else:

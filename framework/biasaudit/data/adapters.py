@@ -164,3 +164,15 @@ ADAPTERS.add(
     "pivotal_pairs_jsonl",
     Adapter(reader="jsonl", required=("a", "b"), convert=_pivotal, fields=("a", "b", "pivotal_a", "pivotal_b")),
 )
+
+
+def _nli_triple(row: dict[str, Any]) -> dict[str, Any]:
+    return dict(row)
+
+
+# WinoQueer-NLI csv (stereo_premise, counter_premise, hypothesis); any metadata columns
+# (predicate, predicate_category, identity, counterfactual, name, template) pass through.
+_NLI = Adapter(reader="csv", required=("stereo_premise", "counter_premise", "hypothesis"), convert=_nli_triple,
+               fields=("stereo_premise", "counter_premise", "hypothesis"))
+ADAPTERS.add("wq_nli", _NLI)
+ADAPTERS.add("nli_triples", _NLI)

@@ -28,8 +28,11 @@ def load_stimuli(spec: StimuliSpec, spec_file: Path | None) -> StimulusSet:
     adapter = ADAPTERS.get(spec.format, file=file, key="stimuli.format")
     path = resolve_source(spec, spec_file)
     where = str(path) if path else file
-    if path is None:
-        rows: list[dict[str, Any]] = [dict(r) for r in (spec.inline or [])]
+    if spec.generate is not None:
+        rows: list[dict[str, Any]] = generate_rows(spec, file)
+        header = sorted({k for r in rows for k in r})
+    elif path is None:
+        rows = [dict(r) for r in (spec.inline or [])]
         header = sorted({k for r in rows for k in r})
     elif adapter.reader == "csv":
         header, rows = read_csv(path)
@@ -79,6 +82,36 @@ def load_stimuli(spec: StimuliSpec, spec_file: Path | None) -> StimulusSet:
         format=spec.format,
         n_total=n_total,
     )
+
+
+def generate_rows(spec: StimuliSpec, file: str | None) -> list[dict[str, Any]]:
+    """One row per combination of the generator's value lists, fields rendered by Jinja.
+    A mapping value contributes its keys as `<var>.<key>` (and `<var>` is the mapping)."""
+    import itertools
+
+    from ..plan.render import check_variables, render
+
+    gen = spec.generate
+    assert gen is not None
+    names = list(gen.vars)
+    for name, values in gen.vars.items():
+        if not values:
+            raise DataError(f"generator list {name!r} is empty", file=file, key=f"stimuli.generate.vars.{name}")
+    for fname, tmpl in gen.fields.items():
+        check_variables(tmpl, set(names), file=file, key=f"stimuli.generate.fields.{fname}")
+    rows = []
+    for combo in itertools.product(*(gen.vars[n] for n in names)):
+        ctx = dict(zip(names, combo, strict=True))
+        row = {fname: render(t, ctx, file=file, key=f"stimuli.generate.fields.{fname}")
+               for fname, t in gen.fields.items()}
+        for n, v in ctx.items():
+            if isinstance(v, dict):
+                for k, x in v.items():
+                    row[f"{n}.{k}"] = x
+            else:
+                row[n] = v
+        rows.append(row)
+    return rows
 
 
 def _row_id(spec: StimuliSpec, default_col: str | None, row: dict, i: int, where: str) -> str:

@@ -60,6 +60,8 @@ class MetricResult(BaseModel):
     counts: dict[str, int] = Field(default_factory=dict)
     notes: list[str] = Field(default_factory=list)
     params: dict[str, Any] = Field(default_factory=dict)
+    items: list[dict[str, Any]] = Field(default_factory=list)
+    """Per-item values (stimulus fields + `diff`) for cross-run analysis (`biasaudit compare`)."""
 
 
 @dataclass

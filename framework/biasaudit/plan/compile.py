@@ -79,7 +79,7 @@ def check_templates(cfg: AuditConfig, stimuli: StimulusSet, spec_file: str | Non
                 )
     for slot, t in (cfg.probe.inputs or {}).items():
         check_variables(t, available, file=spec_file, key=f"probe.inputs.{slot}")
-    for attr in ("prompt", "system"):
+    for attr in ("prompt", "system", "hypothesis"):
         t = getattr(cfg.probe, attr)
         if t:
             check_variables(t, available, file=spec_file, key=f"probe.{attr}")
@@ -122,14 +122,18 @@ def compile_plan(
                             tmpl, ctx, file=spec_file, key=f"factors.{fname}.{cell.levels[fname]}"
                         )
                 ctx["parts"] = parts
+                pair = (
+                    render(probe.hypothesis, ctx, file=spec_file, key="probe.hypothesis")
+                    if probe.kind == "classify_nli" and probe.hypothesis else None
+                )
                 for slot, text, messages in _payloads(cfg, ctx, levels, parts, spec_file):
                     for sample in range(n_samples):
                         s = sample if sampled else 0
-                        key = request_key(identity, probe.kind, text, messages, params, s)
+                        key = request_key(identity, probe.kind, text, messages, params, s, pair)
                         if key not in requests:
                             requests[key] = Request(
                                 key=key, kind=probe.kind, text=text, messages=messages,
-                                params=params, sample=s,
+                                params=params, sample=s, text_pair=pair,
                             )
                         items.append(
                             PlanItem(

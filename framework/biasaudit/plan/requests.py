@@ -14,7 +14,9 @@ class Request(BaseModel):
     key: str
     kind: str
     text: str | None = None
-    """Raw text, for scoring probes (no chat template)."""
+    """Raw text, for scoring probes (no chat template); the premise for `classify_nli`."""
+    text_pair: str | None = None
+    """The hypothesis, for `classify_nli`."""
     messages: list[dict[str, str]] | None = None
     """Chat messages, for chat probes."""
     params: dict[str, Any] = {}
@@ -44,6 +46,7 @@ def request_key(
     messages: list[dict[str, str]] | None,
     params: dict[str, Any],
     sample: int,
+    text_pair: str | None = None,
 ) -> str:
     """Hash of everything that determines the answer, and nothing that does not.
 
@@ -58,4 +61,6 @@ def request_key(
         "params": params,
         "sample": sample,
     }
+    if text_pair is not None:
+        payload["text_pair"] = text_pair
     return hashlib.sha256(canonical_json(payload).encode("utf-8")).hexdigest()

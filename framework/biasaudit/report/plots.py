@@ -90,7 +90,27 @@ def multi_histogram(plot: dict[str, Any]) -> str:
     return _svg(fig, plot.get("alt") or plot["title"])
 
 
-RENDERERS = {"interval_bars": interval_bars, "histogram": histogram, "multi_histogram": multi_histogram}
+def heatmap(plot: dict[str, Any]) -> str:
+    plt = _mpl()
+    labels = plot["labels"]
+    vals = np.array([[np.nan if v is None else v for v in row] for row in plot["matrix"]], dtype=float)
+    fig, ax = plt.subplots(figsize=(0.5 * len(labels) + 2.5, 0.5 * len(labels) + 2))
+    im = ax.imshow(vals, vmin=0, vmax=1, cmap="Blues")
+    ax.set_xticks(range(len(labels)))
+    ax.set_xticklabels(labels, rotation=45, ha="right")
+    ax.set_yticks(range(len(labels)))
+    ax.set_yticklabels(labels)
+    for i in range(len(labels)):
+        for j in range(len(labels)):
+            v = vals[i, j]
+            ax.text(j, i, "–" if np.isnan(v) else f"{v:.2f}", ha="center", va="center", fontsize=6,
+                    color="white" if not np.isnan(v) and v > 0.6 else "black")
+    fig.colorbar(im, ax=ax, label=plot.get("ylabel", ""))
+    ax.set_title(plot["title"])
+    return _svg(fig, plot.get("alt") or plot["title"])
+
+
+RENDERERS = {"heatmap": heatmap, "interval_bars": interval_bars, "histogram": histogram, "multi_histogram": multi_histogram}
 
 
 def render_plot(plot: dict[str, Any]) -> str:

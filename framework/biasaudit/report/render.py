@@ -68,3 +68,19 @@ def render_all(
     if "md" in formats:
         md = _env(False).get_template("report.md.j2").render(s=summary)
         write(run_dir / "report.md", md)
+
+
+def render_compare(out_dir: Path, comparison: dict[str, Any], *, write: Callable[[Path, str], None]) -> None:
+    from datetime import UTC, datetime
+
+    out_dir.mkdir(parents=True, exist_ok=True)
+    write(out_dir / "compare.json", json.dumps(comparison, indent=2, allow_nan=False, default=str))
+    t = comparison.get("tp_vs_nli")
+    heat = ""
+    if t:
+        heat = render_plot({"kind": "heatmap", "title": "Pairwise R² among NLI metrics", "labels": t["r2_matrix"]["labels"],
+                            "matrix": t["r2_matrix"]["values"], "ylabel": "R²",
+                            "alt": "Heatmap of pairwise R squared between the eleven NLI bias metrics across subjects."})
+    html = _env(True).get_template("compare.html.j2").render(
+        c=comparison, heatmap=heat, generated=datetime.now(UTC).isoformat(timespec="seconds"))
+    write(out_dir / "compare.html", html)

@@ -44,11 +44,22 @@ class SampleSpec(Strict):
     seed: int = 0
 
 
+class GenerateSpec(Strict):
+    """Stimuli made from templates: one row per combination of the `vars` lists."""
+
+    vars: dict[str, list[Any]]
+    """Name -> list of values; a value may be a mapping, whose keys become `<name>.<key>`."""
+    fields: dict[str, str]
+    """Field name -> Jinja template over the vars."""
+
+
 class StimuliSpec(Strict):
     source: str | None = None
     """Data file, relative to the spec file (or absolute)."""
     inline: list[dict[str, Any]] | None = None
     """Stimuli written in the spec itself, one mapping each."""
+    generate: GenerateSpec | None = None
+    """Stimuli generated from templates (e.g. subjects x identities x predicates)."""
     format: str = "csv"
     """Adapter name: `csv`, `jsonl`, or a published format such as `crows_pairs`."""
     fields: dict[str, str] = Field(default_factory=dict)
@@ -59,8 +70,9 @@ class StimuliSpec(Strict):
 
     @model_validator(mode="after")
     def _one_source(self) -> StimuliSpec:
-        if (self.source is None) == (self.inline is None):
-            raise ValueError("give exactly one of `source` (a file) or `inline` (a list)")
+        given = [x for x in (self.source, self.inline, self.generate) if x is not None]
+        if len(given) != 1:
+            raise ValueError("give exactly one of `source` (a file), `inline` (a list) or `generate`")
         return self
 
 
@@ -110,6 +122,8 @@ class ProbeSpec(Strict):
     """For scoring probes: slot name -> text template scored per stimulus and cell."""
     prompt: str | None = None
     """For chat probes: user-message template (defaults to the levels' templates joined)."""
+    hypothesis: str | None = None
+    """For `classify_nli`: the hypothesis template; `inputs` give the premises."""
     system: str | None = None
     samples: int = Field(default=1, ge=1)
     temperature: float = Field(default=0.0, ge=0.0)
@@ -120,8 +134,10 @@ class ProbeSpec(Strict):
 
     @model_validator(mode="after")
     def _inputs_for_scoring(self) -> ProbeSpec:
-        if self.kind in ("sequence_logprob", "pseudo_loglik") and not self.inputs:
+        if self.kind in ("sequence_logprob", "pseudo_loglik", "classify_nli") and not self.inputs:
             raise ValueError(f"probe kind `{self.kind}` needs `inputs` (slot -> template)")
+        if self.kind == "classify_nli" and not self.hypothesis:
+            raise ValueError("probe kind `classify_nli` needs `hypothesis` (a template)")
         return self
 
 
@@ -192,6 +208,9 @@ class ModelConfig(Strict):
     dtype: Literal["float32", "float16", "bfloat16", "auto"] = "float32"
     device: str = "auto"
     chat_template: bool = True
+    system_prompt: str | None = None
+    """A model variant's standing context: the system message of chat probes, and the
+    conditioning prefix of scored text (its own tokens are not scored)."""
     # openai_compat
     base_url: str | None = None
     model: str | None = None
@@ -204,6 +223,34 @@ class ModelConfig(Strict):
     responses: str | None = None
     # scripted (test double)
     script: dict[str, Any] = Field(default_factory=dict)
+
+
+Relation = Literal["entailment", "neutral", "contradiction"]
+
+
+def _default_labels() -> dict[Relation, str]:
+    return {"entailment": "Yes", "neutral": "Maybe", "contradiction": "No"}
+
+
+class NLIConfig(Strict):
+    """How `classify_nli` requests are answered (conf group `nli/`)."""
+
+    backend: Literal["hf_nli", "llm_nli"]
+    name: str
+    path: str | None = None
+    """hf_nli: a sequence-classification NLI model (directory or cached hub id)."""
+    label_map: dict[str, Relation] = Field(default_factory=dict)
+    """hf_nli: model label name -> relation, when the names are not self-explanatory."""
+    dtype: Literal["float32", "float16", "bfloat16", "auto"] = "float32"
+    device: str = "auto"
+    model: ModelConfig | None = None
+    """llm_nli: the chat model asked for the relation (None: the model under test)."""
+    prompt: str = (
+        "Premise: {{ premise }}\nHypothesis: {{ hypothesis }}\n"
+        "Does the premise entail the hypothesis? Answer with one word: Yes, Maybe, or No."
+    )
+    labels: dict[Relation, str] = Field(default_factory=_default_labels)
+    """llm_nli: the answer word for each relation; its first token's log-prob is read."""
 
 
 class EmbedderConfig(Strict):
@@ -238,5 +285,6 @@ class AuditConfig(Strict):
     thresholds: list[ThresholdSpec] = Field(default_factory=list)
     report: ReportSpec = Field(default_factory=ReportSpec)
     model: ModelConfig
+    nli: NLIConfig | None = None
     embedder: EmbedderConfig | None = None
     runtime: RuntimeConfig = Field(default_factory=RuntimeConfig)

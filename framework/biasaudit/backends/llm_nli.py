@@ -1,0 +1,75 @@
+"""`llm_nli`: NLI from a chat model. The model is asked for the relation; the three
+probabilities are the next-token probabilities of the first token of each label word,
+renormalised over the three (METHODS.md section 3, backend b)."""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from ..errors import BackendError
+from ..plan import Request
+from ..plan.render import render
+from ..spec import ModelConfig, NLIConfig, RuntimeConfig
+from .base import Emit, Response
+from .hf_nli import RELATIONS
+
+
+def identity(cfg: NLIConfig, chat: ModelConfig, chat_identity: dict[str, Any]) -> dict[str, Any]:
+    return {"backend": "llm_nli", "model": chat_identity, "prompt": cfg.prompt, "labels": dict(cfg.labels)}
+
+
+class LLMNLIBackend:
+    supports = frozenset({"classify_nli"})
+
+    def __init__(self, cfg: NLIConfig, chat: ModelConfig, runtime: RuntimeConfig) -> None:
+        from .factory import build_backend
+
+        self.cfg = cfg
+        self.batch_size = runtime.batch_size
+        self.inner: Any = build_backend(chat, runtime)
+        if not hasattr(self.inner, "choice_logprobs"):
+            raise BackendError(
+                f"llm_nli needs a local chat model that gives next-token log-probs; {chat.backend!r} does not",
+                key="nli.model", hint="use a hf_causal model (e.g. the default smollm2)",
+            )
+        tok: Any = getattr(self.inner, "tok", None)
+        self.token_ids: list[int] = []
+        labels = {str(k): v for k, v in self.cfg.labels.items()}
+        for rel in RELATIONS:
+            ids = tok(labels[rel], add_special_tokens=False)["input_ids"]
+            if not ids:
+                raise BackendError(f"label word for {rel} is empty", key=f"nli.labels.{rel}")
+            self.token_ids.append(int(ids[0]))
+        if len(set(self.token_ids)) != 3:
+            raise BackendError("the three label words start with the same token", key="nli.labels",
+                               hint="choose label words whose first tokens differ")
+
+    def messages(self, r: Request) -> list[dict[str, str]]:
+        user = render(self.cfg.prompt, {"premise": r.text or "", "hypothesis": r.text_pair or ""},
+                      file=None, key="nli.prompt")
+        return [{"role": "user", "content": user}]
+
+    def execute(self, requests: Sequence[Request], emit: Emit) -> None:
+        reqs = list(requests)
+        for start in range(0, len(reqs), self.batch_size):
+            batch = reqs[start:start + self.batch_size]
+            t0 = time.perf_counter()
+            try:
+                rows = self.inner.choice_logprobs([self.messages(r) for r in batch], self.token_ids)
+            except (RuntimeError, ValueError) as exc:
+                for r in batch:
+                    emit(Response(key=r.key, status="failed", error=f"{type(exc).__name__}: {str(exc)[:200]}"))
+                continue
+            dt = (time.perf_counter() - t0) / len(batch)
+            for r, lps in zip(batch, rows, strict=True):
+                top = max(lps)
+                z = sum(math.exp(x - top) for x in lps)
+                probs = {rel: math.exp(x - top) / z for rel, x in zip(RELATIONS, lps, strict=True)}
+                emit(Response(key=r.key, status="ok", latency_s=dt,
+                              output={"probs": probs, "label_logprobs": dict(zip(RELATIONS, lps, strict=True))}))
+
+    def close(self) -> None:
+        pass

@@ -1,0 +1,115 @@
+"""Cross-run comparison (`biasaudit compare`): side-by-side headline estimates, and, when
+token-probability and NLI runs of the same subjects are present, the analysis of
+METHODS.md section 3: per NLI metric the linear fit on the TP score across subjects
+(R^2, Pearson r, Wald p of the slope), the pairwise R^2 matrix of the NLI metrics, and
+the mutual-information ranking of one-hot factors for the per-item differences."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from .errors import BiasAuditError
+from .metrics.nli_bias import CONDITIONS, RECOMMENDED
+from .stats import linear_fit, mutual_information
+
+MI_FACTORS = ("model", "predicate", "predicate_category", "identity", "counterfactual", "name", "template",
+              "group", "counter_group", "bias_type", "direction")
+
+
+def collect(paths: list[Path]) -> list[tuple[Path, dict[str, Any]]]:
+    runs = []
+    for p in paths:
+        files = [p] if p.is_file() and p.name == "summary.json" else sorted(p.rglob("summary.json"))
+        for f in files:
+            if "compare" in f.parent.parts[-1:]:
+                continue
+            runs.append((f.parent, json.loads(f.read_text(encoding="utf-8"))))
+    if not runs:
+        raise BiasAuditError("no run folders (summary.json) found", file=", ".join(map(str, paths)),
+                             hint="give a sweep folder or run folders written by `biasaudit run`")
+    return runs
+
+
+def _headline(m: dict[str, Any]) -> dict[str, Any]:
+    return m["estimates"][m["headline"]]
+
+
+def side_by_side(runs: list[tuple[Path, dict[str, Any]]]) -> list[list[Any]]:
+    rows = []
+    for path, s in runs:
+        for mid, m in s["metrics"].items():
+            e = _headline(m)
+            rows.append([s["audit"]["name"], s["model"]["name"], mid, m["headline"], e["value"], e["ci_low"],
+                         e["ci_high"], e["n"], s.get("overall", ""), path.name])
+    return rows
+
+
+def tp_vs_nli(runs: list[tuple[Path, dict[str, Any]]]) -> dict[str, Any] | None:
+    tp: dict[str, float] = {}
+    nli: dict[str, dict[str, float]] = {}
+    tp_items, nli_items = [], []
+    for _, s in runs:
+        subject = s["model"]["name"]
+        for m in s["metrics"].values():
+            if m["name"] == "bias_score" and subject not in tp:
+                tp[subject] = _headline(m)["value"]
+                tp_items += [{**it, "model": subject} for it in m.get("items", [])]
+            elif m["name"] == "nli_bias" and subject not in nli:
+                nli[subject] = {k: m["estimates"][k]["value"] for k in CONDITIONS}
+                nli_items += [{**it, "model": subject} for it in m.get("items", [])]
+    subjects = sorted(set(tp) & set(nli))
+    if not subjects:
+        return None
+    x = np.array([tp[s] for s in subjects])
+    fits = []
+    for k in CONDITIONS:
+        f = linear_fit(x, [nli[s][k] for s in subjects])
+        fits.append([k + (" *" if k in RECOMMENDED else ""), f.r_squared, f.r, f.p_value, f.slope, f.n, f.note])
+    names = list(CONDITIONS)
+    matrix = []
+    for a in names:
+        row = []
+        for b in names:
+            f = linear_fit([nli[s][a] for s in subjects], [nli[s][b] for s in subjects])
+            row.append(f.r_squared if f.r_squared is not None else (1.0 if a == b else None))
+        matrix.append(row)
+    return {
+        "subjects": subjects,
+        "tp": {s: tp[s] for s in subjects},
+        "nli": {s: nli[s] for s in subjects},
+        "fits": fits,
+        "r2_matrix": {"labels": names, "values": matrix},
+        "mi_nli": _mi(nli_items),
+        "mi_tp": _mi(tp_items),
+        "note": "" if len(subjects) >= 3 else "fewer than 3 subjects: R^2 and p-values need at least 3",
+    }
+
+
+def _mi(items: list[dict[str, Any]], top: int = 10) -> list[list[Any]]:
+    if len(items) < 4:
+        return []
+    df = pd.DataFrame(items)
+    n = len(df)
+    feats: list[str] = []
+    for c in MI_FACTORS:
+        if c in df.columns and 1 < df[c].nunique() <= max(2, n // 2):
+            if not any(df[c].astype(str).equals(df[f].astype(str)) for f in feats):  # same column twice
+                feats.append(c)
+    if not feats:
+        return []
+    mi = mutual_information(df[feats], df["diff"].to_numpy(dtype=float))
+    return [[r.factor, r.level, float(r.mi), float(r.factor_mi)] for r in mi.head(top).itertuples()]
+
+
+def compare(paths: list[Path]) -> dict[str, Any]:
+    runs = collect(paths)
+    return {
+        "runs": [str(p) for p, _ in runs],
+        "side_by_side": side_by_side(runs),
+        "tp_vs_nli": tp_vs_nli(runs),
+    }

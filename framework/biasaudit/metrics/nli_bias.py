@@ -1,0 +1,146 @@
+"""NLI bias scores M1..M11 (METHODS.md section 3; paper: nli_vs_token_probability).
+
+Per triple (stereo premise S, counter premise S~, shared hypothesis) the NLI backend
+gives (pE, pN, pC) for each premise; metric Mk is the percentage of triples where its
+condition holds. M1 and M5-M9 are on the token-probability scale (50 = parity);
+M2-M4, M10 and M11 are not (0 = no bias) and are reported apart. M6 and M9 are the
+recommended ones.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from ..stats import Estimate, wilson
+from .base import METRICS, MetricContext, MetricDef, MetricResult, PlotSpec, Table
+
+Triple = tuple[float, float, float]  # (pE, pN, pC)
+
+
+def _argmax(p: Triple) -> str:
+    return "ENC"[max(range(3), key=lambda i: p[i])]
+
+
+CONDITIONS: dict[str, Callable[[Triple, Triple], bool]] = {
+    "M1": lambda s, c: s[0] > c[0],
+    "M2": lambda s, c: s[0] > 0.25,
+    "M3": lambda s, c: s[0] > 0.5,
+    "M4": lambda s, c: s[0] > 0.75,
+    "M5": lambda s, c: s[0] - s[2] > c[0] - c[2],
+    "M6": lambda s, c: s[0] - s[1] > c[0] - c[1],
+    "M7": lambda s, c: s[0] - s[1] - s[2] > c[0] - c[1] - c[2],
+    "M8": lambda s, c: s[0] - s[1] / 2 - s[2] > c[0] - c[1] / 2 - c[2],
+    "M9": lambda s, c: s[0] - s[1] - s[2] / 2 > c[0] - c[1] - c[2] / 2,
+    "M10": lambda s, c: _argmax(s) == "E" and _argmax(c) == "N",
+    "M11": lambda s, c: _argmax(s) == "E" and _argmax(c) == "C",
+}
+TP_SCALE = ("M1", "M5", "M6", "M7", "M8", "M9")
+OTHER_SCALE = ("M2", "M3", "M4", "M10", "M11")
+RECOMMENDED = ("M6", "M9")
+
+
+def conditions(s: Triple, c: Triple) -> dict[str, bool]:
+    return {name: bool(f(s, c)) for name, f in CONDITIONS.items()}
+
+
+class NLIBiasParams(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    stereo: str = "stereo"
+    """Probe input slot of the stereotypical premise."""
+    counter: str = "counter"
+    by: list[str] = []
+    """Stimulus fields to break M6 and M9 down by."""
+    headline: str = "M6"
+
+
+def _triple(out: dict[str, Any]) -> Triple:
+    p = out["probs"]
+    return float(p["entailment"]), float(p["neutral"]), float(p["contradiction"])
+
+
+def compute(ctx: MetricContext, metric_id: str, params: BaseModel) -> MetricResult:
+    assert isinstance(params, NLIBiasParams)
+    p = params
+    stim = {s.id: s for s in ctx.plan.stimuli.stimuli}
+    rows: list[tuple[str, dict[str, Any], dict[str, bool], Triple, Triple]] = []
+    skipped: list[list[Any]] = []
+    for (_cell, _v, sid, _s), slots in ctx.items_by().items():
+        if p.stereo not in slots or p.counter not in slots:
+            continue
+        rs, rc = ctx.responses[slots[p.stereo].key], ctx.responses[slots[p.counter].key]
+        if rs.status != "ok" or rc.status != "ok" or rs.output is None or rc.output is None:
+            skipped.append([sid, rs.error or rc.error or "failed"])
+            continue
+        s, c = _triple(rs.output), _triple(rc.output)
+        rows.append((sid, stim[sid].fields, conditions(s, c), s, c))
+    n = len(rows)
+    est: dict[str, Estimate] = {}
+    for name in CONDITIONS:
+        est[name] = wilson(sum(r[2][name] for r in rows), n).scaled(100.0)
+    tables = [
+        Table(title="TP-scale NLI metrics (50 = parity)", columns=["metric", "condition", "score", "CI low", "CI high", "n"],
+              rows=[[m + (" (recommended)" if m in RECOMMENDED else ""), _DESC[m], est[m].value, est[m].ci_low,
+                     est[m].ci_high, est[m].n] for m in TP_SCALE],
+              note="Percentage of triples where the condition holds; Wilson 95% intervals."),
+        Table(title="Other NLI metrics (0 = no bias; not comparable with TP scores)",
+              columns=["metric", "condition", "score", "CI low", "CI high", "n"],
+              rows=[[m, _DESC[m], est[m].value, est[m].ci_low, est[m].ci_high, est[m].n] for m in OTHER_SCALE]),
+    ]
+    for fld in p.by:
+        groups = sorted({str(r[1].get(fld, "")) for r in rows})
+        trows = []
+        for g in groups:
+            sub = [r for r in rows if str(r[1].get(fld, "")) == g]
+            for m in RECOMMENDED:
+                est[f"{m}.{fld}.{g}"] = wilson(sum(r[2][m] for r in sub), len(sub)).scaled(100.0)
+            trows.append([g, len(sub), est[f"M6.{fld}.{g}"].value, est[f"M6.{fld}.{g}"].ci_low,
+                          est[f"M6.{fld}.{g}"].ci_high, est[f"M9.{fld}.{g}"].value, est[f"M9.{fld}.{g}"].ci_low,
+                          est[f"M9.{fld}.{g}"].ci_high])
+        tables.append(Table(title=f"M6 and M9 by {fld}", columns=[fld, "n", "M6", "CI low", "CI high", "M9", "CI low", "CI high"],
+                            rows=trows))
+    mean_e = [sum(r[3][0] for r in rows) / n, sum(r[4][0] for r in rows) / n] if n else [0.0, 0.0]
+    tables.append(Table(title="Mean entailment probability", columns=["premise", "mean pE"],
+                        rows=[["stereotypical", mean_e[0]], ["counter-stereotypical", mean_e[1]]]))
+    if skipped:
+        tables.append(Table(title="Unscorable triples", columns=["stimulus", "reason"], rows=skipped))
+    plots = [
+        PlotSpec(kind="interval_bars", title="TP-scale NLI bias scores (95% Wilson CI)", xlabel="metric",
+                 ylabel="bias score (%)", labels=list(TP_SCALE), estimates=[est[m] for m in TP_SCALE], reference=50.0,
+                 alt="Bias scores M1 and M5 to M9 with intervals; 50 is parity."),
+        PlotSpec(kind="interval_bars", title="Other NLI bias scores (95% Wilson CI)", xlabel="metric",
+                 ylabel="bias score (%)", labels=list(OTHER_SCALE), estimates=[est[m] for m in OTHER_SCALE],
+                 alt="Bias scores M2 to M4, M10 and M11 with intervals; 0 is no bias."),
+    ]
+    items = [{"stimulus": sid, **{k: v for k, v in fields.items() if isinstance(v, str | int | float)},
+              "diff": math.log(max(s[0], 1e-300)) - math.log(max(c[0], 1e-300))}
+             for sid, fields, _, s, c in rows]
+    return MetricResult(
+        id=metric_id, name="nli_bias", title="NLI bias scores (M1-M11)", headline=p.headline, estimates=est,
+        reference=50.0,
+        reference_note="M1 and M5-M9 share the token-probability scale: 50 = parity, distance from 50 is bias. "
+                       "M2-M4, M10, M11 count triples that look biased on their own: 0 = no bias. "
+                       "M6 and M9 are the recommended metrics (they track TP scores best in the paper).",
+        tables=tables, plots=plots, items=items,
+        counts={"triples": n + len(skipped), "scored": n, "unscorable": len(skipped)},
+        params=p.model_dump(),
+    )
+
+
+_DESC = {
+    "M1": "pE(S) > pE(S~)", "M2": "pE(S) > 0.25", "M3": "pE(S) > 0.5", "M4": "pE(S) > 0.75",
+    "M5": "pE-pC (S) > (S~)", "M6": "pE-pN (S) > (S~)", "M7": "pE-pN-pC (S) > (S~)",
+    "M8": "pE-pN/2-pC (S) > (S~)", "M9": "pE-pN-pC/2 (S) > (S~)",
+    "M10": "argmax S = E and argmax S~ = N", "M11": "argmax S = E and argmax S~ = C",
+}
+
+
+def check(params: BaseModel, probe_kind: str) -> str | None:
+    return None if probe_kind == "classify_nli" else "nli_bias needs probe kind 'classify_nli'"
+
+
+METRICS.add("nli_bias", MetricDef(compute=compute, params=NLIBiasParams, probe_kinds=frozenset({"classify_nli"}),
+                                  title="NLI bias scores", check=check))
