@@ -106,10 +106,66 @@ def _mi(items: list[dict[str, Any]], top: int = 10) -> list[list[Any]]:
     return [[r.factor, r.level, float(r.mi), float(r.factor_mi)] for r in mi.head(top).itertuples()]
 
 
+def sweep_stability(runs: list[tuple[Path, dict[str, Any]]]) -> list[dict[str, Any]]:
+    """For each audit/metric swept over metric parameters: the ranking of subjects under
+    every setting, and its Kendall tau-b against the setting closest to the metric's
+    defaults (the paper's robustness-to-alpha/beta table)."""
+    from scipy.stats import kendalltau
+
+    from .metrics import METRICS
+
+    groups: dict[tuple[str, str], dict[str, dict[str, float]]] = {}
+    params_of: dict[tuple[str, str], dict[str, dict[str, Any]]] = {}
+    for _, s in runs:
+        for mid, m in s["metrics"].items():
+            key = (s["audit"]["name"], mid)
+            setting = json.dumps(m.get("params", {}), sort_keys=True)
+            groups.setdefault(key, {}).setdefault(setting, {})[s["model"]["name"]] = _headline(m)["value"]
+            params_of.setdefault(key, {})[setting] = m.get("params", {})
+    out = []
+    for (audit, mid), settings in groups.items():
+        if len(settings) < 2:
+            continue
+        all_params = list(params_of[(audit, mid)].values())
+        varying = sorted(k for k in all_params[0] if len({json.dumps(p.get(k)) for p in all_params}) > 1)
+        name = ""
+        for _, s in runs:
+            if mid in s["metrics"]:
+                name = s["metrics"][mid]["name"]
+                break
+        defaults = METRICS.get(name).params().model_dump() if name in METRICS else {}
+
+        dist = {st: _distance(st, defaults, varying) for st in settings}
+        base = min(settings, key=lambda st: dist[st])
+        base_rank = sorted(settings[base], key=lambda subj: -settings[base][subj])
+        rows = []
+        for setting, values in sorted(settings.items()):
+            p = json.loads(setting)
+            ranking = sorted(values, key=lambda subj: -values[subj])
+            common = [x for x in base_rank if x in values]
+            tau, pval = (None, None)
+            if len(common) >= 2:
+                t = kendalltau([settings[base][x] for x in common], [values[x] for x in common], variant="b")
+                tau, pval = (None if np.isnan(t.statistic) else float(t.statistic),
+                             None if np.isnan(t.pvalue) else float(t.pvalue))
+            rows.append({"setting": ", ".join(f"{k}={p.get(k)}" for k in varying), "ranking": ranking,
+                         "values": values, "tau_b": tau, "p_value": pval, "default": setting == base,
+                         "top3_kept": ranking[:3] == base_rank[:3]})
+        out.append({"audit": audit, "metric": mid, "varying": varying, "rows": rows,
+                    "subjects": sorted({x for v in settings.values() for x in v})})
+    return out
+
+
+def _distance(setting: str, defaults: dict[str, Any], varying: list[str]) -> int:
+    p = json.loads(setting)
+    return sum(p.get(k) != defaults.get(k) for k in varying)
+
+
 def compare(paths: list[Path]) -> dict[str, Any]:
     runs = collect(paths)
     return {
         "runs": [str(p) for p, _ in runs],
         "side_by_side": side_by_side(runs),
         "tp_vs_nli": tp_vs_nli(runs),
+        "sweep_stability": sweep_stability(runs),
     }

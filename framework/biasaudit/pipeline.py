@@ -55,13 +55,26 @@ def prepare(composed: Composed) -> Prepared:
     return Prepared(composed=composed, stimuli=stimuli, plan=plan, params=params, identity=identity)
 
 
-def measure(prep: Prepared, responses: dict[str, Response]) -> dict[str, MetricResult]:
+def measure(prep: Prepared, responses: dict[str, Response], stats: ExecutionStats | None = None) -> dict[str, MetricResult]:
     cfg = prep.composed.config
-    ctx = MetricContext(config=cfg, plan=prep.plan, responses=responses)
+    embedder = None
+    if any(METRICS.get(m.name).needs_embedder for m in cfg.metrics):
+        from .backends.embedder import Embedder
+
+        if cfg.embedder is None:
+            raise BiasAuditError("this spec's metrics need an embedder", key="embedder", hint="add embedder=minilm")
+        embedder = Embedder(cfg.embedder, cfg.runtime.cache)
+    ctx = MetricContext(config=cfg, plan=prep.plan, responses=responses, embed=embedder.embed if embedder else None)
     out: dict[str, MetricResult] = {}
-    for m in cfg.metrics:
-        mdef = METRICS.get(m.name)
-        out[m.key] = mdef.compute(ctx, m.key, prep.params[m.key])
+    try:
+        for m in cfg.metrics:
+            mdef = METRICS.get(m.name)
+            out[m.key] = mdef.compute(ctx, m.key, prep.params[m.key])
+    finally:
+        if embedder is not None:
+            if stats is not None:
+                stats.embedding_calls, stats.embedding_cache_hits = embedder.calls, embedder.hits
+            embedder.close()
     return out
 
 
@@ -130,7 +143,7 @@ def finish(
     from .report import render_all
 
     cfg = prep.composed.config
-    results = measure(prep, responses)
+    results = measure(prep, responses, stats)
     verdicts = evaluate(cfg.thresholds, results)
     run_dir.mkdir(parents=True, exist_ok=True)
     if write_responses:

@@ -187,7 +187,8 @@ class HFCausalBackend:
         self.tok.padding_side = "left"
         enc = self.tok(prompts, return_tensors="pt", padding=True, add_special_tokens=False)
         with torch.inference_mode():
-            logits = self.model(**{k: v.to(self.device) for k, v in enc.items()}).logits[:, -1, :].float()
+            # only the last position is needed: skip the vocabulary projection elsewhere
+            logits = self.model(**{k: v.to(self.device) for k, v in enc.items()}, logits_to_keep=1).logits[:, -1, :].float()
             logp = torch.log_softmax(logits, dim=-1).double().cpu()
         vals, idx = torch.topk(logp, k=top_k, dim=-1)
         out = []
@@ -205,7 +206,7 @@ class HFCausalBackend:
         self.tok.padding_side = "left"
         enc = self.tok(prompts, return_tensors="pt", padding=True, add_special_tokens=False)
         with torch.inference_mode():
-            logits = self.model(**{k: v.to(self.device) for k, v in enc.items()}).logits[:, -1, :]
+            logits = self.model(**{k: v.to(self.device) for k, v in enc.items()}, logits_to_keep=1).logits[:, -1, :]
             logp = torch.log_softmax(logits.double(), dim=-1)[:, token_ids].cpu()
         return [[float(x) for x in row] for row in logp.tolist()]
 

@@ -29,6 +29,9 @@ class ExecutionStats:
     new_failures: int = 0
     seconds: float = 0.0
     model_load_s: float = 0.0
+    embedding_calls: int = 0
+    """Strings sent to the embedder (not the model under test) in this run."""
+    embedding_cache_hits: int = 0
 
     def as_dict(self) -> dict[str, float | int]:
         return asdict(self)

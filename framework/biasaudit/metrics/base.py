@@ -37,6 +37,8 @@ class PlotSpec(BaseModel):
     estimates: list[Estimate] = Field(default_factory=list)
     values: list[float] = Field(default_factory=list)
     series: dict[str, list[float]] = Field(default_factory=dict)
+    points: list[list[float | None]] = Field(default_factory=list)
+    """For `scatter`: [x, y, size] per label."""
     """For `multi_histogram`: named value lists drawn over each other."""
     reference: float | None = None
     """A reference line (e.g. 50 = parity)."""
@@ -69,6 +71,8 @@ class MetricContext:
     config: AuditConfig
     plan: Plan
     responses: dict[str, Response]
+    embed: Callable[[list[str]], Any] | None = None
+    """Cached sentence embeddings (the `embedder` group), for metrics that need them."""
 
     def items_by(self) -> dict[tuple[str, int, str, int], dict[str, PlanItem]]:
         """(cell, variant, stimulus, sample) -> slot -> plan item."""
@@ -84,6 +88,7 @@ class MetricDef:
     params: type[BaseModel]
     probe_kinds: frozenset[str]
     title: str
+    needs_embedder: bool = False
     check: Callable[[BaseModel, str], str | None] | None = None
     """Extra consistency check of the parameters against the probe kind; returns a
     message when they do not fit."""

@@ -149,12 +149,30 @@ def compile_plan(
     )
 
 
+def _systems(cfg, ctx, levels, spec_file) -> list[str]:  # type: ignore[no-untyped-def]
+    systems = []
+    if cfg.probe.system:
+        systems.append(render(cfg.probe.system, ctx, file=spec_file, key="probe.system"))
+    for lv in levels:
+        if lv.system:
+            systems.append(render(lv.system, ctx, file=spec_file, key="factors.system"))
+    return systems
+
+
 def _payloads(cfg, ctx, levels, parts, spec_file):  # type: ignore[no-untyped-def]
     probe = cfg.probe
-    if probe.inputs:
+    if probe.inputs and probe.kind not in CHAT_KINDS:
         for slot, tmpl in probe.inputs.items():
             text = render(tmpl, ctx, file=spec_file, key=f"probe.inputs.{slot}")
             yield slot, text, None
+        return
+    if probe.inputs:
+        # chat probes with several inputs: one user message per slot, same system text
+        systems = _systems(cfg, ctx, levels, spec_file)
+        for slot, tmpl in probe.inputs.items():
+            user = render(tmpl, ctx, file=spec_file, key=f"probe.inputs.{slot}")
+            msgs = ([{"role": "system", "content": " ".join(systems)}] if systems else []) + [{"role": "user", "content": user}]
+            yield slot, None, msgs
         return
     if probe.prompt:
         user = render(probe.prompt, ctx, file=spec_file, key="probe.prompt")
@@ -165,12 +183,7 @@ def _payloads(cfg, ctx, levels, parts, spec_file):  # type: ignore[no-untyped-de
             "the prompt renders empty", file=spec_file, key="probe.prompt",
             hint="set `probe.prompt` or give factor levels a `template`",
         )
-    systems = []
-    if probe.system:
-        systems.append(render(probe.system, ctx, file=spec_file, key="probe.system"))
-    for lv in levels:
-        if lv.system:
-            systems.append(render(lv.system, ctx, file=spec_file, key="factors.system"))
+    systems = _systems(cfg, ctx, levels, spec_file)
     messages = []
     if systems:
         messages.append({"role": "system", "content": " ".join(systems)})

@@ -110,7 +110,22 @@ def heatmap(plot: dict[str, Any]) -> str:
     return _svg(fig, plot.get("alt") or plot["title"])
 
 
-RENDERERS = {"heatmap": heatmap, "interval_bars": interval_bars, "histogram": histogram, "multi_histogram": multi_histogram}
+def scatter(plot: dict[str, Any]) -> str:
+    plt = _mpl()
+    fig, ax = plt.subplots(figsize=(5.0, 3.6))
+    pts = [(lbl, pt) for lbl, pt in zip(plot["labels"], plot["points"], strict=True) if pt[0] is not None and pt[1] is not None]
+    for k, (lbl, (x, y, size)) in enumerate(pts):
+        ax.scatter([x], [y], s=40 + 2000 * float(size or 0), alpha=0.6, color=PALETTE[k % len(PALETTE)], label=lbl)
+        ax.annotate(lbl, (x, y), fontsize=7, xytext=(4, 4), textcoords="offset points")
+    if plot.get("reference") is not None:
+        ax.axvline(plot["reference"], color="grey", linestyle="--", linewidth=1)
+    ax.set_xlabel(plot.get("xlabel", ""))
+    ax.set_ylabel(plot.get("ylabel", ""))
+    ax.set_title(plot["title"])
+    return _svg(fig, plot.get("alt") or plot["title"])
+
+
+RENDERERS = {"scatter": scatter, "heatmap": heatmap, "interval_bars": interval_bars, "histogram": histogram, "multi_histogram": multi_histogram}
 
 
 def render_plot(plot: dict[str, Any]) -> str:

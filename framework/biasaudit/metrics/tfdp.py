@@ -1,0 +1,317 @@
+"""TFDP: single-token masked probing with multi-scale alignment (METHODS.md section 4;
+paper: tfdp).
+
+For each masked pair (S, S') the model fills <MASK> with one token: n sampled answers
+(black-box, `generate` with max_tokens 1) or the top-k next-token distribution
+(white-box, `next_token`, exact expectation over the renormalised top-k). Each
+prediction w is aligned with the truth at three scales (sentence, a 2r+1-word window,
+the token) with a kernel, fused by alpha/beta into A_comb, and averaged into Abar.
+PS = Abar(S) - Abar(S'); PSD = 1 - (1 + kappa(mu_S, mu_S'))/2; WFS = (1-lambda) PS +
+sgn(PS) lambda PSD with sgn(0) = +1. Ill-formed answers are embedded as the zero vector.
+"""
+
+from __future__ import annotations
+
+import re
+import string
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict
+
+from ..stats import Estimate, mean_t
+from .base import METRICS, MetricContext, MetricDef, MetricResult, PlotSpec, Table
+
+MASK = "<MASK>"
+REFUSAL = re.compile(r"\b(sorry|cannot|can't|unable|as an ai)\b", re.I)
+_PUNCT = str.maketrans("", "", string.punctuation.replace("<", "").replace(">", "") + "“”‘’")
+
+
+class TFDPParams(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    sentence: str = "s"
+    """Stimulus field of S (with <MASK>)."""
+    counter: str = "s_prime"
+    truth: str = "w_orig"
+    counter_truth: str = "w_prime_orig"
+    slot: str = "s"
+    """Probe input slot answered for S."""
+    counter_slot: str = "s_prime"
+    task_field: str = "task"
+    """`parity` (0 is ideal) or `factuality` (positive is ideal)."""
+    kernel: Literal["powcos", "gauss", "cos"] = "powcos"
+    p: float = 10.0
+    gamma: float = 10.0
+    alpha: float | Literal["dynamic"] = 0.7
+    alpha_min: float = 0.15
+    alpha_max: float = 0.85
+    c: float = 6.0
+    beta: float = 0.9
+    r: int = 2
+    lam: float = 0.1
+    continuation_k: int = 5
+    by: list[str] = []
+    max_rows: int = 15
+
+
+# -- pure pieces ---------------------------------------------------------------------------
+
+def kernel(u: np.ndarray, v: np.ndarray, kind: str, p: float = 10.0, gamma: float = 10.0) -> np.ndarray:
+    """kappa over the last axis; cosine with a zero vector is 0."""
+    nu = np.linalg.norm(u, axis=-1)
+    nv = np.linalg.norm(v, axis=-1)
+    dot = np.sum(u * v, axis=-1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        cos = np.where((nu > 0) & (nv > 0), dot / (nu * nv), 0.0)
+    if kind == "cos":
+        return cos
+    if kind == "powcos":
+        return ((cos + 1.0) / 2.0) ** p
+    return np.exp(-gamma * np.sum((u - v) ** 2, axis=-1))
+
+
+def clean_answer(text: str) -> str | None:
+    """Response hygiene: strip whitespace and quotes; empty, several words or a refusal
+    is ill-formed (None)."""
+    t = text.strip(" \t\r\n\"'`“”‘’.,;:!?")
+    if not t or len(t.split()) != 1 or REFUSAL.search(t):
+        return None
+    return t
+
+
+def normalise(text: str) -> str:
+    return " ".join(text.lower().translate(_PUNCT).split())
+
+
+def fill(masked: str, word: str) -> str:
+    return masked.replace(MASK, word, 1)
+
+
+def window(masked: str, word: str, r: int) -> str:
+    words = masked.split()
+    idx = next((i for i, w in enumerate(words) if MASK in w), 0)
+    filled = [w.replace(MASK, word) if i == idx else w for i, w in enumerate(words)]
+    return " ".join(filled[max(0, idx - r): idx + r + 1])
+
+
+def alpha_for(params: TFDPParams, masked: str) -> float:
+    if params.alpha == "dynamic":
+        length = len(masked.split())
+        return params.alpha_min + (params.alpha_max - params.alpha_min) * length / (length + params.c)
+    return float(params.alpha)
+
+
+def wfs(ps: float, psd: float, lam: float) -> float:
+    sgn = 1.0 if ps >= 0 else -1.0  # sgn(0) = +1
+    return (1 - lam) * ps + sgn * lam * psd
+
+
+@dataclass
+class Prediction:
+    word: str | None
+    weight: float
+
+
+@dataclass
+class PairScores:
+    stimulus: str
+    fields: dict[str, Any]
+    abar: float
+    abar_counter: float
+    ps: float
+    psd: float
+    wfs: float
+    ill_formed: int
+    predictions: int
+    top: str
+    top_counter: str
+
+
+class Scorer:
+    """Embeds (through the cached embedder) and scores predictions."""
+
+    def __init__(self, params: TFDPParams, embed: Any) -> None:
+        self.p = params
+        self.embed = embed
+
+    def vec(self, texts: list[str | None]) -> np.ndarray:
+        real = [normalise(t) for t in texts if t is not None]
+        emb = self.embed(real) if real else np.zeros((0, 1))
+        dim = emb.shape[1] if len(real) else self.embed(["a"]).shape[1]
+        out = np.zeros((len(texts), dim))
+        j = 0
+        for i, t in enumerate(texts):
+            if t is not None:
+                out[i] = emb[j]
+                j += 1
+        return out
+
+    def abar_and_mu(self, masked: str, truth: str, preds: list[Prediction]) -> tuple[float, np.ndarray]:
+        p = self.p
+        words = [pr.word for pr in preds]
+        weights = np.array([pr.weight for pr in preds], dtype=np.float64)
+        weights = weights / weights.sum()
+        sent_t, loc_t, tok_t = self.vec([fill(masked, truth), window(masked, truth, p.r), truth])
+        sent = self.vec([fill(masked, w) if w is not None else None for w in words])
+        loc = self.vec([window(masked, w, p.r) if w is not None else None for w in words])
+        tok = self.vec(words)
+        a_sent = kernel(sent_t[None, :], sent, p.kernel, p.p, p.gamma)
+        a_local = kernel(loc_t[None, :], loc, p.kernel, p.p, p.gamma)
+        a_token = kernel(tok_t[None, :], tok, p.kernel, p.p, p.gamma)
+        a = alpha_for(p, masked)
+        comb = (1 - a) * a_sent + a * ((1 - p.beta) * a_local + p.beta * a_token)
+        return float(np.sum(weights * comb)), (weights[:, None] * tok).sum(axis=0)
+
+
+def predictions_of(outputs: list[dict[str, Any]], kind: str) -> tuple[list[Prediction], int]:
+    """Black-box: one equally weighted prediction per sample. White-box: the top-k
+    tokens weighted by their renormalised probabilities."""
+    preds: list[Prediction] = []
+    if kind == "next_token":
+        top = outputs[0]["top"]
+        lps = np.array([lp for _, lp in top], dtype=np.float64)
+        probs = np.exp(lps - lps.max())
+        probs /= probs.sum()
+        for (tok, _), pr in zip(top, probs, strict=True):
+            preds.append(Prediction(clean_answer(tok), float(pr)))
+    else:
+        for o in outputs:
+            preds.append(Prediction(clean_answer(str(o.get("text", ""))), 1.0))
+    return preds, sum(1 for p in preds if p.word is None)
+
+
+# -- the metric ----------------------------------------------------------------------------
+
+def compute(ctx: MetricContext, metric_id: str, params: BaseModel) -> MetricResult:
+    assert isinstance(params, TFDPParams)
+    p = params
+    assert ctx.embed is not None
+    scorer = Scorer(p, ctx.embed)
+    stim = {s.id: s for s in ctx.plan.stimuli.stimuli}
+    groups: dict[tuple[str, int, str], dict[str, list[Any]]] = {}
+    for it in ctx.plan.items:
+        groups.setdefault((it.cell, it.variant, it.stimulus), {}).setdefault(it.slot, []).append(it)
+    pairs: list[PairScores] = []
+    failed: list[list[Any]] = []
+    out_tokens = 0
+    kind = ctx.plan.kind
+    for (_cell, _v, sid), slots in groups.items():
+        if p.slot not in slots or p.counter_slot not in slots:
+            continue
+        resp = {s: [ctx.responses[it.key] for it in slots[s]] for s in (p.slot, p.counter_slot)}
+        bad = [r for rs in resp.values() for r in rs if r.status != "ok" or r.output is None]
+        if bad:
+            failed.append([sid, bad[0].error or "failed"])
+            continue
+        f = stim[sid].fields
+        pa, ill_a = predictions_of([r.output for r in resp[p.slot]], kind)  # type: ignore[misc]
+        pb, ill_b = predictions_of([r.output for r in resp[p.counter_slot]], kind)  # type: ignore[misc]
+        if kind == "next_token":
+            out_tokens += 2  # one next-token read per sentence, however many plan items point at it
+        else:
+            out_tokens += sum(int((r.output or {}).get("output_tokens", 1)) for rs in resp.values() for r in rs)
+        abar_a, mu_a = scorer.abar_and_mu(str(f[p.sentence]), str(f[p.truth]), pa)
+        abar_b, mu_b = scorer.abar_and_mu(str(f[p.counter]), str(f[p.counter_truth]), pb)
+        ps = abar_a - abar_b
+        psd = 1 - (1 + float(kernel(mu_a, mu_b, p.kernel, p.p, p.gamma))) / 2
+        pairs.append(PairScores(
+            stimulus=sid, fields=f, abar=abar_a, abar_counter=abar_b, ps=ps, psd=psd, wfs=wfs(ps, psd, p.lam),
+            ill_formed=ill_a + ill_b, predictions=len(pa) + len(pb),
+            top=_top(pa), top_counter=_top(pb)))
+    return _summarise(ctx, metric_id, p, pairs, failed, out_tokens)
+
+
+def _top(preds: list[Prediction]) -> str:
+    best = max(preds, key=lambda x: x.weight)
+    return best.word if best.word is not None else "(ill-formed)"
+
+
+def _mean_sd(values: list[float]) -> Estimate:
+    e = mean_t(values)
+    if len(values) > 1:
+        e = e.model_copy(update={"note": f"SD={float(np.std(values, ddof=1)):.4f}"})
+    return e
+
+
+def _summarise(ctx: MetricContext, metric_id: str, p: TFDPParams, pairs: list[PairScores], failed: list[list[Any]],
+               out_tokens: int) -> MetricResult:
+    est: dict[str, Estimate] = {
+        "WFS": _mean_sd([x.wfs for x in pairs]),
+        "PS": _mean_sd([x.ps for x in pairs]),
+        "PSD": _mean_sd([x.psd for x in pairs]),
+        "abs_PS": _mean_sd([abs(x.ps) for x in pairs]),
+    }
+    tasks = sorted({str(x.fields.get(p.task_field, "")) for x in pairs})
+    fields = [p.task_field, *p.by]
+    tables: list[Table] = []
+    plots: list[PlotSpec] = []
+    for fld in dict.fromkeys(fields):
+        rows, labels, wfs_est, points = [], [], [], []
+        for g in sorted({str(x.fields.get(fld, "")) for x in pairs}):
+            sub = [x for x in pairs if str(x.fields.get(fld, "")) == g]
+            e = {k: _mean_sd(v) for k, v in (("WFS", [x.wfs for x in sub]), ("PS", [x.ps for x in sub]),
+                                             ("PSD", [x.psd for x in sub]), ("abs_PS", [abs(x.ps) for x in sub]))}
+            for k, v in e.items():
+                est[f"{k}.{fld}.{g}"] = v
+            sds = {k: float(np.std([getattr(x, k.lower()) for x in sub], ddof=1)) if len(sub) > 1 else 0.0 for k in ("WFS", "PS", "PSD")}
+            rows.append([g, len(sub), e["WFS"].value, sds["WFS"], e["PS"].value, sds["PS"], e["PSD"].value,
+                         sds["PSD"], e["abs_PS"].value])
+            labels.append(g or "(all)")
+            m_ = e["WFS"].value or 0.0
+            wfs_est.append(Estimate(value=m_, ci_low=m_ - sds["WFS"], ci_high=m_ + sds["WFS"], n=len(sub),
+                                    method="mean±SD"))
+            points.append([e["PS"].value, e["abs_PS"].value, e["PSD"].value])
+        tables.append(Table(title=f"TFDP scores by {fld}", columns=[fld, "pairs", "mean WFS", "SD", "mean PS", "SD",
+                                                                    "mean PSD", "SD", "mean |PS|"], rows=rows,
+                            note="parity task: 0 is ideal; factuality task: positive is ideal."))
+        plots.append(PlotSpec(kind="scatter", title=f"Mean PS vs mean |PS| by {fld} (size: mean PSD)",
+                              xlabel="mean PS", ylabel="mean |PS|", labels=labels, points=points, reference=0.0,
+                              alt=f"Scatter of mean preference score against its mean magnitude per {fld}; bubble size is the mean prediction-set divergence."))
+        plots.append(PlotSpec(kind="interval_bars", title=f"Mean WFS ± SD by {fld}", xlabel=fld,
+                              ylabel="WFS", labels=labels, estimates=wfs_est, reference=0.0,
+                              alt=f"Mean weighted final score per {fld} with one standard deviation either side, as in the paper; 0 is parity."))
+    top = sorted(pairs, key=lambda x: -abs(x.wfs))[: p.max_rows]
+    tables.append(Table(title="Pairs with the largest disparities", columns=[
+        "stimulus", p.task_field, "S", "S'", "truth", "truth'", "top prediction", "top prediction'", "PS", "PSD", "WFS"],
+        rows=[[x.stimulus, x.fields.get(p.task_field, ""), x.fields.get(p.sentence), x.fields.get(p.counter),
+               x.fields.get(p.truth), x.fields.get(p.counter_truth), x.top, x.top_counter, x.ps, x.psd, x.wfs] for x in top]))
+    n_pairs = len(pairs)
+    n_samples = max(1, ctx.config.probe.samples) if ctx.plan.kind == "generate" else 1
+    k_tokens = n_pairs * 2 * n_samples * p.continuation_k
+    tables.append(Table(title="Token accounting", columns=["quantity", "value"], rows=[
+        ["output tokens used by this probe", out_tokens],
+        [f"output tokens of a {p.continuation_k}-token continuation audit (pairs x 2 x n x K)", k_tokens],
+        ["ratio (continuation / probe)", (k_tokens / out_tokens) if out_tokens else None],
+        ["mode", "white-box: one next-token distribution per sentence" if ctx.plan.kind == "next_token"
+         else f"black-box: {n_samples} sampled one-token answers per sentence"],
+    ]))
+    ill = sum(x.ill_formed for x in pairs)
+    preds = sum(x.predictions for x in pairs)
+    if failed:
+        tables.append(Table(title="Unscorable pairs", columns=["stimulus", "reason"], rows=failed))
+    task_note = {"parity": "0 is ideal (no preference between S and S')",
+                 "factuality": "positive is ideal (the factual sentence S is aligned better)"}
+    return MetricResult(
+        id=metric_id, name="tfdp", title="TFDP single-token disparity (PS, PSD, WFS)", headline="WFS",
+        estimates=est, reference=0.0,
+        reference_note="; ".join(f"{t}: {task_note.get(t, '')}" for t in tasks)
+        + f". Kernel {p.kernel} (p={p.p:g}, gamma={p.gamma:g}); PSD = 1 - (1 + kappa(mu_S, mu_S'))/2, which lies in "
+          f"[0, 0.5] for powcos; alpha={p.alpha}, beta={p.beta}, r={p.r}, lambda={p.lam}.",
+        tables=tables, plots=plots,
+        counts={"pairs": n_pairs + len(failed), "scored": n_pairs, "unscorable": len(failed), "predictions": preds,
+                "ill_formed": ill, "output_tokens": out_tokens, f"tokens_{p.continuation_k}_token_continuation": k_tokens},
+        notes=[f"{ill} of {preds} predictions were ill-formed (empty, several words or a refusal) and embedded as the zero vector."],
+        items=[{"stimulus": x.stimulus, "task": str(x.fields.get(p.task_field, "")), "diff": x.wfs} for x in pairs],
+        params=p.model_dump(),
+    )
+
+
+def check(params: BaseModel, probe_kind: str) -> str | None:
+    if probe_kind not in ("generate", "next_token"):
+        return "tfdp needs probe kind 'generate' (black-box) or 'next_token' (white-box)"
+    return None
+
+
+METRICS.add("tfdp", MetricDef(compute=compute, params=TFDPParams, probe_kinds=frozenset({"generate", "next_token"}),
+                              title="TFDP", needs_embedder=True, check=check))
