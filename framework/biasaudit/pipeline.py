@@ -24,7 +24,9 @@ from .data import StimulusSet, file_sha256, load_stimuli
 from .engine import ExecutionStats, execute_plan
 from .errors import BiasAuditError
 from .metrics import METRICS, MetricContext, MetricResult, VerdictRecord, evaluate
+from .metrics.base import Derived
 from .plan import Plan, compile_plan
+from .spec import AuditConfig
 from .store import Store
 
 log = logging.getLogger(__name__)
@@ -55,7 +57,38 @@ def prepare(composed: Composed) -> Prepared:
     return Prepared(composed=composed, stimuli=stimuli, plan=plan, params=params, identity=identity)
 
 
-def measure(prep: Prepared, responses: dict[str, Response], stats: ExecutionStats | None = None) -> dict[str, MetricResult]:
+def answer_derived(cfg: AuditConfig, wanted: list[Derived], stats: ExecutionStats | None,
+                   offline: bool) -> dict[Derived, Response]:
+    """Answer a metric's derived requests through the `nli` group, cached like any other
+    request (the same claim against the same response is never checked twice)."""
+    from .backends import build_nli_backend, nli_identity
+    from .engine import execute_requests
+    from .plan import Request, request_key
+
+    if not wanted:
+        return {}
+    ident = {"derived_by": nli_identity(cfg)}
+    reqs: dict[str, Request] = {}
+    key_of: dict[Derived, str] = {}
+    for d in dict.fromkeys(wanted):
+        k = request_key(ident, d.kind, d.text, None, {}, 0, d.text_pair)
+        key_of[d] = k
+        reqs[k] = Request(key=k, kind=d.kind, text=d.text, text_pair=d.text_pair)
+    store = Store(cfg.runtime.cache)
+    try:
+        results, st = execute_requests(reqs, store, None if offline else (lambda: build_nli_backend(cfg)),
+                                       progress=cfg.runtime.progress and sys.stderr.isatty(), label="claim checks")
+    finally:
+        store.close()
+    if stats is not None:
+        stats.derived_requests += st.requests
+        stats.derived_calls += st.calls
+        stats.derived_cache_hits += st.cache_hits
+    return {d: results[k] for d, k in key_of.items()}
+
+
+def measure(prep: Prepared, responses: dict[str, Response], stats: ExecutionStats | None = None,
+            offline: bool = False) -> dict[str, MetricResult]:
     cfg = prep.composed.config
     embedder = None
     if any(METRICS.get(m.name).needs_embedder for m in cfg.metrics):
@@ -69,6 +102,8 @@ def measure(prep: Prepared, responses: dict[str, Response], stats: ExecutionStat
     try:
         for m in cfg.metrics:
             mdef = METRICS.get(m.name)
+            if mdef.derive is not None:
+                ctx.derived = answer_derived(cfg, mdef.derive(ctx, prep.params[m.key]), stats, offline)
             out[m.key] = mdef.compute(ctx, m.key, prep.params[m.key])
     finally:
         if embedder is not None:
@@ -138,12 +173,12 @@ def write_trail(path: Path, prep: Prepared, responses: dict[str, Response]) -> N
 
 def finish(
     prep: Prepared, responses: dict[str, Response], stats: ExecutionStats, run_dir: Path,
-    run_manifest: dict[str, Any], *, write_responses: bool = True,
+    run_manifest: dict[str, Any], *, write_responses: bool = True, offline: bool = False,
 ) -> dict[str, Any]:
     from .report import render_all
 
     cfg = prep.composed.config
-    results = measure(prep, responses, stats)
+    results = measure(prep, responses, stats, offline=offline)
     verdicts = evaluate(cfg.thresholds, results)
     run_dir.mkdir(parents=True, exist_ok=True)
     if write_responses:
@@ -243,7 +278,7 @@ def rerender(run_dir: Path) -> dict[str, Any]:
     if "execution" in m:
         for k in ("calls", "seconds", "model_load_s", "new_failures"):
             setattr(stats, k, m["execution"].get(k, getattr(stats, k)))
-    return finish(prep, responses, stats, run_dir, m, write_responses=False)
+    return finish(prep, responses, stats, run_dir, m, write_responses=False, offline=True)
 
 
 __all__ = ["Prepared", "prepare", "rerender", "run"]

@@ -11,8 +11,10 @@ from .factory import (
     backend_identity,
     build_audit_backend,
     build_backend,
+    build_nli_backend,
     check_audit_support,
     check_probe_support,
+    nli_identity,
 )
 
 __all__ = [
@@ -26,6 +28,8 @@ __all__ = [
     "build_audit_backend",
     "check_audit_support",
     "build_backend",
+    "build_nli_backend",
+    "nli_identity",
     "check_probe_support",
     "resolve_model_path",
 ]

@@ -61,6 +61,10 @@ def _nli_parts(cfg: AuditConfig) -> tuple[NLIConfig, ModelConfig | None]:
 def audit_identity(cfg: AuditConfig) -> dict[str, Any]:
     if cfg.probe.kind != "classify_nli":
         return backend_identity(cfg.model)
+    return nli_identity(cfg)
+
+
+def nli_identity(cfg: AuditConfig) -> dict[str, Any]:
     from . import hf_nli, llm_nli
 
     nli, chat = _nli_parts(cfg)
@@ -73,6 +77,10 @@ def audit_identity(cfg: AuditConfig) -> dict[str, Any]:
 def build_audit_backend(cfg: AuditConfig) -> Backend:
     if cfg.probe.kind != "classify_nli":
         return build_backend(cfg.model, cfg.runtime)
+    return build_nli_backend(cfg)
+
+
+def build_nli_backend(cfg: AuditConfig) -> Backend:
     from .hf_nli import HFNLIBackend
     from .llm_nli import LLMNLIBackend
 

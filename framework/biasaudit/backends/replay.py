@@ -5,6 +5,7 @@ any model. A request with no recording fails with a clear reason (counted)."""
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -33,7 +34,12 @@ class ReplayBackend:
                 hint="point model.responses at a run's responses.jsonl",
             )
         self.recorded: dict[str, dict[str, Any]] = {}
-        for i, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        self.by_prompt: dict[str, list[str]] = {}
+        text = path.read_text(encoding="utf-8")
+        if path.suffix == ".json":
+            self._load_fisco_raw(text, path)
+            return
+        for i, line in enumerate(text.splitlines(), start=1):
             if not line.strip():
                 continue
             try:
@@ -47,10 +53,32 @@ class ReplayBackend:
                              req.get("sample", 0), req.get("text_pair"))
             self.recorded[ck] = row["output"]
 
+    def _load_fisco_raw(self, text: str, path: Path) -> None:
+        """FiSCo raw.json: the prompt is base_question with the placeholder replaced by the
+        attribute's name (or age); `outputs` holds its recorded answers (samples)."""
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError:
+            raise BackendError("recorded responses file is not valid JSON", file=str(path), key="model.responses") from None
+        for rec in data.values():
+            q = str(rec["base_question"])
+            for attr in rec.get("other_attributes", []):
+                value = str(attr.get("name") or attr.get("age") or "")
+                outs = attr.get("outputs", [])
+                outs = [outs] if isinstance(outs, str) else [str(o) for o in outs]
+                prompt = re.sub(r"\[(NAME|AGE)\]", value, q)
+                self.by_prompt[prompt] = outs
+
     def execute(self, requests: Sequence[Request], emit: Emit) -> None:
         for r in requests:
             ck = content_key(r.kind, r.text, r.messages, r.params, r.sample, r.text_pair)
-            if ck in self.recorded:
+            user = (r.messages or [{"content": ""}])[-1]["content"] if r.messages else None
+            if r.kind == "generate" and user in self.by_prompt and self.by_prompt[user]:
+                outs = self.by_prompt[user]
+                text_out = outs[r.sample % len(outs)]
+                emit(Response(key=r.key, status="ok", output={"text": text_out, "finish_reason": "recorded",
+                                                              "output_tokens": len(text_out.split()), "replayed": True}))
+            elif ck in self.recorded:
                 emit(Response(key=r.key, status="ok", output=self.recorded[ck]))
             else:
                 emit(Response(key=r.key, status="failed", error="no recorded response for this request"))

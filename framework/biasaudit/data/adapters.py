@@ -193,3 +193,13 @@ def _tfdp(row: dict[str, Any]) -> dict[str, Any]:
 # (parity: 0 is ideal; factuality: S factual, S' false, positive is ideal).
 ADAPTERS.add("tfdp", Adapter(reader="csv", required=("s", "s_prime", "w_orig", "w_prime_orig"), convert=_tfdp,
                              fields=("s", "s_prime", "w_orig", "w_prime_orig", "task")))
+
+
+def _fisco_raw(row: dict[str, Any]) -> dict[str, Any]:
+    return {"question": row["base_question"], "attributes": row.get("other_attributes", [])}
+
+
+# FiSCo raw.json: {id: {base_question, other_attributes: [{name, age?, outputs, type?}]}};
+# the questions become stimuli, the recorded outputs are answered by model=replay.
+ADAPTERS.add("fisco_raw", Adapter(reader="json_map", required=("base_question",), convert=_fisco_raw,
+                                  fields=("question",), id_column="id"))

@@ -10,7 +10,7 @@ import numpy as np
 from ..errors import DataError
 from ..spec import StimuliSpec
 from .adapters import ADAPTERS, check_columns
-from .readers import file_sha256, read_csv, read_jsonl
+from .readers import file_sha256, read_csv, read_json_map, read_jsonl
 from .records import Stimulus, StimulusSet
 
 
@@ -36,6 +36,9 @@ def load_stimuli(spec: StimuliSpec, spec_file: Path | None) -> StimulusSet:
         header = sorted({k for r in rows for k in r})
     elif adapter.reader == "csv":
         header, rows = read_csv(path)
+    elif adapter.reader == "json_map":
+        rows = read_json_map(path)
+        header = sorted({k for r in rows for k in r})
     else:
         rows = read_jsonl(path)
         header = sorted({k for r in rows for k in r})

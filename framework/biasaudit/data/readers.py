@@ -83,3 +83,15 @@ def read_jsonl(path: Path, key: str = "stimuli.source") -> list[dict[str, Any]]:
             raise DataError(f"line {i} is not a JSON object", file=str(path), key=key)
         out.append(obj)
     return out
+
+
+def read_json_map(path: Path, key: str = "stimuli.source") -> list[dict[str, Any]]:
+    """A JSON object of id -> record (the FiSCo raw.json shape) as rows with an `id`."""
+    text = read_text(path, key)
+    try:
+        obj = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise DataError(f"not valid JSON (line {exc.lineno}): {exc.msg}", file=str(path), key=key) from None
+    if not isinstance(obj, dict) or not all(isinstance(v, dict) for v in obj.values()):
+        raise DataError("expected a JSON object of id -> record", file=str(path), key=key)
+    return [{"id": str(k), **v} for k, v in obj.items()]

@@ -10,7 +10,7 @@ from dataclasses import asdict, dataclass
 
 from ..backends import Backend, Response
 from ..errors import StoreError
-from ..plan import Plan
+from ..plan import Plan, Request
 from ..store import Store
 
 log = logging.getLogger(__name__)
@@ -29,6 +29,10 @@ class ExecutionStats:
     new_failures: int = 0
     seconds: float = 0.0
     model_load_s: float = 0.0
+    derived_requests: int = 0
+    """Requests derived from the responses (e.g. claim checks), answered by the NLI model."""
+    derived_calls: int = 0
+    derived_cache_hits: int = 0
     embedding_calls: int = 0
     """Strings sent to the embedder (not the model under test) in this run."""
     embedding_cache_hits: int = 0
@@ -47,18 +51,33 @@ def execute_plan(
 ) -> tuple[dict[str, Response], ExecutionStats]:
     """Return every request's response. With `backend_factory=None`, answer only from the
     store (re-rendering a report), and fail if anything is missing."""
+    results, stats = execute_requests(plan.requests, store, backend_factory, retry_failed=retry_failed,
+                                      progress=progress, label="model calls")
+    stats.plan_items = plan.n_items
+    return results, stats
+
+
+def execute_requests(
+    requests: dict[str, Request],
+    store: Store,
+    backend_factory: Callable[[], Backend] | None,
+    *,
+    retry_failed: bool = False,
+    progress: bool = True,
+    label: str = "model calls",
+) -> tuple[dict[str, Response], ExecutionStats]:
     t0 = time.perf_counter()
-    stats = ExecutionStats(requests=len(plan.requests), plan_items=plan.n_items)
-    results = store.get_many(plan.requests)
+    stats = ExecutionStats(requests=len(requests), plan_items=len(requests))
+    results = store.get_many(requests)
     pending = [
-        r for k, r in plan.requests.items()
+        r for k, r in requests.items()
         if k not in results or (retry_failed and results[k].status == "failed")
     ]
-    stats.cache_hits = len(plan.requests) - len(pending)
+    stats.cache_hits = len(requests) - len(pending)
     if pending:
         if backend_factory is None:
             raise StoreError(
-                f"{len(pending)} of {len(plan.requests)} responses are not in the store",
+                f"{len(pending)} of {len(requests)} responses are not in the store",
                 key="runtime.cache",
                 hint="run `biasaudit run` with the same spec and model to fill the cache",
             )
@@ -66,7 +85,7 @@ def execute_plan(
         backend = backend_factory()
         stats.model_load_s = time.perf_counter() - t_load
         by_key = {r.key: r for r in pending}
-        bar = _progress(progress, len(pending))
+        bar = _progress(progress, len(pending), label)
 
         def emit(resp: Response) -> None:
             store.put(by_key[resp.key], resp)
@@ -83,13 +102,13 @@ def execute_plan(
             backend.close()
             if bar is not None:
                 bar.close()
-    stats.failures = sum(1 for k in plan.requests if results[k].status == "failed")
+    stats.failures = sum(1 for k in requests if results[k].status == "failed")
     stats.seconds = time.perf_counter() - t0
     return results, stats
 
 
 class _Bar:
-    def __init__(self, total: int) -> None:
+    def __init__(self, total: int, label: str) -> None:
         from rich.progress import (
             BarColumn,
             MofNCompleteColumn,
@@ -99,7 +118,7 @@ class _Bar:
         )
 
         self.p = Progress(
-            TextColumn("model calls"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
+            TextColumn(label), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
             transient=False,
         )
         self.p.start()
@@ -112,5 +131,5 @@ class _Bar:
         self.p.stop()
 
 
-def _progress(enabled: bool, total: int) -> _Bar | None:
-    return _Bar(total) if enabled and total > 0 else None
+def _progress(enabled: bool, total: int, label: str) -> _Bar | None:
+    return _Bar(total, label) if enabled and total > 0 else None

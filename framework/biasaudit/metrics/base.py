@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -66,6 +66,15 @@ class MetricResult(BaseModel):
     """Per-item values (stimulus fields + `diff`) for cross-run analysis (`biasaudit compare`)."""
 
 
+class Derived(NamedTuple):
+    """A request a metric needs answered about the responses (e.g. does this claim
+    follow from that response?), keyed by its content."""
+
+    kind: str
+    text: str
+    text_pair: str | None = None
+
+
 @dataclass
 class MetricContext:
     config: AuditConfig
@@ -73,6 +82,8 @@ class MetricContext:
     responses: dict[str, Response]
     embed: Callable[[list[str]], Any] | None = None
     """Cached sentence embeddings (the `embedder` group), for metrics that need them."""
+    derived: dict[Derived, Response] = field(default_factory=dict)
+    """Answers to the metric's derived requests."""
 
     def items_by(self) -> dict[tuple[str, int, str, int], dict[str, PlanItem]]:
         """(cell, variant, stimulus, sample) -> slot -> plan item."""
@@ -89,6 +100,8 @@ class MetricDef:
     probe_kinds: frozenset[str]
     title: str
     needs_embedder: bool = False
+    derive: Callable[[MetricContext, BaseModel], list[Derived]] | None = None
+    """Requests to answer (through the `nli` group) before `compute`."""
     check: Callable[[BaseModel, str], str | None] | None = None
     """Extra consistency check of the parameters against the probe kind; returns a
     message when they do not fit."""
