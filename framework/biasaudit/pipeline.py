@@ -67,24 +67,47 @@ def answer_derived(cfg: AuditConfig, wanted: list[Derived], stats: ExecutionStat
 
     if not wanted:
         return {}
-    ident = {"derived_by": nli_identity(cfg)}
-    reqs: dict[str, Request] = {}
-    key_of: dict[Derived, str] = {}
-    for d in dict.fromkeys(wanted):
-        k = request_key(ident, d.kind, d.text, None, {}, 0, d.text_pair)
-        key_of[d] = k
-        reqs[k] = Request(key=k, kind=d.kind, text=d.text, text_pair=d.text_pair)
-    store = Store(cfg.runtime.cache)
-    try:
-        results, st = execute_requests(reqs, store, None if offline else (lambda: build_nli_backend(cfg)),
-                                       progress=cfg.runtime.progress and sys.stderr.isatty(), label="claim checks")
-    finally:
-        store.close()
-    if stats is not None:
-        stats.derived_requests += st.requests
-        stats.derived_calls += st.calls
-        stats.derived_cache_hits += st.cache_hits
-    return {d: results[k] for d, k in key_of.items()}
+    from .backends import backend_identity, build_backend
+
+    # generation for coding (e.g. claim extraction) goes to the judge chat model
+    judge = (cfg.nli.model if cfg.nli and cfg.nli.model else None) or cfg.model
+
+    def nli_factory() -> Any:
+        return build_nli_backend(cfg)
+
+    def judge_factory() -> Any:
+        return build_backend(judge, cfg.runtime)
+
+    out: dict[Derived, Response] = {}
+    for kind in sorted({d.kind for d in wanted}):
+        if kind == "classify_nli":
+            ident: dict[str, Any] = {"derived_by": nli_identity(cfg)}
+            factory = nli_factory
+        else:
+            ident = {"derived_by": backend_identity(judge)}
+            factory = judge_factory
+        reqs: dict[str, Request] = {}
+        key_of: dict[Derived, str] = {}
+        for d in dict.fromkeys(x for x in wanted if x.kind == kind):
+            messages = [{"role": "user", "content": d.text}] if kind == "generate" else None
+            params = {"temperature": 0.0, "top_p": 1.0, "max_tokens": 200} if kind == "generate" else {}
+            text = None if kind == "generate" else d.text
+            k = request_key(ident, d.kind, text, messages, params, 0, d.text_pair)
+            key_of[d] = k
+            reqs[k] = Request(key=k, kind=d.kind, text=text, messages=messages, params=params, text_pair=d.text_pair)
+        store = Store(cfg.runtime.cache)
+        try:
+            results, st = execute_requests(reqs, store, None if offline else factory,
+                                           progress=cfg.runtime.progress and sys.stderr.isatty(),
+                                           label="claim checks" if kind == "classify_nli" else "coding calls")
+        finally:
+            store.close()
+        if stats is not None:
+            stats.derived_requests += st.requests
+            stats.derived_calls += st.calls
+            stats.derived_cache_hits += st.cache_hits
+        out.update({d: results[k] for d, k in key_of.items()})
+    return out
 
 
 def measure(prep: Prepared, responses: dict[str, Response], stats: ExecutionStats | None = None,
@@ -103,7 +126,14 @@ def measure(prep: Prepared, responses: dict[str, Response], stats: ExecutionStat
         for m in cfg.metrics:
             mdef = METRICS.get(m.name)
             if mdef.derive is not None:
-                ctx.derived = answer_derived(cfg, mdef.derive(ctx, prep.params[m.key]), stats, offline)
+                # several rounds: later requests may depend on earlier answers
+                # (claims extracted by an LLM, then checked)
+                ctx.derived = {}
+                for _ in range(4):
+                    wanted = [d for d in mdef.derive(ctx, prep.params[m.key]) if d not in ctx.derived]
+                    if not wanted:
+                        break
+                    ctx.derived.update(answer_derived(cfg, wanted, stats, offline))
             out[m.key] = mdef.compute(ctx, m.key, prep.params[m.key])
     finally:
         if embedder is not None:

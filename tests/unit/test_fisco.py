@@ -67,3 +67,14 @@ def test_mask_values_and_claims() -> None:
     assert masked == "[NAME] should practise. [NAME]'s skills matter! Johnny is fine."
     assert split_claims("One two three. Four five six seven! Short.\nEight nine ten eleven?", 3) == [
         "One two three.", "Four five six seven!", "Eight nine ten eleven?"]
+
+
+def test_llm_claim_list_is_parsed_defensively() -> None:
+    from biasaudit.metrics.fisco import parse_claim_list
+
+    raw = "Here are the claims:\n1. [NAME] should practise coding problems.\n- [NAME] should practise coding problems.\n" \
+          "* Research the company before the interview.\n2) ok\n\nClaim 3: Prepare questions for the interviewer."
+    assert parse_claim_list(raw, 3) == [
+        "Here are the claims:", "[NAME] should practise coding problems.",
+        "Research the company before the interview.", "Prepare questions for the interviewer."]
+    assert parse_claim_list("", 3) == [] and parse_claim_list("yes\nno", 3) == []
