@@ -30,6 +30,28 @@ class Response(BaseModel):
 Emit = Callable[[Response], None]
 
 
+def run_in_batches(
+    requests: Sequence[Request], size: int, answer: Callable[[list[Request]], list[dict[str, Any]]], emit: Emit
+) -> None:
+    """Answer requests batch by batch and emit each result as its batch finishes; a batch
+    that raises (out of memory, bad input) is recorded as failed, never dropped."""
+    import time
+
+    reqs = list(requests)
+    for start in range(0, len(reqs), max(1, size)):
+        batch = reqs[start:start + max(1, size)]
+        t0 = time.perf_counter()
+        try:
+            outs = answer(batch)
+        except (RuntimeError, ValueError) as exc:
+            for r in batch:
+                emit(Response(key=r.key, status="failed", error=f"{type(exc).__name__}: {str(exc)[:200]}"))
+            continue
+        dt = (time.perf_counter() - t0) / len(batch)
+        for r, o in zip(batch, outs, strict=True):
+            emit(Response(key=r.key, status="ok", output=o, latency_s=dt))
+
+
 class Backend(Protocol):
     """A model that answers requests. `execute` calls `emit` once per request, as each
     finishes, so the engine can commit results as they arrive."""

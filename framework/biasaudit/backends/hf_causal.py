@@ -4,6 +4,7 @@ generation, batched and length-sorted; uses a GPU when one is present."""
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import time
@@ -14,7 +15,7 @@ from typing import Any
 from ..errors import BackendError
 from ..plan import Request
 from ..spec import ModelConfig, RuntimeConfig
-from .base import BACKENDS, BackendKind, Emit, Response, resolve_model_path
+from .base import BACKENDS, BackendKind, Emit, Response, resolve_model_path, run_in_batches
 from .identity import directory_digest, sha256_file
 
 log = logging.getLogger(__name__)
@@ -263,23 +264,14 @@ class HFCausalBackend:
             for r in reqs:
                 groups.setdefault(repr(sorted(r.params.items())), []).append(r)
             for group in groups.values():
-                for start in range(0, len(group), size):
-                    batch = group[start:start + size]
-                    t0 = time.perf_counter()
-                    try:
-                        if kind == "sequence_logprob":
-                            outs = self.sequence_logprobs([r.text or "" for r in batch])
-                        elif kind == "next_token":
-                            outs = self.next_token([r.messages or [] for r in batch], int(batch[0].params.get("top_k", 20)))
-                        else:
-                            outs = self.generate(batch)
-                    except (RuntimeError, ValueError) as exc:  # e.g. out of memory, bad input
-                        for r in batch:
-                            emit(Response(key=r.key, status="failed", error=f"{type(exc).__name__}: {str(exc)[:200]}"))
-                        continue
-                    dt = (time.perf_counter() - t0) / len(batch)
-                    for r, o in zip(batch, outs, strict=True):
-                        emit(Response(key=r.key, status="ok", output=o, latency_s=dt))
+                run_in_batches(group, size, functools.partial(self._answer, kind), emit)
+
+    def _answer(self, kind: str, batch: list[Request]) -> list[dict[str, Any]]:
+        if kind == "sequence_logprob":
+            return self.sequence_logprobs([r.text or "" for r in batch])
+        if kind == "next_token":
+            return self.next_token([r.messages or [] for r in batch], int(batch[0].params.get("top_k", 20)))
+        return self.generate(batch)
 
     def close(self) -> None:
         pass

@@ -18,7 +18,7 @@ from typing import Any
 from ..errors import BackendError
 from ..plan import Request
 from ..spec import ModelConfig, RuntimeConfig
-from .base import BACKENDS, BackendKind, Emit, Response, resolve_model_path
+from .base import BACKENDS, BackendKind, Emit, Response, resolve_model_path, run_in_batches
 from .hf_causal import pick_device
 from .identity import directory_digest
 
@@ -113,25 +113,11 @@ class HFMaskedBackend:
         return out
 
     def execute(self, requests: Sequence[Request], emit: Emit) -> None:
-        reqs = sorted(requests, key=lambda r: len(r.text or ""))
-        for start in range(0, len(reqs), self.batch_size):
-            batch = reqs[start:start + self.batch_size]
-            bad = [r for r in batch if r.kind != "pseudo_loglik"]
-            for r in bad:
+        for r in requests:
+            if r.kind != "pseudo_loglik":
                 emit(Response(key=r.key, status="failed", error=f"hf_masked cannot do {r.kind}"))
-            batch = [r for r in batch if r.kind == "pseudo_loglik"]
-            if not batch:
-                continue
-            t0 = time.perf_counter()
-            try:
-                outs = self.pseudo_logliks([r.text or "" for r in batch])
-            except (RuntimeError, ValueError) as exc:
-                for r in batch:
-                    emit(Response(key=r.key, status="failed", error=f"{type(exc).__name__}: {str(exc)[:200]}"))
-                continue
-            dt = (time.perf_counter() - t0) / len(batch)
-            for r, o in zip(batch, outs, strict=True):
-                emit(Response(key=r.key, status="ok", output=o, latency_s=dt))
+        reqs = sorted((r for r in requests if r.kind == "pseudo_loglik"), key=lambda r: len(r.text or ""))
+        run_in_batches(reqs, self.batch_size, lambda batch: self.pseudo_logliks([r.text or "" for r in batch]), emit)
 
     def close(self) -> None:
         pass

@@ -7,7 +7,6 @@ fails with a clear error unless `label_map` says what they mean.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -15,7 +14,7 @@ from typing import Any
 from ..errors import BackendError
 from ..plan import Request
 from ..spec import NLIConfig, RuntimeConfig
-from .base import Emit, Response, resolve_model_path
+from .base import Emit, resolve_model_path, run_in_batches
 from .hf_causal import pick_device
 from .identity import directory_digest
 
@@ -94,18 +93,8 @@ class HFNLIBackend:
 
     def execute(self, requests: Sequence[Request], emit: Emit) -> None:
         reqs = sorted(requests, key=lambda r: len(r.text or "") + len(r.text_pair or ""))
-        for start in range(0, len(reqs), self.batch_size):
-            batch = reqs[start:start + self.batch_size]
-            t0 = time.perf_counter()
-            try:
-                outs = self.classify([r.text or "" for r in batch], [r.text_pair or "" for r in batch])
-            except (RuntimeError, ValueError) as exc:
-                for r in batch:
-                    emit(Response(key=r.key, status="failed", error=f"{type(exc).__name__}: {str(exc)[:200]}"))
-                continue
-            dt = (time.perf_counter() - t0) / len(batch)
-            for r, o in zip(batch, outs, strict=True):
-                emit(Response(key=r.key, status="ok", output=o, latency_s=dt))
+        run_in_batches(reqs, self.batch_size,
+                       lambda b: self.classify([r.text or "" for r in b], [r.text_pair or "" for r in b]), emit)
 
     def close(self) -> None:
         pass

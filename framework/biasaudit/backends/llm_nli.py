@@ -5,7 +5,6 @@ renormalised over the three (METHODS.md section 3, backend b)."""
 from __future__ import annotations
 
 import math
-import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -13,7 +12,7 @@ from ..errors import BackendError
 from ..plan import Request
 from ..plan.render import render
 from ..spec import ModelConfig, NLIConfig, RuntimeConfig
-from .base import Emit, Response
+from .base import Emit, run_in_batches
 from .hf_nli import RELATIONS
 
 
@@ -52,24 +51,17 @@ class LLMNLIBackend:
                       file=None, key="nli.prompt")
         return [{"role": "user", "content": user}]
 
+    def answer(self, batch: list[Request]) -> list[dict[str, Any]]:
+        out = []
+        for lps in self.inner.choice_logprobs([self.messages(r) for r in batch], self.token_ids):
+            top = max(lps)
+            z = sum(math.exp(x - top) for x in lps)
+            out.append({"probs": {rel: math.exp(x - top) / z for rel, x in zip(RELATIONS, lps, strict=True)},
+                        "label_logprobs": dict(zip(RELATIONS, lps, strict=True))})
+        return out
+
     def execute(self, requests: Sequence[Request], emit: Emit) -> None:
-        reqs = list(requests)
-        for start in range(0, len(reqs), self.batch_size):
-            batch = reqs[start:start + self.batch_size]
-            t0 = time.perf_counter()
-            try:
-                rows = self.inner.choice_logprobs([self.messages(r) for r in batch], self.token_ids)
-            except (RuntimeError, ValueError) as exc:
-                for r in batch:
-                    emit(Response(key=r.key, status="failed", error=f"{type(exc).__name__}: {str(exc)[:200]}"))
-                continue
-            dt = (time.perf_counter() - t0) / len(batch)
-            for r, lps in zip(batch, rows, strict=True):
-                top = max(lps)
-                z = sum(math.exp(x - top) for x in lps)
-                probs = {rel: math.exp(x - top) / z for rel, x in zip(RELATIONS, lps, strict=True)}
-                emit(Response(key=r.key, status="ok", latency_s=dt,
-                              output={"probs": probs, "label_logprobs": dict(zip(RELATIONS, lps, strict=True))}))
+        run_in_batches(requests, self.batch_size, self.answer, emit)
 
     def close(self) -> None:
         pass

@@ -1,0 +1,23 @@
+"""The shared batch loop of local backends: results as batches finish, failures recorded."""
+
+from __future__ import annotations
+
+from biasaudit.backends.base import run_in_batches
+from biasaudit.plan import Request
+
+
+def test_failed_batch_is_recorded_not_dropped() -> None:
+    reqs = [Request(key=str(i), kind="sequence_logprob", text=str(i)) for i in range(5)]
+    seen_batches = []
+
+    def answer(batch: list[Request]) -> list[dict]:
+        seen_batches.append([r.key for r in batch])
+        if "2" in [r.key for r in batch]:
+            raise RuntimeError("out of memory")
+        return [{"n": int(r.key)} for r in batch]
+
+    got = []
+    run_in_batches(reqs, 2, answer, got.append)
+    assert seen_batches == [["0", "1"], ["2", "3"], ["4"]]
+    assert [(r.key, r.status) for r in got] == [("0", "ok"), ("1", "ok"), ("2", "failed"), ("3", "failed"), ("4", "ok")]
+    assert got[2].error == "RuntimeError: out of memory" and got[4].output == {"n": 4}
