@@ -34,6 +34,16 @@ def pick_device(requested: str) -> str:
     return "cpu"
 
 
+def torch_setup(device: str, dtype: str, threads: int | None) -> tuple[str, Any]:
+    """The device to use and the torch dtype, with torch's thread count set if asked."""
+    import torch
+
+    if threads:
+        torch.set_num_threads(threads)
+    dtypes = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16, "auto": "auto"}
+    return pick_device(device), dtypes[dtype]
+
+
 def _identity(cfg: ModelConfig) -> dict[str, Any]:
     if cfg.path is None:
         raise BackendError("hf_causal needs `model.path`", key="model.path")
@@ -83,22 +93,17 @@ class HFCausalBackend:
     supports = frozenset({"generate", "sequence_logprob", "next_token"})
 
     def __init__(self, cfg: ModelConfig, runtime: RuntimeConfig) -> None:
-        import torch
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
-        if runtime.threads:
-            torch.set_num_threads(runtime.threads)
         self.cfg = cfg
         self.batch_size = runtime.batch_size
-        self.device = pick_device(cfg.device)
+        self.device, dtype = torch_setup(cfg.device, cfg.dtype, runtime.threads)
         where = resolve_model_path(cfg.path or "")
         kwargs: dict[str, Any] = {}
         if cfg.gguf_file:
             kwargs["gguf_file"] = cfg.gguf_file
         if cfg.revision:
             kwargs["revision"] = cfg.revision
-        dtype = {"float32": torch.float32, "float16": torch.float16,
-                 "bfloat16": torch.bfloat16, "auto": "auto"}[cfg.dtype]
         t0 = time.perf_counter()
         converted = None
         self.tok: Any

@@ -19,7 +19,7 @@ from ..errors import BackendError
 from ..plan import Request
 from ..spec import ModelConfig, RuntimeConfig
 from .base import BACKENDS, BackendKind, Emit, Response, resolve_model_path, run_in_batches
-from .hf_causal import pick_device
+from .hf_causal import torch_setup
 from .identity import directory_digest
 
 log = logging.getLogger(__name__)
@@ -43,17 +43,13 @@ class HFMaskedBackend:
     supports = frozenset({"pseudo_loglik"})
 
     def __init__(self, cfg: ModelConfig, runtime: RuntimeConfig) -> None:
-        import torch
         from transformers import AutoModelForMaskedLM, AutoTokenizer
 
-        if runtime.threads:
-            torch.set_num_threads(runtime.threads)
         self.cfg = cfg
         self.batch_size = runtime.batch_size
-        self.device = pick_device(cfg.device)
+        self.device, dtype = torch_setup(cfg.device, cfg.dtype, runtime.threads)
         where = resolve_model_path(cfg.path or "")
         kwargs: dict[str, Any] = {"revision": cfg.revision} if cfg.revision else {}
-        dtype = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16, "auto": "auto"}[cfg.dtype]
         t0 = time.perf_counter()
         try:
             self.tok: Any = AutoTokenizer.from_pretrained(str(where), **kwargs)

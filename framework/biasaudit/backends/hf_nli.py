@@ -15,7 +15,7 @@ from ..errors import BackendError
 from ..plan import Request
 from ..spec import NLIConfig, RuntimeConfig
 from .base import Emit, resolve_model_path, run_in_batches
-from .hf_causal import pick_device
+from .hf_causal import torch_setup
 from .identity import directory_digest
 
 RELATIONS = ("entailment", "neutral", "contradiction")
@@ -67,13 +67,11 @@ class HFNLIBackend:
     supports = frozenset({"classify_nli"})
 
     def __init__(self, cfg: NLIConfig, runtime: RuntimeConfig) -> None:
-        import torch
         from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
         self.batch_size = runtime.batch_size
-        self.device = pick_device(cfg.device)
+        self.device, dtype = torch_setup(cfg.device, cfg.dtype, runtime.threads)
         where = resolve_model_path(cfg.path or "", key="nli.path")
-        dtype = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16, "auto": "auto"}[cfg.dtype]
         try:
             self.tok: Any = AutoTokenizer.from_pretrained(str(where))
             self.model: Any = AutoModelForSequenceClassification.from_pretrained(str(where), dtype=dtype)
