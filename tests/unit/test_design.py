@@ -70,3 +70,20 @@ def test_undefined_factor_in_explicit_cell() -> None:
     with pytest.raises(SpecError) as ei:
         expand_design(cfg(factors=f, design={"kind": "explicit", "cells": [{"a": "x", "b": "q"}]}), "s.yaml")
     assert "undefined factor 'b'" in ei.value.one_line()
+
+
+def test_fractional_sub_grid_3x2x2x2() -> None:
+    f = six_level_factors()
+    levels = {"task": ["task0", "task1", "task2"], "persp": ["persp0", "persp1"], "role": ["role0", "role3"],
+              "sent": ["sent0", "sent5"]}
+    cells = expand_design(cfg(factors=f, design={"kind": "fractional", "levels": levels}))
+    assert len(cells) == 3 * 2 * 2 * 2
+    assert {c.levels["role"] for c in cells} == {"role0", "role3"}
+
+
+def test_fractional_unlisted_factor_takes_the_baseline() -> None:
+    f = {"a": {"x": {}, "y": {}}, "b": {"p": {}, "q": {}}}
+    cells = expand_design(cfg(factors=f, design={"kind": "fractional", "levels": {"a": ["x", "y"]}, "baseline": {"b": "q"}}))
+    assert [c.levels for c in cells] == [{"a": "x", "b": "q"}, {"a": "y", "b": "q"}]
+    with pytest.raises(SpecError):
+        expand_design(cfg(factors=f, design={"kind": "fractional", "levels": {"a": ["x", "z"]}, "baseline": {"b": "q"}}), "s.yaml")

@@ -203,3 +203,20 @@ def _fisco_raw(row: dict[str, Any]) -> dict[str, Any]:
 # the questions become stimuli, the recorded outputs are answered by model=replay.
 ADAPTERS.add("fisco_raw", Adapter(reader="json_map", required=("base_question",), convert=_fisco_raw,
                                   fields=("question",), id_column="id"))
+
+
+def _clear_bias(row: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "category": str(row["BIAS CATEGORY"]).strip(),
+        "stereotype_option": str(row["STEREOTYPE"]).strip(),
+        "counter_option": str(row["COUNTER-STEREOTYPE"]).strip(),
+        "statement": str(row["PROMPT"]).strip(),
+    }
+
+
+# CLEAR-Bias-style csv: the prompt is the statement, the two option texts are the
+# stereotype and counter-stereotype answers.
+ADAPTERS.add("clear_bias", Adapter(reader="csv", required=("BIAS CATEGORY", "STEREOTYPE", "COUNTER-STEREOTYPE", "PROMPT"),
+                                   convert=_clear_bias, fields=("category", "stereotype_option", "counter_option", "statement")))
+ADAPTERS.add("statements", Adapter(reader="csv", required=("statement", "category"), convert=_identity,
+                                   fields=("statement", "category")))

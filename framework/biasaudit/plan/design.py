@@ -79,6 +79,23 @@ def expand_design(cfg: AuditConfig, spec_file: str | None = None) -> list[Cell]:
             for level in factors[n]:
                 if level != base[n]:
                     cells.append({**base, n: level})
+    elif design.kind == "fractional":
+        keep = dict(design.levels or {})
+        for f, lvls in keep.items():
+            for j, lv in enumerate(lvls):
+                _check_levels(cfg, {f: lv}, f"design.levels.{f}[{j}]", spec_file, False)
+        rest = [n for n in names if n not in keep]
+        base = dict(design.baseline or {})
+        if rest:
+            _check_levels(cfg, {n: base[n] for n in rest if n in base}, "design.baseline", spec_file, False)
+            missing = [n for n in rest if n not in base]
+            if missing:
+                raise SpecError(f"factor(s) {', '.join(missing)} are neither in `levels` nor in `baseline`",
+                                file=spec_file, key="design", hint="give them a baseline level")
+        cells = [
+            {n: (combo[list(keep).index(n)] if n in keep else base[n]) for n in names}
+            for combo in itertools.product(*(keep[f] for f in keep))
+        ]
     else:
         cells = []
         for i, c in enumerate(design.cells or []):

@@ -101,11 +101,14 @@ class LevelSpec(Strict):
 
 
 class DesignSpec(Strict):
-    kind: Literal["full", "oat", "explicit"] = "full"
+    kind: Literal["full", "oat", "explicit", "fractional"] = "full"
     baseline: dict[str, str] | None = None
     """For `oat`: the level of every factor at the baseline cell."""
     cells: list[dict[str, str]] | None = None
     """For `explicit`: the list of cells, each a level for every factor."""
+    levels: dict[str, list[str]] | None = None
+    """For `fractional`: a named sub-grid, the levels kept per factor (every combination
+    of them is a cell); factors not listed stay at `baseline`."""
 
     @model_validator(mode="after")
     def _kind_fields(self) -> DesignSpec:
@@ -113,6 +116,8 @@ class DesignSpec(Strict):
             raise ValueError("design kind `oat` needs `baseline`")
         if self.kind == "explicit" and not self.cells:
             raise ValueError("design kind `explicit` needs a non-empty `cells` list")
+        if self.kind == "fractional" and not self.levels:
+            raise ValueError("design kind `fractional` needs `levels` (factor -> levels kept)")
         return self
 
 
