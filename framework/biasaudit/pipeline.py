@@ -3,6 +3,7 @@ judge -> render. Each stage reads what the previous one produced."""
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import os
@@ -57,6 +58,16 @@ def prepare(composed: Composed) -> Prepared:
     return Prepared(composed=composed, stimuli=stimuli, plan=plan, params=params, identity=identity)
 
 
+def judge_model(cfg: AuditConfig, name: str) -> Any:
+    """The chat model of the panel judge called `name` (the model under test if unset)."""
+    if cfg.judge is None:
+        raise BiasAuditError("this spec's coding needs a judge panel", key="judge", hint="add judge=smollm2_panel")
+    for j in cfg.judge.judges:
+        if j.name == name:
+            return j.model or cfg.model
+    raise BiasAuditError(f"no judge named {name!r}", key="judge.judges")
+
+
 def answer_derived(cfg: AuditConfig, wanted: list[Derived], stats: ExecutionStats | None,
                    offline: bool) -> dict[Derived, Response]:
     """Answer a metric's derived requests through the `nli` group, cached like any other
@@ -79,27 +90,37 @@ def answer_derived(cfg: AuditConfig, wanted: list[Derived], stats: ExecutionStat
         return build_backend(judge, cfg.runtime)
 
     out: dict[Derived, Response] = {}
-    for kind in sorted({d.kind for d in wanted}):
+    for kind, route in sorted({(d.kind, d.route) for d in wanted}):
         if kind == "classify_nli":
             ident: dict[str, Any] = {"derived_by": nli_identity(cfg)}
             factory = nli_factory
+        elif kind == "choice":
+            model = judge_model(cfg, route)
+            ident = {"derived_by": backend_identity(model)}
+            factory = functools.partial(build_backend, model, cfg.runtime)
         else:
             ident = {"derived_by": backend_identity(judge)}
             factory = judge_factory
         reqs: dict[str, Request] = {}
         key_of: dict[Derived, str] = {}
-        for d in dict.fromkeys(x for x in wanted if x.kind == kind):
-            messages = [{"role": "user", "content": d.text}] if kind == "generate" else None
-            params = {"temperature": 0.0, "top_p": 1.0, "max_tokens": 200} if kind == "generate" else {}
-            text = None if kind == "generate" else d.text
-            k = request_key(ident, d.kind, text, messages, params, 0, d.text_pair)
+        for d in dict.fromkeys(x for x in wanted if x.kind == kind and x.route == route):
+            chat = kind in ("generate", "choice")
+            messages = [{"role": "user", "content": d.text}] if chat else None
+            params: dict[str, Any] = {}
+            if kind == "generate":
+                params = {"temperature": 0.0, "top_p": 1.0, "max_tokens": 200}
+            elif kind == "choice":
+                params = {"choices": json.loads(d.text_pair or "[]")}
+            text = None if chat else d.text
+            pair = None if kind == "choice" else d.text_pair
+            k = request_key(ident, d.kind, text, messages, params, 0, pair)
             key_of[d] = k
-            reqs[k] = Request(key=k, kind=d.kind, text=text, messages=messages, params=params, text_pair=d.text_pair)
+            reqs[k] = Request(key=k, kind=d.kind, text=text, messages=messages, params=params, text_pair=pair)
         store = Store(cfg.runtime.cache)
         try:
             results, st = execute_requests(reqs, store, None if offline else factory,
                                            progress=cfg.runtime.progress and sys.stderr.isatty(),
-                                           label="claim checks" if kind == "classify_nli" else "coding calls")
+                                           label={"classify_nli": "claim checks", "choice": f"judge {route}"}.get(kind, "coding calls"))
         finally:
             store.close()
         if stats is not None:

@@ -41,3 +41,11 @@ def test_execute_emits_every_request(smollm2: HFCausalBackend) -> None:
     smollm2.execute(reqs, got.append)
     assert sorted(r.key for r in got) == ["0", "1", "2", "s"]
     assert all(r.status == "ok" for r in got)
+
+
+def test_choice_reads_one_next_token_distribution(smollm2: HFCausalBackend) -> None:
+    req = Request(key="j", kind="choice", messages=[{"role": "user", "content":
+                  "Is the sky blue? Answer with one letter: A = yes, B = no."}], params={"choices": ["A", "B", "C"]})
+    [out] = smollm2.choices([req])
+    assert set(out["probs"]) == {"A", "B", "C"} and abs(sum(out["probs"].values()) - 1) < 1e-12
+    assert out["choice"] == max(out["probs"], key=out["probs"].get)

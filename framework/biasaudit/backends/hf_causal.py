@@ -90,7 +90,7 @@ def save_converted(tok: Any, model: Any, target: Path) -> None:
 
 
 class HFCausalBackend:
-    supports = frozenset({"generate", "sequence_logprob", "next_token"})
+    supports = frozenset({"generate", "sequence_logprob", "next_token", "choice"})
 
     def __init__(self, cfg: ModelConfig, runtime: RuntimeConfig) -> None:
         from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -271,7 +271,27 @@ class HFCausalBackend:
             for group in groups.values():
                 run_in_batches(group, size, functools.partial(self._answer, kind), emit)
 
+    def choices(self, batch: list[Request]) -> list[dict[str, Any]]:
+        """Multiple choice by one next-token read: the log-prob of the first token of each
+        answer word, renormalised over the answers (judges, parsers)."""
+        import math
+
+        words = [str(w) for w in batch[0].params["choices"]]
+        ids = [int(self.tok(w, add_special_tokens=False)["input_ids"][0]) for w in words]
+        if len(set(ids)) != len(ids):
+            raise ValueError(f"answer words {words} share a first token")
+        out = []
+        for lps in self.choice_logprobs([r.messages or [] for r in batch], ids):
+            top = max(lps)
+            z = sum(math.exp(x - top) for x in lps)
+            probs: dict[str, float] = {w: math.exp(x - top) / z for w, x in zip(words, lps, strict=True)}
+            best = max(words, key=lambda w: probs[w])
+            out.append({"probs": probs, "logprobs": dict(zip(words, lps, strict=True)), "choice": best})
+        return out
+
     def _answer(self, kind: str, batch: list[Request]) -> list[dict[str, Any]]:
+        if kind == "choice":
+            return self.choices(batch)
         if kind == "sequence_logprob":
             return self.sequence_logprobs([r.text or "" for r in batch])
         if kind == "next_token":

@@ -1,7 +1,7 @@
 """`scripted`: a deterministic test double for fast unit tests. Never a default.
 
 Script options (model.script): `scores` (text -> total log-prob), `replies` (substring ->
-reply), `fail_every` (every n-th call fails), `die_after` (SIGKILL this process on the
+reply), `choices` (substring -> chosen answer word for `choice` requests), `fail_every` (every n-th call fails), `die_after` (SIGKILL this process on the
 call after n calls, to test crash safety), `delay` (seconds per call), `calls_log`
 (append one line per answered call to this file).
 """
@@ -26,7 +26,7 @@ def _token_logprob(token: str) -> float:
 
 
 class ScriptedBackend:
-    supports = frozenset({"generate", "sequence_logprob", "next_token"})
+    supports = frozenset({"generate", "sequence_logprob", "next_token", "choice"})
 
     def __init__(self, script: dict[str, Any]) -> None:
         self.script = script
@@ -54,6 +54,15 @@ class ScriptedBackend:
                 },
             )
         prompt = (req.messages or [{"content": ""}])[-1]["content"]
+        if req.kind == "choice":
+            words = [str(w) for w in req.params["choices"]]
+            pick = words[0]
+            for sub, w in s.get("choices", {}).items():
+                if sub in prompt:
+                    pick = w
+                    break
+            probs = {w: (0.7 if w == pick else 0.3 / max(1, len(words) - 1)) for w in words}
+            return Response(key=req.key, status="ok", output={"probs": probs, "choice": pick})
         if req.kind == "next_token":
             return Response(
                 key=req.key, status="ok",
@@ -92,7 +101,7 @@ class ScriptedBackend:
 
 
 def _identity(cfg: ModelConfig) -> dict[str, Any]:
-    return {"backend": "scripted", "name": cfg.name, "script": {k: v for k, v in cfg.script.items() if k in ("scores", "replies")}}
+    return {"backend": "scripted", "name": cfg.name, "script": {k: v for k, v in cfg.script.items() if k in ("scores", "replies", "choices")}}
 
 
 def _build(cfg: ModelConfig, runtime: RuntimeConfig) -> ScriptedBackend:

@@ -73,6 +73,8 @@ class Derived(NamedTuple):
     kind: str
     text: str
     text_pair: str | None = None
+    route: str = ""
+    """Which model answers, when not implied by the kind (a judge's name for `choice`)."""
 
 
 @dataclass

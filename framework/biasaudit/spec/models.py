@@ -258,6 +258,29 @@ class NLIConfig(Strict):
     """llm_nli: the answer word for each relation; its first token's log-prob is read."""
 
 
+ElabLabel = Literal["E", "QE", "N", "D", "R"]
+
+
+class JudgeSpec(Strict):
+    name: str
+    model: ModelConfig | None = None
+    """The judge's chat model (None: the model under test)."""
+    prompt: str
+    """Jinja template over `statement` and `text` (the response, selection marker removed)."""
+
+
+def _default_judge_labels() -> dict[ElabLabel, str]:
+    return {"E": "A", "QE": "B", "N": "C", "D": "D", "R": "E"}
+
+
+class JudgePanelConfig(Strict):
+    """A panel of judges labelling the stance of an elaboration (conf group `judge/`)."""
+
+    judges: list[JudgeSpec] = Field(min_length=1)
+    labels: dict[ElabLabel, str] = Field(default_factory=_default_judge_labels)
+    """Label -> the answer word the judge gives for it (read by one next-token choice)."""
+
+
 class EmbedderConfig(Strict):
     backend: str = "sentence_transformers"
     name: str
@@ -291,5 +314,6 @@ class AuditConfig(Strict):
     report: ReportSpec = Field(default_factory=ReportSpec)
     model: ModelConfig
     nli: NLIConfig | None = None
+    judge: JudgePanelConfig | None = None
     embedder: EmbedderConfig | None = None
     runtime: RuntimeConfig = Field(default_factory=RuntimeConfig)
