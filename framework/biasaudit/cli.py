@@ -219,6 +219,25 @@ def cmd_compare(args: argparse.Namespace, rest: list[str]) -> int:
     return 0
 
 
+def cmd_calibrate(args: argparse.Namespace, rest: list[str]) -> int:
+    from .calibrate import calibrate
+    from .checks import check_config
+    from .compose import compose
+
+    try:
+        composed = compose(list(rest))
+        params = check_config(composed.config, str(composed.spec_file), composed.choices)
+        result = calibrate(composed, params)
+    except BiasAuditError as exc:
+        return _fail(exc)
+    print(f"control set {result['control_set']} ({result['n']} labelled responses)")
+    print(f"{'judge':<18}{'accuracy':>10}  {'95% CI':<16}{'kappa':>8}")
+    for r in result["judges"]:
+        kappa = "n/a" if r["kappa"] is None else f"{r['kappa']:.3f}"
+        print(f"{r['judge']:<18}{r['accuracy']:>10.3f}  [{r['ci_low']:.3f}, {r['ci_high']:.3f}]  {kappa:>8}")
+    return 0
+
+
 def cmd_schema(args: argparse.Namespace, rest: list[str]) -> int:
     from .spec import json_schema
 
@@ -259,6 +278,9 @@ def build_parser() -> argparse.ArgumentParser:
     cp.add_argument("paths", nargs="+", help="sweep folders or run folders")
     cp.add_argument("--out", default=None, help="output folder (default: <first path>/compare)")
     cp.set_defaults(fn=cmd_compare)
+    cb = sub.add_parser("calibrate", help="run the judge panel on a labelled control set: accuracy and kappa per judge",
+                        formatter_class=fmt, epilog=OVERRIDES_HELP)
+    cb.set_defaults(fn=cmd_calibrate)
     sc = sub.add_parser("schema", help="print the JSON Schema of the spec language and run config")
     sc.set_defaults(fn=cmd_schema)
     return p

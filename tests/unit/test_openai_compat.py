@@ -148,3 +148,18 @@ def test_parse_retry_after_forms() -> None:
     assert parse_retry_after("garbage") is None
     http_date = time.strftime("%a, %d %b %Y %H:%M:%S GMT", time.gmtime(time.time() + 30))
     assert 25 < (parse_retry_after(http_date) or 0) <= 31
+
+
+def test_choice_from_top_logprobs(server: Server, monkeypatch: pytest.MonkeyPatch) -> None:
+    payload = {"choices": [{"message": {"content": "B"}, "logprobs": {"content": [
+        {"token": "B", "logprob": -0.2, "top_logprobs": [{"token": "B", "logprob": -0.2}, {"token": " A", "logprob": -1.9},
+                                                           {"token": "x", "logprob": -3.0}]}]}}]}
+    server.script = [(200, {}, payload)]
+    b, _ = backend(server, monkeypatch)
+    req = Request(key="c", kind="choice", messages=[{"role": "user", "content": "?"}], params={"choices": ["A", "B", "C"]})
+    r = answer(b, req)
+    import math
+
+    pa, pb = math.exp(-1.9), math.exp(-0.2)
+    assert r.output["choice"] == "B" and r.output["probs"]["C"] == 0.0
+    assert r.output["probs"]["A"] == pytest.approx(pa / (pa + pb))

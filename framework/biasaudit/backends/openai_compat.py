@@ -58,7 +58,7 @@ def parse_retry_after(value: str | None) -> float | None:
 
 
 class OpenAICompatBackend:
-    supports = frozenset({"generate", "next_token", "sequence_logprob"})
+    supports = frozenset({"generate", "next_token", "sequence_logprob", "choice"})
 
     def __init__(self, cfg: ModelConfig, runtime: RuntimeConfig, *, backoff_base: float = 0.5) -> None:
         if not cfg.base_url:
@@ -140,6 +140,13 @@ class OpenAICompatBackend:
                 }
                 data, attempts = self._post("chat/completions", body)
                 output = _parse_top_logprobs(data)
+            elif req.kind == "choice":
+                body = {
+                    "model": self.cfg.model, "messages": req.messages, "max_tokens": 1,
+                    "temperature": 0.0, "logprobs": True, "top_logprobs": 20,
+                }
+                data, attempts = self._post("chat/completions", body)
+                output = _parse_choice(data, [str(w) for w in p.get("choices", [])])
             elif req.kind == "sequence_logprob":
                 body = {"model": self.cfg.model, "prompt": req.text, "max_tokens": 0,
                         "echo": True, "logprobs": 0, "temperature": 0.0}
@@ -183,6 +190,26 @@ def _parse_top_logprobs(data: dict[str, Any]) -> dict[str, Any]:
         raise ValueError("no logprobs returned")
     top = content[0]["top_logprobs"]
     return {"top": [[t["token"], float(t["logprob"])] for t in top]}
+
+
+def _parse_choice(data: dict[str, Any], words: list[str]) -> dict[str, Any]:
+    """Multiple choice from the first token's top log-probs: each answer word takes the
+    best log-prob of a returned token that starts it; words not returned are absent."""
+    import math
+
+    top = _parse_top_logprobs(data)["top"]
+    lps: dict[str, float] = {}
+    for tok, lp in top:
+        t = tok.strip().lower()
+        for w in words:
+            if t and w.lower().startswith(t) and lp > lps.get(w, -math.inf):
+                lps[w] = lp
+    if not lps:
+        raise ValueError("none of the answer words is among the returned top log-probs")
+    best = max(lps.values())
+    z = sum(math.exp(v - best) for v in lps.values())
+    probs = {w: math.exp(lps[w] - best) / z if w in lps else 0.0 for w in words}
+    return {"probs": probs, "logprobs": lps, "choice": max(probs, key=lambda w: probs[w])}
 
 
 def _parse_echo(data: dict[str, Any], text: str) -> dict[str, Any]:

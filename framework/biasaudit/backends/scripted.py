@@ -58,7 +58,7 @@ class ScriptedBackend:
             words = [str(w) for w in req.params["choices"]]
             pick = words[0]
             for sub, w in s.get("choices", {}).items():
-                if sub in prompt:
+                if sub in prompt and w in words:  # only an offered answer can be chosen
                     pick = w
                     break
             probs = {w: (0.7 if w == pick else 0.3 / max(1, len(words) - 1)) for w in words}

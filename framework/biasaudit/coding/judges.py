@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 from collections import Counter
 
-from ..metrics.base import Derived
+from ..plan import Derived
 from ..plan.render import render
 from ..spec import JudgePanelConfig
 

@@ -1,6 +1,6 @@
 """Metrics, one module per method family, found by name in `METRICS`; verdicts."""
 
-from . import fisco, likelihood, nli_bias, pivotal, tfdp  # noqa: F401  (registration)
+from . import biaxis, fisco, likelihood, nli_bias, pivotal, tfdp  # noqa: F401  (registration)
 from .base import METRICS, MetricContext, MetricDef, MetricResult, PlotSpec, Table
 from .thresholds import VerdictRecord, evaluate, judge
 

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..backends import Response
-from ..plan import Plan, PlanItem
+from ..plan import Derived, Plan, PlanItem
 from ..registry import Registry
 from ..spec import AuditConfig
 from ..stats import Estimate
@@ -36,7 +36,7 @@ class PlotSpec(BaseModel):
     labels: list[str] = Field(default_factory=list)
     estimates: list[Estimate] = Field(default_factory=list)
     values: list[float] = Field(default_factory=list)
-    series: dict[str, list[float]] = Field(default_factory=dict)
+    series: dict[str, list[float | None]] = Field(default_factory=dict)
     points: list[list[float | None]] = Field(default_factory=list)
     """For `scatter`: [x, y, size] per label."""
     """For `multi_histogram`: named value lists drawn over each other."""
@@ -64,17 +64,6 @@ class MetricResult(BaseModel):
     params: dict[str, Any] = Field(default_factory=dict)
     items: list[dict[str, Any]] = Field(default_factory=list)
     """Per-item values (stimulus fields + `diff`) for cross-run analysis (`biasaudit compare`)."""
-
-
-class Derived(NamedTuple):
-    """A request a metric needs answered about the responses (e.g. does this claim
-    follow from that response?), keyed by its content."""
-
-    kind: str
-    text: str
-    text_pair: str | None = None
-    route: str = ""
-    """Which model answers, when not implied by the kind (a judge's name for `choice`)."""
 
 
 @dataclass

@@ -278,7 +278,8 @@ def _summarise(ctx: MetricContext, metric_id: str, p: PivotalParams, results: li
         plots.append(PlotSpec(kind="interval_bars", title=f"Accuracy by {fld} (95% t interval)", xlabel=fld,
                               ylabel="accuracy", labels=groups, estimates=acc_ests, reference=0.5,
                               alt=f"Accuracy per {fld} with 95% intervals; 0.5 is chance."))
-    series = {cls: [r.normalized[cls] for r in results if r.normalized[cls] is not None] for cls in CLASSES}
+    series: dict[str, list[float | None]] = {
+        cls: [r.normalized[cls] for r in results if r.normalized[cls] is not None] for cls in CLASSES}
     plots.insert(0, PlotSpec(
         kind="multi_histogram", title="Normalized proportion of the PPL difference",
         xlabel="normalized proportion (mean share of the class minus median share)", ylabel="prompt pairs",

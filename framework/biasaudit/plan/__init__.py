@@ -3,10 +3,11 @@
 from .compile import Plan, compile_plan
 from .design import Cell, cell_id, expand_design
 from .render import render, variables
-from .requests import PlanItem, Request, canonical_json, request_key
+from .requests import Derived, PlanItem, Request, canonical_json, request_key
 
 __all__ = [
     "Cell",
+    "Derived",
     "Plan",
     "PlanItem",
     "Request",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from typing import Any
+from typing import Any, NamedTuple
 
 from pydantic import BaseModel, ConfigDict
 
@@ -64,3 +64,14 @@ def request_key(
     if text_pair is not None:
         payload["text_pair"] = text_pair
     return hashlib.sha256(canonical_json(payload).encode("utf-8")).hexdigest()
+
+
+class Derived(NamedTuple):
+    """A request a metric needs answered about the responses (e.g. does this claim
+    follow from that response?), keyed by its content."""
+
+    kind: str
+    text: str
+    text_pair: str | None = None
+    route: str = ""
+    """Which model answers, when not implied by the kind (a judge's name for `choice`)."""

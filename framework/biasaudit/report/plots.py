@@ -125,7 +125,48 @@ def scatter(plot: dict[str, Any]) -> str:
     return _svg(fig, plot.get("alt") or plot["title"])
 
 
-RENDERERS = {"scatter": scatter, "heatmap": heatmap, "interval_bars": interval_bars, "histogram": histogram, "multi_histogram": multi_histogram}
+def reliability_map(plot: dict[str, Any]) -> str:
+    """(IR, DNI) per cell over the paper's regimes: reliable (IR < 0.10), over-estimation
+    (DNI > 0), under-estimation (DNI < 0), and the cancellation-trap band."""
+    plt = _mpl()
+    fig, ax = plt.subplots(figsize=(5.5, 4.0))
+    pts = [(lbl, pt) for lbl, pt in zip(plot["labels"], plot["points"], strict=True) if pt[0] is not None]
+    xmax = max([0.3] + [float(pt[0]) * 1.15 for _, pt in pts])
+    ymax = max([0.2] + [abs(float(pt[1])) * 1.15 for _, pt in pts])
+    band = float(plot.get("reference") or 0.02)
+    ax.axvspan(0, 0.10, color=PALETTE[2], alpha=0.12, label="reliable (IR < 0.10)")
+    ax.fill_between([0.10, xmax], band, ymax, color=PALETTE[1], alpha=0.10, label="over-estimation (DNI > 0)")
+    ax.fill_between([0.10, xmax], -ymax, -band, color=PALETTE[0], alpha=0.10, label="under-estimation (DNI < 0)")
+    ax.fill_between([0.10, xmax], -band, band, color="black", alpha=0.15, hatch="//", label="cancellation trap")
+    for k, (lbl, (x, y, size)) in enumerate(pts):
+        ax.scatter([x], [y], s=30 + 400 * float(size or 0), color=PALETTE[k % len(PALETTE)], alpha=0.8, edgecolors="black")
+        ax.annotate(lbl, (x, y), fontsize=6, xytext=(3, 3), textcoords="offset points")
+    ax.set_xlim(0, xmax)
+    ax.set_ylim(-ymax, ymax)
+    ax.axhline(0, color="grey", linewidth=0.8)
+    ax.set_xlabel(plot.get("xlabel", ""))
+    ax.set_ylabel(plot.get("ylabel", ""))
+    ax.set_title(plot["title"])
+    ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), frameon=False, fontsize=7)
+    return _svg(fig, plot.get("alt") or plot["title"])
+
+
+def lines(plot: dict[str, Any]) -> str:
+    plt = _mpl()
+    fig, ax = plt.subplots(figsize=(5.0, 3.2))
+    xs = list(range(len(plot["labels"])))
+    for k, (name, vals) in enumerate(plot["series"].items()):
+        ax.plot(xs, [np.nan if v is None else v for v in vals], marker="o", color=PALETTE[k % len(PALETTE)], label=name)
+    ax.set_xticks(xs)
+    ax.set_xticklabels(plot["labels"])
+    ax.set_xlabel(plot.get("xlabel", ""))
+    ax.set_ylabel(plot.get("ylabel", ""))
+    ax.set_title(plot["title"])
+    ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), frameon=False)
+    return _svg(fig, plot.get("alt") or plot["title"])
+
+
+RENDERERS = {"reliability_map": reliability_map, "lines": lines, "scatter": scatter, "heatmap": heatmap, "interval_bars": interval_bars, "histogram": histogram, "multi_histogram": multi_histogram}
 
 
 def render_plot(plot: dict[str, Any]) -> str:
