@@ -185,7 +185,7 @@ def compute(ctx: MetricContext, metric_id: str, params: BaseModel) -> MetricResu
         rows.append([cid, len(sub), f["sel"], f["elab"], f["cor"], f["union"], e["union"].ci_low, e["union"].ci_high,
                      f["oed"], f["ued"], f["ir"], f["dni"], f["ir_over_union"], trap, tokens])
         points.append([f["ir"], f["dni"], f["sel"]])
-        labels.append(cid)
+        labels.append(_short_label(ctx, cid))
     pareto, reroute = _pareto_and_rerouting(ctx, p, rows)
     rows = [[*r, cid in pareto, cid in reroute] for r, cid in zip(rows, [r[0] for r in rows], strict=True)]
     tables = [Table(title="BER family per cell (divergence-eligible base)", columns=[
@@ -264,6 +264,14 @@ def compute(ctx: MetricContext, metric_id: str, params: BaseModel) -> MetricResu
                 "cells": len(rows), "trap_cells": sum(1 for r in rows if r[13])},
         params=p.model_dump(),
     )
+
+
+def _short_label(ctx: MetricContext, cid: str) -> str:
+    """A cell named by how it differs from the baseline (plots stay readable)."""
+    base = ctx.config.design.baseline or {}
+    levels = next(c.levels for c in ctx.plan.cells if c.id == cid)
+    diff = [f"{f}={lv}" for f, lv in levels.items() if base.get(f) != lv]
+    return ",".join(diff) if diff else "baseline"
 
 
 def _slice(ctx: MetricContext, fname: str, elig: list[Coded]) -> list[Coded]:
