@@ -27,7 +27,7 @@ def test_tfdp_specs_black_and_white_box(workdir: Path, cli, smollm2, spec: str, 
     assert 0 <= m["estimates"]["PSD"]["value"] <= 0.5  # powcos PSD lies in [0, 0.5]
     acct = {r[0]: r[1] for t in m["tables"] if t["title"] == "Token accounting" for r in t["rows"]}
     used = acct["output tokens used by this probe"]
-    assert used == (4 * 2 * 2 if kind == "generate" else 4 * 2)
+    assert used == (4 * 2 * 2 if kind == "generate" else 4 * 2)  # white-box: one read per sentence
     assert acct["ratio (continuation / probe)"] == pytest.approx(5.0)
     html = (d / "report.html").read_text()
     assert "Token accounting" in html and "5-token continuation" in html and "Mean PS vs mean |PS|" in html

@@ -55,7 +55,8 @@ def test_report_rerender_needs_no_model_and_fails_cleanly_without_store(workdir:
     before = json.loads((run / "summary.json").read_text())
     (run / "report.html").unlink()
     code, out, err = cli("report", str(run))
-    assert code == 0, err and (run / "report.html").is_file()
+    assert code == 0, err
+    assert (run / "report.html").is_file()
     after = json.loads((run / "summary.json").read_text())
     assert after["metrics"] == before["metrics"] and after["execution"]["calls"] == before["execution"]["calls"]
     (workdir / "cache.sqlite").unlink()

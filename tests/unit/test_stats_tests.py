@@ -187,7 +187,7 @@ def test_two_way_eta_squared_balanced_by_hand() -> None:
     # balanced 2x2 with pure main effect of A: eta2_A = SS_A/SS_T, no B, no interaction
     a = ["x"] * 4 + ["y"] * 4
     b = ["p", "q"] * 4
-    y = [0, 0, 1, 1, 1, 1, 0, 0][:0] or [0.0, 0.0, 0.0, 0.0, 1.0, 1.0, 1.0, 1.0]
+    y = [0.0, 0.0, 0.0, 0.0, 1.0, 1.0, 1.0, 1.0]
     r = S.eta_squared_two_way(y, a, b, names=("A", "B"))
     assert r.eta2_a == pytest.approx(1.0) and r.eta2_b == pytest.approx(0.0, abs=1e-12)
     assert r.eta2_interaction == pytest.approx(0.0, abs=1e-12)

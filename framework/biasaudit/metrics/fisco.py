@@ -256,26 +256,14 @@ def compute(ctx: MetricContext, metric_id: str, params: BaseModel) -> MetricResu
                         evidence.append([c, lab])
             return similarity(labels, weights), evidence  # type: ignore[arg-type]
 
-        inter_s: dict[tuple[str, str], list[float]] = {}
-        evid: list[list[str]] = []
-        for pair, prs in inter_pairs.items():
-            vals = []
-            for x, y in prs:
-                s, ev = sim(x, y)
-                if s is None:
-                    unscorable_pairs += 1
-                else:
-                    vals.append(s)
-                    evid += [[x.group, y.group, *e] for e in ev]
-            inter_s[pair] = vals
-        intra_s = []
-        for prs in intra_pairs.values():
-            for x, y in prs:
-                s, _ = sim(x, y)
-                if s is None:
-                    unscorable_pairs += 1
-                else:
-                    intra_s.append(s)
+        # every response pair scored once, by the identity of its two responses
+        scores = {(id(x), id(y)): sim(x, y) for prs in [*inter_pairs.values(), *intra_pairs.values()] for x, y in prs}
+        unscorable_pairs += sum(1 for s, _ in scores.values() if s is None)
+        inter_s = {pair: [v for x, y in prs if (v := scores[(id(x), id(y))][0]) is not None]
+                   for pair, prs in inter_pairs.items()}
+        intra_s = [v for prs in intra_pairs.values() for x, y in prs if (v := scores[(id(x), id(y))][0]) is not None]
+        # evidence: claims not entailed across groups
+        evid = [[x.group, y.group, *e] for prs in inter_pairs.values() for x, y in prs for e in scores[(id(x), id(y))][1]]
         t, df, pv, flag, pair_name, mi, ma, note = welch_flag(inter_s, intra_s, p.alpha)
         qr = QuestionResult(stimulus=q.stimulus, fields=q.fields, t=t, df=df, p=pv, flagged=flag, mean_inter=mi,
                             mean_intra=ma, n_inter=sum(len(v) for v in inter_s.values()), n_intra=len(intra_s),

@@ -195,6 +195,7 @@ def compute(ctx: MetricContext, metric_id: str, params: BaseModel) -> MetricResu
     pairs: list[PairScores] = []
     failed: list[list[Any]] = []
     out_tokens = 0
+    n_reads = 0
     kind = ctx.plan.kind
     for (_cell, _v, sid), slots in groups.items():
         if p.slot not in slots or p.counter_slot not in slots:
@@ -207,10 +208,9 @@ def compute(ctx: MetricContext, metric_id: str, params: BaseModel) -> MetricResu
         f = stim[sid].fields
         pa, ill_a = predictions_of([r.output for r in resp[p.slot]], kind)  # type: ignore[misc]
         pb, ill_b = predictions_of([r.output for r in resp[p.counter_slot]], kind)  # type: ignore[misc]
-        if kind == "next_token":
-            out_tokens += 2  # one next-token read per sentence, however many plan items point at it
-        else:
-            out_tokens += sum(int((r.output or {}).get("output_tokens", 1)) for rs in resp.values() for r in rs)
+        # a next-token read counts as one output token
+        out_tokens += sum(int((r.output or {}).get("output_tokens", 1)) for rs in resp.values() for r in rs)
+        n_reads += len(resp[p.slot]) + len(resp[p.counter_slot])
         abar_a, mu_a = scorer.abar_and_mu(str(f[p.sentence]), str(f[p.truth]), pa)
         abar_b, mu_b = scorer.abar_and_mu(str(f[p.counter]), str(f[p.counter_truth]), pb)
         ps = abar_a - abar_b
@@ -219,7 +219,7 @@ def compute(ctx: MetricContext, metric_id: str, params: BaseModel) -> MetricResu
             stimulus=sid, fields=f, abar=abar_a, abar_counter=abar_b, ps=ps, psd=psd, wfs=wfs(ps, psd, p.lam),
             ill_formed=ill_a + ill_b, predictions=len(pa) + len(pb),
             top=_top(pa), top_counter=_top(pb)))
-    return _summarise(ctx, metric_id, p, pairs, failed, out_tokens)
+    return _summarise(ctx, metric_id, p, pairs, failed, out_tokens, n_reads)
 
 
 def _top(preds: list[Prediction]) -> str:
@@ -235,7 +235,7 @@ def _mean_sd(values: list[float]) -> Estimate:
 
 
 def _summarise(ctx: MetricContext, metric_id: str, p: TFDPParams, pairs: list[PairScores], failed: list[list[Any]],
-               out_tokens: int) -> MetricResult:
+               out_tokens: int, n_reads: int) -> MetricResult:
     est: dict[str, Estimate] = {
         "WFS": _mean_sd([x.wfs for x in pairs]),
         "PS": _mean_sd([x.ps for x in pairs]),
@@ -277,8 +277,8 @@ def _summarise(ctx: MetricContext, metric_id: str, p: TFDPParams, pairs: list[Pa
         rows=[[x.stimulus, x.fields.get(p.task_field, ""), x.fields.get(p.sentence), x.fields.get(p.counter),
                x.fields.get(p.truth), x.fields.get(p.counter_truth), x.top, x.top_counter, x.ps, x.psd, x.wfs] for x in top]))
     n_pairs = len(pairs)
-    n_samples = max(1, ctx.config.probe.samples) if ctx.plan.kind == "generate" else 1
-    k_tokens = n_pairs * 2 * n_samples * p.continuation_k
+    n_samples = n_reads // (2 * n_pairs) if n_pairs else 0
+    k_tokens = n_reads * p.continuation_k  # the same answers as K-token continuations
     tables.append(Table(title="Token accounting", columns=["quantity", "value"], rows=[
         ["output tokens used by this probe", out_tokens],
         [f"output tokens of a {p.continuation_k}-token continuation audit (pairs x 2 x n x K)", k_tokens],

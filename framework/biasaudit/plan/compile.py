@@ -96,7 +96,8 @@ def compile_plan(
     probe = cfg.probe
     params = _params(cfg, cfg.runtime.seed)
     sampled = probe.kind == "generate" and probe.temperature > 0
-    n_samples = probe.samples
+    # Deterministic requests give the same answer every time: one item, not `samples` copies.
+    n_samples = probe.samples if sampled else 1
     items: list[PlanItem] = []
     requests: dict[str, Request] = {}
     factor_names = list(cfg.factors)
@@ -128,7 +129,7 @@ def compile_plan(
                 )
                 for slot, text, messages in _payloads(cfg, ctx, levels, parts, spec_file):
                     for sample in range(n_samples):
-                        s = sample if sampled else 0
+                        s = sample
                         key = request_key(identity, probe.kind, text, messages, params, s, pair)
                         if key not in requests:
                             requests[key] = Request(
