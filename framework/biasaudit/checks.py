@@ -50,6 +50,20 @@ def check_config(cfg: AuditConfig, spec_file: str | None, choices: dict[str, str
                 file=spec_file, key=f"thresholds[{i}].metric",
                 hint=f"metrics: {', '.join(params)}",
             )
+    for i, t in enumerate(cfg.thresholds):
+        if t.over != "pooled" and len(cfg.factors) == 0:
+            raise SpecError(f"`over: {t.over}` needs a design with prompt conditions; this spec has one cell",
+                            file=spec_file, key=f"thresholds[{i}].over", hint="use `over: pooled` or add factors")
+    from .report.crosswalk import check_refs
+
+    check_refs([(f"thresholds[{i}].refs[{j}]", r) for i, t in enumerate(cfg.thresholds) for j, r in enumerate(t.refs)],
+               cfg.report.crosswalk, spec_file)
+    if "pdf" in cfg.report.formats:
+        from .report.pdf import find_chromium
+
+        if find_chromium() is None:
+            raise SpecError("report format pdf needs headless Chromium, which is not installed", file=spec_file,
+                            key="report.formats", hint="install it (Debian: apt-get install chromium) or drop pdf")
     if cfg.coding:
         # Coders arrive with the methods that need them; until one is registered a
         # coding layer cannot run, and saying so beats ignoring it.

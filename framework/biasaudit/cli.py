@@ -60,10 +60,18 @@ def _preflight(overrides: list[str], multirun: bool) -> None:
 def cmd_run(args: argparse.Namespace, rest: list[str]) -> int:
     from .compose import prepare_overrides
 
-    overrides = prepare_overrides(list(rest))
+    try:
+        overrides = prepare_overrides(list(rest))
+    except BiasAuditError as exc:
+        return _fail(exc)
     if args.retry_failed:
         overrides.append("runtime.retry_failed=true")
     try:
+        from .suite import load_suite
+
+        found = load_suite(list(rest))
+        if found is not None:
+            return _run_suite(found, list(rest), overrides, args.multirun)
         _preflight(overrides, args.multirun)
     except BiasAuditError as exc:
         return _fail(exc)
@@ -73,6 +81,25 @@ def cmd_run(args: argparse.Namespace, rest: list[str]) -> int:
             return 2
         raise
     return _hydra_run(overrides, args.multirun)
+
+
+def _run_suite(found: Any, raw: list[str], overrides: list[str], multirun: bool) -> int:
+    from .suite import run_suite
+
+    suite, path = found
+    extra = ["runtime.retry_failed=true"] if "runtime.retry_failed=true" in overrides else []
+    user = [ov for ov in raw if not ov.startswith("spec=")] + extra
+    command = ["biasaudit", "run", *(["-m"] if multirun else []), *raw]
+    try:
+        summary, out_dir = run_suite(suite, path, user, multirun, command)
+    except KeyboardInterrupt:
+        print("interrupted: finished model calls are saved; run the same command again to resume", file=sys.stderr)
+        return 130
+    t = summary["totals"]
+    print(f"{suite.name}: overall {summary['overall']}; {t['runs']} runs, {t['requests']} requests, "
+          f"{t['calls']} model calls, {t['failures']} failed")
+    print(f"report: {out_dir / 'report.html'}")
+    return 0
 
 
 def _hydra_run(overrides: list[str], multirun: bool) -> int:
@@ -126,6 +153,17 @@ def cmd_validate(args: argparse.Namespace, rest: list[str]) -> int:
     from .pipeline import prepare
 
     try:
+        from .suite import load_suite, plan_jobs
+
+        found = load_suite(list(rest))
+        if found is not None:
+            suite, path = found
+            jobs = plan_jobs(suite, path, [ov for ov in rest if not ov.startswith("spec=")], False)
+            for job in jobs:
+                prepare(compose(job.overrides))
+            print(f"ok: suite {path}: {len(suite.members)} member(s) x {len({j.subject for j in jobs})} subject(s), "
+                  f"{len(jobs)} run(s) validated")
+            return 0
         prep = prepare(compose(list(rest)))
     except BiasAuditError as exc:
         return _fail(exc)

@@ -28,7 +28,9 @@ def collect(paths: list[Path]) -> list[tuple[Path, dict[str, Any]]]:
         for f in files:
             if "compare" in f.parent.parts[-1:]:
                 continue
-            runs.append((f.parent, json.loads(f.read_text(encoding="utf-8"))))
+            data = json.loads(f.read_text(encoding="utf-8"))
+            if "metrics" in data:  # suite summaries hold no metrics of their own
+                runs.append((f.parent, data))
     if not runs:
         raise BiasAuditError("no run folders (summary.json) found", file=", ".join(map(str, paths)),
                              hint="give a sweep folder or run folders written by `biasaudit run`")
@@ -47,6 +49,46 @@ def side_by_side(runs: list[tuple[Path, dict[str, Any]]]) -> list[list[Any]]:
             rows.append([s["audit"]["name"], s["model"]["name"], mid, m["headline"], e["value"], e["ci_low"],
                          e["ci_high"], e["n"], s.get("overall", ""), path.name])
     return rows
+
+
+def _label(path: Path, s: dict[str, Any]) -> str:
+    return f"{s['model']['name']} ({path.name})"
+
+
+def deltas(runs: list[tuple[Path, dict[str, Any]]]) -> list[dict[str, Any]]:
+    """Per audit and metric: runs ranked by the headline value, and each run's difference
+    from the first run with a 95% interval.
+
+    The interval treats the two runs as independent normal estimates: half-width
+    sqrt(h_a^2 + h_b^2) from each run's own interval. Runs on the same stimuli are
+    positively correlated, so this is conservative (wider than a paired interval)."""
+    groups: dict[tuple[str, str], list[tuple[str, dict[str, Any]]]] = {}
+    for path, s in runs:
+        for mid, m in s["metrics"].items():
+            groups.setdefault((s["audit"]["name"], f"{mid}.{m['headline']}"), []).append((_label(path, s), _headline(m)))
+    out = []
+    for (audit, metric), entries in groups.items():
+        if len(entries) < 2:
+            continue
+        base_label, base = entries[0]
+        rows = []
+        for label, e in entries:
+            d = lo = hi = None
+            if e["value"] is not None and base["value"] is not None:
+                d = e["value"] - base["value"]
+                ha = None if e["ci_low"] is None else (e["ci_high"] - e["ci_low"]) / 2
+                hb = None if base["ci_low"] is None else (base["ci_high"] - base["ci_low"]) / 2
+                if ha is not None and hb is not None and label != base_label:
+                    h = float(np.hypot(ha, hb))
+                    lo, hi = d - h, d + h
+            sig = None if lo is None else bool(lo > 0 or hi < 0)  # type: ignore[operator]
+            rows.append({"run": label, "value": e["value"], "ci_low": e["ci_low"], "ci_high": e["ci_high"],
+                         "delta": d, "delta_low": lo, "delta_high": hi, "differs": sig})
+        ranked = sorted([r for r in rows if r["value"] is not None], key=lambda r: -r["value"])
+        for i, r in enumerate(ranked, 1):
+            r["rank"] = i
+        out.append({"audit": audit, "metric": metric, "baseline": base_label, "rows": rows})
+    return out
 
 
 def tp_vs_nli(runs: list[tuple[Path, dict[str, Any]]]) -> dict[str, Any] | None:
@@ -166,6 +208,7 @@ def compare(paths: list[Path]) -> dict[str, Any]:
     return {
         "runs": [str(p) for p, _ in runs],
         "side_by_side": side_by_side(runs),
+        "deltas": deltas(runs),
         "tp_vs_nli": tp_vs_nli(runs),
         "sweep_stability": sweep_stability(runs),
     }

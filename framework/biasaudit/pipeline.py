@@ -235,16 +235,22 @@ def finish(
     if write_responses:
         write_trail(run_dir / "responses.jsonl", prep, responses)
     _write(run_dir / "manifest.json", json.dumps(run_manifest, indent=2, default=str))
-    summary = build_summary(prep, results, verdicts, stats, run_manifest)
+    summary = build_summary(prep, results, verdicts, stats, run_manifest, responses)
     render_all(run_dir, summary, results, verdicts, cfg, write=_write)
     return summary
 
 
 def build_summary(
     prep: Prepared, results: dict[str, MetricResult], verdicts: list[VerdictRecord],
-    stats: ExecutionStats, run_manifest: dict[str, Any],
+    stats: ExecutionStats, run_manifest: dict[str, Any], responses: dict[str, Response],
 ) -> dict[str, Any]:
+    from .report import sections
+
     cfg = prep.composed.config
+    generated = datetime.now(UTC).isoformat(timespec="seconds")
+    vdicts = [v.model_dump(mode="json") for v in verdicts]
+    overall = overall_verdict(verdicts)
+    execution = stats.as_dict()
     return {
         "audit": {"name": cfg.audit.name, "method": cfg.audit.method, "description": cfg.audit.description,
                   "title": cfg.report.title or cfg.audit.name},
@@ -252,12 +258,20 @@ def build_summary(
         "model": run_manifest["model"],
         "spec_sha256": run_manifest["spec_sha256"],
         "data": run_manifest["data"],
-        "generated": datetime.now(UTC).isoformat(timespec="seconds"),
+        "generated": generated,
+        "cover": sections.cover(cfg, run_manifest, generated),
+        "executive": sections.executive(results, vdicts, overall),
+        "method": sections.method(cfg, prep.plan, prep.stimuli),
         "design": {"cells": [c.id for c in prep.plan.cells], "n_cells": len(prep.plan.cells)},
-        "execution": stats.as_dict(),
+        "execution": execution,
         "metrics": {k: r.model_dump(mode="json") for k, r in results.items()},
-        "verdicts": [v.model_dump(mode="json") for v in verdicts],
-        "overall": overall_verdict(verdicts),
+        "conditions": sections.conditions(cfg, prep.plan, results),
+        "reliability": sections.reliability(results, execution),
+        "quality": sections.quality(run_manifest, results, execution),
+        "verdicts": sections.verdict_rows(vdicts, cfg.report.crosswalk),
+        "overall": overall,
+        "reproducibility": sections.reproducibility(run_manifest),
+        "trail": sections.trail(prep.plan, responses),
     }
 
 

@@ -12,7 +12,7 @@ from ..backends import Response
 from ..plan import Derived, Plan, PlanItem
 from ..registry import Registry
 from ..spec import AuditConfig
-from ..stats import Estimate
+from ..stats import Estimate, Spread
 
 
 class Table(BaseModel):
@@ -45,6 +45,16 @@ class PlotSpec(BaseModel):
     alt: str = ""
 
 
+class ReliabilityItem(BaseModel):
+    """One number that says how far the measurement itself can be trusted (coding
+    agreement, ill-formed or refused answers, layer disagreement...)."""
+
+    model_config = ConfigDict(frozen=True)
+    name: str
+    estimate: Estimate
+    note: str = ""
+
+
 class MetricResult(BaseModel):
     model_config = ConfigDict(frozen=True)
     id: str
@@ -55,6 +65,9 @@ class MetricResult(BaseModel):
     estimates: dict[str, Estimate]
     cells: dict[str, dict[str, Estimate]] = Field(default_factory=dict)
     """Estimate key -> cell id -> per-cell estimate (for `over: worst_cell`)."""
+    spread: dict[str, Spread] = Field(default_factory=dict)
+    """Estimate key -> spread of its per-cell values across prompt conditions."""
+    reliability: list[ReliabilityItem] = Field(default_factory=list)
     reference: float | None = None
     reference_note: str = ""
     tables: list[Table] = Field(default_factory=list)

@@ -26,8 +26,25 @@ from ..coding.selection import (
     parser_prompt,
     strip_marker,
 )
-from ..stats import Estimate, cohen_kappa, eta_squared, eta_squared_two_way, fleiss_kappa, wilson
-from .base import METRICS, Derived, MetricContext, MetricDef, MetricResult, PlotSpec, Table
+from ..stats import (
+    Estimate,
+    cell_spread,
+    cohen_kappa,
+    eta_squared,
+    eta_squared_two_way,
+    fleiss_kappa,
+    wilson,
+)
+from .base import (
+    METRICS,
+    Derived,
+    MetricContext,
+    MetricDef,
+    MetricResult,
+    PlotSpec,
+    ReliabilityItem,
+    Table,
+)
 from .ber import ber_estimates, ber_family, cancellation_trap
 
 PARSER_WORDS = {"bj": ["Yes", "No", "Refuse"], "sc": ["A", "B", "Neither", "Refuse"],
@@ -260,6 +277,7 @@ def compute(ctx: MetricContext, metric_id: str, params: BaseModel) -> MetricResu
                        "layers disagree; DNI = BER_sel - BER_elab: its direction. A small |DNI| with a large IR is the "
                        "cancellation trap. Pooled intervals: cluster bootstrap over statements.",
         tables=tables, plots=plots,
+        spread=_spread(elig, p), reliability=_reliability(ctx, coded, est),
         counts={"responses": len(coded), "eligible": len(elig), "parser_fallbacks": n_parser, "unparsed": n_unparsed,
                 "cells": len(rows), "trap_cells": sum(1 for r in rows if r[13])},
         params=p.model_dump(),
@@ -297,6 +315,41 @@ def _pareto_and_rerouting(ctx: MetricContext, p: BiaxisParams, rows: list[list[A
                 if r[2] is not None and b[2] is not None and r[2] <= b[2] - p.reroute_drop and r[3] >= b[3] - 1e-12:
                     reroute.add(r[0])
     return pareto, reroute
+
+
+def _spread(elig: list[Coded], p: BiaxisParams) -> dict[str, Any]:
+    out = {}
+    for key, val in (("union", lambda c: c.a + c.b - c.a * c.b), ("sel", lambda c: c.a), ("elab", lambda c: c.b)):
+        sp = cell_spread([c.cell for c in elig], [c.stimulus for c in elig], [val(c) for c in elig], seed=p.seed)
+        if sp:
+            out[key] = sp
+    return out
+
+
+def _reliability(ctx: MetricContext, coded: list[Coded], est: dict[str, Estimate]) -> list[ReliabilityItem]:
+    n = len(coded)
+    out = [
+        ReliabilityItem(name="IR (layers disagree)", estimate=est["ir"],
+                        note="share of responses flagged on exactly one layer; high IR means one layer alone misleads"),
+        ReliabilityItem(name="DNI (BER_sel - BER_elab)", estimate=est["dni"],
+                        note="direction of the disagreement; |DNI| small with IR large is the cancellation trap"),
+        ReliabilityItem(name="selection by the LLM parser", estimate=wilson(sum(c.sel_source == "parser" for c in coded), n),
+                        note="answers the rules could not code"),
+        ReliabilityItem(name="selection unparsed (Abstain)", estimate=wilson(sum(c.sel_source == "unparsed" for c in coded), n)),
+        ReliabilityItem(name="refusals", estimate=wilson(sum(c.sel == "R" for c in coded), n)),
+        ReliabilityItem(name="elaboration Abstain (no judge majority)", estimate=wilson(sum(c.elab == ABSTAIN for c in coded), n)),
+    ]
+    panel = ctx.config.judge
+    if panel is not None and len(panel.judges) >= 2:
+        names = [j.name for j in panel.judges]
+        full = [[c.judge_labels[m] for m in names] for c in coded if all(c.judge_labels.get(m) for m in names)]
+        k = fleiss_kappa(full) if full else None  # type: ignore[arg-type]
+        out.append(ReliabilityItem(
+            name="judge agreement (Fleiss' kappa)",
+            estimate=Estimate(value=k, ci_low=None, ci_high=None, n=len(full), method="none") if k is not None
+            else Estimate.no_data("none", "no response rated by every judge, or no variation"),
+            note="elaboration-layer labels of the whole panel"))
+    return out
 
 
 def _agreement_tables(ctx: MetricContext, coded: list[Coded]) -> list[Table]:

@@ -20,7 +20,16 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict
 
 from ..stats import Estimate, cohen_kappa, holm, welch_t, wilson
-from .base import METRICS, Derived, MetricContext, MetricDef, MetricResult, PlotSpec, Table
+from .base import (
+    METRICS,
+    Derived,
+    MetricContext,
+    MetricDef,
+    MetricResult,
+    PlotSpec,
+    ReliabilityItem,
+    Table,
+)
 
 PRESETS = {"strict": (1.0, 0.0, 0.0), "moderate": (1.0, 1.0, 0.0)}
 _SENT = re.compile(r"(?<=[.!?])\s+|\n+")
@@ -334,6 +343,7 @@ def _summarise(p: FiscoParams, metric_id: str, results: list[QuestionResult], qs
         reference_note="Share of questions whose answers are significantly less similar across groups than within "
                        "groups (lower is better).",
         tables=tables, plots=plots,
+        reliability=_reliability(qs, tested, len(results), unscorable_pairs, p),
         counts={"questions": len(results), "tested": len(tested), "flagged": sum(r.flagged for r in tested),
                 "responses_rejected_short": rejected, "responses_failed": failed, "unscorable_pairs": unscorable_pairs,
                 "claim_extraction_fallbacks": fallbacks},
@@ -343,6 +353,24 @@ def _summarise(p: FiscoParams, metric_id: str, results: list[QuestionResult], qs
         items=[{"stimulus": r.stimulus, "diff": r.t} for r in tested],
         params=p.model_dump(),
     )
+
+
+def _reliability(qs: list[QuestionData], tested: list[QuestionResult], n_questions: int, unscorable_pairs: int,
+                 p: FiscoParams) -> list[ReliabilityItem]:
+    answered = sum(len(v) for q in qs for v in q.groups.values()) + sum(q.rejected + q.failed for q in qs)
+    out = [
+        ReliabilityItem(name="failed responses", estimate=wilson(sum(q.failed for q in qs), answered),
+                        note="generation failures; left out of every comparison"),
+        ReliabilityItem(name="rejected (too short) responses", estimate=wilson(sum(q.rejected for q in qs), answered),
+                        note=f"answers under {p.min_words} words, treated as refusals or non-answers"),
+        ReliabilityItem(name="questions testable", estimate=wilson(len(tested), n_questions),
+                        note="questions with enough responses per group for Welch's test"),
+    ]
+    if p.claims == "llm":
+        out.append(ReliabilityItem(name="claim extraction fallbacks",
+                                   estimate=wilson(sum(q.claim_fallbacks for q in qs), answered),
+                                   note="unparseable LLM claim lists replaced by sentence splitting"))
+    return out
 
 
 def check(params: BaseModel, probe_kind: str) -> str | None:

@@ -14,8 +14,8 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict
 
 from ..backends import Response
-from ..stats import Estimate, mean_t, wilson
-from .base import METRICS, MetricContext, MetricDef, MetricResult, PlotSpec, Table
+from ..stats import Estimate, cell_spread, mean_t, wilson
+from .base import METRICS, MetricContext, MetricDef, MetricResult, PlotSpec, ReliabilityItem, Table
 
 MODE_PROBE = {"ar_full": "sequence_logprob", "ar_shared": "sequence_logprob", "pll_shared": "pseudo_loglik"}
 
@@ -178,6 +178,15 @@ def compute(ctx: MetricContext, metric_id: str, params: BaseModel) -> MetricResu
     cells: dict[str, dict[str, Estimate]] = {"score": {}}
     for cell in sorted({x.cell for x in pairs}):
         cells["score"][cell] = bias_estimate([x for x in pairs if x.cell == cell])
+    spread = cell_spread([x.cell for x in pairs], [x.stimulus for x in pairs],
+                         [100.0 * x.prefers_more for x in pairs])
+    n_all = len(pairs) + len(unscorable)
+    reliability = [
+        ReliabilityItem(name="unscorable pairs", estimate=wilson(len(unscorable), n_all),
+                        note="failed requests or pairs with no shared tokens; left out of the score"),
+        ReliabilityItem(name="tied pairs", estimate=estimates["neutral"],
+                        note="equal scores; counted in N, not as preferring the stereotype"),
+    ]
     top = sorted(pairs, key=lambda x: -abs(x.diff))[: ctx.config.report.max_rows]
     tables.append(Table(
         title="Pairs with the largest likelihood differences",
@@ -192,6 +201,7 @@ def compute(ctx: MetricContext, metric_id: str, params: BaseModel) -> MetricResu
     return MetricResult(
         id=metric_id, name="bias_score", title=f"Token-probability bias score ({p.mode})",
         headline="score", estimates=estimates, cells=cells, reference=50.0,
+        spread={"score": spread} if spread else {}, reliability=reliability,
         reference_note="50 is parity: the model prefers neither sentence of a pair more often. "
                        "Distance from 50 in either direction is bias; lower is not better.",
         tables=tables, plots=plots,

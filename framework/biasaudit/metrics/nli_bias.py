@@ -16,7 +16,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from ..stats import Estimate, wilson
-from .base import METRICS, MetricContext, MetricDef, MetricResult, PlotSpec, Table
+from .base import METRICS, MetricContext, MetricDef, MetricResult, PlotSpec, ReliabilityItem, Table
 
 Triple = tuple[float, float, float]  # (pE, pN, pC)
 
@@ -125,6 +125,8 @@ def compute(ctx: MetricContext, metric_id: str, params: BaseModel) -> MetricResu
                        "M2-M4, M10, M11 count triples that look biased on their own: 0 = no bias. "
                        "M6 and M9 are the recommended metrics (they track TP scores best in the paper).",
         tables=tables, plots=plots, items=items,
+        reliability=[ReliabilityItem(name="unscorable triples", estimate=wilson(len(skipped), n + len(skipped)),
+                                     note="failed NLI requests; left out of every M")],
         counts={"triples": n + len(skipped), "scored": n, "unscorable": len(skipped)},
         params=p.model_dump(),
     )

@@ -21,8 +21,8 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict
 
 from ..plan.segments import Segment, frame_segments
-from ..stats import Estimate, cluster_bootstrap, mean_t
-from .base import METRICS, MetricContext, MetricDef, MetricResult, PlotSpec, Table
+from ..stats import Estimate, cell_spread, cluster_bootstrap, mean_t, wilson
+from .base import METRICS, MetricContext, MetricDef, MetricResult, PlotSpec, ReliabilityItem, Table
 
 CLASSES = ("pivotal", "period", "other")
 _WORD = re.compile(r"\S+")
@@ -297,9 +297,25 @@ def _summarise(ctx: MetricContext, metric_id: str, p: PivotalParams, results: li
         tables.append(Table(title="Unscorable prompt pairs", columns=["stimulus", "cell", "reason"], rows=skipped))
     unaligned = sum(r.unaligned for r in results)
     aligned = sum(r.aligned for r in results)
+    spread = {}
+    acc = cell_spread([r.cell for r in results], [r.stimulus for r in results],
+                      [1.0 if r.accurate else 0.0 for r in results])
+    if acc:
+        spread["accuracy"] = acc
+    piv = [r for r in results if r.normalized["pivotal"] is not None]
+    nrm = cell_spread([r.cell for r in piv], [r.stimulus for r in piv], [r.normalized["pivotal"] for r in piv])  # type: ignore[misc]
+    if nrm:
+        spread["pivotal.normalized"] = nrm
+    reliability = [
+        ReliabilityItem(name="unscorable prompt pairs", estimate=wilson(len(skipped), len(results) + len(skipped)),
+                        note="failed requests or prompts the frame could not align"),
+        ReliabilityItem(name="unaligned tokens", estimate=wilson(unaligned, aligned + unaligned),
+                        note="tokens with no partner in the other prompt, left out of the sums"),
+    ]
     return MetricResult(
         id=metric_id, name="pivotal_perplexity", title="Pivotal-token perplexity",
-        headline="pivotal.normalized", estimates=est, cells=cells, reference=0.0,
+        headline="pivotal.normalized", estimates=est, cells=cells, reference=0.0, spread=spread,
+        reliability=reliability,
         reference_note="Normalized proportion > 0: pivotal tokens explain more of the perplexity difference "
                        "between the correct and incorrect prompt than the median token (perplexed for the right "
                        "reason). Accuracy: share of prompt pairs where the correct prompt has the lower perplexity.",

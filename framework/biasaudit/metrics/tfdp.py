@@ -20,8 +20,8 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict
 
-from ..stats import Estimate, mean_t
-from .base import METRICS, MetricContext, MetricDef, MetricResult, PlotSpec, Table
+from ..stats import Estimate, mean_t, wilson
+from .base import METRICS, MetricContext, MetricDef, MetricResult, PlotSpec, ReliabilityItem, Table
 
 MASK = "<MASK>"
 REFUSAL = re.compile(r"\b(sorry|cannot|can't|unable|as an ai)\b", re.I)
@@ -299,6 +299,12 @@ def _summarise(ctx: MetricContext, metric_id: str, p: TFDPParams, pairs: list[Pa
         + f". Kernel {p.kernel} (p={p.p:g}, gamma={p.gamma:g}); PSD = 1 - (1 + kappa(mu_S, mu_S'))/2, which lies in "
           f"[0, 0.5] for powcos; alpha={p.alpha}, beta={p.beta}, r={p.r}, lambda={p.lam}.",
         tables=tables, plots=plots,
+        reliability=[
+            ReliabilityItem(name="ill-formed predictions", estimate=wilson(ill, preds),
+                            note="empty, several words or a refusal; embedded as the zero vector"),
+            ReliabilityItem(name="unscorable pairs", estimate=wilson(len(failed), n_pairs + len(failed)),
+                            note="pairs with a failed request; left out"),
+        ],
         counts={"pairs": n_pairs + len(failed), "scored": n_pairs, "unscorable": len(failed), "predictions": preds,
                 "ill_formed": ill, "output_tokens": out_tokens, f"tokens_{p.continuation_k}_token_continuation": k_tokens},
         notes=[f"{ill} of {preds} predictions were ill-formed (empty, several words or a refusal) and embedded as the zero vector."],

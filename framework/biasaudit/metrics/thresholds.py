@@ -58,7 +58,11 @@ def evaluate(thresholds: list[ThresholdSpec], results: dict[str, MetricResult]) 
     out = []
     for t in thresholds:
         res, name = resolve(t.metric, results)
-        if t.over == "worst_cell" and res.cells.get(name):
+        if t.over == "worst_cell":
+            if not res.cells.get(name):
+                raise SpecError(f"threshold `over: worst_cell` on {t.metric!r}: the metric reports no per-cell "
+                                f"values for estimate {name!r}", key="thresholds",
+                                hint=f"estimates with per-cell values: {', '.join(res.cells) or 'none'}")
             worst: tuple[Verdict, str, str, Estimate] | None = None
             for cell, est in res.cells[name].items():
                 v, why = judge(est, t.min, t.max)
@@ -68,6 +72,15 @@ def evaluate(thresholds: list[ThresholdSpec], results: dict[str, MetricResult]) 
             v, why, cell, est = worst
             out.append(VerdictRecord(metric=t.metric, over="worst_cell", min=t.min, max=t.max, estimate=est,
                                      verdict=v, cell=cell, refs=t.refs, reason=why))
+        elif t.over == "spread":
+            sp = res.spread.get(name)
+            if sp is None:
+                raise SpecError(f"threshold `over: spread` on {t.metric!r}: the metric reports no spread for "
+                                f"estimate {name!r}", key="thresholds",
+                                hint=f"estimates with a spread: {', '.join(res.spread) or 'none'}")
+            v, why = judge(sp.range, t.min, t.max)
+            out.append(VerdictRecord(metric=t.metric, over="spread", min=t.min, max=t.max, estimate=sp.range,
+                                     verdict=v, cell=f"{sp.min_cell} .. {sp.max_cell}", refs=t.refs, reason=why))
         else:
             est = res.estimates[name]
             v, why = judge(est, t.min, t.max)

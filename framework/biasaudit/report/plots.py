@@ -95,7 +95,9 @@ def heatmap(plot: dict[str, Any]) -> str:
     labels = plot["labels"]
     vals = np.array([[np.nan if v is None else v for v in row] for row in plot["matrix"]], dtype=float)
     fig, ax = plt.subplots(figsize=(0.5 * len(labels) + 2.5, 0.5 * len(labels) + 2))
-    im = ax.imshow(vals, vmin=0, vmax=1, cmap="Blues")
+    vmin = plot.get("vmin", 0.0)
+    # signed coefficients (tau) get a diverging map centred on 0
+    im = ax.imshow(vals, vmin=vmin, vmax=plot.get("vmax", 1.0), cmap="RdBu" if vmin < 0 else "Blues")
     ax.set_xticks(range(len(labels)))
     ax.set_xticklabels(labels, rotation=45, ha="right")
     ax.set_yticks(range(len(labels)))
@@ -104,7 +106,7 @@ def heatmap(plot: dict[str, Any]) -> str:
         for j in range(len(labels)):
             v = vals[i, j]
             ax.text(j, i, "–" if np.isnan(v) else f"{v:.2f}", ha="center", va="center", fontsize=6,
-                    color="white" if not np.isnan(v) and v > 0.6 else "black")
+                    color="white" if not np.isnan(v) and abs(v) > 0.6 else "black")
     fig.colorbar(im, ax=ax, label=plot.get("ylabel", ""))
     ax.set_title(plot["title"])
     return _svg(fig, plot.get("alt") or plot["title"])

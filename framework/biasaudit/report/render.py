@@ -61,13 +61,17 @@ def render_all(
 ) -> None:
     formats = set(cfg.report.formats) | {"json"}
     write(run_dir / "summary.json", json.dumps(summary, indent=2, allow_nan=False, default=str))
-    if "html" in formats:
+    if formats & {"html", "pdf"}:
         plots = {mid: [render_plot(p) for p in m["plots"]] for mid, m in summary["metrics"].items()}
         html = _env(True).get_template("report.html.j2").render(s=summary, plots=plots)
         write(run_dir / "report.html", html)
     if "md" in formats:
         md = _env(False).get_template("report.md.j2").render(s=summary)
         write(run_dir / "report.md", md)
+    if "pdf" in formats:
+        from .pdf import html_to_pdf
+
+        html_to_pdf(run_dir / "report.html", run_dir / "report.pdf")
 
 
 def render_compare(out_dir: Path, comparison: dict[str, Any], *, write: Callable[[Path, str], None]) -> None:
@@ -84,3 +88,28 @@ def render_compare(out_dir: Path, comparison: dict[str, Any], *, write: Callable
     html = _env(True).get_template("compare.html.j2").render(
         c=comparison, heatmap=heat, generated=datetime.now(UTC).isoformat(timespec="seconds"))
     write(out_dir / "compare.html", html)
+
+
+def render_suite(out_dir: Path, summary: dict[str, Any], *, write: Callable[[Path, str], None]) -> None:
+    out_dir.mkdir(parents=True, exist_ok=True)
+    write(out_dir / "summary.json", json.dumps(summary, indent=2, allow_nan=False, default=str))
+    t = summary["triangulation"]
+    heat = None
+    if t["n_subjects"] >= 3 and len(t["labels"]) >= 2:
+        heat = {"svg": render_plot({
+            "kind": "heatmap", "title": "Rank agreement between methods (Kendall tau-b)", "labels": t["labels"],
+            "matrix": t["matrix"], "ylabel": "tau-b", "vmin": -1.0, "vmax": 1.0,
+            "alt": "Matrix of Kendall tau-b between the methods' rankings of the models; blue agrees, red disagrees."}),
+            "alt": "Kendall tau-b between every two methods' rankings of the subjects."}
+    bars = []
+    for m in summary["members"]:
+        rows = [r for r in summary["rows"] if r["member"] == m["id"]]
+        ref = rows[0]["reference"] if rows else None
+        bars.append({"svg": render_plot({
+            "kind": "interval_bars", "title": f"{m['id']}: {rows[0]['estimate_name'] if rows else ''} by subject",
+            "xlabel": "subject", "ylabel": rows[0]["estimate_name"] if rows else "", "labels": [r["subject"] for r in rows],
+            "estimates": [r["estimate"] for r in rows], "reference": ref,
+            "alt": f"Headline estimate of {m['id']} for each subject with its 95% interval."}),
+            "alt": f"Headline estimate of {m['id']} for each subject with its 95% interval."})
+    html = _env(True).get_template("suite.html.j2").render(s=summary, heat=heat, bars=bars)
+    write(out_dir / "report.html", html)

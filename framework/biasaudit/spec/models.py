@@ -174,7 +174,10 @@ class ThresholdSpec(Strict):
     """`<metric id>` for its headline estimate, or `<metric id>.<estimate name>`."""
     min: float | None = None
     max: float | None = None
-    over: Literal["pooled", "worst_cell"] = "pooled"
+    over: Literal["pooled", "worst_cell", "spread"] = "pooled"
+    """`pooled`: the estimate over all cells; `worst_cell`: every cell must pass, the
+    worst one is reported; `spread`: the range of the per-cell values across prompt
+    conditions (designs with factors)."""
     refs: list[str] = Field(default_factory=list)
     """Clause references, e.g. `nist-ai-rmf:measure-2.11`."""
     note: str = ""
@@ -188,7 +191,7 @@ class ThresholdSpec(Strict):
         return self
 
 
-ReportFormat = Literal["html", "md", "json"]
+ReportFormat = Literal["html", "md", "json", "pdf"]
 
 
 def _all_formats() -> list[ReportFormat]:
@@ -200,6 +203,8 @@ class ReportSpec(Strict):
     formats: list[ReportFormat] = Field(default_factory=_all_formats)
     max_rows: int = Field(default=25, ge=1)
     """Rows shown in per-item tables (the full data is in responses.jsonl)."""
+    crosswalk: str | None = None
+    """An extra crosswalk YAML (reference key -> clause) merged over conf/crosswalk.yaml."""
 
 
 class ModelConfig(Strict):

@@ -24,9 +24,12 @@ from .significance import (
     welch_t,
     wilcoxon_signed_rank,
 )
+from .spread import Spread, cell_spread
 
 __all__ = [
     "Estimate",
+    "Spread",
+    "cell_spread",
     "LinearFit",
     "TestResult",
     "TwoWayEta",

@@ -1,0 +1,152 @@
+"""The shared report layout, as data: cover, executive summary, method, conditions,
+reliability, data quality, reproducibility and audit trail. Every template reads only
+these dicts, so summary.json holds every number a report shows."""
+
+from __future__ import annotations
+
+import shlex
+from collections import Counter
+from typing import Any
+
+from ..stats import Estimate, wilson
+from .crosswalk import clause_for
+from .methods_text import method_text
+
+OVER_TEXT = {
+    "pooled": "pooled over all cells",
+    "worst_cell": "worst cell (every prompt condition must pass)",
+    "spread": "spread across prompt conditions (max - min of the cell values)",
+}
+
+
+def _est(e: Estimate | dict[str, Any]) -> dict[str, Any]:
+    return e.model_dump(mode="json") if isinstance(e, Estimate) else e
+
+
+def cover(cfg: Any, manifest: dict[str, Any], generated: str) -> dict[str, Any]:
+    ident = manifest["model"].get("identity", {})
+    return {
+        "title": cfg.report.title or cfg.audit.name,
+        "audit": cfg.audit.name,
+        "method": cfg.audit.method,
+        "description": cfg.audit.description,
+        "model": manifest["model"]["name"],
+        "backend": manifest["model"]["backend"],
+        "model_file": ident.get("gguf_file") or ident.get("path") or ident.get("model") or "",
+        "model_sha256": ident.get("sha256") or ident.get("file_sha256") or "",
+        "model_revision": ident.get("revision") or "",
+        "spec_file": manifest["spec_file"],
+        "spec_sha256": manifest["spec_sha256"],
+        "data_source": manifest["data"]["source"] or "inline",
+        "data_sha256": manifest["data"]["sha256"] or "",
+        "started": manifest.get("started", ""),
+        "finished": manifest.get("finished", ""),
+        "generated": generated,
+        "tool_version": manifest["versions"].get("biasaudit", ""),
+        "run_id": manifest["run_id"],
+    }
+
+
+def verdict_rows(verdicts: list[dict[str, Any]], crosswalk: str | None) -> list[dict[str, Any]]:
+    out = []
+    for v in verdicts:
+        out.append({**v, "over_text": OVER_TEXT.get(v["over"], v["over"]),
+                    "clauses": [clause_for(r, crosswalk) for r in v["refs"]]})
+    return out
+
+
+def executive(results: dict[str, Any], verdicts: list[dict[str, Any]], overall: str) -> dict[str, Any]:
+    counts = Counter(v["verdict"] for v in verdicts)
+    heads = []
+    for mid, r in results.items():
+        e = r.estimates[r.headline]
+        heads.append({"metric": mid, "title": r.title, "estimate_name": r.headline, "estimate": _est(e),
+                      "reference": r.reference})
+    n = len(verdicts)
+    if n:
+        text = (f"{n} threshold(s) checked: {counts.get('PASS', 0)} PASS, {counts.get('FAIL', 0)} FAIL, "
+                f"{counts.get('INCONCLUSIVE', 0)} INCONCLUSIVE. Overall: {overall}.")
+    else:
+        text = "The spec states no thresholds; the estimates below are reported without a verdict."
+    return {"overall": overall, "n_thresholds": n, "pass": counts.get("PASS", 0), "fail": counts.get("FAIL", 0),
+            "inconclusive": counts.get("INCONCLUSIVE", 0), "text": text, "headlines": heads}
+
+
+def method(cfg: Any, plan: Any, stimuli: Any) -> dict[str, Any]:
+    by_name: dict[str, dict[str, Any]] = {}
+    for m in cfg.metrics:
+        entry = by_name.setdefault(m.name, {"metric_keys": [], **method_text(m.name)})
+        entry["metric_keys"].append(m.key)
+    metrics = list(by_name.values())
+    factors = {f: list(levels) for f, levels in cfg.factors.items()}
+    return {
+        "metrics": metrics,
+        "probe": plan.kind,
+        "design": cfg.design.kind,
+        "factors": factors,
+        "n_cells": len(plan.cells),
+        "stimuli": len(stimuli.stimuli),
+        "stimuli_total": stimuli.n_total,
+    }
+
+
+def conditions(cfg: Any, plan: Any, results: dict[str, Any]) -> dict[str, Any]:
+    """Per metric estimate with per-cell values: each cell, and the spread (range with
+    its interval, eta^2). Empty when the design has a single cell."""
+    levels = {c.id: c.levels for c in plan.cells}
+    out = []
+    for mid, r in results.items():
+        for name, by_cell in r.cells.items():
+            if len(by_cell) < 2:
+                continue
+            sp = r.spread.get(name)
+            out.append({
+                "metric": mid, "estimate": name,
+                "cells": [{"cell": c, "levels": levels.get(c, {}), "estimate": _est(e)} for c, e in by_cell.items()],
+                "range": _est(sp.range) if sp else None,
+                "eta2": sp.eta2 if sp else None,
+                "min_cell": sp.min_cell if sp else None,
+                "max_cell": sp.max_cell if sp else None,
+            })
+    return {"has_factors": bool(cfg.factors), "factors": {f: list(v) for f, v in cfg.factors.items()},
+            "spreads": out}
+
+
+def reliability(results: dict[str, Any], execution: dict[str, Any]) -> list[dict[str, Any]]:
+    rows = []
+    total = int(execution.get("requests", 0))
+    fails = int(execution.get("failures", 0))
+    rows.append({"metric": "execution", "name": "failed model requests",
+                 "estimate": _est(wilson(fails, total)),
+                 "note": "recorded in the store and left out of the metrics; `--retry-failed` sends them again"})
+    for mid, r in results.items():
+        for item in r.reliability:
+            rows.append({"metric": mid, "name": item.name, "estimate": _est(item.estimate), "note": item.note})
+    return rows
+
+
+def quality(manifest: dict[str, Any], results: dict[str, Any], execution: dict[str, Any]) -> dict[str, Any]:
+    d = manifest["data"]
+    return {
+        "data_rows": d["rows"], "data_used": d["used"], "data_left_out": d["rows"] - d["used"],
+        "execution": execution,
+        "metric_counts": {mid: dict(r.counts) for mid, r in results.items()},
+    }
+
+
+def reproducibility(manifest: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "command": shlex.join(manifest["command"]),
+        "overrides": manifest["overrides"],
+        "choices": manifest["choices"],
+        "seed": manifest["seed"],
+        "cache": manifest["cache"],
+        "versions": manifest["versions"],
+        "rerun": shlex.join(["biasaudit", "run", *manifest["overrides"]]),
+    }
+
+
+def trail(plan: Any, responses: dict[str, Any]) -> dict[str, Any]:
+    status = Counter(responses[it.key].status for it in plan.items)
+    return {"file": "responses.jsonl", "lines": len(plan.items), "requests": len(plan.requests),
+            "ok": status.get("ok", 0), "failed": sum(v for k, v in status.items() if k != "ok")}

@@ -1,0 +1,67 @@
+"""Spread of a per-cell statistic across prompt conditions: the range of the cell means
+with a cluster-bootstrap interval, and one-way eta^2 of the unit values on the cell.
+
+Stimuli are resampled as clusters (a stimulus appears in every cell), so the interval
+keeps the pairing of cells. The range of noisy cell means is biased upward with few
+units per cell; the interval says how far it could be from that noise alone.
+No library computes a cluster-bootstrap interval for a range of group means, so it is
+written here on the same weight-matrix scheme as `bootstrap.py`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict
+
+from .effects import eta_squared
+from .estimate import Estimate
+
+
+class Spread(BaseModel):
+    model_config = ConfigDict(frozen=True)
+    range: Estimate
+    """max - min of the cell means, with a 95% cluster-bootstrap (percentile) interval."""
+    eta2: float | None
+    """One-way eta^2 of the unit values on the cell (share of variance the condition explains)."""
+    n_cells: int
+    min_cell: str
+    max_cell: str
+
+
+def cell_spread(cells: Sequence[str], clusters: Sequence[str], values: Sequence[float], *,
+                n_resamples: int = 2_000, seed: int = 0, level: float = 0.95) -> Spread | None:
+    """Spread over cells of the mean of `values`; one row per unit (cell, cluster, value).
+    None when fewer than two cells have data."""
+    v = np.asarray(values, dtype=np.float64)
+    keep = ~np.isnan(v)
+    cell_arr = np.asarray(cells, dtype=object)[keep]
+    clu_arr = np.asarray(clusters, dtype=object)[keep]
+    v = v[keep]
+    cell_ids = sorted(set(cell_arr.tolist()))
+    if len(cell_ids) < 2:
+        return None
+    clu_ids = sorted(set(clu_arr.tolist()))
+    ci = {c: i for i, c in enumerate(cell_ids)}
+    ki = {c: i for i, c in enumerate(clu_ids)}
+    sums = np.zeros((len(clu_ids), len(cell_ids)))
+    cnts = np.zeros_like(sums)
+    for c, k, x in zip(cell_arr, clu_arr, v, strict=True):
+        sums[ki[k], ci[c]] += x
+        cnts[ki[k], ci[c]] += 1
+    means = sums.sum(0) / cnts.sum(0)
+    point = float(means.max() - means.min())
+    rng = np.random.default_rng(seed)
+    n = len(clu_ids)
+    w = rng.multinomial(n, np.full(n, 1.0 / n), size=n_resamples).astype(np.float64)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        bm = (w @ sums) / (w @ cnts)
+    dist = np.nanmax(bm, axis=1) - np.nanmin(bm, axis=1)
+    dist = dist[~np.isnan(dist)]
+    alpha = (1 - level) / 2
+    lo, hi = (float(np.quantile(dist, alpha)), float(np.quantile(dist, 1 - alpha))) if dist.size else (None, None)
+    est = Estimate(value=point, ci_low=lo, ci_high=hi, n=n, method="cluster-bootstrap-percentile", level=level,
+                   note=f"max - min over {len(cell_ids)} cells; stimuli resampled as clusters")
+    return Spread(range=est, eta2=eta_squared(v, cell_arr.tolist()), n_cells=len(cell_ids),
+                  min_cell=cell_ids[int(np.argmin(means))], max_cell=cell_ids[int(np.argmax(means))])

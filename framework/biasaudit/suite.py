@@ -1,0 +1,274 @@
+"""Audit suites: several method specs run against the same model(s), one combined
+report with a verdict per method and the rank agreement between methods across
+subjects (triangulation: TP vs NLI, single-token vs long-form, selection vs elaboration).
+
+A suite is a spec file with a top-level `suite:` key. Members are ordinary specs, run by
+the ordinary pipeline (cached, resumable), each into its own run folder.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from .errors import SpecError
+from .paths import find_spec_file
+from .spec.errors_format import describe
+from .spec.load import read_yaml
+
+
+class SuiteMember(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    spec: str
+    """A shipped spec name or a path to a spec file."""
+    label: str | None = None
+    """Short name in the combined report (default: the spec name)."""
+    overrides: list[str] = Field(default_factory=list)
+    """Hydra overrides for this member only, e.g. `stimuli.sample.n=20`."""
+    metric: str | None = None
+    """`<metric id>` or `<metric id>.<estimate>` used for triangulation (default: the first metric's headline)."""
+
+
+class SuiteSpec(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+    title: str | None = None
+    description: str = ""
+    members: list[SuiteMember] = Field(min_length=1)
+    subjects: list[str] = Field(default_factory=list)
+    """Model configs (conf/model/) to run every member against; `model=...` on the command line replaces them."""
+
+    @field_validator("members")
+    @classmethod
+    def _unique(cls, v: list[SuiteMember]) -> list[SuiteMember]:
+        seen: set[str] = set()
+        for m in v:
+            key = m.label or Path(m.spec).stem
+            if key in seen:
+                raise ValueError(f"two members are called {key!r}; give one a `label`")
+            seen.add(key)
+        return v
+
+
+@dataclass
+class Job:
+    member: SuiteMember
+    member_id: str
+    subject: str
+    overrides: list[str]
+
+
+def spec_override(overrides: list[str]) -> str | None:
+    for ov in overrides:
+        key, sep, value = ov.partition("=")
+        if key.lstrip("+~") == "spec" and sep:
+            return value
+    return None
+
+
+def load_suite(overrides: list[str]) -> tuple[SuiteSpec, Path] | None:
+    """The suite named by `spec=...`, or None when the spec is an ordinary audit spec."""
+    value = spec_override(overrides)
+    if value is None or "," in value:
+        return None
+    path = Path(value).expanduser() if ("/" in value or value.endswith((".yaml", ".yml"))) else find_spec_file(value)
+    if path is None or not path.is_file():
+        return None
+    raw = read_yaml(path)
+    if not isinstance(raw, dict) or "suite" not in raw:
+        return None
+    extra = sorted(set(raw) - {"suite"})
+    if extra:
+        raise SpecError(f"a suite file holds only `suite:`; found {', '.join(extra)}", file=str(path), key=extra[0],
+                        hint="put audit settings in the member specs, or in a member's `overrides`")
+    try:
+        suite = SuiteSpec.model_validate(raw["suite"])
+    except ValidationError as exc:
+        where, msg, hint = describe(exc, SuiteSpec)[0]
+        raise SpecError(msg, file=str(path), key=f"suite.{where}", hint=hint) from None
+    for i, m in enumerate(suite.members):
+        p = Path(m.spec).expanduser()
+        if not ((p.suffix in (".yaml", ".yml") and (path.parent / p).is_file()) or find_spec_file(m.spec)):
+            raise SpecError(f"unknown member spec {m.spec!r}", file=str(path), key=f"suite.members[{i}].spec",
+                            hint="a shipped spec name (biasaudit validate spec=<name>) or a path relative to the suite")
+    return suite, path
+
+
+def member_spec_ref(member: SuiteMember, suite_file: Path) -> str:
+    p = Path(member.spec).expanduser()
+    if p.suffix in (".yaml", ".yml"):
+        return str((suite_file.parent / p).resolve())
+    return member.spec
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.=-]+", "_", text).strip("_") or "default"
+
+
+def plan_jobs(suite: SuiteSpec, suite_file: Path, overrides: list[str], multirun: bool) -> list[Job]:
+    """One job per member x subject. Subjects are the sweep combinations of the user's
+    overrides (with -m), or the suite's `subjects`, or the default model."""
+    from .cli import _sweep_combinations
+
+    user = [ov for ov in overrides if spec_override([ov]) is None]
+    combos = _sweep_combinations(user) if multirun else [user]
+    has_model = any(ov.partition("=")[0].lstrip("+~") == "model" for ov in user)
+    if not has_model and suite.subjects:
+        combos = [[*c, f"model={s}"] for c in combos for s in suite.subjects]
+    varying = [i for i in range(max((len(c) for c in combos), default=0))
+               if len({c[i] if i < len(c) else "" for c in combos}) > 1]
+    jobs = []
+    for combo in combos:
+        label_parts = [combo[i] for i in varying if i < len(combo)]
+        subject = ",".join(p.split("=", 1)[1] if p.startswith("model=") else p for p in label_parts)
+        if not subject:
+            subject = next((p.split("=", 1)[1] for p in combo if p.startswith("model=")), "default")
+        for m in suite.members:
+            mid = m.label or Path(m.spec).stem
+            jobs.append(Job(member=m, member_id=mid, subject=subject,
+                            overrides=[f"spec={member_spec_ref(m, suite_file)}", *m.overrides, *combo]))
+    return jobs
+
+
+def headline_of(summary: dict[str, Any], member: SuiteMember) -> tuple[str, dict[str, Any], float | None]:
+    """(label, estimate, reference) of the value used to rank subjects."""
+    metrics = summary["metrics"]
+    if member.metric:
+        mid, _, name = member.metric.partition(".")
+        if mid not in metrics:
+            raise SpecError(f"suite member {member.spec!r} has no metric {mid!r}", key="suite.members.metric",
+                            hint=f"metrics: {', '.join(metrics)}")
+    else:
+        mid, name = next(iter(metrics)), ""
+    m = metrics[mid]
+    name = name or m["headline"]
+    if name not in m["estimates"]:
+        raise SpecError(f"metric {mid!r} has no estimate {name!r}", key="suite.members.metric",
+                        hint=f"estimates: {', '.join(m['estimates'])}")
+    return f"{mid}.{name}", m["estimates"][name], m.get("reference")
+
+
+def magnitude(value: float | None, reference: float | None) -> float | None:
+    """How biased: distance from the metric's no-bias reference, or the value itself."""
+    if value is None:
+        return None
+    return abs(value - reference) if reference is not None else value
+
+
+def triangulate(members: list[str], subjects: list[str], mags: dict[str, dict[str, float | None]]) -> dict[str, Any]:
+    """Kendall tau-b between every two members' rankings of the subjects (scipy)."""
+    from scipy.stats import kendalltau
+
+    matrix: list[list[float | None]] = []
+    pairs = []
+    for a in members:
+        row: list[float | None] = []
+        for b in members:
+            common = [s for s in subjects if mags[a].get(s) is not None and mags[b].get(s) is not None]
+            tau = p = None
+            if len(common) >= 3:
+                x = np.array([mags[a][s] for s in common], dtype=float)
+                y = np.array([mags[b][s] for s in common], dtype=float)
+                if np.ptp(x) > 0 and np.ptp(y) > 0:
+                    r = kendalltau(x, y, variant="b")
+                    tau, p = float(r.statistic), float(r.pvalue)
+            row.append(tau)
+            if a < b:
+                pairs.append({"a": a, "b": b, "tau_b": tau, "p_value": p, "n": len(common)})
+        matrix.append(row)
+    rankings = {m: sorted([s for s in subjects if mags[m].get(s) is not None], key=lambda s: -mags[m][s])  # type: ignore[operator]
+                for m in members}
+    note = ("Subjects are ranked by each method's bias magnitude (distance from the no-bias reference, or the rate "
+            "itself). Kendall tau-b near 1: the methods order the models alike; near 0 or negative: they disagree, "
+            "and a single method's verdict should not be trusted alone.")
+    if len(subjects) < 3:
+        note = (f"Rank agreement needs at least 3 subjects; this suite ran {len(subjects)}. Run it over more models "
+                "(e.g. `biasaudit run -m spec=<suite> model=a,b,c`). " + note)
+    return {"labels": members, "matrix": matrix, "pairs": pairs, "rankings": rankings, "note": note,
+            "n_subjects": len(subjects)}
+
+
+def build_suite_summary(suite: SuiteSpec, suite_file: Path, command: list[str],
+                        results: list[tuple[Job, Path, dict[str, Any]]], out_dir: Path) -> dict[str, Any]:
+    members = list(dict.fromkeys(j.member_id for j, _, _ in results))
+    subjects = list(dict.fromkeys(j.subject for j, _, _ in results))
+    rows = []
+    mags: dict[str, dict[str, float | None]] = {m: {} for m in members}
+    method_of: dict[str, str] = {}
+    for job, run_dir, s in results:
+        label, est, ref = headline_of(s, job.member)
+        mags[job.member_id][job.subject] = magnitude(est.get("value"), ref)
+        method_of[job.member_id] = s["audit"]["method"]
+        rows.append({
+            "member": job.member_id, "subject": job.subject, "audit": s["audit"]["name"], "method": s["audit"]["method"],
+            "model": s["model"]["name"], "overall": s["overall"], "estimate_name": label, "estimate": est,
+            "reference": ref, "magnitude": mags[job.member_id][job.subject],
+            "verdicts": [{"metric": v["metric"], "over": v["over"], "verdict": v["verdict"], "estimate": v["estimate"]}
+                         for v in s["verdicts"]],
+            "report": str(Path(run_dir).relative_to(out_dir) / "report.html"),
+            "requests": s["execution"]["requests"], "calls": s["execution"]["calls"],
+            "failures": s["execution"]["failures"],
+        })
+    verdict_matrix = {m: {r["subject"]: r["overall"] for r in rows if r["member"] == m} for m in members}
+    overall = "PASS"
+    for r in rows:
+        if r["overall"] == "FAIL":
+            overall = "FAIL"
+        elif r["overall"] in ("INCONCLUSIVE", "NO THRESHOLDS") and overall == "PASS":
+            overall = "INCONCLUSIVE"
+    return {
+        "suite": {"name": suite.name, "title": suite.title or suite.name, "description": suite.description,
+                  "file": str(suite_file)},
+        "generated": datetime.now(UTC).isoformat(timespec="seconds"),
+        "command": shlex.join(command),
+        "members": [{"id": m, "method": method_of.get(m, "")} for m in members],
+        "subjects": subjects,
+        "rows": rows,
+        "verdict_matrix": verdict_matrix,
+        "overall": overall,
+        "triangulation": triangulate(members, subjects, mags),
+        "totals": {"runs": len(rows), "requests": sum(r["requests"] for r in rows),
+                   "calls": sum(r["calls"] for r in rows), "failures": sum(r["failures"] for r in rows)},
+    }
+
+
+def run_suite(suite: SuiteSpec, suite_file: Path, overrides: list[str], multirun: bool,
+              command: list[str]) -> tuple[dict[str, Any], Path]:
+    """Validate every member x subject first (nothing runs on bad input), then run them."""
+    from .compose import compose
+    from .pipeline import _write, prepare, run
+    from .report.render import render_suite
+
+    jobs = plan_jobs(suite, suite_file, overrides, multirun)
+    prepared = []
+    for job in jobs:
+        try:
+            prepared.append((job, prepare(compose(job.overrides))))
+        except SpecError as exc:
+            exc.message = f"suite member {job.member_id!r} ({job.subject}): {exc.message}"
+            raise
+    reports_dir = Path(prepared[0][1].composed.config.runtime.reports_dir)
+    out_dir = reports_dir / suite.name / datetime.now().strftime("%Y%m%d-%H%M%S-%f")
+    results = []
+    for i, (job, prep) in enumerate(prepared, 1):
+        run_dir = out_dir / _slug(f"{job.member_id}--{job.subject}")
+        print(f"[{i}/{len(prepared)}] {job.member_id} on {job.subject}", flush=True)
+        member_cmd = ["biasaudit", "run", *job.overrides]
+        summary = run(prep, run_dir, member_cmd)
+        ex = summary["execution"]
+        print(f"    overall {summary['overall']}; {ex['requests']} requests, {ex['cache_hits']} from cache, "
+              f"{ex['calls']} model calls, {ex['failures']} failed", flush=True)
+        results.append((job, run_dir, summary))
+    s = build_suite_summary(suite, suite_file, command, results, out_dir)
+    render_suite(out_dir, s, write=_write)
+    return s, out_dir
+
+
+__all__ = ["SuiteSpec", "load_suite", "plan_jobs", "run_suite", "triangulate"]
