@@ -13,13 +13,14 @@ export TOKENIZERS_PARALLELISM := false
 # pip warns about every unreachable mirror location; keep real errors visible.
 QUIET_PIP := 2>&1 | { grep -v -e '^WARNING: Location' -e 'is ignored: it is neither' || true; }
 
-.PHONY: setup audit test bench lint clean help
+.PHONY: setup audit test bench lint clean help example-report
 
 help:
 	@echo "make audit   set up .venv if needed and run the default audit on the embedded models"
 	@echo "make test    set up .venv if needed and run the test suite"
 	@echo "make bench   run the benchmarks in bench/"
 	@echo "make lint    ruff + mypy"
+	@echo "make example-report  run the default suite and screenshot its report to reports/example-report.png"
 
 setup: $(STAMP)
 
@@ -33,8 +34,17 @@ $(STAMP): pyproject.toml
 	@$(BIN)/python -c "import torch, transformers, biasaudit; assert torch.__version__.startswith('2.13.0'), torch.__version__"
 	@touch $(STAMP)
 
+# The default suite: four methods x three variants of the embedded model, one combined
+# report with the triangulation between methods (specs/default_suite.yaml).
 audit: setup
-	$(BIN)/biasaudit run
+	$(BIN)/biasaudit run spec=default_suite
+
+example-report: setup
+	$(BIN)/biasaudit run spec=default_suite | tee .biasaudit/last-audit.txt
+	$(BIN)/python -c "import pathlib, sys; from biasaudit.report.pdf import html_to_png; \
+	  p = [l.split(' ', 1)[1] for l in open('.biasaudit/last-audit.txt') if l.startswith('report: ')][-1].strip(); \
+	  html_to_png(pathlib.Path(p), pathlib.Path('reports/example-report.png'), width=1200, height=2400)"
+	@echo "screenshot: reports/example-report.png"
 
 test: setup
 	$(BIN)/python -m pytest -q -p no:cacheprovider

@@ -74,3 +74,38 @@ def check_report(run_dir: Path) -> dict[str, Any]:
     bad = unexplained_numbers(html, summary)
     assert not bad, f"{run_dir}: numbers shown in report.html but not in summary.json: {bad[:20]}"
     return summary
+
+
+def chromium_or_skip() -> None:
+    """CI installs Chromium (.ci/run), so there a missing browser is a failure."""
+    import os
+
+    import pytest
+
+    from biasaudit.report.pdf import find_chromium
+
+    if find_chromium() is None:
+        if os.environ.get("CI") == "true":
+            pytest.fail("CI must have chromium (see .ci/run)")
+        pytest.skip("chromium is not installed")
+
+
+def check_in_browser(run_dir: Path, report: str = "report.html") -> None:
+    """Headless Chromium loads the report: no console errors or warnings, no exceptions,
+    no request but the file itself, and a screenshot that is not blank."""
+    import io
+
+    from PIL import Image
+
+    from tests.browser import load_page
+
+    chromium_or_skip()
+    page = run_dir / report
+    res = load_page(page)
+    assert res.console == [], f"console messages: {res.console}"
+    assert res.exceptions == [], f"exceptions: {res.exceptions}"
+    assert res.requests == [page.resolve().as_uri()], f"requests beyond the file: {res.requests}"
+    img = Image.open(io.BytesIO(res.screenshot)).convert("L")
+    hist = img.histogram()
+    non_white = sum(hist[:240]) / max(1, sum(hist))
+    assert img.size[0] > 0 and non_white > 0.01, "screenshot is blank"

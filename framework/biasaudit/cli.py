@@ -180,6 +180,11 @@ def cmd_plan(args: argparse.Namespace, rest: list[str]) -> int:
     from .store import Store
 
     try:
+        from .suite import load_suite
+
+        found = load_suite(list(rest))
+        if found is not None:
+            return _plan_suite(found, list(rest))
         prep = prepare(compose(list(rest)))
     except BiasAuditError as exc:
         return _fail(exc)
@@ -221,6 +226,24 @@ def cmd_plan(args: argparse.Namespace, rest: list[str]) -> int:
     if args.cells:
         for c in plan.cells:
             print(f"  cell {c.id}")
+    return 0
+
+
+def _plan_suite(found: Any, rest: list[str]) -> int:
+    from .compose import compose
+    from .pipeline import prepare
+    from .suite import plan_jobs
+
+    suite, path = found
+    jobs = plan_jobs(suite, path, [ov for ov in rest if not ov.startswith("spec=")], False)
+    print(f"suite {suite.name} ({path}): {len(suite.members)} member(s) x {len({j.subject for j in jobs})} subject(s)")
+    print(f"{'member':<22}{'subject':<20}{'probe':<18}{'cells':>6}{'requests':>10}")
+    total = 0
+    for job in jobs:
+        prep = prepare(compose(job.overrides))
+        total += len(prep.plan.requests)
+        print(f"{job.member_id:<22}{job.subject:<20}{prep.plan.kind:<18}{len(prep.plan.cells):>6}{len(prep.plan.requests):>10}")
+    print(f"total unique requests (before cache): {total}; judge, NLI and embedding calls come on top")
     return 0
 
 

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from .errors import SpecError
+from .errors import BiasAuditError, SpecError
 from .paths import find_spec_file
 from .spec.errors_format import describe
 from .spec.load import read_yaml
@@ -127,7 +127,9 @@ def plan_jobs(suite: SuiteSpec, suite_file: Path, overrides: list[str], multirun
     jobs = []
     for combo in combos:
         label_parts = [combo[i] for i in varying if i < len(combo)]
-        subject = ",".join(p.split("=", 1)[1] if p.startswith("model=") else p for p in label_parts)
+        # one varying setting: its value names the subject; several: key=value pairs
+        subject = (label_parts[0].split("=", 1)[1] if len(label_parts) == 1
+                   else ",".join(p.split("=", 1)[1] if p.startswith("model=") else p for p in label_parts))
         if not subject:
             subject = next((p.split("=", 1)[1] for p in combo if p.startswith("model=")), "default")
         for m in suite.members:
@@ -251,8 +253,9 @@ def run_suite(suite: SuiteSpec, suite_file: Path, overrides: list[str], multirun
     for job in jobs:
         try:
             prepared.append((job, prepare(compose(job.overrides))))
-        except SpecError as exc:
-            exc.message = f"suite member {job.member_id!r} ({job.subject}): {exc.message}"
+        except BiasAuditError as exc:
+            for e in [exc, *getattr(exc, "errors", [])]:
+                e.message = f"suite member {job.member_id!r} ({job.subject}): {e.message}"
             raise
     reports_dir = Path(prepared[0][1].composed.config.runtime.reports_dir)
     out_dir = reports_dir / suite.name / datetime.now().strftime("%Y%m%d-%H%M%S-%f")

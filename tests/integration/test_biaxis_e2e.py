@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import isolation, run_dirs
+from tests.report_checks import check_in_browser, check_report
 
 pytestmark = pytest.mark.slow
 
@@ -17,6 +18,8 @@ def test_biaxis_specs(workdir: Path, cli, smollm2, spec: str, cells: int) -> Non
     code, _, err = cli("run", f"spec={spec}", "stimuli.sample.n=1", "probe.max_tokens=24", *isolation(workdir))
     assert code == 0, err
     [d] = run_dirs(workdir)
+    check_report(d)
+    check_in_browser(d)
     s = json.loads((d / "summary.json").read_text())
     m = s["metrics"]["biaxis"]
     assert s["design"]["n_cells"] == cells and m["counts"]["cells"] == cells

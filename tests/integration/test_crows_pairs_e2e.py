@@ -9,6 +9,7 @@ import pytest
 
 from tests.conftest import isolation, run_dirs
 from tests.helpers import write_crows_subset
+from tests.report_checks import check_in_browser, check_report
 
 pytestmark = pytest.mark.slow
 
@@ -22,6 +23,8 @@ def test_default_audit_then_cached_rerun(workdir: Path, cli, smollm2) -> None:  
     assert code == 0, err
     assert "report: " in out
     [first] = run_dirs(workdir)
+    check_report(first)
+    check_in_browser(first)
     s = summary_of(first)
     assert s["execution"]["calls"] == 80 and s["execution"]["cache_hits"] == 0
     score = s["metrics"]["bias_score"]["estimates"]["score"]

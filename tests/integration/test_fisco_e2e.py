@@ -9,6 +9,7 @@ import pytest
 
 from tests.conftest import isolation, run_dirs
 from tests.helpers import write_spec
+from tests.report_checks import check_in_browser, check_report
 
 pytestmark = pytest.mark.slow
 
@@ -46,6 +47,8 @@ def test_fisco_spec_on_the_embedded_models(workdir: Path, cli, smollm2) -> None:
     code, _, err = cli("run", "spec=fisco_gender", "+stimuli.sample.n=1", "probe.max_tokens=40", *isolation(workdir))
     assert code == 0, err
     [d] = run_dirs(workdir)
+    check_report(d)
+    check_in_browser(d)
     s = json.loads((d / "summary.json").read_text())
     m = s["metrics"]["fisco"]
     assert m["counts"]["questions"] == 1 and s["execution"]["calls"] == 6

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import isolation, run_dirs
+from tests.report_checks import check_in_browser, check_report
 
 pytestmark = pytest.mark.slow
 
@@ -17,6 +18,8 @@ pytestmark = pytest.mark.slow
 def only_summary(workdir: Path) -> dict:
     [d] = run_dirs(workdir)
     assert (d / "report.html").is_file() and (d / "report.md").is_file()
+    check_report(d)
+    check_in_browser(d)
     return json.loads((d / "summary.json").read_text())
 
 

@@ -11,6 +11,7 @@ from biasaudit.backends import build_audit_backend
 from biasaudit.compose import compose
 from biasaudit.plan import Request
 from tests.conftest import isolation
+from tests.report_checks import check_in_browser, check_report
 
 pytestmark = pytest.mark.slow
 
@@ -36,7 +37,11 @@ def test_multirun_over_model_variants_then_compare(workdir: Path, cli, smollm2) 
                          "+stimuli.sample.n=8", *isolation(workdir))
     assert code == 0, err
     [sweep] = list((workdir / "reports" / "sweeps").iterdir())
-    assert len([d for d in sweep.iterdir() if (d / "summary.json").is_file()]) == 6
+    runs = [d for d in sweep.iterdir() if (d / "summary.json").is_file()]
+    assert len(runs) == 6
+    for d in runs:
+        check_report(d)
+    check_in_browser(next(d for d in runs if "winoqueer-nli" in d.name))
     code, out, err = cli("compare", str(sweep))
     assert code == 0, err
     c = json.loads((sweep / "compare" / "compare.json").read_text())
@@ -47,3 +52,8 @@ def test_multirun_over_model_variants_then_compare(workdir: Path, cli, smollm2) 
     assert "Pairwise R² among NLI metrics" in html and "<svg" in html and "Mutual information" in html
     # the three variants really are different subjects: their TP scores are not all equal
     assert len(set(t["tp"].values())) > 1
+    check_in_browser(sweep / "compare", "compare.html")
+    # rankings and deltas: one group per audit, three runs, the first is the baseline
+    for g in c["deltas"]:
+        assert len(g["rows"]) == 3 and g["rows"][0]["delta"] == 0.0 and g["rows"][0]["delta_low"] is None
+        assert sorted(r["rank"] for r in g["rows"]) == [1, 2, 3]

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import isolation, run_dirs
+from tests.report_checks import check_in_browser, check_report
 
 pytestmark = pytest.mark.slow
 SMALL = ["+stimuli.sample.n=4", "probe.samples=2"]
@@ -19,6 +20,8 @@ def test_tfdp_specs_black_and_white_box(workdir: Path, cli, smollm2, spec: str, 
     code, _, err = cli("run", f"spec={spec}", f"probe.kind={kind}", *SMALL, *isolation(workdir))
     assert code == 0, err
     [d] = run_dirs(workdir)
+    check_report(d)
+    check_in_browser(d)
     s = json.loads((d / "summary.json").read_text())
     m = s["metrics"]["tfdp"]
     assert m["counts"]["scored"] == 4

@@ -47,3 +47,25 @@ def test_tp_vs_nli_fits_match_linregress(tmp_path: Path) -> None:
 def test_compare_without_runs_is_a_clear_error(tmp_path: Path, cli) -> None:  # type: ignore[no-untyped-def]
     code, _, err = cli("compare", str(tmp_path))
     assert code == 2 and "no run folders" in err
+
+
+def test_rankings_and_deltas_by_hand(tmp_path: Path) -> None:
+    def run(folder: str, subject: str, v: float, lo: float, hi: float) -> None:
+        e = {"value": v, "ci_low": lo, "ci_high": hi, "n": 40, "method": "wilson"}
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / "summary.json").write_text(json.dumps({
+            "audit": {"name": "tp"}, "model": {"name": subject}, "overall": "PASS",
+            "metrics": {"bias_score": {"name": "bias_score", "headline": "score", "estimates": {"score": e}}}}))
+
+    run("0", "base", 60.0, 50.0, 70.0)
+    run("1", "other", 40.0, 35.0, 45.0)
+    run("2", "close", 62.0, 52.0, 72.0)
+    [g] = compare([tmp_path])["deltas"]
+    assert g["metric"] == "bias_score.score" and g["baseline"] == "base (0)"
+    base, other, close = g["rows"]
+    assert base["delta"] == 0.0 and base["delta_low"] is None and base["rank"] == 2
+    # d = -20, half-width sqrt(10^2 + 5^2) = 11.180
+    assert other["delta"] == -20.0 and other["rank"] == 3 and other["differs"] is True
+    assert other["delta_low"] == pytest.approx(-31.1803, abs=1e-4) and other["delta_high"] == pytest.approx(-8.8197, abs=1e-4)
+    assert close["rank"] == 1 and close["differs"] is False
+    assert close["delta_low"] == pytest.approx(2 - 200 ** 0.5) and close["delta_high"] == pytest.approx(2 + 200 ** 0.5)
