@@ -65,7 +65,7 @@ def executive(results: dict[str, Any], verdicts: list[dict[str, Any]], overall: 
     n = len(verdicts)
     if n:
         text = (f"{n} threshold(s) checked: {counts.get('PASS', 0)} PASS, {counts.get('FAIL', 0)} FAIL, "
-                f"{counts.get('INCONCLUSIVE', 0)} INCONCLUSIVE. Overall: {overall}.")
+                f"{counts.get('INCONCLUSIVE', 0)} INCONCLUSIVE.")
     else:
         text = "The spec states no thresholds; the estimates below are reported without a verdict."
     return {"overall": overall, "n_thresholds": n, "pass": counts.get("PASS", 0), "fail": counts.get("FAIL", 0),
