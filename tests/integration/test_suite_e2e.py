@@ -14,6 +14,7 @@ from tests.report_checks import check_in_browser, check_report, unexplained_numb
 pytestmark = pytest.mark.slow
 
 
+@pytest.mark.timeout(2400)  # twelve runs; minutes on a quiet machine, much longer on a loaded one
 def test_default_suite_on_subsets(workdir: Path, cli, smollm2) -> None:  # type: ignore[no-untyped-def]
     code, out, err = cli("run", "spec=default_suite", "+stimuli.sample.n=1", *isolation(workdir))
     assert code == 0, err
