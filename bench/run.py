@@ -35,6 +35,17 @@ def main() -> None:
     for label, rate, secs in rows:
         print(f"{label:<26}{rate:>14.1f}{secs:>10.2f}")
     print(f"speed-up of batched masking over the per-token loop: {max(r[1] for r in rows[1:]) / rows[0][1]:.2f}x")
+    print()
+    # -- openai_compat HTTP throughput (self-contained block; keep it last) ----------------
+    import http_throughput
+
+    print(f"benchmark: openai_compat over HTTP, {http_throughput.N_REQUESTS} chat requests, "
+          f"{http_throughput.LATENCY_S * 1000:.0f} ms server latency")
+    rows = http_throughput.run()
+    print(f"{'mode':<18}{'requests/s':>12}{'seconds':>10}")
+    for label, rate, secs in rows:
+        print(f"{label:<18}{rate:>12.1f}{secs:>10.2f}")
+    print(f"throughput at concurrency 32 over concurrency 1: {rows[-1][1] / rows[0][1]:.1f}x (acceptance: >= 10x)")
 
 
 if __name__ == "__main__":
