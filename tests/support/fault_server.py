@@ -36,6 +36,7 @@ CLIENT_KIND = {
     "empty": "empty",                          # a 200 with empty content
     "content_filter": "content_filter",        # finish_reason content_filter, no content
     "bad_logprobs": "bad_logprobs",            # log-prob arrays of the wrong length / missing
+    "unauthorized": "http_error",              # 401 whose body echoes the Authorization header
 }
 TRANSIENT_KINDS = ("rate_limit", "rate_limit_retry_after", "http_500", "http_502", "http_503",
                    "reset", "timeout", "truncated_json")
@@ -92,6 +93,10 @@ class FaultServer:
         self.healed = False
         self.attempts: Counter[str] = Counter()
         self.seen: list[dict[str, Any]] = []
+        self.holds: dict[str, threading.Event] = {}
+        """prompt -> an event the server waits for (5 s at most) before answering it."""
+        self.in_flight = 0
+        self.max_in_flight = 0
         self._lock = threading.Lock()
         # An asyncio server on its own thread: http.server's thread per connection falls
         # far behind at 32 concurrent clients on a busy 2-core machine.
@@ -110,6 +115,10 @@ class FaultServer:
         self._ready.set()
         self._loop.run_forever()
         self._server.close()
+        pending = asyncio.all_tasks(self._loop)  # connections still open (kept alive, or hanging)
+        for task in pending:
+            task.cancel()
+        self._loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
         self._loop.run_until_complete(self._server.wait_closed())
         self._loop.close()
 
@@ -157,8 +166,19 @@ class FaultServer:
             self.attempts[prompt] += 1
             attempt = self.attempts[prompt]
             self.seen.append({"path": path, "body": body, "auth": headers.get("authorization")})
+        self.in_flight += 1
+        self.max_in_flight = max(self.max_in_flight, self.in_flight)
+        try:
+            return await self._respond(writer, prompt, attempt, completion, headers, body)
+        finally:
+            self.in_flight -= 1
+
+    async def _respond(self, writer: asyncio.StreamWriter, prompt: str, attempt: int, completion: bool,
+                       headers: dict[str, str], body: dict[str, Any]) -> bool:
         if self.latency:
             await asyncio.sleep(self.latency)
+        if prompt in self.holds:
+            await asyncio.to_thread(self.holds[prompt].wait, 5.0)
         fault = self.fault_for(prompt)
         kind = fault.kind if fault is not None and fault.fails(attempt) else None
         if kind == "reset":
@@ -171,6 +191,8 @@ class FaultServer:
         if kind in ("rate_limit", "rate_limit_retry_after"):
             extra = {"Retry-After": self.retry_after} if kind == "rate_limit_retry_after" else {}
             return await _send(writer, 429, {"error": {"message": "rate limited", "type": "rate_limit"}}, extra)
+        if kind == "unauthorized":
+            return await _send(writer, 401, {"error": {"message": f"bad key in {headers.get('authorization')}"}})
         if kind in ("http_500", "http_502", "http_503"):
             return await _send(writer, int(kind[-3:]), {"error": {"message": "server fault"}})
         payload = _answer(body, prompt, completion, kind)
@@ -209,7 +231,7 @@ def _answer(body: dict[str, Any], prompt: str, completion: bool, kind: str | Non
     return {"choices": [choice], "usage": usage}
 
 
-REASONS = {200: "OK", 429: "Too Many Requests", 500: "Internal Server Error", 502: "Bad Gateway",
+REASONS = {200: "OK", 401: "Unauthorized", 429: "Too Many Requests", 500: "Internal Server Error", 502: "Bad Gateway",
            503: "Service Unavailable"}
 
 

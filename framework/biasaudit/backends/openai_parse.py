@@ -38,7 +38,7 @@ def parse_chat(data: dict[str, Any]) -> dict[str, Any]:
         raise OutputFault("malformed", "choice has no `message`")
     text = message.get("content")
     refusal = message.get("refusal")
-    usage = data.get("usage") if isinstance(data.get("usage"), dict) else {}
+    usage: dict[str, Any] = data["usage"] if isinstance(data.get("usage"), dict) else {}
     if not text and isinstance(refusal, str) and refusal.strip():
         return {"text": refusal, "finish_reason": finish, "refusal": True,
                 "output_tokens": usage.get("completion_tokens", len(refusal.split()))}
