@@ -95,6 +95,8 @@ class FaultServer:
         self.seen: list[dict[str, Any]] = []
         self.holds: dict[str, threading.Event] = {}
         """prompt -> an event the server waits for (5 s at most) before answering it."""
+        self.released: dict[str, bool] = {}
+        """prompt -> whether its hold was released (True) or ran out (False)."""
         self.in_flight = 0
         self.max_in_flight = 0
         self._lock = threading.Lock()
@@ -178,7 +180,7 @@ class FaultServer:
         if self.latency:
             await asyncio.sleep(self.latency)
         if prompt in self.holds:
-            await asyncio.to_thread(self.holds[prompt].wait, 5.0)
+            self.released[prompt] = await asyncio.to_thread(self.holds[prompt].wait, 5.0)
         fault = self.fault_for(prompt)
         kind = fault.kind if fault is not None and fault.fails(attempt) else None
         if kind == "reset":

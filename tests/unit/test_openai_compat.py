@@ -236,7 +236,7 @@ def test_responses_are_committed_as_they_complete(server: FaultServer, monkeypat
     db = tmp_path / "c.sqlite"
     store = Store(db)
     committed_before_slow: list[set[str]] = []
-    b = backend(server, monkeypatch, concurrency=3)
+    b = backend(server, monkeypatch, concurrency=3, timeout=30)
     real_put = store.put
 
     def put(req: Request, resp: Response) -> None:
@@ -252,7 +252,8 @@ def test_responses_are_committed_as_they_complete(server: FaultServer, monkeypat
     results, stats = execute_requests(reqs, store, lambda: b, progress=False)
     store.close()
     assert committed_before_slow == [{"generate:fast1", "generate:fast2"}]
-    assert stats.calls == 3 and results["generate:slow"].status == "ok"
+    assert server.released == {"slow": True}  # released by the commits, while it was in flight
+    assert stats.calls == 3 and results["generate:slow"].status == "ok" and results["generate:slow"].attempts == 1
 
 
 def test_execute_inside_a_running_event_loop_emits_on_the_callers_thread(
