@@ -68,12 +68,16 @@ def run(n: int = N_REQUESTS, levels: tuple[int, ...] = LEVELS) -> list[tuple[str
     return rows
 
 
-def main() -> None:
-    rows = run()
+def print_table(rows: list[tuple[str, float, float]]) -> None:
     print(f"{'mode':<18}{'requests/s':>12}{'seconds':>10}")
     for label, rate, secs in rows:
         print(f"{label:<18}{rate:>12.1f}{secs:>10.2f}")
-    print(f"concurrency 32 over concurrency 1: {rows[-1][1] / rows[0][1]:.1f}x")
+    print(f"throughput at concurrency 32 over concurrency 1: {rows[-1][1] / rows[0][1]:.1f}x (acceptance: >= 10x)")
+
+
+def main() -> None:
+    print(f"benchmark: openai_compat over HTTP, {N_REQUESTS} chat requests, {LATENCY_S * 1000:.0f} ms server latency")
+    print_table(run())
 
 
 if __name__ == "__main__":

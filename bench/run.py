@@ -41,11 +41,7 @@ def main() -> None:
 
     print(f"benchmark: openai_compat over HTTP, {http_throughput.N_REQUESTS} chat requests, "
           f"{http_throughput.LATENCY_S * 1000:.0f} ms server latency")
-    rows = http_throughput.run()
-    print(f"{'mode':<18}{'requests/s':>12}{'seconds':>10}")
-    for label, rate, secs in rows:
-        print(f"{label:<18}{rate:>12.1f}{secs:>10.2f}")
-    print(f"throughput at concurrency 32 over concurrency 1: {rows[-1][1] / rows[0][1]:.1f}x (acceptance: >= 10x)")
+    http_throughput.print_table(http_throughput.run())
 
 
 if __name__ == "__main__":
