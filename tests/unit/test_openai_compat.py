@@ -49,7 +49,7 @@ def scripted(table: dict[str, Fault]):  # type: ignore[no-untyped-def]
 
 @pytest.fixture
 def server() -> Iterator[FaultServer]:
-    s = FaultServer(hang_s=0.6)
+    s = FaultServer(hang_s=1.6)
     yield s
     s.close()
 
@@ -57,7 +57,7 @@ def server() -> Iterator[FaultServer]:
 def backend(server: FaultServer, monkeypatch: pytest.MonkeyPatch, fake: FakeTime | None = None,
             **kw: object) -> OpenAICompatBackend:
     monkeypatch.setenv("TEST_API_KEY", SECRET)
-    settings: dict[str, object] = {"max_retries": 2, "backoff_s": 0.01, "timeout": 0.25, **kw}
+    settings: dict[str, object] = {"max_retries": 2, "backoff_s": 0.01, "timeout": 1.0, **kw}
     cfg = ModelConfig(backend="openai_compat", name="t", base_url=server.url, model="m",
                       api_key_env="TEST_API_KEY", **settings)  # type: ignore[arg-type]
     if fake is None:
@@ -295,6 +295,29 @@ def test_missing_api_key_env_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) -
     with pytest.raises(BackendError) as ei:
         OpenAICompatBackend(cfg, RuntimeConfig())
     assert "NOPE_KEY" in ei.value.one_line()
+
+
+def test_base_url_without_scheme_is_refused_before_any_file_is_written(workdir: Path, cli) -> None:  # type: ignore[no-untyped-def]
+    from tests.conftest import isolation
+    from tests.helpers import tp_spec
+
+    code, _, err = cli("run", f"spec={tp_spec(workdir, 2)}", "model=openai_compat",
+                       "model.base_url=localhost:8000/v1", *isolation(workdir))
+    assert code == 2 and "model.base_url" in err and "http://" in err and "Traceback" not in err
+    assert not (workdir / "cache.sqlite").exists() and not any((workdir / "reports").iterdir())
+
+
+def test_refused_connection_is_a_connection_failure(monkeypatch: pytest.MonkeyPatch) -> None:
+    import socket
+
+    with socket.socket() as s:  # a port nobody listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    cfg = ModelConfig(backend="openai_compat", name="t", base_url=f"http://127.0.0.1:{port}/v1",
+                      max_retries=1, backoff_s=0.0)
+    got: list[Response] = []
+    OpenAICompatBackend(cfg, RuntimeConfig()).execute([chat("p")], got.append)
+    assert got[0].status == "failed" and got[0].error_kind == "connection" and got[0].attempts == 2
 
 
 def test_min_concurrency_above_max_is_a_config_error() -> None:

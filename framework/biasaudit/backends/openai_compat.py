@@ -133,8 +133,9 @@ class OpenAICompatBackend:
         clock: Callable[[], float] = time.monotonic,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
     ) -> None:
-        if not cfg.base_url:
-            raise BackendError("openai_compat needs `model.base_url`", key="model.base_url")
+        if not cfg.base_url or urlsplit(cfg.base_url).scheme not in ("http", "https"):
+            raise BackendError(f"openai_compat needs an http(s) `model.base_url`, got {cfg.base_url!r}",
+                               key="model.base_url", hint="e.g. http://127.0.0.1:8000/v1")
         self.cfg = cfg
         self._key: _Secret | None = None
         if cfg.api_key_env:
@@ -187,7 +188,9 @@ class OpenAICompatBackend:
             r = await client.post(path, json=body)
         except httpx.TimeoutException:
             raise AttemptFault("timeout", f"timeout after {self.cfg.timeout:g} s", retry=True) from None
-        except httpx.TransportError as exc:
+        except httpx.DecodingError:
+            raise AttemptFault("malformed", "undecodable response body", retry=True) from None
+        except httpx.RequestError as exc:  # transport errors: refused, reset, closed mid-response
             raise AttemptFault("connection", f"connection error: {type(exc).__name__}", retry=True) from None
         if r.status_code >= 400:
             raise classify_status(r.status_code, self._redact(r.text), parse_retry_after(r.headers.get("Retry-After")))

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 PROBE_KINDS = (
     "generate",
@@ -244,6 +244,13 @@ class ModelConfig(Strict):
     responses: str | None = None
     # scripted (test double)
     script: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("base_url")
+    @classmethod
+    def _http_url(cls, v: str | None) -> str | None:
+        if v is not None and not v.startswith(("http://", "https://")):
+            raise ValueError(f"must start with http:// or https://, got {v!r}")
+        return v
 
     @model_validator(mode="after")
     def _concurrency_range(self) -> ModelConfig:
