@@ -27,7 +27,7 @@ from biasaudit.spec import ModelConfig, RuntimeConfig  # noqa: E402
 from biasaudit.store import Store  # noqa: E402
 
 LATENCY_S = 0.05
-N_REQUESTS = 256
+N_REQUESTS = 512
 LEVELS = (1, 8, 32)
 
 

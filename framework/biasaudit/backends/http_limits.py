@@ -158,4 +158,6 @@ class ConcurrencyGate:
     async def release(self) -> None:
         async with self._cond:
             self.in_flight -= 1
-            self._cond.notify_all()
+            # wake as many waiters as there are free slots (the limit may have just grown),
+            # not all of them: with 4 workers per slot, notify_all costs O(workers) per call
+            self._cond.notify(max(1, self.controller.limit - self.in_flight))
