@@ -35,6 +35,13 @@ def main() -> None:
     for label, rate, secs in rows:
         print(f"{label:<26}{rate:>14.1f}{secs:>10.2f}")
     print(f"speed-up of batched masking over the per-token loop: {max(r[1] for r in rows[1:]) / rows[0][1]:.2f}x")
+    print()
+    # -- openai_compat HTTP throughput (self-contained block; keep it last) ----------------
+    import http_throughput
+
+    print(f"benchmark: openai_compat over HTTP, {http_throughput.N_REQUESTS} chat requests, "
+          f"{http_throughput.LATENCY_S * 1000:.0f} ms server latency")
+    http_throughput.print_table(http_throughput.run())
 
 
 if __name__ == "__main__":

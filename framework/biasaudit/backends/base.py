@@ -23,6 +23,9 @@ class Response(BaseModel):
     output: dict[str, Any] | None = None
     error: str | None = None
     """Short failure reason (timeout, HTTP status, malformed output...); never secrets."""
+    error_kind: str | None = None
+    """Why it failed, for counting: rate_limited, server_error, connection, timeout,
+    malformed, empty, content_filter, bad_logprobs, http_error (HTTP backends), or None."""
     latency_s: float = 0.0
     attempts: int = 1
 

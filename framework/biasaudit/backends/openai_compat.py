@@ -1,23 +1,36 @@
 """`openai_compat`: any OpenAI-compatible HTTP server (vLLM, llama.cpp, Ollama, hosted).
 
-Chat completions for `generate` and `next_token` (from `top_logprobs`), legacy
-completions with `echo` for `sequence_logprob` where the server offers it. The API key
-comes from the environment variable named in `api_key_env`; it is sent in a header and
-never stored, logged or put in an error message. Retries back off exponentially and
-honour `Retry-After`; a concurrency limit bounds requests in flight.
+Chat completions for `generate`, `next_token` and `choice` (from `top_logprobs`), legacy
+completions with `echo` for `sequence_logprob` where the server offers it.
+
+Requests go out concurrently on one asyncio loop per `execute` call (httpx.AsyncClient),
+under an adaptive concurrency limit (halved on 429, grown by one per window of
+successes, between `min_concurrency` and `concurrency`) and the host's rate limits
+(`requests_per_s`, `tokens_per_min`). Each response is handed to `emit` as soon as it
+completes, so the store commits it at once and a killed run loses only calls in flight.
+
+Transient faults (429, 5xx, timeouts, connection errors, truncated JSON) are retried at
+most `max_retries` times, with exponential backoff or the server's `Retry-After`; what
+the model sent back but cannot be used (empty content, a content filter, malformed
+structure, bad log-probs) and other 4xx are failures at once. Every failure is stored
+with its kind. The API key comes from the environment variable named in `api_key_env`;
+it is sent in a header and never stored, logged, shown in a repr or an error message.
 """
 
 from __future__ import annotations
 
+import asyncio
 import email.utils
 import logging
 import os
+import queue
 import random
+import ssl
 import threading
 import time
-from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor, as_completed
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
+from urllib.parse import urlsplit
 
 import httpx
 
@@ -25,22 +38,57 @@ from ..errors import BackendError
 from ..plan import Request
 from ..spec import ModelConfig, RuntimeConfig
 from .base import BACKENDS, BackendKind, Emit, Response
+from .http_limits import AIMDController, ConcurrencyGate, host_limiter
+from .openai_parse import (
+    OutputFault,
+    parse_chat,
+    parse_choice,
+    parse_echo,
+    parse_top_logprobs,
+    usage_tokens,
+)
 
 log = logging.getLogger(__name__)
 
-RETRY_STATUS = {408, 409, 429, 500, 502, 503, 504}
-MAX_BACKOFF_S = 60.0
+FAILURE_KINDS = ("rate_limited", "server_error", "connection", "timeout", "malformed", "empty",
+                 "content_filter", "bad_logprobs", "http_error", "unsupported")
+"""Why a request failed, as stored with the failure (`Response.error_kind`)."""
 
 
-class TransientError(Exception):
-    def __init__(self, reason: str, retry_after: float | None = None) -> None:
+class AttemptFault(Exception):
+    """One HTTP attempt went wrong; `retry` says whether another attempt may help."""
+
+    def __init__(self, kind: str, reason: str, *, retry: bool, retry_after: float | None = None) -> None:
         super().__init__(reason)
+        self.kind = kind
         self.reason = reason
+        self.retry = retry
         self.retry_after = retry_after
 
 
-class PermanentError(Exception):
-    pass
+class RequestFailed(Exception):
+    def __init__(self, kind: str, reason: str, attempts: int) -> None:
+        super().__init__(reason)
+        self.kind = kind
+        self.reason = reason
+        self.attempts = attempts
+
+
+class _Secret:
+    """Holds the API key so that no repr, log line or traceback local shows it."""
+
+    __slots__ = ("_value",)
+
+    def __init__(self, value: str) -> None:
+        self._value = value
+
+    def reveal(self) -> str:
+        return self._value
+
+    def __repr__(self) -> str:
+        return "<secret>"
+
+    __str__ = __repr__
 
 
 def parse_retry_after(value: str | None) -> float | None:
@@ -57,14 +105,39 @@ def parse_retry_after(value: str | None) -> float | None:
     return max(0.0, when.timestamp() - time.time())
 
 
+def classify_status(status: int, body: str, retry_after: float | None) -> AttemptFault:
+    """The fault an HTTP error status stands for, and whether to try again."""
+    if status == 429:
+        return AttemptFault("rate_limited", "HTTP 429", retry=True, retry_after=retry_after)
+    if status == 408:
+        return AttemptFault("timeout", "HTTP 408", retry=True, retry_after=retry_after)
+    if status >= 500 or status == 409:
+        return AttemptFault("server_error", f"HTTP {status}", retry=True, retry_after=retry_after)
+    if "content_filter" in body:  # Azure OpenAI refuses filtered prompts with 400 + code content_filter
+        return AttemptFault("content_filter", f"HTTP {status}: prompt blocked by the server's content filter", retry=False)
+    return AttemptFault("http_error", f"HTTP {status}: {body[:200]}", retry=False)
+
+
+def estimate_tokens(req: Request, max_tokens: int) -> float:
+    """Tokens a request will use before the server says: ~4 characters per prompt token,
+    plus the completion budget."""
+    chars = len(req.text or "") + sum(len(str(m.get("content", ""))) for m in req.messages or [])
+    return chars / 4.0 + max_tokens
+
+
 class OpenAICompatBackend:
     supports = frozenset({"generate", "next_token", "sequence_logprob", "choice"})
 
-    def __init__(self, cfg: ModelConfig, runtime: RuntimeConfig, *, backoff_base: float = 0.5) -> None:
-        if not cfg.base_url:
-            raise BackendError("openai_compat needs `model.base_url`", key="model.base_url")
+    def __init__(
+        self, cfg: ModelConfig, runtime: RuntimeConfig, *,
+        clock: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+    ) -> None:
+        if not cfg.base_url or urlsplit(cfg.base_url).scheme not in ("http", "https"):
+            raise BackendError(f"openai_compat needs an http(s) `model.base_url`, got {cfg.base_url!r}",
+                               key="model.base_url", hint="e.g. http://127.0.0.1:8000/v1")
         self.cfg = cfg
-        headers = {"Content-Type": "application/json"}
+        self._key: _Secret | None = None
         if cfg.api_key_env:
             key = os.environ.get(cfg.api_key_env)
             if key is None:
@@ -73,153 +146,226 @@ class OpenAICompatBackend:
                     key="model.api_key_env",
                     hint=f"export {cfg.api_key_env}=... (the key is never written anywhere)",
                 )
-            headers["Authorization"] = f"Bearer {key}"
-        self.client = httpx.Client(
-            base_url=cfg.base_url.rstrip("/") + "/",
-            headers=headers,
-            timeout=httpx.Timeout(cfg.timeout),
-            limits=httpx.Limits(max_connections=cfg.concurrency, max_keepalive_connections=cfg.concurrency),
-        )
-        self.backoff_base = backoff_base
-        self.sleep = time.sleep
-        self._lock = threading.Lock()
+            self._key = _Secret(key)
+        self.controller = AIMDController(cfg.min_concurrency, cfg.concurrency)
+        self.limiter = host_limiter(urlsplit(cfg.base_url).netloc, cfg.api_key_env,
+                                    cfg.requests_per_s, cfg.tokens_per_min)
+        self.clock = clock
+        self.sleep = sleep
+        self.rng = random.Random()
         self.http_calls = 0
+        self._ssl: ssl.SSLContext | None = None
 
-    # -- one HTTP exchange with retries -------------------------------------------
-    def _post(self, path: str, body: dict[str, Any]) -> tuple[dict[str, Any], int]:
+    def __repr__(self) -> str:
+        return f"OpenAICompatBackend(base_url={self.cfg.base_url!r}, model={self.cfg.model!r})"
+
+    def _redact(self, text: str) -> str:
+        if self._key is not None and self._key.reveal():
+            text = text.replace(self._key.reveal(), "<secret>")
+        return text
+
+    def _client(self) -> httpx.AsyncClient:
+        """One client per concurrency slot, each with a single keep-alive connection:
+        httpcore 1.0's pool spends time quadratic in its size on every request (encode/
+        httpcore#1035), which at 32 connections costs more CPU than the requests."""
+        headers = {"Content-Type": "application/json"}
+        if self._key is not None:
+            headers["Authorization"] = f"Bearer {self._key.reveal()}"
+        if self._ssl is None:  # loading the CA bundle takes ~60 ms: once, not per client
+            self._ssl = httpx.create_ssl_context()
+        return httpx.AsyncClient(
+            base_url=self.cfg.base_url.rstrip("/") + "/",  # type: ignore[union-attr]
+            headers=headers,
+            timeout=httpx.Timeout(self.cfg.timeout),
+            limits=httpx.Limits(max_connections=1, max_keepalive_connections=1),
+            verify=self._ssl,
+        )
+
+    # -- one request, attempt by attempt ------------------------------------------------
+    async def _attempt(self, client: httpx.AsyncClient, path: str, body: dict[str, Any]) -> dict[str, Any]:
+        self.http_calls += 1
+        try:
+            r = await client.post(path, json=body)
+        except httpx.TimeoutException:
+            raise AttemptFault("timeout", f"timeout after {self.cfg.timeout:g} s", retry=True) from None
+        except httpx.DecodingError:
+            raise AttemptFault("malformed", "undecodable response body", retry=True) from None
+        except httpx.RequestError as exc:  # transport errors: refused, reset, closed mid-response
+            raise AttemptFault("connection", f"connection error: {type(exc).__name__}", retry=True) from None
+        if r.status_code >= 400:
+            raise classify_status(r.status_code, self._redact(r.text), parse_retry_after(r.headers.get("Retry-After")))
+        try:
+            data = r.json()
+        except ValueError:
+            raise AttemptFault("malformed", "truncated or invalid JSON in the response", retry=True) from None
+        if not isinstance(data, dict):
+            raise AttemptFault("malformed", "response is not a JSON object", retry=True)
+        return data
+
+    async def _post(self, pool: _Clients, path: str, body: dict[str, Any], est: float) -> tuple[dict[str, Any], int]:
         attempt = 0
         while True:
             attempt += 1
+            epoch = await pool.gate.acquire()
+            client = pool.take()
             try:
-                with self._lock:
-                    self.http_calls += 1
-                r = self.client.post(path, json=body)
-                if r.status_code in RETRY_STATUS:
-                    raise TransientError(f"HTTP {r.status_code}", parse_retry_after(r.headers.get("Retry-After")))
-                if r.status_code >= 400:
-                    raise PermanentError(f"HTTP {r.status_code}: {r.text[:200]}")
-                try:
-                    data = r.json()
-                except ValueError:
-                    raise TransientError("malformed JSON in response") from None
-                if not isinstance(data, dict):
-                    raise TransientError("response is not a JSON object")
-                return data, attempt
-            except httpx.TimeoutException:
-                err: TransientError = TransientError("timeout")
-            except httpx.TransportError as exc:
-                err = TransientError(f"connection error: {type(exc).__name__}")
-            except TransientError as exc:
-                err = exc
-            if attempt > self.cfg.max_retries:
-                raise PermanentError(f"{err.reason} (after {attempt} attempts)")
-            wait = err.retry_after
-            if wait is None:
-                wait = self.backoff_base * (2 ** (attempt - 1)) * (1 + random.random() * 0.25)
-            self.sleep(min(wait, MAX_BACKOFF_S))
-
-    # -- probe kinds ---------------------------------------------------------------
-    def _answer(self, req: Request) -> Response:
-        t0 = time.perf_counter()
-        p = req.params
-        try:
-            if req.kind == "generate":
-                body: dict[str, Any] = {
-                    "model": self.cfg.model, "messages": req.messages,
-                    "temperature": p.get("temperature", 0.0), "top_p": p.get("top_p", 1.0),
-                    "max_tokens": p.get("max_tokens", 128),
-                }
-                if "seed" in p:
-                    body["seed"] = int(p["seed"]) + req.sample
-                data, attempts = self._post("chat/completions", body)
-                output = _parse_chat(data)
-            elif req.kind == "next_token":
-                body = {
-                    "model": self.cfg.model, "messages": req.messages, "max_tokens": 1,
-                    "temperature": 0.0, "logprobs": True, "top_logprobs": min(int(p.get("top_k", 20)), 20),
-                }
-                data, attempts = self._post("chat/completions", body)
-                output = _parse_top_logprobs(data)
-            elif req.kind == "choice":
-                body = {
-                    "model": self.cfg.model, "messages": req.messages, "max_tokens": 1,
-                    "temperature": 0.0, "logprobs": True, "top_logprobs": 20,
-                }
-                data, attempts = self._post("chat/completions", body)
-                output = _parse_choice(data, [str(w) for w in p.get("choices", [])])
-            elif req.kind == "sequence_logprob":
-                body = {"model": self.cfg.model, "prompt": req.text, "max_tokens": 0,
-                        "echo": True, "logprobs": 0, "temperature": 0.0}
-                data, attempts = self._post("completions", body)
-                output = _parse_echo(data, req.text or "")
+                wait = self.limiter.reserve(est, self.clock())
+                if wait > 0:
+                    await self.sleep(wait)
+                data = await self._attempt(client, path, body)
+            except AttemptFault as fault:
+                err = fault
             else:
-                raise PermanentError(f"openai_compat cannot do {req.kind}")
-        except PermanentError as exc:
-            return Response(key=req.key, status="failed", error=str(exc), latency_s=time.perf_counter() - t0)
-        except (KeyError, IndexError, TypeError, ValueError) as exc:
-            return Response(key=req.key, status="failed", error=f"malformed output: {type(exc).__name__}: {exc}"[:300],
-                            latency_s=time.perf_counter() - t0)
-        return Response(key=req.key, status="ok", output=output, latency_s=time.perf_counter() - t0, attempts=attempts)
+                self.controller.on_success()
+                used = usage_tokens(data)
+                self.limiter.correct(est, est if used is None else used, self.clock())
+                return data, attempt
+            finally:
+                pool.give_back(client)
+                await pool.gate.release()
+            if err.kind == "rate_limited":
+                if self.controller.on_overload(epoch):
+                    log.info("429 from %s: concurrency limit now %d", self.cfg.base_url, self.controller.limit)
+                if err.retry_after is not None:
+                    self.limiter.pause(min(err.retry_after, self.cfg.max_backoff_s), self.clock())
+            if not err.retry or attempt > self.cfg.max_retries:
+                raise RequestFailed(err.kind, err.reason, attempt)
+            delay = err.retry_after
+            if delay is None:
+                delay = self.cfg.backoff_s * 2 ** (attempt - 1) * (1 + 0.25 * self.rng.random())
+            await self.sleep(min(delay, self.cfg.max_backoff_s))
+
+    def _body(self, req: Request) -> tuple[str, dict[str, Any], int]:
+        p = req.params
+        chat: dict[str, Any] = {"model": self.cfg.model, "messages": req.messages}
+        if req.kind == "generate":
+            body = {**chat, "temperature": p.get("temperature", 0.0), "top_p": p.get("top_p", 1.0),
+                    "max_tokens": p.get("max_tokens", 128)}
+            if "seed" in p:
+                body["seed"] = int(p["seed"]) + req.sample
+            return "chat/completions", body, int(body["max_tokens"])
+        if req.kind in ("next_token", "choice"):
+            top = min(int(p.get("top_k", 20)), 20) if req.kind == "next_token" else 20
+            return "chat/completions", {**chat, "max_tokens": 1, "temperature": 0.0, "logprobs": True,
+                                        "top_logprobs": top}, 1
+        if req.kind == "sequence_logprob":
+            return "completions", {"model": self.cfg.model, "prompt": req.text, "max_tokens": 0,
+                                   "echo": True, "logprobs": 0, "temperature": 0.0}, 0
+        raise RequestFailed("unsupported", f"openai_compat cannot do {req.kind}", 0)
+
+    def _parse(self, req: Request, data: dict[str, Any]) -> dict[str, Any]:
+        if req.kind == "generate":
+            return parse_chat(data)
+        if req.kind == "next_token":
+            return parse_top_logprobs(data)
+        if req.kind == "choice":
+            return parse_choice(data, [str(w) for w in req.params.get("choices", [])])
+        return parse_echo(data, req.text or "")
+
+    async def _answer(self, pool: _Clients, req: Request) -> Response:
+        t0 = time.perf_counter()
+        attempts = 0
+        try:
+            path, body, max_tokens = self._body(req)
+            data, attempts = await self._post(pool, path, body, estimate_tokens(req, max_tokens))
+            output = self._parse(req, data)
+        except RequestFailed as exc:
+            attempts = exc.attempts
+            suffix = f" (after {attempts} attempts)" if attempts > 1 else ""
+            return Response(key=req.key, status="failed", error=self._redact(exc.reason + suffix)[:300],
+                            error_kind=exc.kind, latency_s=time.perf_counter() - t0, attempts=attempts)
+        except OutputFault as exc:
+            return Response(key=req.key, status="failed", error=self._redact(exc.reason)[:300],
+                            error_kind=exc.kind, latency_s=time.perf_counter() - t0, attempts=attempts)
+        return Response(key=req.key, status="ok", output=output, latency_s=time.perf_counter() - t0,
+                        attempts=attempts)
+
+    # -- a batch ----------------------------------------------------------------------------
+    async def _run(self, requests: list[Request], emit: Emit, stop: threading.Event | None = None) -> None:
+        pool = _Clients(ConcurrencyGate(self.controller), self._client)
+        todo = iter(requests)
+
+        async def worker() -> None:
+            # one shared iterator: `next` never awaits, so no request is taken twice
+            for req in todo:
+                if stop is not None and stop.is_set():
+                    return
+                emit(await self._answer(pool, req))
+
+        # More workers than slots, so requests sleeping before a retry do not idle a slot.
+        n_workers = min(len(requests), 4 * self.cfg.concurrency)
+        try:
+            async with asyncio.TaskGroup() as tg:
+                for _ in range(n_workers):
+                    tg.create_task(worker())
+        except BaseExceptionGroup as group:  # surface the first real error, not the group
+            raise group.exceptions[0] from None
+        finally:
+            await pool.aclose()
 
     def execute(self, requests: Sequence[Request], emit: Emit) -> None:
-        with ThreadPoolExecutor(max_workers=self.cfg.concurrency) as pool:
-            futures = [pool.submit(self._answer, r) for r in requests]
-            for fut in as_completed(futures):
-                emit(fut.result())
+        reqs = list(requests)
+        if not reqs:
+            return
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            asyncio.run(self._run(reqs, emit))
+            return
+        self._execute_beside_loop(reqs, emit)
+
+    def _execute_beside_loop(self, reqs: list[Request], emit: Emit) -> None:
+        """Called from inside a running event loop (a notebook): run ours on a helper
+        thread, and call `emit` here, on the caller's thread (SQLite connections are
+        bound to the thread that opened them)."""
+        done = object()
+        results: queue.Queue[Any] = queue.Queue()
+        stop = threading.Event()
+
+        def target() -> None:
+            try:
+                asyncio.run(self._run(reqs, results.put, stop))
+            except BaseException as exc:  # handed to the caller's thread below
+                results.put(exc)
+            results.put(done)
+
+        thread = threading.Thread(target=target, name="openai-compat-loop", daemon=True)
+        thread.start()
+        try:
+            while (item := results.get()) is not done:
+                if isinstance(item, BaseException):
+                    raise item
+                emit(item)
+        finally:
+            stop.set()
+            thread.join()
 
     def close(self) -> None:
-        self.client.close()
+        pass
 
 
-def _parse_chat(data: dict[str, Any]) -> dict[str, Any]:
-    choice = data["choices"][0]
-    text = choice["message"].get("content")
-    finish = choice.get("finish_reason")
-    if text is None:
-        if finish == "content_filter":
-            return {"text": "", "finish_reason": "content_filter", "refusal": True, "output_tokens": 0}
-        raise ValueError("empty content")
-    usage = data.get("usage") or {}
-    return {"text": text, "finish_reason": finish,
-            "output_tokens": usage.get("completion_tokens", len(text.split()))}
+class _Clients:
+    """The clients of one `execute` call: a free one for each admitted request (the gate
+    admits at most `concurrency`, so at most that many are ever made)."""
 
+    def __init__(self, gate: ConcurrencyGate, make: Callable[[], httpx.AsyncClient]) -> None:
+        self.gate = gate
+        self._make = make
+        self._free: list[httpx.AsyncClient] = []
+        self._all: list[httpx.AsyncClient] = []
 
-def _parse_top_logprobs(data: dict[str, Any]) -> dict[str, Any]:
-    content = data["choices"][0]["logprobs"]["content"]
-    if not content:
-        raise ValueError("no logprobs returned")
-    top = content[0]["top_logprobs"]
-    return {"top": [[t["token"], float(t["logprob"])] for t in top]}
+    def take(self) -> httpx.AsyncClient:
+        if not self._free:
+            self._all.append(self._make())
+            return self._all[-1]
+        return self._free.pop()
 
+    def give_back(self, client: httpx.AsyncClient) -> None:
+        self._free.append(client)
 
-def _parse_choice(data: dict[str, Any], words: list[str]) -> dict[str, Any]:
-    """Multiple choice from the first token's top log-probs: each answer word takes the
-    best log-prob of a returned token that starts it; words not returned are absent."""
-    import math
-
-    top = _parse_top_logprobs(data)["top"]
-    lps: dict[str, float] = {}
-    for tok, lp in top:
-        t = tok.strip().lower()
-        for w in words:
-            if t and w.lower().startswith(t) and lp > lps.get(w, -math.inf):
-                lps[w] = lp
-    if not lps:
-        raise ValueError("none of the answer words is among the returned top log-probs")
-    best = max(lps.values())
-    z = sum(math.exp(v - best) for v in lps.values())
-    probs = {w: math.exp(lps[w] - best) / z if w in lps else 0.0 for w in words}
-    return {"probs": probs, "logprobs": lps, "choice": max(probs, key=lambda w: probs[w])}
-
-
-def _parse_echo(data: dict[str, Any], text: str) -> dict[str, Any]:
-    lp = data["choices"][0]["logprobs"]
-    tokens, lps, offs = lp["tokens"], lp["token_logprobs"], lp["text_offset"]
-    if not (len(tokens) == len(lps) == len(offs)):
-        raise ValueError("logprob arrays differ in length")
-    ends = [*offs[1:], len(text)]
-    return {"tokens": tokens, "token_ids": list(range(len(tokens))),
-            "logprobs": lps, "offsets": [[s, e] for s, e in zip(offs, ends, strict=True)]}
+    async def aclose(self) -> None:
+        for c in self._all:
+            await c.aclose()
 
 
 def _identity(cfg: ModelConfig) -> dict[str, Any]:

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import logging
 import time
+from collections import Counter
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 
 from ..backends import Backend, Response
 from ..errors import StoreError
@@ -24,8 +25,13 @@ class ExecutionStats:
     cache_hits: int = 0
     calls: int = 0
     """Requests sent to the backend in this run."""
+    answered: int = 0
+    """Requests whose final stored result is an answer (answered + failures = requests)."""
     failures: int = 0
     """Requests whose final stored result is a failure."""
+    failures_by_kind: dict[str, int] = field(default_factory=dict)
+    """Failures counted by their kind (timeout, rate_limited, empty...; `other` when the
+    backend gave none); the counts add up to `failures`."""
     new_failures: int = 0
     seconds: float = 0.0
     model_load_s: float = 0.0
@@ -37,7 +43,7 @@ class ExecutionStats:
     """Strings sent to the embedder (not the model under test) in this run."""
     embedding_cache_hits: int = 0
 
-    def as_dict(self) -> dict[str, float | int]:
+    def as_dict(self) -> dict[str, float | int | dict[str, int]]:
         return asdict(self)
 
 
@@ -102,7 +108,10 @@ def execute_requests(
             backend.close()
             if bar is not None:
                 bar.close()
-    stats.failures = sum(1 for k in requests if results[k].status == "failed")
+    kinds = Counter(results[k].error_kind or "other" for k in requests if results[k].status == "failed")
+    stats.failures = sum(kinds.values())
+    stats.answered = stats.requests - stats.failures
+    stats.failures_by_kind = dict(sorted(kinds.items()))
     stats.seconds = time.perf_counter() - t0
     return results, stats
 

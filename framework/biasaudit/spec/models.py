@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 PROBE_KINDS = (
     "generate",
@@ -227,12 +227,41 @@ class ModelConfig(Strict):
     api_key_env: str | None = None
     """Name of the environment variable holding the API key (never the key itself)."""
     timeout: float = Field(default=60.0, gt=0)
+    """Seconds per HTTP attempt (connect, send, read each)."""
     max_retries: int = Field(default=4, ge=0)
+    """Retries after the first attempt, for transient faults (429, 5xx, timeouts,
+    connection errors, truncated JSON)."""
     concurrency: int = Field(default=4, ge=1)
+    """Most requests in flight: the ceiling of the adaptive limit (halved on 429, grown
+    by one after a full window of successes)."""
+    min_concurrency: int = Field(default=1, ge=1)
+    """Floor of the adaptive limit (equal to `concurrency`: a fixed limit)."""
+    requests_per_s: float | None = Field(default=None, gt=0)
+    """Rate limit of the host, requests per second (none: unlimited)."""
+    tokens_per_min: float | None = Field(default=None, gt=0)
+    """Rate limit of the host, prompt + completion tokens per minute (estimated from the
+    prompt length and `max_tokens`, corrected with the server's `usage`)."""
+    backoff_s: float = Field(default=0.5, ge=0)
+    """First retry wait without `Retry-After`; doubles on each further attempt."""
+    max_backoff_s: float = Field(default=60.0, ge=0)
+    """Longest single wait between attempts, `Retry-After` included."""
     # replay
     responses: str | None = None
     # scripted (test double)
     script: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("base_url")
+    @classmethod
+    def _http_url(cls, v: str | None) -> str | None:
+        if v is not None and not v.startswith(("http://", "https://")):
+            raise ValueError(f"must start with http:// or https://, got {v!r}")
+        return v
+
+    @model_validator(mode="after")
+    def _concurrency_range(self) -> ModelConfig:
+        if self.min_concurrency > self.concurrency:
+            raise ValueError(f"`min_concurrency` ({self.min_concurrency}) is above `concurrency` ({self.concurrency})")
+        return self
 
 
 Relation = Literal["entailment", "neutral", "contradiction"]

@@ -24,6 +24,7 @@ CREATE TABLE IF NOT EXISTS responses (
     status TEXT NOT NULL,
     output TEXT,
     error TEXT,
+    error_kind TEXT,
     attempts INTEGER NOT NULL DEFAULT 1,
     latency_s REAL NOT NULL DEFAULT 0,
     created REAL NOT NULL
@@ -50,6 +51,9 @@ class Store:
         self.db.execute("PRAGMA synchronous=NORMAL")
         self.db.execute("PRAGMA busy_timeout=60000")
         self.db.executescript(SCHEMA)
+        columns = {row[1] for row in self.db.execute("PRAGMA table_info(responses)")}
+        if "error_kind" not in columns:  # a cache written before failures had kinds
+            self.db.execute("ALTER TABLE responses ADD COLUMN error_kind TEXT")
 
     def close(self) -> None:
         self.db.close()
@@ -61,23 +65,24 @@ class Store:
         for start in range(0, len(keys), 500):
             chunk = keys[start:start + 500]
             marks = ",".join("?" * len(chunk))
-            q = f"SELECT key, status, output, error, attempts, latency_s FROM responses WHERE key IN ({marks})"
-            for key, status, output, error, attempts, latency in self.db.execute(q, chunk):
+            q = ("SELECT key, status, output, error, error_kind, attempts, latency_s FROM responses "
+                 f"WHERE key IN ({marks})")
+            for key, status, output, error, error_kind, attempts, latency in self.db.execute(q, chunk):
                 out[key] = Response(
                     key=key, status=status, output=json.loads(output) if output else None,
-                    error=error, attempts=attempts, latency_s=latency,
+                    error=error, error_kind=error_kind, attempts=attempts, latency_s=latency,
                 )
         return out
 
     def put(self, request: Request, response: Response) -> None:
         """Write one response and commit it (autocommit mode)."""
         self.db.execute(
-            "INSERT OR REPLACE INTO responses (key, kind, request, status, output, error, attempts, latency_s, created) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "INSERT OR REPLACE INTO responses (key, kind, request, status, output, error, error_kind, attempts, "
+            "latency_s, created) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 response.key, request.kind, canonical_json(request.model_dump(exclude={"key"})),
                 response.status, canonical_json(response.output) if response.output is not None else None,
-                response.error, response.attempts, response.latency_s, time.time(),
+                response.error, response.error_kind, response.attempts, response.latency_s, time.time(),
             ),
         )
 

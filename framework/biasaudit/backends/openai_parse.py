@@ -1,0 +1,123 @@
+"""Reading OpenAI-compatible response bodies into biasaudit outputs.
+
+Every way a body can be unusable raises `OutputFault` with a failure kind, so the store
+records why a request failed (`malformed`, `empty`, `content_filter`, `bad_logprobs`),
+not just that it did. A model's own refusal (`message.refusal`) is an answer, not a
+fault: the refusal text is the response and the coders see it.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+
+class OutputFault(Exception):
+    """The server answered, but the body cannot be used."""
+
+    def __init__(self, kind: str, reason: str) -> None:
+        super().__init__(reason)
+        self.kind = kind
+        self.reason = reason
+
+
+def _first_choice(data: dict[str, Any]) -> dict[str, Any]:
+    choices = data.get("choices")
+    if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
+        raise OutputFault("malformed", "response has no `choices`")
+    return choices[0]
+
+
+def parse_chat(data: dict[str, Any]) -> dict[str, Any]:
+    choice = _first_choice(data)
+    finish = choice.get("finish_reason")
+    if finish == "content_filter":
+        raise OutputFault("content_filter", "blocked by the server's content filter")
+    message = choice.get("message")
+    if not isinstance(message, dict):
+        raise OutputFault("malformed", "choice has no `message`")
+    text = message.get("content")
+    refusal = message.get("refusal")
+    usage: dict[str, Any] = data["usage"] if isinstance(data.get("usage"), dict) else {}
+    if not text and isinstance(refusal, str) and refusal.strip():
+        return {"text": refusal, "finish_reason": finish, "refusal": True,
+                "output_tokens": usage.get("completion_tokens", len(refusal.split()))}
+    if text is not None and not isinstance(text, str):
+        raise OutputFault("malformed", f"message content is a {type(text).__name__}, not text")
+    if text is None or not text.strip():
+        raise OutputFault("empty", f"empty content (finish_reason {finish})")
+    return {"text": text, "finish_reason": finish,
+            "output_tokens": usage.get("completion_tokens", len(text.split()))}
+
+
+def parse_top_logprobs(data: dict[str, Any]) -> dict[str, Any]:
+    choice = _first_choice(data)
+    lp = choice.get("logprobs")
+    content = lp.get("content") if isinstance(lp, dict) else None
+    if not isinstance(content, list) or not content or not isinstance(content[0], dict):
+        raise OutputFault("bad_logprobs", "no token log-probs returned (does the server support `logprobs`?)")
+    top = content[0].get("top_logprobs")
+    if not isinstance(top, list) or not top:
+        raise OutputFault("bad_logprobs", "no top log-probs for the first token")
+    out = []
+    for t in top:
+        tok, val = (t.get("token"), t.get("logprob")) if isinstance(t, dict) else (None, None)
+        if not isinstance(tok, str) or not _is_logprob(val):
+            raise OutputFault("bad_logprobs", f"top log-prob entry is not (token, logprob <= 0): {str(t)[:80]}")
+        out.append([tok, float(val)])  # type: ignore[arg-type]
+    return {"top": out}
+
+
+def parse_choice(data: dict[str, Any], words: list[str]) -> dict[str, Any]:
+    """Multiple choice from the first token's top log-probs: each answer word takes the
+    best log-prob of a returned token that starts it; words not returned are absent."""
+    top = parse_top_logprobs(data)["top"]
+    lps: dict[str, float] = {}
+    for tok, lp in top:
+        t = tok.strip().lower()
+        for w in words:
+            if t and w.lower().startswith(t) and lp > lps.get(w, -math.inf):
+                lps[w] = lp
+    if not lps:
+        raise OutputFault("malformed", "none of the answer words is among the returned top log-probs")
+    best = max(lps.values())
+    z = sum(math.exp(v - best) for v in lps.values())
+    probs = {w: math.exp(lps[w] - best) / z if w in lps else 0.0 for w in words}
+    return {"probs": probs, "logprobs": lps, "choice": max(probs, key=lambda w: probs[w])}
+
+
+def parse_echo(data: dict[str, Any], text: str) -> dict[str, Any]:
+    """Prompt log-probs from a legacy completion with `echo`: one token, log-prob and
+    character offset each, offsets rising within the text (the first log-prob is None)."""
+    lp = _first_choice(data).get("logprobs")
+    if not isinstance(lp, dict):
+        raise OutputFault("bad_logprobs", "no `logprobs` in the completion (does the server support echo?)")
+    tokens, lps, offs = lp.get("tokens"), lp.get("token_logprobs"), lp.get("text_offset")
+    if not (isinstance(tokens, list) and isinstance(lps, list) and isinstance(offs, list)) or not tokens:
+        raise OutputFault("bad_logprobs", "echo log-probs lack tokens, token_logprobs or text_offset")
+    if not (len(tokens) == len(lps) == len(offs)):
+        raise OutputFault("bad_logprobs", f"logprob arrays differ in length: {len(tokens)} tokens, "
+                                          f"{len(lps)} log-probs, {len(offs)} offsets")
+    if any(not isinstance(o, int) or not 0 <= o <= len(text) for o in offs) or offs != sorted(offs):
+        raise OutputFault("bad_logprobs", "token offsets are not rising positions within the text")
+    if any(v is not None and not _is_logprob(v) for v in lps[1:]):
+        raise OutputFault("bad_logprobs", "a token log-prob is missing or not a number <= 0")
+    ends = [*offs[1:], len(text)]
+    return {"tokens": tokens, "token_ids": list(range(len(tokens))),
+            "logprobs": lps, "offsets": [[s, e] for s, e in zip(offs, ends, strict=True)]}
+
+
+def usage_tokens(data: dict[str, Any]) -> int | None:
+    """Tokens the server says the call used (prompt + completion), when it says."""
+    usage = data.get("usage")
+    if not isinstance(usage, dict):
+        return None
+    total = usage.get("total_tokens")
+    if isinstance(total, int):
+        return total
+    parts = [usage.get("prompt_tokens"), usage.get("completion_tokens")]
+    return sum(parts) if all(isinstance(p, int) for p in parts) else None  # type: ignore[arg-type]
+
+
+def _is_logprob(v: object) -> bool:
+    return isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v) and v <= 1e-6  # servers round -0.0 up a hair
