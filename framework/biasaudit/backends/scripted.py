@@ -2,7 +2,8 @@
 
 Script options (model.script): `scores` (text -> total log-prob), `replies` (substring ->
 reply), `choices` (substring -> chosen answer word for `choice` requests), `fail_every` (every n-th call fails), `die_after` (SIGKILL this process on the
-call after n calls, to test crash safety), `delay` (seconds per call), `calls_log`
+call after n calls, counted over every scripted backend of the process, so a kill can
+land in the judge calls after the subject's, to test crash safety), `delay` (seconds per call), `calls_log`
 (append one line per answered call to this file).
 """
 
@@ -23,6 +24,10 @@ from .base import BACKENDS, BackendKind, Emit, Response
 def _token_logprob(token: str) -> float:
     h = int(hashlib.sha256(token.encode()).hexdigest()[:8], 16)
     return -0.25 - (h % 1000) / 200.0
+
+
+# Calls answered by every scripted backend of this process (for `die_after`).
+_process_calls = 0
 
 
 class ScriptedBackend:
@@ -79,13 +84,15 @@ class ScriptedBackend:
         )
 
     def execute(self, requests: Sequence[Request], emit: Emit) -> None:
+        global _process_calls
         s = self.script
         for req in requests:
-            if s.get("die_after") is not None and self.calls >= int(s["die_after"]):
+            if s.get("die_after") is not None and _process_calls >= int(s["die_after"]):
                 os.kill(os.getpid(), signal.SIGKILL)
             if s.get("delay"):
                 time.sleep(float(s["delay"]))
             self.calls += 1
+            _process_calls += 1
             every = s.get("fail_every")
             if every and self.calls % int(every) == 0:
                 resp = Response(key=req.key, status="failed", error="scripted failure")

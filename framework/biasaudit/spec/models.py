@@ -66,6 +66,9 @@ class StimuliSpec(Strict):
     """Canonical field name -> column name in the file."""
     id_field: str | None = None
     """Column used as the stimulus id (row number when absent)."""
+    where: dict[str, list[str | int | float | bool]] = Field(default_factory=dict)
+    """Keep only stimuli whose field has one of the listed values (compared as text),
+    e.g. `{bias_type: [gender, age]}`; applied before `sample`."""
     sample: SampleSpec | None = None
 
     @model_validator(mode="after")
