@@ -306,6 +306,8 @@ def _close_stale_runs(store: Store) -> None:
     interrupted, and their folders say so."""
     for r in store.mark_stale_runs():
         run_dir = Path(r["run_dir"])
+        if (run_dir / "summary.json").is_file():
+            continue  # killed after its report was complete: only the bookkeeping was lost
         command = None
         mpath = run_dir / "manifest.json"
         if mpath.is_file():
