@@ -8,9 +8,10 @@ unknown keys, so a typo is an error, not a silently ignored setting.
 
 from __future__ import annotations
 
+import re
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 PROBE_KINDS = (
     "generate",
@@ -224,6 +225,14 @@ class ModelConfig(Strict):
     model: str | None = None
     api_key_env: str | None = None
     """Name of the environment variable holding the API key (never the key itself)."""
+
+    @field_validator("api_key_env")
+    @classmethod
+    def _a_variable_name(cls, v: str | None) -> str | None:
+        # the message never repeats the value: it may be a key pasted by mistake
+        if v is not None and not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", v):
+            raise ValueError("must name an environment variable (letters, digits, _), never hold the key itself")
+        return v
     timeout: float = Field(default=60.0, gt=0)
     max_retries: int = Field(default=4, ge=0)
     concurrency: int = Field(default=4, ge=1)
