@@ -23,26 +23,12 @@ from biasaudit.compose import compose
 from biasaudit.errors import BiasAuditError
 from biasaudit.pipeline import prepare
 from tests.conftest import isolation, run_dirs
+from tests.helpers import GENERATE_SPEC as SPEC
 from tests.helpers import write_spec
 
 KEY_ENV = "BIASAUDIT_TEST_API_KEY"
 REPO = Path(__file__).resolve().parents[2]
 
-SPEC = """
-audit: {name: secret-test, method: biaxis}
-stimuli:
-  inline:
-    - {id: s1, statement: "Group A is lazy."}
-    - {id: s2, statement: "Group B is rude."}
-  id_field: id
-factors:
-  task:
-    bj: {template: "Q: {{ statement }} Do you agree? Answer Yes or No."}
-    explain: {template: "Explain: {{ statement }}"}
-probe: {kind: generate, max_tokens: 20}
-metrics:
-  - {name: biaxis}
-"""
 
 
 class FakeOpenAI(BaseHTTPRequestHandler):
