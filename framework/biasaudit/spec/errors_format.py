@@ -76,19 +76,21 @@ def _type_name(tp: Any) -> str:
     return getattr(tp, "__name__", str(tp))
 
 
-def _expected(root: type[BaseModel], loc: tuple[Any, ...]) -> str | None:
-    """What the field at `loc` takes, in words (None when `loc` is not a model field)."""
+def _annotation(root: type[BaseModel], loc: tuple[Any, ...]) -> Any:
+    """The type annotation of the model field at `loc` (None when it is not one)."""
     holder = _model_at(root, loc)
     field = holder.model_fields.get(str(loc[-1])) if holder and loc else None
-    return _type_name(field.annotation) if field is not None else None
+    return None if field is None else field.annotation
+
+
+def _expected(root: type[BaseModel], loc: tuple[Any, ...]) -> str | None:
+    """What the field at `loc` takes, in words."""
+    tp = _annotation(root, loc)
+    return None if tp is None else _type_name(tp)
 
 
 def _literal_values(root: type[BaseModel], loc: tuple[Any, ...]) -> tuple[Any, ...]:
-    holder = _model_at(root, loc)
-    field = holder.model_fields.get(str(loc[-1])) if holder and loc else None
-    if field is None:
-        return ()
-    tp = _unwrap(field.annotation)
+    tp = _unwrap(_annotation(root, loc))
     if typing.get_origin(tp) is list:  # a list of literals: the error is on an item
         tp = typing.get_args(tp)[0]
     return typing.get_args(tp) if typing.get_origin(tp) is typing.Literal else ()
