@@ -12,6 +12,7 @@ from .data import read_csv, resolve_source
 from .errors import SpecError
 from .metrics.biaxis import BiaxisParams
 from .pipeline import answer_derived
+from .secrets import watch_config
 from .spec import StimuliSpec
 from .stats import cohen_kappa, wilson
 
@@ -19,6 +20,7 @@ from .stats import cohen_kappa, wilson
 def calibrate(composed: Composed, params: dict[str, Any]) -> dict[str, Any]:
     cfg = composed.config
     spec_file = str(composed.spec_file)
+    watch_config(cfg)
     p = next((v for v in params.values() if isinstance(v, BiaxisParams) and v.calibration), None)
     if p is None or p.calibration is None:
         raise SpecError("no biaxis metric with a `calibration` section", file=spec_file, key="metrics",

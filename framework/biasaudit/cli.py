@@ -7,6 +7,7 @@ import itertools
 import json
 import logging
 import os
+import shlex
 import sys
 from pathlib import Path
 from typing import Any
@@ -60,6 +61,9 @@ def _preflight(overrides: list[str], multirun: bool) -> None:
 def cmd_run(args: argparse.Namespace, rest: list[str]) -> int:
     from .compose import prepare_overrides
 
+    # the command as typed, for the manifest and the "how to resume" message
+    typed = ["biasaudit", "run", *(["-m"] if args.multirun else []),
+             *(["--retry-failed"] if args.retry_failed else []), *rest]
     try:
         overrides = prepare_overrides(list(rest))
     except BiasAuditError as exc:
@@ -71,7 +75,7 @@ def cmd_run(args: argparse.Namespace, rest: list[str]) -> int:
 
         found = load_suite(list(rest))
         if found is not None:
-            return _run_suite(found, list(rest), overrides, args.multirun)
+            return _run_suite(found, list(rest), overrides, args.multirun, typed)
         _preflight(overrides, args.multirun)
     except BiasAuditError as exc:
         return _fail(exc)
@@ -80,20 +84,20 @@ def cmd_run(args: argparse.Namespace, rest: list[str]) -> int:
             print(f"error: overrides: {str(exc).splitlines()[0]} (hint: see `biasaudit run --help`)", file=sys.stderr)
             return 2
         raise
-    return _hydra_run(overrides, args.multirun)
+    return _hydra_run(overrides, args.multirun, typed)
 
 
-def _run_suite(found: Any, raw: list[str], overrides: list[str], multirun: bool) -> int:
+def _run_suite(found: Any, raw: list[str], overrides: list[str], multirun: bool, command: list[str]) -> int:
     from .suite import run_suite
 
     suite, path = found
     extra = ["runtime.retry_failed=true"] if "runtime.retry_failed=true" in overrides else []
     user = [ov for ov in raw if not ov.startswith("spec=")] + extra
-    command = ["biasaudit", "run", *(["-m"] if multirun else []), *raw]
     try:
         summary, out_dir = run_suite(suite, path, user, multirun, command)
     except KeyboardInterrupt:
-        print("interrupted: finished model calls are saved; run the same command again to resume", file=sys.stderr)
+        print(f"interrupted: finished model calls are saved; to resume, run the same command again: "
+              f"{shlex.join(command)}", file=sys.stderr)
         return 130
     t = summary["totals"]
     print(f"{suite.name}: overall {summary['overall']}; {t['runs']} runs, {t['requests']} requests, "
@@ -102,7 +106,7 @@ def _run_suite(found: Any, raw: list[str], overrides: list[str], multirun: bool)
     return 0
 
 
-def _hydra_run(overrides: list[str], multirun: bool) -> int:
+def _hydra_run(overrides: list[str], multirun: bool, command: list[str]) -> int:
     import hydra
     from hydra.core.hydra_config import HydraConfig
     from omegaconf import DictConfig
@@ -111,7 +115,6 @@ def _hydra_run(overrides: list[str], multirun: bool) -> int:
     from .paths import conf_dir
     from .pipeline import prepare, run
 
-    command = ["biasaudit", "run", *(["-m"] if multirun else []), *overrides]
     status = {"code": 0}
 
     @hydra.main(config_path=str(conf_dir()), config_name="config", version_base="1.3")
@@ -140,8 +143,8 @@ def _hydra_run(overrides: list[str], multirun: bool) -> int:
     try:
         task()
     except KeyboardInterrupt:
-        print("interrupted: finished model calls are saved; run the same command again to resume",
-              file=sys.stderr)
+        print(f"interrupted: finished model calls are saved; to resume, run the same command again: "
+              f"{shlex.join(command)}", file=sys.stderr)
         return 130
     finally:
         sys.argv = saved
@@ -359,7 +362,14 @@ def main(argv: list[str] | None = None) -> int:
     unknown_flags = [a for a in rest if a.startswith("-")]
     if unknown_flags:
         parser.error(f"unrecognized arguments: {' '.join(unknown_flags)}")
-    return int(args.fn(args, rest))
+    from .secrets import guard_logging
+
+    guard_logging()
+    try:
+        return int(args.fn(args, rest))
+    except KeyboardInterrupt:  # outside a run (a run says how to resume itself)
+        print("interrupted", file=sys.stderr)
+        return 130
 
 
 if __name__ == "__main__":

@@ -15,13 +15,14 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf, open_dict, read_write
 
-from .errors import SpecError
+from .errors import BiasAuditError, SpecError
 from .paths import conf_dir, find_spec_file, list_specs
 from .spec import AuditConfig, validate_config
 
-# Interpolations a spec may use: plain references to other keys only. Resolvers such as
-# `oc.env` would let a spec pull environment variables (API keys) into prompts/reports.
-_RESOLVER = re.compile(r"\$\{\s*([A-Za-z_][\w.]*)\s*:")
+# Interpolations in the composed config (spec, conf groups, command-line overrides):
+# plain references to other keys only. Resolvers such as `oc.env` would pull environment
+# variables (API keys) into prompts and reports.
+from .spec.source import RESOLVER as _RESOLVER
 
 
 @dataclass
@@ -69,7 +70,41 @@ def prepare_overrides(overrides: list[str]) -> list[str]:
     return out
 
 
-def _hydra_error(exc: Exception) -> SpecError:
+def _ours(exc: BaseException) -> BiasAuditError | None:
+    """Our own error, if Hydra wrapped one (e.g. raised by the spec config source)."""
+    seen: set[int] = set()
+    e: BaseException | None = exc
+    while e is not None and id(e) not in seen:
+        if isinstance(e, BiasAuditError):
+            return e
+        seen.add(id(e))
+        e = e.__cause__ or e.__context__
+    return None
+
+
+def check_conflicts(overrides: list[str]) -> None:
+    """Refuse a key given twice on the command line: Hydra would keep the last silently."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    try:
+        parsed = OverridesParser.create().parse_overrides(overrides)
+    except Exception as exc:  # grammar errors: Hydra reports them with context below
+        if type(exc).__module__.startswith(("hydra", "omegaconf")):
+            return
+        raise
+    first: dict[tuple[str, str | None], str] = {}
+    for ov, raw in zip(parsed, overrides, strict=True):
+        k = (ov.key_or_group, ov.package)
+        if k in first:
+            name = ov.key_or_group + (f"@{ov.package}" if ov.package else "")
+            raise SpecError(f"conflicting overrides {first[k]!r} and {raw!r}", file="command line", key=name,
+                            hint=f"give {name} once")
+        first[k] = raw
+
+
+def _hydra_error(exc: Exception) -> BiasAuditError:
+    if (ours := _ours(exc)) is not None:
+        return ours
     msg = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
     m = re.search(r"In '[^']*': Could not find '([^/']+)/([^']+)'", str(exc)) or re.search(
         r"Could not find '([^/']+)/([^']+)'", str(exc)
@@ -123,6 +158,7 @@ def compose_dict(overrides: list[str]) -> tuple[DictConfig, dict[str, str]]:
     from hydra.core.global_hydra import GlobalHydra
 
     overrides = prepare_overrides(overrides)
+    check_conflicts(overrides)
     GlobalHydra.instance().clear()
     try:
         with initialize_config_dir(config_dir=str(conf_dir()), version_base="1.3"):

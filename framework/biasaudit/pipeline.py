@@ -8,6 +8,7 @@ import json
 import logging
 import os
 import platform
+import shlex
 import sys
 import time
 from dataclasses import dataclass
@@ -27,6 +28,7 @@ from .errors import BiasAuditError
 from .metrics import METRICS, MetricContext, MetricResult, VerdictRecord, evaluate
 from .metrics.base import Derived
 from .plan import Plan, compile_plan
+from .secrets import guard_logging, watch_config
 from .spec import AuditConfig
 from .store import Store
 
@@ -46,6 +48,7 @@ def prepare(composed: Composed) -> Prepared:
     """Everything that can fail on bad input, before any model call or file write."""
     cfg = composed.config
     spec_file = str(composed.spec_file)
+    watch_config(cfg)
     params = check_config(cfg, spec_file, composed.choices)
     stimuli = load_stimuli(cfg.stimuli, composed.spec_file)
     try:
@@ -236,7 +239,19 @@ def finish(
         write_trail(run_dir / "responses.jsonl", prep, responses)
     _write(run_dir / "manifest.json", json.dumps(run_manifest, indent=2, default=str))
     summary = build_summary(prep, results, verdicts, stats, run_manifest, responses)
-    render_all(run_dir, summary, results, verdicts, cfg, write=_write)
+    # summary.json goes last: a folder with one is complete (`compare` and reruns rely
+    # on that), even when the process is killed while the report is being written
+    held: dict[Path, str] = {}
+
+    def write(path: Path, text: str) -> None:
+        if path.name == "summary.json":
+            held[path] = text
+        else:
+            _write(path, text)
+
+    render_all(run_dir, summary, results, verdicts, cfg, write=write)
+    for path, text in held.items():
+        _write(path, text)
     return summary
 
 
@@ -286,8 +301,41 @@ def overall_verdict(verdicts: list[VerdictRecord]) -> str:
     return "PASS"
 
 
+INTERRUPTED_NOTE = "INTERRUPTED.txt"
+
+
+def note_interrupted(run_dir: Path, how: str, cache: str, command: list[str] | None) -> None:
+    """Say in the run folder itself that the run did not finish and how to resume."""
+    if not run_dir.is_dir():
+        return
+    again = f"run the same command again: {shlex.join(command)}" if command else "run the same command again"
+    _write(run_dir / INTERRUPTED_NOTE,
+           f"This run did not finish: {how}.\n"
+           f"Its finished model calls are kept in the cache {cache}; no report was written here.\n"
+           f"To resume, {again}\n(calls already made are not repeated).\n")
+
+
+def _close_stale_runs(store: Store) -> None:
+    """Earlier runs on this cache whose process died (SIGKILL, power cut) are marked
+    interrupted, and their folders say so."""
+    for r in store.mark_stale_runs():
+        run_dir = Path(r["run_dir"])
+        if (run_dir / "summary.json").is_file():
+            continue  # killed after its report was complete: only the bookkeeping was lost
+        command = None
+        mpath = run_dir / "manifest.json"
+        if mpath.is_file():
+            try:
+                command = json.loads(mpath.read_text(encoding="utf-8")).get("command")
+            except (OSError, ValueError):
+                command = None
+        log.warning("run %s did not finish (process %s is gone); marked interrupted", r["run_id"], r["pid"])
+        note_interrupted(run_dir, f"its process ({r['pid']}) ended before the run finished", str(store.path), command)
+
+
 def run(prep: Prepared, run_dir: Path, command: list[str]) -> dict[str, Any]:
     cfg = prep.composed.config
+    guard_logging()
     # Multirun jobs live in subfolders of reports/sweeps/<time>/: name them by both.
     in_sweep = run_dir.parent.parent.name == "sweeps"
     run_id = f"{run_dir.parent.name}-{run_dir.name}" if in_sweep else run_dir.name
@@ -295,23 +343,33 @@ def run(prep: Prepared, run_dir: Path, command: list[str]) -> dict[str, Any]:
     run_manifest["run_dir"] = str(run_dir)
     run_manifest["started"] = datetime.now(UTC).isoformat(timespec="seconds")
     store = Store(cfg.runtime.cache)
-    store.start_run(run_id, cfg.audit.name, str(run_dir), run_manifest)
-    t0 = time.perf_counter()
+    stats: ExecutionStats | None = None
     try:
+        _close_stale_runs(store)
+        store.start_run(run_id, cfg.audit.name, str(run_dir), run_manifest)
+        # written now so that a folder whose run is killed still says what it was
+        run_dir.mkdir(parents=True, exist_ok=True)
+        _write(run_dir / "manifest.json", json.dumps(run_manifest, indent=2, default=str))
+        t0 = time.perf_counter()
         responses, stats = execute_plan(
             prep.plan, store,
             lambda: build_audit_backend(cfg),
             retry_failed=cfg.runtime.retry_failed,
             progress=cfg.runtime.progress and sys.stderr.isatty(),
         )
-    except BaseException:
-        store.finish_run(run_id, "interrupted", {})
+        run_manifest["finished"] = datetime.now(UTC).isoformat(timespec="seconds")
+        run_manifest["run_stage_s"] = round(time.perf_counter() - t0, 3)
+        run_manifest["execution"] = stats.as_dict()
+        summary = finish(prep, responses, stats, run_dir, run_manifest)
+    except KeyboardInterrupt:
+        store.finish_run(run_id, "interrupted", stats.as_dict() if stats else {})
+        note_interrupted(run_dir, "stopped with Ctrl-C", str(store.path), command)
         store.close()
         raise
-    run_manifest["finished"] = datetime.now(UTC).isoformat(timespec="seconds")
-    run_manifest["run_stage_s"] = round(time.perf_counter() - t0, 3)
-    run_manifest["execution"] = stats.as_dict()
-    summary = finish(prep, responses, stats, run_dir, run_manifest)
+    except BaseException:
+        store.finish_run(run_id, "failed", {})
+        store.close()
+        raise
     store.finish_run(run_id, "finished", stats.as_dict())
     store.close()
     return summary
@@ -337,6 +395,11 @@ def rerender(run_dir: Path) -> dict[str, Any]:
                          hint="restore the file the run used (its sha256 is in manifest.json)")
     store = Store(m["cache"])
     try:
+        status = store.run_status(m["run_id"])
+        if status is not None and status != "finished" and not (run_dir / "summary.json").is_file():
+            again = f": {shlex.join(m['command'])}" if m.get("command") else ""
+            raise StoreError(f"this run did not finish (status: {status})", file=str(run_dir),
+                             hint=f"resume it by running the same command again{again}")
         responses, stats = execute_plan(prep.plan, store, None, progress=False)
     finally:
         store.close()

@@ -51,8 +51,14 @@ def run_in_batches(
                 emit(Response(key=r.key, status="failed", error=f"{type(exc).__name__}: {str(exc)[:200]}"))
             continue
         dt = (time.perf_counter() - t0) / len(batch)
+        stopped: KeyboardInterrupt | None = None
         for r, o in zip(batch, outs, strict=True):
-            emit(Response(key=r.key, status="ok", output=o, latency_s=dt))
+            try:
+                emit(Response(key=r.key, status="ok", output=o, latency_s=dt))
+            except KeyboardInterrupt as exc:  # Ctrl-C: hand over the rest of the batch first
+                stopped = exc
+        if stopped is not None:
+            raise stopped
 
 
 class Backend(Protocol):
@@ -73,6 +79,8 @@ class BackendKind:
     build: Callable[[ModelConfig, RuntimeConfig], Backend]
     local: bool
     """True when requests run in this process (batching), False for remote (concurrency)."""
+    label_logprobs: bool = False
+    """Scores given answer tokens in-process (`choice_logprobs`), as `llm_nli` needs."""
 
 
 BACKENDS: Registry[BackendKind] = Registry("model backend")

@@ -98,7 +98,16 @@ def check_audit_support(cfg: AuditConfig, choices: dict[str, str]) -> None:
     if cfg.probe.kind == "classify_nli":
         nli, chat = _nli_parts(cfg)
         if chat is not None:
-            check_probe_support(chat, "next_token", f"conf/model/{choices.get('model', '')}.yaml")
+            where = f"conf/nli/{choices['nli']}.yaml" if nli.model and choices.get("nli") else \
+                f"conf/model/{choices.get('model', '')}.yaml"
+            check_probe_support(chat, "next_token", where)
+            if not BACKENDS.get(chat.backend, file=where, key="model.backend").label_logprobs:
+                # checked here, not when the backend is built, so nothing is written
+                raise BackendError(
+                    f"llm_nli needs a local chat model that gives next-token log-probs; {chat.backend!r} does not",
+                    file=where, key="nli.model" if nli.model else "model.backend",
+                    hint="use a hf_causal model (e.g. the default smollm2), or nli=hf nli.path=...",
+                )
         return
     model_file = f"conf/model/{choices['model']}.yaml" if choices.get("model") else None
     check_probe_support(cfg.model, cfg.probe.kind, model_file)

@@ -309,5 +309,6 @@ BACKENDS.add(
         identity=_identity,
         build=lambda cfg, rt: HFCausalBackend(cfg, rt),
         local=True,
+        label_logprobs=True,
     ),
 )

@@ -2,7 +2,9 @@
 
 Script options (model.script): `scores` (text -> total log-prob), `replies` (substring ->
 reply), `choices` (substring -> chosen answer word for `choice` requests), `fail_every` (every n-th call fails), `die_after` (SIGKILL this process on the
-call after n calls, to test crash safety), `delay` (seconds per call), `calls_log`
+call after n calls, to test crash safety; once a backend with it is built, it holds for
+every scripted backend of the process and counts their calls together, so the kill can
+land in judge calls made after the subject's), `delay` (seconds per call), `calls_log`
 (append one line per answered call to this file).
 """
 
@@ -25,12 +27,20 @@ def _token_logprob(token: str) -> float:
     return -0.25 - (h % 1000) / 200.0
 
 
+# Calls answered by every scripted backend of this process, and the `die_after` limit.
+_process_calls = 0
+_die_after: int | None = None
+
+
 class ScriptedBackend:
     supports = frozenset({"generate", "sequence_logprob", "next_token", "choice"})
 
     def __init__(self, script: dict[str, Any]) -> None:
+        global _die_after
         self.script = script
         self.calls = 0
+        if script.get("die_after") is not None:
+            _die_after = int(script["die_after"])
 
     def _answer(self, req: Request) -> Response:
         s = self.script
@@ -79,13 +89,15 @@ class ScriptedBackend:
         )
 
     def execute(self, requests: Sequence[Request], emit: Emit) -> None:
+        global _process_calls
         s = self.script
         for req in requests:
-            if s.get("die_after") is not None and self.calls >= int(s["die_after"]):
+            if _die_after is not None and _process_calls >= _die_after:
                 os.kill(os.getpid(), signal.SIGKILL)
             if s.get("delay"):
                 time.sleep(float(s["delay"]))
             self.calls += 1
+            _process_calls += 1
             every = s.get("fail_every")
             if every and self.calls % int(every) == 0:
                 resp = Response(key=req.key, status="failed", error="scripted failure")

@@ -70,14 +70,16 @@ def load_stimuli(spec: StimuliSpec, spec_file: Path | None) -> StimulusSet:
             hint="choose a unique id column or drop id_field to use row numbers",
         )
     n_total = len(stimuli)
-    if spec.sample is not None and spec.sample.n < n_total:
-        rng = np.random.default_rng(spec.sample.seed)
-        keep = sorted(rng.choice(n_total, size=spec.sample.n, replace=False).tolist())
-        stimuli = [stimuli[i] for i in keep]
     if not stimuli:
         raise DataError(
             "no stimuli to run", file=str(where), key="stimuli", hint="the data is empty"
         )
+    if spec.where:
+        stimuli = filter_stimuli(stimuli, spec.where, str(where))
+    if spec.sample is not None and spec.sample.n < len(stimuli):
+        rng = np.random.default_rng(spec.sample.seed)
+        keep = sorted(rng.choice(len(stimuli), size=spec.sample.n, replace=False).tolist())
+        stimuli = [stimuli[i] for i in keep]
     return StimulusSet(
         stimuli=stimuli,
         source=str(path) if path else None,
@@ -85,6 +87,24 @@ def load_stimuli(spec: StimuliSpec, spec_file: Path | None) -> StimulusSet:
         format=spec.format,
         n_total=n_total,
     )
+
+
+def filter_stimuli(stimuli: list[Stimulus], where: dict[str, list[Any]], file: str) -> list[Stimulus]:
+    """The stimuli whose fields match every `where` entry; an empty result is an error."""
+    fields = sorted({k for s in stimuli for k in s.fields})
+    for name in where:
+        if name not in fields:
+            raise DataError(f"`where` names field {name!r}, which the stimuli do not have", file=file,
+                            key=f"stimuli.where.{name}", hint=f"fields: {', '.join(fields)}")
+    wanted = {name: {str(v) for v in values} for name, values in where.items()}
+    kept = [s for s in stimuli if all(str(s.fields.get(n)) in vals for n, vals in wanted.items())]
+    if not kept:
+        name = next(iter(where))
+        present = sorted({str(s.fields.get(name)) for s in stimuli})
+        shown = ", ".join(present[:12]) + (", ..." if len(present) > 12 else "")
+        raise DataError(f"no stimuli left after `where` ({len(stimuli)} before)", file=file,
+                        key=f"stimuli.where.{name}", hint=f"values of {name} in the data: {shown}")
+    return kept
 
 
 def generate_rows(spec: StimuliSpec, file: str | None) -> list[dict[str, Any]]:

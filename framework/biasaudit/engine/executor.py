@@ -12,7 +12,9 @@ from dataclasses import asdict, dataclass, field
 from ..backends import Backend, Response
 from ..errors import StoreError
 from ..plan import Plan, Request
+from ..secrets import redact_obj
 from ..store import Store
+from .interrupt import GracefulStop
 
 log = logging.getLogger(__name__)
 
@@ -92,8 +94,11 @@ def execute_requests(
         stats.model_load_s = time.perf_counter() - t_load
         by_key = {r.key: r for r in pending}
         bar = _progress(progress, len(pending), label)
+        stop = GracefulStop()
 
         def emit(resp: Response) -> None:
+            # scrubbed before storing: a server may echo the API key in an error body
+            resp = resp.model_copy(update={"error": redact_obj(resp.error), "output": redact_obj(resp.output)})
             store.put(by_key[resp.key], resp)
             results[resp.key] = resp
             stats.calls += 1
@@ -101,9 +106,12 @@ def execute_requests(
                 stats.new_failures += 1
             if bar is not None:
                 bar.update(1)
+            stop.check()  # Ctrl-C: stop once this response is committed
 
         try:
-            backend.execute(pending, emit)
+            with stop:
+                backend.execute(pending, emit)
+                stop.check()
         finally:
             backend.close()
             if bar is not None:

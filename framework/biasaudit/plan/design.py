@@ -82,8 +82,15 @@ def expand_design(cfg: AuditConfig, spec_file: str | None = None) -> list[Cell]:
     elif design.kind == "fractional":
         keep = dict(design.levels or {})
         for f, lvls in keep.items():
+            if not lvls:
+                raise SpecError(f"no levels kept for factor {f!r}: the design expands to zero cells",
+                                file=spec_file, key=f"design.levels.{f}",
+                                hint="keep at least one level, or drop the factor from `levels`")
             for j, lv in enumerate(lvls):
                 _check_levels(cfg, {f: lv}, f"design.levels.{f}[{j}]", spec_file, False)
+                if lv in lvls[:j]:
+                    raise SpecError(f"level {lv!r} is listed twice", file=spec_file,
+                                    key=f"design.levels.{f}[{j}]", hint="list each level once")
         rest = [n for n in names if n not in keep]
         base = dict(design.baseline or {})
         if rest:
@@ -102,13 +109,16 @@ def expand_design(cfg: AuditConfig, spec_file: str | None = None) -> list[Cell]:
             _check_levels(cfg, c, f"design.cells[{i}]", spec_file, True)
             cells.append({n: c[n] for n in names})
     out = []
-    seen = set()
-    for c in cells:
+    seen: dict[str, int] = {}
+    for i, c in enumerate(cells):
         cid = cell_id(c)
         if cid in seen:
-            continue
-        seen.add(cid)
+            # only an explicit list can repeat a cell; running it twice would double-weight it
+            raise SpecError(f"cell {cid} is listed twice (first at design.cells[{seen[cid]}])", file=spec_file,
+                            key=f"design.cells[{i}]", hint="list each cell once")
+        seen[cid] = i
         out.append(Cell(id=cid, levels=c))
     if not out:
-        raise SpecError("the design expands to zero cells", file=spec_file, key="design")
+        raise SpecError("the design expands to zero cells", file=spec_file, key="design",
+                        hint="check `design.kind` and its levels or cells")
     return out

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from functools import lru_cache
 from typing import Any
 
@@ -12,9 +13,28 @@ from jinja2.sandbox import ImmutableSandboxedEnvironment
 from ..errors import SpecError
 from .segments import frame_prompt
 
-_ENV = ImmutableSandboxedEnvironment(
-    undefined=StrictUndefined, autoescape=False, keep_trailing_newline=False
-)
+MAX_RESULT_LEN = 1_000_000
+"""Longest string or list a template may build with `*`, and largest `**` result (digits)."""
+
+
+class _BoundedSandbox(ImmutableSandboxedEnvironment):
+    """Jinja's sandbox (no attribute access to internals, no mutation, bounded `range`),
+    plus bounds on `*` and `**`, which it leaves open: `'a' * 10**10` would exhaust memory."""
+
+    intercepted_binops = frozenset({"*", "**"})
+
+    def call_binop(self, context: Any, operator: str, left: Any, right: Any) -> Any:
+        if operator == "**" and isinstance(left, int) and isinstance(right, int) and \
+                abs(left) > 1 and right * math.log10(abs(left)) > MAX_RESULT_LEN:
+            raise SecurityError(f"{left} ** {right} is too large")
+        if operator == "*":
+            seq, n = (left, right) if isinstance(right, int) else (right, left)
+            if isinstance(seq, str | list | tuple) and isinstance(n, int) and len(seq) * n > MAX_RESULT_LEN:
+                raise SecurityError(f"a sequence of {len(seq) * n} items is too long")
+        return super().call_binop(context, operator, left, right)
+
+
+_ENV = _BoundedSandbox(undefined=StrictUndefined, autoescape=False, keep_trailing_newline=False)
 # Functions spec templates may call (pure, no I/O).
 TEMPLATE_FUNCTIONS = {"frame_prompt": frame_prompt}
 _ENV.globals.update(TEMPLATE_FUNCTIONS)
@@ -58,5 +78,6 @@ def render(source: str, context: dict[str, Any], *, file: str | None, key: str) 
         raise SpecError(
             f"template syntax error at line {exc.lineno}: {exc.message}", file=file, key=key
         ) from None
-    except (UndefinedError, SecurityError, ValueError, TypeError) as exc:
-        raise SpecError(f"template error: {exc}", file=file, key=key) from None
+    except (UndefinedError, SecurityError, ValueError, TypeError, ArithmeticError, LookupError) as exc:
+        raise SpecError(f"template error: {exc}", file=file, key=key,
+                        hint="templates see stimulus fields and level vars; Python internals are off limits") from None

@@ -48,6 +48,54 @@ def _unwrap(tp: Any) -> Any:
     return tp
 
 
+def _shape(value: Any) -> str:
+    if isinstance(value, dict):
+        return "a mapping"
+    if isinstance(value, list):
+        return "a list"
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _type_name(tp: Any) -> str:
+    origin, args = typing.get_origin(tp), typing.get_args(tp)
+    if origin is typing.Literal:
+        return "one of " + ", ".join(repr(a) for a in args)
+    if origin in (typing.Union, types.UnionType):
+        return " or ".join(_type_name(a) for a in args if a is not type(None))
+    if origin is list:
+        inner = _type_name(args[0]) if args else ""
+        return "a list of mappings" if inner == "a mapping" else f"a list of {inner}" if inner else "a list"
+    if origin is dict:
+        return "a mapping"
+    names = {int: "a whole number", float: "a number", str: "text", bool: "true or false"}
+    if tp in names:
+        return names[tp]
+    if isinstance(tp, type) and issubclass(tp, BaseModel):
+        return "a mapping"
+    return getattr(tp, "__name__", str(tp))
+
+
+def _annotation(root: type[BaseModel], loc: tuple[Any, ...]) -> Any:
+    """The type annotation of the model field at `loc` (None when it is not one)."""
+    holder = _model_at(root, loc)
+    field = holder.model_fields.get(str(loc[-1])) if holder and loc else None
+    return None if field is None else field.annotation
+
+
+def _expected(root: type[BaseModel], loc: tuple[Any, ...]) -> str | None:
+    """What the field at `loc` takes, in words."""
+    tp = _annotation(root, loc)
+    return None if tp is None else _type_name(tp)
+
+
+def _literal_values(root: type[BaseModel], loc: tuple[Any, ...]) -> tuple[Any, ...]:
+    tp = _unwrap(_annotation(root, loc))
+    if typing.get_origin(tp) is list:  # a list of literals: the error is on an item
+        tp = typing.get_args(tp)[0]
+    return typing.get_args(tp) if typing.get_origin(tp) is typing.Literal else ()
+
+
 def key_path(loc: tuple[Any, ...]) -> str:
     out = ""
     for part in loc:
@@ -79,14 +127,18 @@ def describe(exc: ValidationError, root: type[BaseModel]) -> list[tuple[str, str
             msg = "required key is missing"
             hint = "add it to the spec or the config group"
         elif kind == "literal_error":
-            msg = err["msg"]
-            hint = None
+            msg = f"{err['msg']} (got {_shape(err.get('input'))})"
+            allowed = [str(a) for a in _literal_values(root, loc)]
+            close = difflib.get_close_matches(str(err.get("input")), allowed, n=1)
+            hint = f"did you mean {close[0]!r}?" if close else "choose one of the listed values"
         else:
             msg = err["msg"]
             if msg.startswith("Value error, "):
                 msg = msg[len("Value error, ") :]
             got = err.get("input")
-            if kind not in ("value_error",) and not isinstance(got, dict | list):
-                msg += f" (got {got!r})"
+            if kind not in ("value_error",):
+                msg += f" (got {_shape(got)})"
+                expected = _expected(root, loc)
+                hint = f"expected {expected}" if expected else "`biasaudit schema` lists every key and its type"
         out.append((path, msg, hint))
     return out

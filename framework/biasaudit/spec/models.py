@@ -8,6 +8,7 @@ unknown keys, so a typo is an error, not a silently ignored setting.
 
 from __future__ import annotations
 
+import re
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -66,6 +67,9 @@ class StimuliSpec(Strict):
     """Canonical field name -> column name in the file."""
     id_field: str | None = None
     """Column used as the stimulus id (row number when absent)."""
+    where: dict[str, list[str | int | float | bool]] = Field(default_factory=dict)
+    """Keep only stimuli whose field has one of the listed values (compared as text),
+    e.g. `{bias_type: [gender, age]}`; applied before `sample`."""
     sample: SampleSpec | None = None
 
     @model_validator(mode="after")
@@ -226,6 +230,14 @@ class ModelConfig(Strict):
     model: str | None = None
     api_key_env: str | None = None
     """Name of the environment variable holding the API key (never the key itself)."""
+
+    @field_validator("api_key_env")
+    @classmethod
+    def _a_variable_name(cls, v: str | None) -> str | None:
+        # the message never repeats the value: it may be a key pasted by mistake
+        if v is not None and not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", v):
+            raise ValueError("must name an environment variable (letters, digits, _), never hold the key itself")
+        return v
     timeout: float = Field(default=60.0, gt=0)
     """Seconds per HTTP attempt (connect, send, read each)."""
     max_retries: int = Field(default=4, ge=0)

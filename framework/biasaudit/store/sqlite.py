@@ -7,6 +7,8 @@ flight and a rerun never repeats a finished one.
 from __future__ import annotations
 
 import json
+import os
+import socket
 import sqlite3
 import time
 from collections.abc import Iterable, Iterator
@@ -51,9 +53,19 @@ class Store:
         self.db.execute("PRAGMA synchronous=NORMAL")
         self.db.execute("PRAGMA busy_timeout=60000")
         self.db.executescript(SCHEMA)
-        columns = {row[1] for row in self.db.execute("PRAGMA table_info(responses)")}
-        if "error_kind" not in columns:  # a cache written before failures had kinds
-            self.db.execute("ALTER TABLE responses ADD COLUMN error_kind TEXT")
+        self._add_columns("responses", (("error_kind", "TEXT"),))  # caches from before failure kinds
+        self._add_columns("runs", (("pid", "INTEGER"), ("host", "TEXT")))  # from before runs recorded their process
+
+    def _add_columns(self, table: str, cols: tuple[tuple[str, str], ...]) -> None:
+        """Older caches get new columns added in place."""
+        have = {row[1] for row in self.db.execute(f"PRAGMA table_info({table})")}
+        for col, decl in cols:
+            if col not in have:
+                try:
+                    self.db.execute(f"ALTER TABLE {table} ADD COLUMN {col} {decl}")
+                except sqlite3.OperationalError as exc:  # another process added it first
+                    if "duplicate column" not in str(exc):
+                        raise
 
     def close(self) -> None:
         self.db.close()
@@ -96,9 +108,35 @@ class Store:
     # -- runs --------------------------------------------------------------------
     def start_run(self, run_id: str, audit: str, run_dir: str, manifest: dict[str, Any]) -> None:
         self.db.execute(
-            "INSERT OR REPLACE INTO runs (run_id, audit, run_dir, started, status, manifest) VALUES (?, ?, ?, ?, ?, ?)",
-            (run_id, audit, run_dir, time.time(), "running", canonical_json(manifest)),
+            "INSERT OR REPLACE INTO runs (run_id, audit, run_dir, started, status, manifest, pid, host) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            (run_id, audit, run_dir, time.time(), "running", canonical_json(manifest), os.getpid(),
+             socket.gethostname()),
         )
+
+    def run_status(self, run_id: str) -> str | None:
+        row = self.db.execute("SELECT status FROM runs WHERE run_id = ?", (run_id,)).fetchone()
+        return None if row is None else str(row[0])
+
+    def mark_stale_runs(self) -> list[dict[str, Any]]:
+        """Runs still marked `running` whose process on this host is gone (killed, e.g. by
+        SIGKILL or a power cut) become `interrupted`; returns them. Runs of live processes
+        and of other hosts are left alone. A reused pid keeps a dead run `running` until
+        that process ends too: the safe direction."""
+        host = socket.gethostname()
+        stale = []
+        for run_id, run_dir, pid in self.db.execute(
+            "SELECT run_id, run_dir, pid FROM runs WHERE status = 'running' AND host = ?", (host,)
+        ).fetchall():
+            if pid is None or _process_alive(int(pid)):
+                continue
+            cur = self.db.execute(
+                "UPDATE runs SET status = 'interrupted', finished = ? WHERE run_id = ? AND status = 'running'",
+                (time.time(), run_id),
+            )
+            if cur.rowcount:  # another process may have marked it first
+                stale.append({"run_id": run_id, "run_dir": run_dir, "pid": pid})
+        return stale
 
     def finish_run(self, run_id: str, status: str, counts: dict[str, Any]) -> None:
         self.db.execute(
@@ -110,3 +148,13 @@ class Store:
         cur = self.db.execute("SELECT run_id, audit, run_dir, started, finished, status, counts FROM runs ORDER BY started")
         cols = [d[0] for d in cur.description]
         return [dict(zip(cols, row, strict=True)) for row in cur]
+
+
+def _process_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # exists, owned by someone else
+        return True
+    return True

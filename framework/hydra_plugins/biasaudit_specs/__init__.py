@@ -35,10 +35,21 @@ class SpecsConfigSource(ConfigSource):
         path = self._file(config_path)
         if path is None:
             raise ConfigLoadError(f"Spec not found: {config_path}")
+        from pathlib import Path
+
+        from biasaudit.spec.source import check_spec_file
+
+        check_spec_file(Path(path))  # refuses Hydra settings, import paths, resolvers
         with open(path, encoding="utf-8") as f:
             text = f.read()
         header = ConfigSource._get_header_dict(text[:512])
-        header["package"] = header.get("package") or "_global_"
+        if header.get("package") not in (None, "", "_global_"):
+            # `# @package hydra` would turn the spec's keys into Hydra settings
+            from biasaudit.errors import SpecError
+
+            raise SpecError(f"a spec cannot choose its package ({header['package']!r})", file=path,
+                            key="# @package", hint="remove the `# @package` line")
+        header["package"] = "_global_"
         cfg = OmegaConf.create(OmegaConf.load(path))
         return ConfigResult(
             config=cfg, path=f"{SCHEME}://{self.path}", provider=self.provider, header=header

@@ -1,0 +1,54 @@
+"""Run `biasaudit` in a subprocess that SIGKILLs itself at a named point, for the crash
+safety tests: `python -m tests.killpoints <point> <n> run ...`.
+
+Points: `put` (right after the n-th response is committed to the store), `measure`
+(entering the metric stage), `write` (entering the n-th report file write),
+`finish_run` (after every file is written, before the run is marked finished). Model
+calls can also be cut short with the scripted backend's `die_after`.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+from collections.abc import Callable
+from typing import Any
+
+
+def _kill_on(n: int, fn: Callable[..., Any], after: bool) -> Callable[..., Any]:
+    count = 0
+
+    def wrapped(*args: Any, **kwargs: Any) -> Any:
+        nonlocal count
+        count += 1
+        if not after and count >= n:
+            os.kill(os.getpid(), signal.SIGKILL)
+        out = fn(*args, **kwargs)
+        if after and count >= n:
+            os.kill(os.getpid(), signal.SIGKILL)
+        return out
+
+    return wrapped
+
+
+def main(argv: list[str]) -> int:
+    point, n, rest = argv[0], int(argv[1]), argv[2:]
+    import biasaudit.pipeline as pipeline
+    from biasaudit.store import Store
+
+    targets: dict[str, tuple[Any, str, bool]] = {
+        "put": (Store, "put", True),
+        "measure": (pipeline, "measure", False),
+        "write": (pipeline, "_write", False),
+        "finish_run": (Store, "finish_run", False),
+    }
+    owner, name, after = targets[point]
+    setattr(owner, name, _kill_on(n, getattr(owner, name), after))
+    from biasaudit.cli import main as cli_main
+
+    return cli_main(rest)
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
