@@ -8,6 +8,7 @@ import json
 import logging
 import os
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -86,6 +87,11 @@ def _hydra_run(overrides: list[str], multirun: bool) -> int:
 
     command = ["biasaudit", "run", *(["-m"] if multirun else []), *overrides]
     status = {"code": 0}
+    # Launchers such as joblib run jobs in other processes, where `status` is a copy: jobs
+    # also append their exit code to a file named in the environment they inherit.
+    fd, status_file = tempfile.mkstemp(prefix="biasaudit-status-")
+    os.close(fd)
+    os.environ["BIASAUDIT_STATUS_FILE"] = status_file
 
     @hydra.main(config_path=str(conf_dir()), config_name="config", version_base="1.3")
     def task(cfg: DictConfig) -> dict[str, Any] | None:
@@ -98,6 +104,8 @@ def _hydra_run(overrides: list[str], multirun: bool) -> int:
             summary = run(prep, run_dir, command)
         except BiasAuditError as exc:
             status["code"] = _fail(exc)
+            with open(os.environ.get("BIASAUDIT_STATUS_FILE", os.devnull), "a") as f:
+                f.write(f"{status['code']}\n")
             return None
         ex = summary["execution"]
         print(
@@ -118,7 +126,9 @@ def _hydra_run(overrides: list[str], multirun: bool) -> int:
         return 130
     finally:
         sys.argv = saved
-    return status["code"]
+        codes = Path(status_file).read_text().split()
+        Path(status_file).unlink(missing_ok=True)
+    return status["code"] or max((int(c) for c in codes), default=0)
 
 
 def cmd_validate(args: argparse.Namespace, rest: list[str]) -> int:
@@ -268,6 +278,28 @@ def cmd_calibrate(args: argparse.Namespace, rest: list[str]) -> int:
     return 0
 
 
+def cmd_merge_cache(args: argparse.Namespace, rest: list[str]) -> int:
+    from .errors import StoreError
+    from .store import Store
+
+    if rest:
+        print(f"error: unexpected arguments {rest}", file=sys.stderr)
+        return 2
+    sources = [Path(p) for p in args.sources]
+    for src in sources:
+        if not src.is_file():
+            return _fail(StoreError("cache file not found", file=str(src), hint="give per-job cache files"))
+    store = Store(args.into)
+    try:
+        for src in sources:
+            added = store.merge_from(src)
+            print(f"{src}: {added} new responses")
+        print(f"{args.into}: {store.count()} responses")
+    finally:
+        store.close()
+    return 0
+
+
 def cmd_schema(args: argparse.Namespace, rest: list[str]) -> int:
     from .spec import json_schema
 
@@ -313,6 +345,10 @@ def build_parser() -> argparse.ArgumentParser:
     cb = sub.add_parser("calibrate", help="run the judge panel on a labelled control set: accuracy and kappa per judge",
                         formatter_class=fmt, epilog=OVERRIDES_HELP)
     cb.set_defaults(fn=cmd_calibrate)
+    mc = sub.add_parser("merge-cache", help="merge per-job cache files into one (cluster sweeps without a shared cache)")
+    mc.add_argument("into", help="the cache to merge into (created if missing)")
+    mc.add_argument("sources", nargs="+", help="cache files to merge from; kept unchanged")
+    mc.set_defaults(fn=cmd_merge_cache)
     sc = sub.add_parser("schema", help="print the JSON Schema of the spec language and run config")
     sc.set_defaults(fn=cmd_schema)
     return p

@@ -109,7 +109,8 @@ class HFCausalBackend:
         self.tok: Any
         self.model: Any
         if cfg.gguf_file and isinstance(where, Path):
-            converted = Path(runtime.cache).parent / "models" / (
+            models_dir = Path(runtime.models_dir) if runtime.models_dir else Path(runtime.cache).parent / "models"
+            converted = models_dir / (
                 f"{sha256_file(where / cfg.gguf_file)[:16]}-{cfg.dtype}"
             )
         try:

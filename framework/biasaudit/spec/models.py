@@ -295,7 +295,11 @@ class RuntimeConfig(Strict):
     reports_dir: str = "reports"
     progress: bool = True
     threads: int | None = None
-    """torch intra-op threads (default: torch's own choice)."""
+    """torch intra-op threads (default: torch's own choice, one per physical core; joblib's
+    workers are capped at cores / n_jobs by joblib itself)."""
+    models_dir: str | None = None
+    """Where converted (dequantized GGUF) models are kept; default: `models/` beside the
+    cache. Parallel jobs and separate caches can share one."""
     retry_failed: bool = False
     """Send requests whose stored result is a failure to the model again."""
 

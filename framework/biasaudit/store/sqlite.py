@@ -157,6 +157,31 @@ class Store:
         return Throughput(measurements=row[0], calls=row[1], seconds=row[2], input_tokens=row[3],
                           output_tokens=row[4])
 
+    def merge_from(self, other: str | Path) -> int:
+        """Copy another cache's responses and throughput records into this one; a key
+        already here keeps its stored response unless that is a failure and the other's
+        is not. Returns how many responses were added or replaced."""
+        before = self.db.total_changes
+        self.db.execute("ATTACH DATABASE ? AS other", (str(Path(other).resolve()),))
+        try:
+            self.db.execute("BEGIN IMMEDIATE")
+            self.db.execute(
+                "INSERT OR REPLACE INTO responses SELECT o.* FROM other.responses o "
+                "LEFT JOIN main.responses m ON m.key = o.key "
+                "WHERE m.key IS NULL OR (m.status = 'failed' AND o.status = 'ok')")
+            added = self.db.total_changes - before
+            has_tp = self.db.execute(
+                "SELECT 1 FROM other.sqlite_master WHERE type = 'table' AND name = 'throughput'").fetchone()
+            if has_tp:
+                self.db.execute("INSERT INTO throughput SELECT * FROM other.throughput")
+            self.db.execute("COMMIT")
+        except BaseException:
+            self.db.execute("ROLLBACK")
+            raise
+        finally:
+            self.db.execute("DETACH DATABASE other")
+        return added
+
     def count(self) -> int:
         return int(self.db.execute("SELECT COUNT(*) FROM responses").fetchone()[0])
 
