@@ -297,6 +297,9 @@ class RuntimeConfig(Strict):
     threads: int | None = None
     """torch intra-op threads (default: torch's own choice, one per physical core; joblib's
     workers are capped at cores / n_jobs by joblib itself)."""
+    prefix_cache: bool = False
+    """Scoring with a model variant's system prompt: compute the shared prefix once per
+    batch and reuse its keys/values (same log-probs; see `make bench` for whether it pays)."""
     models_dir: str | None = None
     """Where converted (dequantized GGUF) models are kept; default: `models/` beside the
     cache. Parallel jobs and separate caches can share one."""
