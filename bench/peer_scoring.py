@@ -16,10 +16,11 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from scoring import sentences
+
 from biasaudit.backends import Response, build_backend
 from biasaudit.compose import compose
 from biasaudit.plan import Request, request_key
-from scoring import sentences
 
 
 def ours(backend: Any, texts: list[str]) -> list[float]:

@@ -6,9 +6,10 @@ from __future__ import annotations
 
 import time
 
+from scoring import sentences
+
 from biasaudit.backends import build_backend
 from biasaudit.compose import compose
-from scoring import sentences
 
 
 def run(repeats: int = 2) -> list[tuple[str, float, float]]:

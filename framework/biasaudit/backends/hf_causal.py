@@ -149,7 +149,6 @@ class HFCausalBackend:
         system prompt is a conditioning prefix: in the context, not in the output. With
         `prefix_cache`, the prefix shared by the whole batch (BOS + system prompt) is run
         once and its keys/values repeated over the batch instead of recomputed per row."""
-        import torch
 
         encoded = [self._encode_scoring(t) for t in texts]
         prefix: list[int] = []
