@@ -70,28 +70,39 @@ def _best(fn: Any, texts: list[str], repeats: int) -> float:
     return best
 
 
-def run(repeats: int = 3) -> dict[str, Any]:
+def run(repeats: int = 2) -> dict[str, Any]:
     c = compose([])
     backend = build_backend(c.config.model, c.config.runtime)
-    bs = c.config.runtime.batch_size
+    bs, budget = c.config.runtime.batch_size, c.config.runtime.batch_tokens
     texts = sentences()
     try:
         import lm_eval  # noqa: F401
 
-        peers = {f"lm-eval HFLM, batch {bs}": lm_eval_peer(backend, bs), "lm-eval HFLM, batch 1 (its default)": lm_eval_peer(backend, 1)}
-        peer_kind = "lm-eval"
+        peers = {f"lm-eval HFLM, batch {bs}": lm_eval_peer(backend, bs),
+                 "lm-eval HFLM, batch 64": lm_eval_peer(backend, 64),
+                 "lm-eval HFLM, batch 1 (its default)": lm_eval_peer(backend, 1)}
+        peer_kind = "lm-eval " + lm_eval.__version__ if hasattr(lm_eval, "__version__") else "lm-eval"
     except ImportError:
         peers = {"transformers loop (docs)": transformers_loop(backend)}
         peer_kind = "transformers loop"
     reference = ours(backend, texts)
-    max_diff = 0.0
-    for fn in peers.values():
-        other = fn(texts)
-        max_diff = max(max_diff, max(abs(a - b) for a, b in zip(reference, other, strict=True)))
+    first = next(iter(peers.values()))(texts)
+    max_diff = max(abs(a - b) for a, b in zip(reference, first, strict=True))
     if max_diff > 1e-3:
         raise RuntimeError(f"the peer disagrees with biasaudit on log-likelihoods (max |diff| {max_diff:.2e})")
-    rows = [(f"biasaudit hf_causal, batch {bs}", len(texts) / _best(lambda t: ours(backend, t), texts, repeats))]
+
+    def fixed(t: list[str]) -> list[float]:
+        backend.batch_tokens = None
+        try:
+            return ours(backend, t)
+        finally:
+            backend.batch_tokens = budget
+
+    rows = [(f"biasaudit default (batches of <= {budget} tokens)", len(texts) / _best(lambda t: ours(backend, t), texts, repeats)),
+            (f"biasaudit, batch {bs}", len(texts) / _best(fixed, texts, repeats))]
     for label, fn in peers.items():
         rows.append((label, len(texts) / _best(fn, texts, repeats)))
-    return {"rows": rows, "peer": peer_kind, "max_abs_diff": max_diff, "n": len(texts),
-            "ratio": rows[0][1] / rows[1][1]}
+    peer_rates = [r for label, r in rows[2:]]
+    return {"rows": rows, "peer": peer_kind, "max_abs_diff": max_diff, "n": len(texts), "batch_size": bs,
+            "ratio_same_batch": rows[0][1] / rows[2][1], "ratio_best_peer": rows[0][1] / max(peer_rates),
+            "ratio_fixed_same_batch": rows[1][1] / rows[2][1]}

@@ -40,7 +40,9 @@ def section_peer() -> None:
     print(f"  {'path':<40}{'sequences/s':>14}")
     for label, rate in r["rows"]:
         print(f"  {label:<40}{rate:>14.1f}")
-    print(f"  ratio biasaudit / peer at the same batch size: {r['ratio']:.2f}")
+    bs = r["batch_size"]
+    print(f"  ratio biasaudit default / peer at batch {bs}: {r['ratio_same_batch']:.2f} (acceptance: >= 1.0); "
+          f"/ the peer's fastest row: {r['ratio_best_peer']:.2f}; both at batch {bs}: {r['ratio_fixed_same_batch']:.2f}")
 
 
 def section_scoring() -> None:

@@ -15,7 +15,16 @@ from typing import Any
 from ..errors import BackendError
 from ..plan import Request
 from ..spec import ModelConfig, RuntimeConfig
-from .base import BACKENDS, BackendKind, Emit, Response, resolve_model_path, run_in_batches
+from .base import (
+    BACKENDS,
+    BackendKind,
+    Emit,
+    Response,
+    resolve_model_path,
+    run_batches,
+    run_in_batches,
+    token_budget_batches,
+)
 from .identity import directory_digest, sha256_file
 
 log = logging.getLogger(__name__)
@@ -98,6 +107,7 @@ class HFCausalBackend:
         self.cfg = cfg
         self.batch_size = runtime.batch_size
         self.prefix_cache = runtime.prefix_cache
+        self.batch_tokens = runtime.batch_tokens
         self.device, dtype = torch_setup(cfg.device, cfg.dtype, runtime.threads)
         where = resolve_model_path(cfg.path or "")
         kwargs: dict[str, Any] = {}
@@ -194,9 +204,12 @@ class HFCausalBackend:
         """[batch, width - 1] log-probs of tokens 1.. of each row (padding positions hold junk)."""
         import torch
 
-        input_ids, mask = self._padded(rows)
+        input_ids, _mask = self._padded(rows)
         with torch.inference_mode():
-            logits = self.model(input_ids=input_ids.to(self.device), attention_mask=mask.to(self.device)).logits
+            # No attention mask: with right padding, causal attention already keeps every
+            # real token from seeing the pads after it, and leaving the mask out lets the
+            # attention kernel take its plain causal path (noticeably faster on CPU).
+            logits = self.model(input_ids=input_ids.to(self.device)).logits
             return self._token_logprobs(logits[:, :-1, :], input_ids[:, 1:].to(self.device)).cpu()
 
     def _suffix_logprobs(self, shared: list[int], suffixes: list[list[int]]) -> Any:
@@ -208,10 +221,8 @@ class HFCausalBackend:
             pre = self.model(input_ids=torch.tensor([shared], device=self.device), use_cache=True)
             cache = pre.past_key_values
             cache.batch_repeat_interleave(len(suffixes))
-            input_ids, mask = self._padded(suffixes)
-            full_mask = torch.cat([torch.ones((len(suffixes), len(shared)), dtype=torch.long), mask], dim=1)
-            logits = self.model(input_ids=input_ids.to(self.device), attention_mask=full_mask.to(self.device),
-                                past_key_values=cache, use_cache=True).logits
+            input_ids, _mask = self._padded(suffixes)  # right padding: no mask needed (as above)
+            logits = self.model(input_ids=input_ids.to(self.device), past_key_values=cache, use_cache=True).logits
             # position j of the suffix is predicted by suffix position j-1, or by the prefix for j = 0
             joined = torch.cat([pre.logits[:, -1:, :].expand(len(suffixes), -1, -1), logits[:, :-1, :]], dim=1)
             return self._token_logprobs(joined, input_ids.to(self.device)).cpu()
@@ -307,7 +318,34 @@ class HFCausalBackend:
             for r in reqs:
                 groups.setdefault(repr(sorted(r.params.items())), []).append(r)
             for group in groups.values():
-                run_in_batches(group, size, functools.partial(self._answer, kind), emit)
+                if kind == "sequence_logprob" and self.batch_tokens:
+                    run_batches(self._scoring_batches(group), functools.partial(self._answer, kind), emit)
+                elif kind == "generate" and size > 1 and self.batch_tokens:
+                    run_batches(self._generation_batches(group), functools.partial(self._answer, kind), emit)
+                else:
+                    run_in_batches(group, size, functools.partial(self._answer, kind), emit)
+
+    def _scoring_batches(self, reqs: list[Request]) -> list[list[Request]]:
+        """Token-budget batches by exact token length (BOS and, unless it is computed once
+        per batch, the variant's system prompt included). On a CPU, large batches of short
+        sentences run about twice as fast per sentence as batches of 8 (`make bench`)."""
+        extra = 1
+        if self.cfg.system_prompt and not self.prefix_cache:
+            extra += len(self.tok(self.cfg.system_prompt + "\n", add_special_tokens=False)["input_ids"])
+        lengths = [extra + len(ids) for ids in self.tok([r.text or "" for r in reqs], add_special_tokens=False)["input_ids"]]
+        return token_budget_batches(reqs, lengths, self.batch_tokens)
+
+    def _generation_batches(self, reqs: list[Request]) -> list[list[Request]]:
+        """Greedy generation: token-budget batches over prompt + new tokens, at most
+        `batch_size` rows (long prompts or long answers get smaller batches)."""
+        assert self.batch_tokens is not None
+        new = int(reqs[0].params.get("max_tokens", 128))
+        prompts = [self._chat_prompt(r.messages or []) for r in reqs]
+        lengths = [len(ids) + new for ids in self.tok(prompts, add_special_tokens=False)["input_ids"]]
+        out = []
+        for b in token_budget_batches(reqs, lengths, self.batch_tokens):
+            out.extend(b[i:i + self.batch_size] for i in range(0, len(b), self.batch_size))
+        return out
 
     def choices(self, batch: list[Request]) -> list[dict[str, Any]]:
         """Multiple choice by one next-token read: the log-prob of the first token of each

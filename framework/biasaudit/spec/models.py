@@ -290,6 +290,9 @@ class EmbedderConfig(Strict):
 
 class RuntimeConfig(Strict):
     batch_size: int = Field(default=8, ge=1)
+    batch_tokens: int | None = Field(default=2048, ge=1)
+    """Scoring (`sequence_logprob`) on local causal LMs: dynamic batches of up to this many
+    padded tokens instead of `batch_size` rows (null: use `batch_size`)."""
     seed: int = 0
     cache: str = ".biasaudit/cache.sqlite"
     reports_dir: str = "reports"
