@@ -333,17 +333,16 @@ class HFCausalBackend:
         if self.cfg.system_prompt and not self.prefix_cache:
             extra += len(self.tok(self.cfg.system_prompt + "\n", add_special_tokens=False)["input_ids"])
         lengths = [extra + len(ids) for ids in self.tok([r.text or "" for r in reqs], add_special_tokens=False)["input_ids"]]
-        return token_budget_batches(reqs, lengths, self.batch_tokens)
+        return token_budget_batches(reqs, lengths, self.batch_tokens or 1)
 
     def _generation_batches(self, reqs: list[Request]) -> list[list[Request]]:
         """Greedy generation: token-budget batches over prompt + new tokens, at most
         `batch_size` rows (long prompts or long answers get smaller batches)."""
-        assert self.batch_tokens is not None
         new = int(reqs[0].params.get("max_tokens", 128))
         prompts = [self._chat_prompt(r.messages or []) for r in reqs]
         lengths = [len(ids) + new for ids in self.tok(prompts, add_special_tokens=False)["input_ids"]]
-        out = []
-        for b in token_budget_batches(reqs, lengths, self.batch_tokens):
+        out: list[list[Request]] = []
+        for b in token_budget_batches(reqs, lengths, self.batch_tokens or 1):
             out.extend(b[i:i + self.batch_size] for i in range(0, len(b), self.batch_size))
         return out
 
