@@ -64,3 +64,25 @@ def test_prefix_cache_gives_the_same_logprobs(smollm2: HFCausalBackend) -> None:
         assert c["logprobs"][1:] == pytest.approx(f["logprobs"][1:], abs=1e-4)
         # and the prefix does condition the scores (the cache is not silently ignored)
         assert max(abs(a - b) for a, b in zip(c["logprobs"][1:], p["logprobs"][1:], strict=True)) > 1e-2
+
+
+def test_token_budget_batches_give_the_same_answers_as_fixed_batches(smollm2: HFCausalBackend) -> None:
+    from biasaudit.backends import Response
+    from biasaudit.plan import Request
+
+    reqs = [Request(key=str(i), kind="sequence_logprob", text=t) for i, t in enumerate(SENTENCES * 3)]
+    got: dict[str, dict[str, Response]] = {}
+    budget, size = smollm2.batch_tokens, smollm2.batch_size
+    try:
+        for label, tokens, bs in (("budget", 64, 8), ("fixed", None, 2)):
+            smollm2.batch_tokens, smollm2.batch_size = tokens, bs
+            out: dict[str, Response] = {}
+            smollm2.execute(reqs, lambda r, out=out: out.__setitem__(r.key, r))
+            got[label] = out
+    finally:
+        smollm2.batch_tokens, smollm2.batch_size = budget, size
+    assert set(got["budget"]) == set(got["fixed"]) == {r.key for r in reqs}
+    for k in got["fixed"]:
+        a, b = got["budget"][k].output, got["fixed"][k].output
+        assert a is not None and b is not None and a["token_ids"] == b["token_ids"]
+        assert a["logprobs"][1:] == pytest.approx(b["logprobs"][1:], abs=1e-4)
