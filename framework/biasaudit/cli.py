@@ -50,12 +50,13 @@ def _sweep_combinations(overrides: list[str]) -> list[list[str]]:
 
 
 def _preflight(overrides: list[str], multirun: bool) -> None:
+    """Every job's spec, data, templates and model, checked before anything runs (plans
+    counted by streaming, rendered once for jobs that share a spec)."""
     from .compose import compose
-    from .pipeline import prepare
+    from .plan_estimate import estimate_jobs
 
     combos = _sweep_combinations(overrides) if multirun else [overrides]
-    for combo in combos:
-        prepare(compose(combo))
+    estimate_jobs([(" ".join(c), compose(c)) for c in combos], lookup_cache=False)
 
 
 def cmd_run(args: argparse.Namespace, rest: list[str]) -> int:

@@ -44,8 +44,9 @@ def _render_fingerprint(c: Composed) -> str:
                            d.get("runtime", {}).get("seed")])
 
 
-def estimate_jobs(jobs: list[tuple[str, Composed]]) -> list[JobEstimate]:
-    """Count every job's plan (one rendering pass per distinct payload set)."""
+def estimate_jobs(jobs: list[tuple[str, Composed]], lookup_cache: bool = True) -> list[JobEstimate]:
+    """Count every job's plan (one rendering pass per distinct payload set); this also
+    checks every job's spec, data and templates, so `run -m` uses it before launching."""
     from .pipeline import plan_inputs
 
     inputs = [(label, c, *plan_inputs(c)) for label, c in jobs]
@@ -60,7 +61,8 @@ def estimate_jobs(jobs: list[tuple[str, Composed]]) -> list[JobEstimate]:
         idents: dict[str, dict[str, Any]] = {}
         for i in members:
             idents.setdefault(canonical_json(inputs[i][4]), inputs[i][4])
-        store = Store(cfg.runtime.cache, readonly=True) if Path(cfg.runtime.cache).is_file() else None
+        cache_file = Path(cfg.runtime.cache).is_file() and lookup_cache
+        store = Store(cfg.runtime.cache, readonly=True) if cache_file else None
         try:
             counts = count_plans(cfg, stimuli, list(idents.values()), str(composed.spec_file),
                                  cached=store.count_ok if store else None)
@@ -69,7 +71,7 @@ def estimate_jobs(jobs: list[tuple[str, Composed]]) -> list[JobEstimate]:
             for i in members:
                 label, c, _params, _stimuli, ident = inputs[i]
                 key = canonical_json(ident)
-                rate = _rate(c, ident, counts.kind)
+                rate = _rate(c, ident, counts.kind) if lookup_cache else None
                 out[i] = JobEstimate(label=label, composed=c, counts=counts, model=by_ident[key],
                                      shares_with=seen.get(key), rate=rate)
                 seen.setdefault(key, i)
