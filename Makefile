@@ -18,7 +18,7 @@ QUIET_PIP := 2>&1 | { grep -v -e '^WARNING: Location' -e 'is ignored: it is neit
 help:
 	@echo "make audit   set up .venv if needed and run the default audit on the embedded models"
 	@echo "make test    set up .venv if needed and run the test suite"
-	@echo "make bench   run the benchmarks in bench/"
+	@echo "make bench   run the benchmarks in bench/ (installs the bench extra: lm-eval)"
 	@echo "make lint    ruff + mypy"
 	@echo "make example-report  run the default suite and screenshot its report to reports/example-report.png"
 
@@ -50,6 +50,7 @@ test: setup
 	$(BIN)/python -m pytest -q -p no:cacheprovider
 
 bench: setup
+	$(BIN)/pip install -q --disable-pip-version-check -e ".[bench]" -c bench/constraints.txt $(QUIET_PIP)
 	$(BIN)/python bench/run.py
 
 lint: setup

@@ -1,47 +1,120 @@
-"""`make bench`: run every benchmark and print one table."""
+"""`make bench`: run every benchmark and print one table per section.
+
+Each section is a function that prints its own rows; `main()` runs them in order. Timings
+depend on the machine: run on a quiet one (other processes on the CPU slow every row).
+"""
 
 from __future__ import annotations
 
 import os
 import sys
+import time
 from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import bootstrap  # noqa: E402
+import cache_rerun  # noqa: E402
+import generation  # noqa: E402
+import peer_scoring  # noqa: E402
+import plan_scale  # noqa: E402
+import prefix_cache  # noqa: E402
 import pseudo_loglik  # noqa: E402
 import scoring  # noqa: E402
 
 
-def main() -> None:
-    print("benchmark: bootstrap, 10,000 resamples of 10,000 rows")
+def section_plan() -> None:
+    r = plan_scale.run()
+    print("(d) plan: 200 statements x 401 templates x 8 models (`biasaudit plan -m`, child process)")
+    print(f"  {r['jobs']} jobs, {r['items']:,} requests ({r['unique']:,} unique)")
+    print(f"  compile time {r['seconds']:.1f} s wall, {r['cpu_seconds']:.1f} s CPU (target < 60 s); "
+          f"peak memory {r['peak_mib']:.0f} MiB (target < 2048 MiB)")
+
+
+def section_peer() -> None:
+    r = peer_scoring.run()
+    print(f"(a) scoring on SmolLM2-135M, {r['n']} CrowS-Pairs-format sentences, vs {r['peer']} "
+          f"(same weights; log-likelihoods agree to {r['max_abs_diff']:.1e})")
+    print(f"  {'path':<40}{'sequences/s':>14}")
+    for label, rate in r["rows"]:
+        print(f"  {label:<40}{rate:>14.1f}")
+    bs = r["batch_size"]
+    print(f"  ratio biasaudit default / peer at batch {bs}: {r['ratio_same_batch']:.2f} (acceptance: >= 1.0); "
+          f"/ the peer's fastest row: {r['ratio_best_peer']:.2f}; both at batch {bs}: {r['ratio_fixed_same_batch']:.2f}")
+
+
+def section_scoring() -> None:
+    rows = scoring.run(repeats=1)
+    print("    biasaudit scoring by batch size (same sentences, length-sorted)")
+    print(f"  {'mode':<40}{'sequences/s':>14}{'seconds':>10}")
+    for label, rate, secs in rows[:-1]:
+        print(f"  {label:<40}{rate:>14.1f}{secs:>10.2f}")
+    print(f"  speed-up of best batched over one-at-a-time: {max(r[1] for r in rows[1:-1]) / rows[0][1]:.2f}x")
+
+
+def section_prefix() -> None:
+    rows = prefix_cache.run()
+    print("    shared-prefix reuse, scoring the smollm2_fair variant (system prompt before every sentence)")
+    for label, rate, secs in rows[:-1]:
+        print(f"  {label:<40}{rate:>14.1f}{secs:>10.2f}")
+    print(f"  speed-up of reuse: {rows[1][1] / rows[0][1]:.2f}x; max |log-prob difference| {rows[-1][1]:.1e}")
+
+
+def section_generation() -> None:
+    rows = generation.run()
+    print("(b) generation on SmolLM2-135M, 16 chat prompts, greedy, 32 new tokens")
+    print(f"  {'mode':<40}{'requests/s':>14}{'tokens/s':>10}{'seconds':>10}")
+    for label, rate, toks, secs in rows:
+        print(f"  {label:<40}{rate:>14.2f}{toks:>10.1f}{secs:>10.2f}")
+    print(f"  speed-up of best batched over one at a time: {max(r[1] for r in rows[1:]) / rows[0][1]:.2f}x")
+
+
+def section_cache() -> None:
+    rows = cache_rerun.run()
+    print("(c) cache: the default audit twice in a fresh cache (wall time of `biasaudit run`, model loaded)")
+    print(f"  {'run':<40}{'seconds':>10}{'calls':>8}{'cached':>8}")
+    for label, secs, calls, hits in rows:
+        print(f"  {label:<40}{secs:>10.2f}{calls:>8}{hits:>8}")
+    print(f"  second run / first run: {rows[1][1] / rows[0][1]:.2f} of the time")
+
+
+def section_bootstrap() -> None:
+    print("bootstrap, 10,000 resamples of 10,000 rows")
     for label, secs in bootstrap.run():
         print(f"  {label:<40}{secs:>8.3f} s")
-    print()
-    print("benchmark: sequence_logprob scoring on SmolLM2-135M (80 CrowS-Pairs-format sentences)")
-    rows = scoring.run()
-    print(f"{'mode':<18}{'sequences/s':>14}{'seconds':>10}")
-    for label, rate, secs in rows[:-1]:
-        print(f"{label:<18}{rate:>14.1f}{secs:>10.2f}")
-    print(f"model load: {rows[-1][1]:.1f} s")
-    one = rows[0][1]
-    best = max(r[1] for r in rows[1:-1])
-    print(f"speed-up of best batched over one-at-a-time: {best / one:.2f}x")
-    print()
-    print("benchmark: pseudo-log-likelihood on a MiniLM-L6-sized masked LM (same 80 sentences)")
+
+
+def section_pll() -> None:
     rows = pseudo_loglik.run()
-    print(f"{'mode':<26}{'sentences/s':>14}{'seconds':>10}")
+    print("pseudo-log-likelihood on a MiniLM-L6-sized masked LM (same 80 sentences)")
+    print(f"  {'mode':<40}{'sentences/s':>14}{'seconds':>10}")
     for label, rate, secs in rows:
-        print(f"{label:<26}{rate:>14.1f}{secs:>10.2f}")
-    print(f"speed-up of batched masking over the per-token loop: {max(r[1] for r in rows[1:]) / rows[0][1]:.2f}x")
-    print()
-    # -- openai_compat HTTP throughput (self-contained block; keep it last) ----------------
+        print(f"  {label:<40}{rate:>14.1f}{secs:>10.2f}")
+    print(f"  speed-up of batched masking over the per-token loop: {max(r[1] for r in rows[1:]) / rows[0][1]:.2f}x")
+
+
+def section_http() -> None:
     import http_throughput
 
-    print(f"benchmark: openai_compat over HTTP, {http_throughput.N_REQUESTS} chat requests, "
+    print(f"(e) openai_compat over HTTP, {http_throughput.N_REQUESTS} chat requests, "
           f"{http_throughput.LATENCY_S * 1000:.0f} ms server latency")
     http_throughput.print_table(http_throughput.run())
+
+
+# (d) first: its peak-memory figure is the maximum over child processes waited for so far
+SECTIONS = [section_plan, section_peer, section_scoring, section_prefix, section_generation, section_cache,
+            section_http, section_bootstrap, section_pll]
+
+
+def main() -> None:
+    t0 = time.perf_counter()
+    for section in SECTIONS:
+        section()
+        print()
+    print(f"benchmarks took {time.perf_counter() - t0:.0f} s")
 
 
 if __name__ == "__main__":

@@ -9,6 +9,7 @@ import logging
 import os
 import shlex
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -50,12 +51,13 @@ def _sweep_combinations(overrides: list[str]) -> list[list[str]]:
 
 
 def _preflight(overrides: list[str], multirun: bool) -> None:
+    """Every job's spec, data, templates and model, checked before anything runs (plans
+    counted by streaming, rendered once for jobs that share a spec)."""
     from .compose import compose
-    from .pipeline import prepare
+    from .plan_estimate import estimate_jobs
 
     combos = _sweep_combinations(overrides) if multirun else [overrides]
-    for combo in combos:
-        prepare(compose(combo))
+    estimate_jobs([(" ".join(c), compose(c)) for c in combos], lookup_cache=False)
 
 
 def cmd_run(args: argparse.Namespace, rest: list[str]) -> int:
@@ -116,6 +118,11 @@ def _hydra_run(overrides: list[str], multirun: bool, command: list[str]) -> int:
     from .pipeline import prepare, run
 
     status = {"code": 0}
+    # Launchers such as joblib run jobs in other processes, where `status` is a copy: jobs
+    # also append their exit code to a file named in the environment they inherit.
+    fd, status_file = tempfile.mkstemp(prefix="biasaudit-status-")
+    os.close(fd)
+    os.environ["BIASAUDIT_STATUS_FILE"] = status_file
 
     @hydra.main(config_path=str(conf_dir()), config_name="config", version_base="1.3")
     def task(cfg: DictConfig) -> dict[str, Any] | None:
@@ -128,6 +135,8 @@ def _hydra_run(overrides: list[str], multirun: bool, command: list[str]) -> int:
             summary = run(prep, run_dir, command)
         except BiasAuditError as exc:
             status["code"] = _fail(exc)
+            with open(os.environ.get("BIASAUDIT_STATUS_FILE", os.devnull), "a") as f:
+                f.write(f"{status['code']}\n")
             return None
         ex = summary["execution"]
         print(
@@ -148,14 +157,18 @@ def _hydra_run(overrides: list[str], multirun: bool, command: list[str]) -> int:
         return 130
     finally:
         sys.argv = saved
-    return status["code"]
+        codes = Path(status_file).read_text().split()
+        Path(status_file).unlink(missing_ok=True)
+    return status["code"] or max((int(c) for c in codes), default=0)
 
 
 def cmd_validate(args: argparse.Namespace, rest: list[str]) -> int:
     from .compose import compose
-    from .pipeline import prepare
+    from .pipeline import plan_inputs
+    from .plan.stream import count_plans
 
     try:
+        from .pipeline import prepare
         from .suite import load_suite, plan_jobs
 
         found = load_suite(list(rest))
@@ -167,20 +180,21 @@ def cmd_validate(args: argparse.Namespace, rest: list[str]) -> int:
             print(f"ok: suite {path}: {len(suite.members)} member(s) x {len({j.subject for j in jobs})} subject(s), "
                   f"{len(jobs)} run(s) validated")
             return 0
-        prep = prepare(compose(list(rest)))
+        c = compose(list(rest))
+        _params, stimuli, identity = plan_inputs(c)
+        counts = count_plans(c.config, stimuli, [identity], str(c.spec_file))  # renders every request
     except BiasAuditError as exc:
         return _fail(exc)
-    c = prep.composed
-    print(f"ok: {c.spec_file}: {len(prep.plan.cells)} cell(s), {len(prep.stimuli.stimuli)} stimuli, "
-          f"{len(prep.plan.requests)} requests, {len(c.config.metrics)} metric(s), "
+    print(f"ok: {c.spec_file}: {len(counts.cells)} cell(s), {len(stimuli.stimuli)} stimuli, "
+          f"{counts.unique} requests, {len(c.config.metrics)} metric(s), "
           f"{len(c.config.thresholds)} threshold(s)")
     return 0
 
 
 def cmd_plan(args: argparse.Namespace, rest: list[str]) -> int:
-    from .compose import compose
-    from .pipeline import prepare
-    from .store import Store
+    from .compose import compose, prepare_overrides
+    from .plan_estimate import estimate_jobs, time_text
+    from .stats import sample_size_for_half_width, wilson_half_width
 
     try:
         from .suite import load_suite
@@ -188,38 +202,34 @@ def cmd_plan(args: argparse.Namespace, rest: list[str]) -> int:
         found = load_suite(list(rest))
         if found is not None:
             return _plan_suite(found, list(rest))
-        prep = prepare(compose(list(rest)))
+        overrides = prepare_overrides(list(rest))
+        combos = _sweep_combinations(overrides) if args.multirun else [overrides]
+        jobs = estimate_jobs([(" ".join(c) or "(defaults)", compose(c)) for c in combos])
     except BiasAuditError as exc:
         return _fail(exc)
-    plan = prep.plan
-    cfg = prep.composed.config
-    tin, tout = plan.token_estimate()
-    cached = 0
-    if Path(cfg.runtime.cache).is_file():
-        store = Store(cfg.runtime.cache)
-        cached = sum(1 for r in store.get_many(plan.requests).values() if r.status == "ok")
-        store.close()
+    if len(jobs) > 1:
+        return _print_sweep_plan(jobs)
+    job = jobs[0]
+    cfg = job.composed.config
+    counts, m = job.counts, job.model
+    n_cell = counts.per_cell_n
+    n_pooled = counts.units
     rows = [
-        ("spec", str(prep.composed.spec_file)),
+        ("spec", str(job.composed.spec_file)),
         ("model", f"{cfg.model.name} ({cfg.model.backend})"),
-        ("probe", plan.kind),
-        ("cells", str(len(plan.cells))),
-        ("stimuli", f"{len(prep.stimuli.stimuli)} of {prep.stimuli.n_total}"),
-        ("plan items", str(plan.n_items)),
-        ("unique requests", str(len(plan.requests))),
-        ("already cached", str(cached)),
-        ("model calls needed", str(len(plan.requests) - cached)),
-        ("input tokens (est.)", f"~{tin}"),
-        ("output tokens (max)", str(tout)),
+        ("probe", counts.kind),
+        ("cells", str(len(counts.cells))),
+        ("plan items", str(m.items)),
+        ("unique requests", str(m.unique)),
+        ("already cached", str(m.cached)),
+        ("model calls needed", str(job.needed)),
+        ("input tokens (est.)", f"~{m.input_tokens}"),
+        ("output tokens (max)", str(m.output_tokens)),
+        ("estimated time", time_text(job)),
+        ("headline rate ±95% (p=0.5)",
+         f"±{100 * wilson_half_width(n_cell):.1f} points per cell (n={n_cell}), "
+         f"±{100 * wilson_half_width(n_pooled):.1f} pooled (n={n_pooled}); Wilson"),
     ]
-    from .stats import sample_size_for_half_width, wilson_half_width
-
-    first = plan.cells[0].id
-    n_cell = len({(it.stimulus, it.variant, it.sample) for it in plan.items if it.cell == first})
-    n_pooled = n_cell * len(plan.cells)
-    rows.append(("headline rate ±95% (p=0.5)",
-                 f"±{100 * wilson_half_width(n_cell):.1f} points per cell (n={n_cell}), "
-                 f"±{100 * wilson_half_width(n_pooled):.1f} pooled (n={n_pooled}); Wilson"))
     if args.half_width:
         need = sample_size_for_half_width(args.half_width)
         rows.append((f"stimuli for ±{args.half_width:g}", f"{need} per cell (p=0.5, Wilson 95%)"))
@@ -227,26 +237,53 @@ def cmd_plan(args: argparse.Namespace, rest: list[str]) -> int:
     for k, v in rows:
         print(f"{k:<{width}}  {v}")
     if args.cells:
-        for c in plan.cells:
+        for c in counts.cells:
             print(f"  cell {c.id}")
     return 0
 
 
 def _plan_suite(found: Any, rest: list[str]) -> int:
+    """A suite's plan: one row per member x subject, estimated like a sweep."""
     from .compose import compose
-    from .pipeline import prepare
+    from .plan_estimate import estimate_jobs
     from .suite import plan_jobs
 
     suite, path = found
     jobs = plan_jobs(suite, path, [ov for ov in rest if not ov.startswith("spec=")], False)
-    print(f"suite {suite.name} ({path}): {len(suite.members)} member(s) x {len({j.subject for j in jobs})} subject(s)")
-    print(f"{'member':<22}{'subject':<20}{'probe':<18}{'cells':>6}{'requests':>10}")
-    total = 0
-    for job in jobs:
-        prep = prepare(compose(job.overrides))
-        total += len(prep.plan.requests)
-        print(f"{job.member_id:<22}{job.subject:<20}{prep.plan.kind:<18}{len(prep.plan.cells):>6}{len(prep.plan.requests):>10}")
-    print(f"total unique requests (before cache): {total}; judge, NLI and embedding calls come on top")
+    print(f"suite {suite.name} ({path}): {len(suite.members)} member(s) x {len({j.subject for j in jobs})} subject(s); "
+          "judge, NLI and embedding calls come on top")
+    return _print_sweep_plan(estimate_jobs([(f"{j.member_id} on {j.subject}", compose(j.overrides)) for j in jobs]))
+
+
+def _print_sweep_plan(jobs: list[Any]) -> int:
+    from .plan_estimate import fmt_duration
+
+    print(f"{'#':>3}  {'model':<28}{'items':>10}{'unique':>10}{'cached':>10}{'calls':>10}"
+          f"{'in tok':>12}{'est. time':>12}  overrides")
+    total_items = total_calls = total_tin = 0
+    total_s = 0.0
+    unmeasured = 0
+    for i, j in enumerate(jobs):
+        shared = j.shares_with is not None
+        calls = 0 if shared else j.needed
+        est = "shared" if shared else ("n/a" if j.needed and j.rate is None else fmt_duration(j.seconds or 0.0))
+        print(f"{i:>3}  {j.composed.config.model.name:<28}{j.model.items:>10}{j.model.unique:>10}"
+              f"{j.model.cached:>10}{calls:>10}{(0 if shared else j.model.input_tokens):>12}{est:>12}  {j.label}")
+        total_items += j.model.items
+        if not shared:
+            total_calls += calls
+            total_tin += j.model.input_tokens
+            if j.needed and j.rate is None:
+                unmeasured += 1
+            else:
+                total_s += j.seconds or 0.0
+    print(f"sweep: {len(jobs)} jobs, {total_items} plan items, {total_calls} model calls needed "
+          f"(jobs with the same model share requests through the cache), ~{total_tin} input tokens (est.)")
+    if unmeasured == len([j for j in jobs if j.shares_with is None and j.needed]) and unmeasured:
+        print("estimated time: no measurement yet (run a job once to measure each model's throughput)")
+    else:
+        note = f"; plus {unmeasured} job(s) with no measurement yet" if unmeasured else ""
+        print(f"estimated time (jobs one after another, from measured throughput): ~{fmt_duration(total_s)}{note}")
     return 0
 
 
@@ -302,6 +339,28 @@ def cmd_calibrate(args: argparse.Namespace, rest: list[str]) -> int:
     return 0
 
 
+def cmd_merge_cache(args: argparse.Namespace, rest: list[str]) -> int:
+    from .errors import StoreError
+    from .store import Store
+
+    if rest:
+        print(f"error: unexpected arguments {rest}", file=sys.stderr)
+        return 2
+    sources = [Path(p) for p in args.sources]
+    for src in sources:
+        if not src.is_file():
+            return _fail(StoreError("cache file not found", file=str(src), hint="give per-job cache files"))
+    store = Store(args.into)
+    try:
+        for src in sources:
+            added = store.merge_from(src)
+            print(f"{src}: {added} new responses")
+        print(f"{args.into}: {store.count()} responses")
+    finally:
+        store.close()
+    return 0
+
+
 def cmd_schema(args: argparse.Namespace, rest: list[str]) -> int:
     from .spec import json_schema
 
@@ -332,6 +391,8 @@ def build_parser() -> argparse.ArgumentParser:
     pl = sub.add_parser("plan", help="show cells, request counts and a token estimate before any model call",
                         formatter_class=fmt, epilog=OVERRIDES_HELP)
     pl.add_argument("--cells", action="store_true", help="list every cell of the design")
+    pl.add_argument("-m", "--multirun", action="store_true",
+                    help="count a sweep (`model=a,b metrics.0.alpha=0.6,0.7`): one row per job, and totals")
     pl.add_argument("--half-width", type=float, default=None, metavar="H",
                     help="also print how many stimuli a 95%% half-width of H (e.g. 0.05) needs")
     pl.set_defaults(fn=cmd_plan)
@@ -345,6 +406,10 @@ def build_parser() -> argparse.ArgumentParser:
     cb = sub.add_parser("calibrate", help="run the judge panel on a labelled control set: accuracy and kappa per judge",
                         formatter_class=fmt, epilog=OVERRIDES_HELP)
     cb.set_defaults(fn=cmd_calibrate)
+    mc = sub.add_parser("merge-cache", help="merge per-job cache files into one (cluster sweeps without a shared cache)")
+    mc.add_argument("into", help="the cache to merge into (created if missing)")
+    mc.add_argument("sources", nargs="+", help="cache files to merge from; kept unchanged")
+    mc.set_defaults(fn=cmd_merge_cache)
     sc = sub.add_parser("schema", help="print the JSON Schema of the spec language and run config")
     sc.set_defaults(fn=cmd_schema)
     return p

@@ -125,6 +125,12 @@ def _hydra_error(exc: Exception) -> BiasAuditError:
             key=group,
             hint=f"available: {', '.join(options)}",
         )
+    m = re.search(r"Could not load 'hydra/launcher/([^']+)'", str(exc))
+    if m:
+        plugin = {"submitit_slurm": "hydra-submitit-launcher", "submitit_local": "hydra-submitit-launcher",
+                  "ray": "hydra-ray-launcher"}.get(m.group(1), f"the Hydra launcher plugin providing {m.group(1)!r}")
+        return SpecError(f"launcher {m.group(1)!r} is not installed", key="hydra/launcher",
+                         hint=f"pip install {plugin} (joblib is built in)")
     m = re.search(r"Could not override '([^']+)'", str(exc))
     if m:
         return SpecError(

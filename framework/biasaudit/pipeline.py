@@ -44,8 +44,9 @@ class Prepared:
     identity: dict[str, Any]
 
 
-def prepare(composed: Composed) -> Prepared:
-    """Everything that can fail on bad input, before any model call or file write."""
+def plan_inputs(composed: Composed) -> tuple[dict[str, BaseModel], StimulusSet, dict[str, Any]]:
+    """Checked metric parameters, loaded stimuli and the model identity: what a plan is
+    compiled (or only counted) from."""
     cfg = composed.config
     spec_file = str(composed.spec_file)
     watch_config(cfg)
@@ -57,7 +58,13 @@ def prepare(composed: Composed) -> Prepared:
         if exc.file is None and composed.choices.get("model"):
             exc.file = f"conf/model/{composed.choices['model']}.yaml"
         raise
-    plan = compile_plan(cfg, stimuli, identity, spec_file)
+    return params, stimuli, identity
+
+
+def prepare(composed: Composed) -> Prepared:
+    """Everything that can fail on bad input, before any model call or file write."""
+    params, stimuli, identity = plan_inputs(composed)
+    plan = compile_plan(composed.config, stimuli, identity, str(composed.spec_file))
     return Prepared(composed=composed, stimuli=stimuli, plan=plan, params=params, identity=identity)
 
 
@@ -123,7 +130,8 @@ def answer_derived(cfg: AuditConfig, wanted: list[Derived], stats: ExecutionStat
         try:
             results, st = execute_requests(reqs, store, None if offline else factory,
                                            progress=cfg.runtime.progress and sys.stderr.isatty(),
-                                           label={"classify_nli": "claim checks", "choice": f"judge {route}"}.get(kind, "coding calls"))
+                                           label={"classify_nli": "claim checks", "choice": f"judge {route}"}.get(kind, "coding calls"),
+                                           identity=ident)
         finally:
             store.close()
         if stats is not None:
@@ -409,4 +417,4 @@ def rerender(run_dir: Path) -> dict[str, Any]:
     return finish(prep, responses, stats, run_dir, m, write_responses=False, offline=True)
 
 
-__all__ = ["Prepared", "prepare", "rerender", "run"]
+__all__ = ["Prepared", "plan_inputs", "prepare", "rerender", "run"]

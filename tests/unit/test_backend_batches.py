@@ -21,3 +21,16 @@ def test_failed_batch_is_recorded_not_dropped() -> None:
     assert seen_batches == [["0", "1"], ["2", "3"], ["4"]]
     assert [(r.key, r.status) for r in got] == [("0", "ok"), ("1", "ok"), ("2", "failed"), ("3", "failed"), ("4", "ok")]
     assert got[2].error == "RuntimeError: out of memory" and got[4].output == {"n": 4}
+
+
+def test_token_budget_batches_fill_the_budget_in_length_order() -> None:
+    from biasaudit.backends.base import token_budget_batches
+    from biasaudit.plan import Request
+
+    reqs = [Request(key=str(i), kind="sequence_logprob", text=str(i)) for i in range(7)]
+    lengths = [10, 3, 30, 3, 5, 12, 40]
+    batches = token_budget_batches(reqs, lengths, budget=24)
+    # sorted: 3,3,5,10,12,30,40 -> [3,3,5] (3 x 5 = 15; adding 10 would be 4 x 10 = 40),
+    # [10,12] (2 x 12 = 24), [30] and [40] alone (each longer than the budget)
+    assert [[r.key for r in b] for b in batches] == [["1", "3", "4"], ["0", "5"], ["2"], ["6"]]
+    assert sorted(r.key for b in batches for r in b) == sorted(r.key for r in reqs)

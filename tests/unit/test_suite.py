@@ -86,6 +86,6 @@ def test_plan_and_validate_a_suite(workdir: Path, cli) -> None:  # type: ignore[
     suite = _suite(workdir, f"    - {{spec: a/{a.name}}}\n    - {{spec: b/{b.name}}}\n")
     code, out, err = cli("plan", f"spec={suite}", "model=scripted")
     assert code == 0, err
-    assert "total unique requests (before cache): 20" in out  # (6 + 4) pairs x 2 sentences
+    assert "sweep: 2 jobs, 20 plan items" in out  # (6 + 4) pairs x 2 sentences
     code, out, err = cli("validate", f"spec={suite}", "model=scripted")
     assert code == 0 and "2 run(s) validated" in out

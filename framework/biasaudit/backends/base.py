@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, Protocol
@@ -38,11 +38,34 @@ def run_in_batches(
 ) -> None:
     """Answer requests batch by batch and emit each result as its batch finishes; a batch
     that raises (out of memory, bad input) is recorded as failed, never dropped."""
+    reqs = list(requests)
+    step = max(1, size)
+    run_batches((reqs[i:i + step] for i in range(0, len(reqs), step)), answer, emit)
+
+
+def token_budget_batches(requests: Sequence[Request], lengths: Sequence[int], budget: int) -> list[list[Request]]:
+    """Dynamic batches: requests sorted by length, each batch as large as fits in `budget`
+    padded tokens (rows x longest row), so short sequences run in large batches and long
+    ones in small batches; a request longer than the budget runs alone."""
+    order = sorted(range(len(requests)), key=lambda i: lengths[i])
+    batches: list[list[Request]] = []
+    batch: list[Request] = []
+    for i in order:
+        if batch and (len(batch) + 1) * lengths[i] > budget:
+            batches.append(batch)
+            batch = []
+        batch.append(requests[i])
+    if batch:
+        batches.append(batch)
+    return batches
+
+
+def run_batches(batches: Iterable[list[Request]], answer: Callable[[list[Request]], list[dict[str, Any]]],
+                emit: Emit) -> None:
+    """`run_in_batches` for batches already formed (e.g. by `token_budget_batches`)."""
     import time
 
-    reqs = list(requests)
-    for start in range(0, len(reqs), max(1, size)):
-        batch = reqs[start:start + max(1, size)]
+    for batch in batches:
         t0 = time.perf_counter()
         try:
             outs = answer(batch)

@@ -37,8 +37,10 @@ def build_backend(model: ModelConfig, runtime: RuntimeConfig) -> Backend:
     if memo not in _LOADED:
         _LOADED[memo] = kind.build(model, runtime)
     backend = _LOADED[memo]
-    if hasattr(backend, "batch_size"):
-        backend.batch_size = runtime.batch_size
+    # run-time settings that do not change the model apply to the instance already loaded
+    for attr in ("batch_size", "batch_tokens", "prefix_cache"):
+        if hasattr(backend, attr):
+            setattr(backend, attr, getattr(runtime, attr))
     return backend
 
 

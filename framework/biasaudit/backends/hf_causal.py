@@ -15,7 +15,16 @@ from typing import Any
 from ..errors import BackendError
 from ..plan import Request
 from ..spec import ModelConfig, RuntimeConfig
-from .base import BACKENDS, BackendKind, Emit, Response, resolve_model_path, run_in_batches
+from .base import (
+    BACKENDS,
+    BackendKind,
+    Emit,
+    Response,
+    resolve_model_path,
+    run_batches,
+    run_in_batches,
+    token_budget_batches,
+)
 from .identity import directory_digest, sha256_file
 
 log = logging.getLogger(__name__)
@@ -97,6 +106,8 @@ class HFCausalBackend:
 
         self.cfg = cfg
         self.batch_size = runtime.batch_size
+        self.prefix_cache = runtime.prefix_cache
+        self.batch_tokens = runtime.batch_tokens
         self.device, dtype = torch_setup(cfg.device, cfg.dtype, runtime.threads)
         where = resolve_model_path(cfg.path or "")
         kwargs: dict[str, Any] = {}
@@ -109,7 +120,8 @@ class HFCausalBackend:
         self.tok: Any
         self.model: Any
         if cfg.gguf_file and isinstance(where, Path):
-            converted = Path(runtime.cache).parent / "models" / (
+            models_dir = Path(runtime.models_dir) if runtime.models_dir else Path(runtime.cache).parent / "models"
+            converted = models_dir / (
                 f"{sha256_file(where / cfg.gguf_file)[:16]}-{cfg.dtype}"
             )
         try:
@@ -144,32 +156,22 @@ class HFCausalBackend:
     def sequence_logprobs(self, texts: Sequence[str]) -> list[dict[str, Any]]:
         """Per-token log p(x_t | x_<t) for each text with BOS prepended, in one padded
         forward pass (right padding keeps causal positions exact). A model variant's
-        system prompt is a conditioning prefix: in the context, not in the output."""
-        import torch
+        system prompt is a conditioning prefix: in the context, not in the output. With
+        `prefix_cache`, the prefix shared by the whole batch (BOS + system prompt) is run
+        once and its keys/values repeated over the batch instead of recomputed per row."""
 
         encoded = [self._encode_scoring(t) for t in texts]
         prefix: list[int] = []
         if self.cfg.system_prompt:
             prefix = list(self.tok(self.cfg.system_prompt + "\n", add_special_tokens=False)["input_ids"])
-        full = [[ids[0], *prefix, *ids[1:]] for ids, _ in encoded]
-        width = max(len(ids) for ids in full)
-        pad = self.tok.pad_token_id
-        input_ids = torch.full((len(encoded), width), pad, dtype=torch.long)
-        mask = torch.zeros((len(encoded), width), dtype=torch.long)
-        for i, ids in enumerate(full):
-            input_ids[i, : len(ids)] = torch.tensor(ids)
-            mask[i, : len(ids)] = 1
-        with torch.inference_mode():
-            logits = self.model(
-                input_ids=input_ids.to(self.device), attention_mask=mask.to(self.device)
-            ).logits.float()
-            logp = torch.log_softmax(logits[:, :-1, :], dim=-1)
-            target = input_ids[:, 1:].to(self.device)
-            picked = logp.gather(-1, target.unsqueeze(-1)).squeeze(-1).double().cpu()
+        shared = [encoded[0][0][0], *prefix] if encoded else []
+        if self.prefix_cache and prefix:
+            picked = self._suffix_logprobs(shared, [ids[1:] for ids, _ in encoded])
+        else:
+            picked = self._batch_logprobs([[*shared, *ids[1:]] for ids, _ in encoded])[:, len(prefix):]
         out = []
-        skip = len(prefix)
         for i, (ids, offsets) in enumerate(encoded):
-            lps = [None, *picked[i, skip: skip + len(ids) - 1].tolist()]
+            lps = [None, *picked[i, : len(ids) - 1].tolist()]
             out.append({
                 "tokens": self.tok.convert_ids_to_tokens(ids),
                 "token_ids": ids,
@@ -177,6 +179,53 @@ class HFCausalBackend:
                 "offsets": offsets,
             })
         return out
+
+    def _padded(self, rows: list[list[int]]) -> tuple[Any, Any]:
+        import torch
+
+        width = max(len(r) for r in rows)
+        input_ids = torch.full((len(rows), width), self.tok.pad_token_id, dtype=torch.long)
+        mask = torch.zeros((len(rows), width), dtype=torch.long)
+        for i, r in enumerate(rows):
+            input_ids[i, : len(r)] = torch.tensor(r)
+            mask[i, : len(r)] = 1
+        return input_ids, mask
+
+    @staticmethod
+    def _token_logprobs(logits: Any, targets: Any) -> Any:
+        """log p(target) per position: the target's logit minus the log normaliser, without
+        materialising the [batch, length, vocabulary] log-softmax (less memory traffic)."""
+        import torch
+
+        logits = logits.float()
+        return (logits.gather(-1, targets.unsqueeze(-1)).squeeze(-1) - torch.logsumexp(logits, dim=-1)).double()
+
+    def _batch_logprobs(self, rows: list[list[int]]) -> Any:
+        """[batch, width - 1] log-probs of tokens 1.. of each row (padding positions hold junk)."""
+        import torch
+
+        input_ids, _mask = self._padded(rows)
+        with torch.inference_mode():
+            # No attention mask: with right padding, causal attention already keeps every
+            # real token from seeing the pads after it, and leaving the mask out lets the
+            # attention kernel take its plain causal path (noticeably faster on CPU).
+            logits = self.model(input_ids=input_ids.to(self.device)).logits
+            return self._token_logprobs(logits[:, :-1, :], input_ids[:, 1:].to(self.device)).cpu()
+
+    def _suffix_logprobs(self, shared: list[int], suffixes: list[list[int]]) -> Any:
+        """[batch, width] log-probs of each suffix's tokens after the shared prefix, the
+        prefix computed once (its last logits predict every suffix's first token)."""
+        import torch
+
+        with torch.inference_mode():
+            pre = self.model(input_ids=torch.tensor([shared], device=self.device), use_cache=True)
+            cache = pre.past_key_values
+            cache.batch_repeat_interleave(len(suffixes))
+            input_ids, _mask = self._padded(suffixes)  # right padding: no mask needed (as above)
+            logits = self.model(input_ids=input_ids.to(self.device), past_key_values=cache, use_cache=True).logits
+            # position j of the suffix is predicted by suffix position j-1, or by the prefix for j = 0
+            joined = torch.cat([pre.logits[:, -1:, :].expand(len(suffixes), -1, -1), logits[:, :-1, :]], dim=1)
+            return self._token_logprobs(joined, input_ids.to(self.device)).cpu()
 
     # -- chat --------------------------------------------------------------------
     def _chat_prompt(self, messages: list[dict[str, str]]) -> str:
@@ -269,7 +318,33 @@ class HFCausalBackend:
             for r in reqs:
                 groups.setdefault(repr(sorted(r.params.items())), []).append(r)
             for group in groups.values():
-                run_in_batches(group, size, functools.partial(self._answer, kind), emit)
+                if kind == "sequence_logprob" and self.batch_tokens:
+                    run_batches(self._scoring_batches(group), functools.partial(self._answer, kind), emit)
+                elif kind == "generate" and size > 1 and self.batch_tokens:
+                    run_batches(self._generation_batches(group), functools.partial(self._answer, kind), emit)
+                else:
+                    run_in_batches(group, size, functools.partial(self._answer, kind), emit)
+
+    def _scoring_batches(self, reqs: list[Request]) -> list[list[Request]]:
+        """Token-budget batches by exact token length (BOS and, unless it is computed once
+        per batch, the variant's system prompt included). On a CPU, large batches of short
+        sentences run about twice as fast per sentence as batches of 8 (`make bench`)."""
+        extra = 1
+        if self.cfg.system_prompt and not self.prefix_cache:
+            extra += len(self.tok(self.cfg.system_prompt + "\n", add_special_tokens=False)["input_ids"])
+        lengths = [extra + len(ids) for ids in self.tok([r.text or "" for r in reqs], add_special_tokens=False)["input_ids"]]
+        return token_budget_batches(reqs, lengths, self.batch_tokens or 1)
+
+    def _generation_batches(self, reqs: list[Request]) -> list[list[Request]]:
+        """Greedy generation: token-budget batches over prompt + new tokens, at most
+        `batch_size` rows (long prompts or long answers get smaller batches)."""
+        new = int(reqs[0].params.get("max_tokens", 128))
+        prompts = [self._chat_prompt(r.messages or []) for r in reqs]
+        lengths = [len(ids) + new for ids in self.tok(prompts, add_special_tokens=False)["input_ids"]]
+        out: list[list[Request]] = []
+        for b in token_budget_batches(reqs, lengths, self.batch_tokens or 1):
+            out.extend(b[i:i + self.batch_size] for i in range(0, len(b), self.batch_size))
+        return out
 
     def choices(self, batch: list[Request]) -> list[dict[str, Any]]:
         """Multiple choice by one next-token read: the log-prob of the first token of each

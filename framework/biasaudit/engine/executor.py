@@ -8,10 +8,11 @@ import time
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
+from typing import Any
 
 from ..backends import Backend, Response
 from ..errors import StoreError
-from ..plan import Plan, Request
+from ..plan import Plan, Request, estimated_tokens
 from ..secrets import redact_obj
 from ..store import Store
 from .interrupt import GracefulStop
@@ -60,7 +61,7 @@ def execute_plan(
     """Return every request's response. With `backend_factory=None`, answer only from the
     store (re-rendering a report), and fail if anything is missing."""
     results, stats = execute_requests(plan.requests, store, backend_factory, retry_failed=retry_failed,
-                                      progress=progress, label="model calls")
+                                      progress=progress, label="model calls", identity=plan.identity)
     stats.plan_items = plan.n_items
     return results, stats
 
@@ -73,7 +74,10 @@ def execute_requests(
     retry_failed: bool = False,
     progress: bool = True,
     label: str = "model calls",
+    identity: dict[str, Any] | None = None,
 ) -> tuple[dict[str, Response], ExecutionStats]:
+    """Answer `requests` from the store, then the rest through the backend. With the model's
+    `identity`, the backend's measured throughput is recorded for `biasaudit plan`."""
     t0 = time.perf_counter()
     stats = ExecutionStats(requests=len(requests), plan_items=len(requests))
     results = store.get_many(requests)
@@ -108,9 +112,12 @@ def execute_requests(
                 bar.update(1)
             stop.check()  # Ctrl-C: stop once this response is committed
 
+        t_exec = time.perf_counter()
         try:
             with stop:
                 backend.execute(pending, emit)
+                if identity is not None:
+                    _record_throughput(store, identity, pending, results, time.perf_counter() - t_exec)
                 stop.check()
         finally:
             backend.close()
@@ -122,6 +129,17 @@ def execute_requests(
     stats.failures_by_kind = dict(sorted(kinds.items()))
     stats.seconds = time.perf_counter() - t0
     return results, stats
+
+
+def _record_throughput(store: Store, identity: dict[str, Any], pending: list[Request],
+                       results: dict[str, Response], seconds: float) -> None:
+    kinds = {r.kind for r in pending}
+    ok = [r for r in pending if results.get(r.key) is not None and results[r.key].status == "ok"]
+    if len(kinds) != 1 or not ok or seconds <= 0:
+        return  # mixed kinds or nothing answered: no rate worth keeping
+    tin = sum(estimated_tokens(r)[0] for r in pending)
+    tout = sum(int((results[r.key].output or {}).get("output_tokens", 0)) for r in ok)
+    store.record_throughput(identity, kinds.pop(), len(pending), seconds, tin, tout)
 
 
 class _Bar:

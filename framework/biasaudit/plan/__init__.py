@@ -1,21 +1,35 @@
 """From a validated config to a plan: design expansion, rendering, hashed requests."""
 
-from .compile import Plan, compile_plan
+from .compile import Plan, Row, compile_plan, iter_plan, iter_rows, request_params
 from .design import Cell, cell_id, expand_design
 from .render import render, variables
-from .requests import Derived, PlanItem, Request, canonical_json, request_key
+from .requests import (
+    Derived,
+    KeyMaker,
+    PlanItem,
+    Request,
+    canonical_json,
+    estimated_tokens,
+    request_key,
+)
 
 __all__ = [
     "Cell",
     "Derived",
+    "KeyMaker",
     "Plan",
     "PlanItem",
     "Request",
+    "Row",
     "canonical_json",
     "cell_id",
     "compile_plan",
+    "estimated_tokens",
+    "iter_plan",
+    "iter_rows",
     "expand_design",
     "render",
     "request_key",
+    "request_params",
     "variables",
 ]

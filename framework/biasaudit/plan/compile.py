@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 import itertools
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from ..data import StimulusSet
 from ..errors import SpecError
 from ..spec import AuditConfig
 from .design import Cell, expand_design
 from .render import check_variables, render
-from .requests import PlanItem, Request, request_key
+from .requests import KeyMaker, PlanItem, Request, estimated_tokens
 
 CHAT_KINDS = ("generate", "next_token")
 BUILTIN_VARS = {"levels", "stimulus_id", "parts"}
@@ -32,16 +33,12 @@ class Plan:
         return len(self.items)
 
     def token_estimate(self) -> tuple[int, int]:
-        """(input, output) tokens, estimated as characters / 4 before any tokenizer loads."""
-        tin = 0
-        tout = 0
+        """(input, output) tokens over the unique requests (see `estimated_tokens`)."""
+        tin = tout = 0
         for r in self.requests.values():
-            chars = len(r.text or "") + sum(len(m["content"]) for m in r.messages or [])
-            tin += max(1, chars // 4)
-            if r.kind == "generate":
-                tout += int(r.params.get("max_tokens", 0))
-            elif r.kind == "next_token":
-                tout += 1
+            i, o = estimated_tokens(r)
+            tin += i
+            tout += o
         return tin, tout
 
 
@@ -85,23 +82,25 @@ def check_templates(cfg: AuditConfig, stimuli: StimulusSet, spec_file: str | Non
             check_variables(t, available, file=spec_file, key=f"probe.{attr}")
 
 
-def compile_plan(
-    cfg: AuditConfig,
-    stimuli: StimulusSet,
-    identity: dict[str, Any],
-    spec_file: str | None = None,
-) -> Plan:
-    cells = expand_design(cfg, spec_file)
-    check_templates(cfg, stimuli, spec_file)
-    probe = cfg.probe
-    params = _params(cfg, cfg.runtime.seed)
-    sampled = probe.kind == "generate" and probe.temperature > 0
-    # Deterministic requests give the same answer every time: one item, not `samples` copies.
-    n_samples = probe.samples if sampled else 1
-    items: list[PlanItem] = []
-    requests: dict[str, Request] = {}
-    factor_names = list(cfg.factors)
+class Row(NamedTuple):
+    """One rendered payload of the design, before any model identity is attached."""
 
+    cell: str
+    stimulus: str
+    slot: str
+    variant: int
+    text: str | None
+    messages: list[dict[str, str]] | None
+    pair: str | None
+
+
+def iter_rows(cfg: AuditConfig, stimuli: StimulusSet, spec_file: str | None = None,
+              cells: list[Cell] | None = None) -> Iterator[Row]:
+    """Render the design lazily, one payload at a time: the same rows for every model, so
+    a sweep over models renders once and hashes per model (see `plan.stream`)."""
+    cells = expand_design(cfg, spec_file) if cells is None else cells
+    probe = cfg.probe
+    factor_names = list(cfg.factors)
     for cell in cells:
         levels = [cfg.factors[f][cell.levels[f]] for f in factor_names]
         level_vars: dict[str, Any] = {}
@@ -128,25 +127,51 @@ def compile_plan(
                     if probe.kind == "classify_nli" and probe.hypothesis else None
                 )
                 for slot, text, messages in _payloads(cfg, ctx, levels, parts, spec_file):
-                    for sample in range(n_samples):
-                        s = sample
-                        key = request_key(identity, probe.kind, text, messages, params, s, pair)
-                        if key not in requests:
-                            requests[key] = Request(
-                                key=key, kind=probe.kind, text=text, messages=messages,
-                                params=params, sample=s, text_pair=pair,
-                            )
-                        items.append(
-                            PlanItem(
-                                cell=cell.id, stimulus=stim.id, slot=slot,
-                                variant=variant_idx, sample=sample, key=key,
-                            )
-                        )
+                    yield Row(cell.id, stim.id, slot, variant_idx, text, messages, pair)
+
+
+def request_params(cfg: AuditConfig) -> tuple[dict[str, Any], int]:
+    """Decoding parameters of the spec's requests and the number of samples per payload."""
+    probe = cfg.probe
+    sampled = probe.kind == "generate" and probe.temperature > 0
+    # Deterministic requests give the same answer every time: one item, not `samples` copies.
+    return _params(cfg, cfg.runtime.seed), (probe.samples if sampled else 1)
+
+
+def iter_plan(cfg: AuditConfig, stimuli: StimulusSet, identity: dict[str, Any],
+              spec_file: str | None = None, cells: list[Cell] | None = None,
+              ) -> Iterator[tuple[PlanItem, Request]]:
+    """(item, request) pairs in design order, without holding them; a request shared by
+    several items is yielded with each."""
+    params, n_samples = request_params(cfg)
+    make_key = KeyMaker(identity, cfg.probe.kind, params)
+    for row in iter_rows(cfg, stimuli, spec_file, cells):
+        for sample in range(n_samples):
+            key = make_key(row.text, row.messages, sample, row.pair)
+            req = Request(key=key, kind=cfg.probe.kind, text=row.text, messages=row.messages,
+                          params=params, sample=sample, text_pair=row.pair)
+            yield PlanItem(cell=row.cell, stimulus=row.stimulus, slot=row.slot,
+                           variant=row.variant, sample=sample, key=key), req
+
+
+def compile_plan(
+    cfg: AuditConfig,
+    stimuli: StimulusSet,
+    identity: dict[str, Any],
+    spec_file: str | None = None,
+) -> Plan:
+    cells = expand_design(cfg, spec_file)
+    check_templates(cfg, stimuli, spec_file)
+    items: list[PlanItem] = []
+    requests: dict[str, Request] = {}
+    for item, req in iter_plan(cfg, stimuli, identity, spec_file, cells):
+        items.append(item)
+        requests.setdefault(item.key, req)
     if not items:
         raise SpecError("the plan has no requests", file=spec_file, key="design")
     return Plan(
         cells=cells, stimuli=stimuli, items=items, requests=requests,
-        identity=identity, kind=probe.kind,
+        identity=identity, kind=cfg.probe.kind,
     )
 
 

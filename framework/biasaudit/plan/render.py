@@ -71,8 +71,28 @@ def check_variables(
         )
 
 
+@lru_cache(maxsize=4096)
+def _reads(source: str) -> tuple[str, ...]:
+    return tuple(sorted(set(meta.find_undeclared_variables(_ENV.parse(source))) - set(TEMPLATE_FUNCTIONS)))
+
+
+@lru_cache(maxsize=65536)
+def _render_memo(source: str, typed: tuple[tuple[type, Any], ...]) -> str:
+    # the types are part of the key: 1, 1.0 and True are equal but render differently
+    return str(_compile(source).render(**{n: v for n, (_t, v) in zip(_reads(source), typed, strict=True)}))
+
+
 def render(source: str, context: dict[str, Any], *, file: str | None, key: str) -> str:
+    """Render `source` in the sandbox. Templates are pure functions of the variables they
+    read, so a render is memoised on those values: a plan renders each distinct (template,
+    inputs) once, however many cells repeat it (large grids repeat most level texts)."""
     try:
+        names = _reads(source)
+        if all(n in context for n in names):
+            try:
+                return _render_memo(source, tuple((type(context[n]), context[n]) for n in names))
+            except TypeError:  # an unhashable value (a mapping): render directly
+                pass
         return _compile(source).render(**context)
     except TemplateSyntaxError as exc:
         raise SpecError(

@@ -23,10 +23,10 @@ class Request(BaseModel):
     sample: int = 0
 
 
-class PlanItem(BaseModel):
-    """Where a request sits in the design; not part of its hash."""
+class PlanItem(NamedTuple):
+    """Where a request sits in the design; not part of its hash. A tuple, not a model:
+    large plans hold hundreds of thousands of them."""
 
-    model_config = ConfigDict(frozen=True)
     cell: str
     stimulus: str
     slot: str
@@ -35,8 +35,12 @@ class PlanItem(BaseModel):
     key: str
 
 
+# One encoder for every call: json.dumps builds a new encoder per call when given options.
+_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
 def canonical_json(obj: Any) -> str:
-    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return _CANONICAL.encode(obj)
 
 
 def request_key(
@@ -64,6 +68,47 @@ def request_key(
     if text_pair is not None:
         payload["text_pair"] = text_pair
     return hashlib.sha256(canonical_json(payload).encode("utf-8")).hexdigest()
+
+
+class KeyMaker:
+    """`request_key` for many requests of one model, kind and parameter set: the constant
+    parts of the canonical JSON are serialised once, the rest spliced in. Gives exactly
+    `request_key`'s digest (tested), about three times faster on large plans."""
+
+    def __init__(self, identity: dict[str, Any], kind: str, params: dict[str, Any]) -> None:
+        # canonical_json sorts keys: kind < messages < model < params < sample < text < text_pair
+        self._head = '{"kind":' + canonical_json(kind) + ',"messages":'
+        self._middle = ',"model":' + canonical_json(identity) + ',"params":' + canonical_json(params) + ',"sample":'
+
+    def __call__(self, text: str | None, messages: list[dict[str, str]] | None, sample: int,
+                 text_pair: str | None = None) -> str:
+        return self.from_parts(encode_payload(text, messages, text_pair), sample)
+
+    def from_parts(self, parts: tuple[str, str], sample: int) -> str:
+        """The key of a payload encoded once by `encode_payload` (shared across models)."""
+        body = self._head + parts[0] + self._middle + str(sample) + parts[1]
+        return hashlib.sha256(body.encode("utf-8")).hexdigest()
+
+
+def encode_payload(text: str | None, messages: list[dict[str, str]] | None,
+                   text_pair: str | None = None) -> tuple[str, str]:
+    """The model-independent pieces of a request's canonical JSON."""
+    tail = ',"text":' + canonical_json(text)
+    if text_pair is not None:
+        tail += ',"text_pair":' + canonical_json(text_pair)
+    return canonical_json(messages), tail + "}"
+
+
+def estimated_tokens(request: Request) -> tuple[int, int]:
+    """(input, output) tokens of one request, as characters / 4 before any tokenizer loads;
+    output is `max_tokens` for generation (an upper bound), 1 for a next-token read."""
+    chars = len(request.text or "") + len(request.text_pair or "") + sum(
+        len(m["content"]) for m in request.messages or [])
+    if request.kind == "generate":
+        out = int(request.params.get("max_tokens", 0))
+    else:
+        out = 1 if request.kind in ("next_token", "choice") else 0
+    return max(1, chars // 4), out
 
 
 class Derived(NamedTuple):

@@ -336,12 +336,22 @@ class EmbedderConfig(Strict):
 
 class RuntimeConfig(Strict):
     batch_size: int = Field(default=8, ge=1)
+    batch_tokens: int | None = Field(default=2048, ge=1)
+    """Scoring (`sequence_logprob`) on local causal LMs: dynamic batches of up to this many
+    padded tokens instead of `batch_size` rows (null: use `batch_size`)."""
     seed: int = 0
     cache: str = ".biasaudit/cache.sqlite"
     reports_dir: str = "reports"
     progress: bool = True
     threads: int | None = None
-    """torch intra-op threads (default: torch's own choice)."""
+    """torch intra-op threads (default: torch's own choice, one per physical core; joblib's
+    workers are capped at cores / n_jobs by joblib itself)."""
+    prefix_cache: bool = False
+    """Scoring with a model variant's system prompt: compute the shared prefix once per
+    batch and reuse its keys/values (same log-probs; see `make bench` for whether it pays)."""
+    models_dir: str | None = None
+    """Where converted (dequantized GGUF) models are kept; default: `models/` beside the
+    cache. Parallel jobs and separate caches can share one."""
     retry_failed: bool = False
     """Send requests whose stored result is a failure to the model again."""
 

@@ -6,12 +6,14 @@ flight and a rerun never repeats a finished one.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import socket
 import sqlite3
 import time
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +33,15 @@ CREATE TABLE IF NOT EXISTS responses (
     latency_s REAL NOT NULL DEFAULT 0,
     created REAL NOT NULL
 );
+CREATE TABLE IF NOT EXISTS throughput (
+    speed_key TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    calls INTEGER NOT NULL,
+    seconds REAL NOT NULL,
+    input_tokens INTEGER NOT NULL,
+    output_tokens INTEGER NOT NULL,
+    recorded REAL NOT NULL
+);
 CREATE TABLE IF NOT EXISTS runs (
     run_id TEXT PRIMARY KEY,
     audit TEXT NOT NULL,
@@ -44,9 +55,38 @@ CREATE TABLE IF NOT EXISTS runs (
 """
 
 
+@dataclass(frozen=True)
+class Throughput:
+    measurements: int
+    calls: int
+    seconds: float
+    input_tokens: int
+    output_tokens: int
+
+    @property
+    def per_second(self) -> float:
+        return self.calls / self.seconds
+
+
+def speed_key(identity: dict[str, Any]) -> str:
+    """Which measurements apply to a model: its identity without the standing system
+    prompt (a variant runs on the same weights at about the same speed)."""
+    def strip(node: Any) -> Any:
+        if isinstance(node, dict):
+            return {k: strip(v) for k, v in node.items() if k != "system_prompt"}
+        return node
+
+    return hashlib.sha256(canonical_json(strip(identity)).encode("utf-8")).hexdigest()[:32]
+
+
 class Store:
-    def __init__(self, path: str | Path) -> None:
+    def __init__(self, path: str | Path, *, readonly: bool = False) -> None:
         self.path = Path(path)
+        if readonly:
+            # planning looks at an existing cache without writing to it
+            self.db = sqlite3.connect(f"{self.path.resolve().as_uri()}?mode=ro", uri=True, timeout=60.0,
+                                      isolation_level=None)
+            return
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self.db = sqlite3.connect(str(self.path), timeout=60.0, isolation_level=None)
         self.db.execute("PRAGMA journal_mode=WAL")
@@ -97,6 +137,67 @@ class Store:
                 response.error, response.error_kind, response.attempts, response.latency_s, time.time(),
             ),
         )
+
+    def count_ok(self, keys: Iterable[str]) -> int:
+        """How many of `keys` have a successful stored response."""
+        keys = list(keys)
+        n = 0
+        for start in range(0, len(keys), 500):
+            chunk = keys[start:start + 500]
+            marks = ",".join("?" * len(chunk))
+            q = f"SELECT COUNT(*) FROM responses WHERE status = 'ok' AND key IN ({marks})"
+            n += int(self.db.execute(q, chunk).fetchone()[0])
+        return n
+
+    # -- measured throughput -------------------------------------------------------
+    def record_throughput(self, identity: dict[str, Any], kind: str, calls: int, seconds: float,
+                          input_tokens: int, output_tokens: int) -> None:
+        """Remember how fast a model answered `calls` requests of one kind, for plan estimates."""
+        self.db.execute(
+            "INSERT INTO throughput (speed_key, kind, calls, seconds, input_tokens, output_tokens, recorded) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (speed_key(identity), kind, calls, seconds, input_tokens, output_tokens, time.time()),
+        )
+
+    def throughput(self, identity: dict[str, Any], kind: str, last: int = 20) -> Throughput | None:
+        """Pooled rate of the model's last `last` measurements of this kind, or None."""
+        try:
+            row = self.db.execute(
+                "SELECT COUNT(*), SUM(calls), SUM(seconds), SUM(input_tokens), SUM(output_tokens) FROM "
+                "(SELECT * FROM throughput WHERE speed_key = ? AND kind = ? ORDER BY recorded DESC LIMIT ?)",
+                (speed_key(identity), kind, last),
+            ).fetchone()
+        except sqlite3.OperationalError:  # a read-only cache written before throughput was kept
+            return None
+        if not row[0] or not row[2]:
+            return None
+        return Throughput(measurements=row[0], calls=row[1], seconds=row[2], input_tokens=row[3],
+                          output_tokens=row[4])
+
+    def merge_from(self, other: str | Path) -> int:
+        """Copy another cache's responses and throughput records into this one; a key
+        already here keeps its stored response unless that is a failure and the other's
+        is not. Returns how many responses were added or replaced."""
+        before = self.db.total_changes
+        self.db.execute("ATTACH DATABASE ? AS other", (str(Path(other).resolve()),))
+        try:
+            self.db.execute("BEGIN IMMEDIATE")
+            self.db.execute(
+                "INSERT OR REPLACE INTO responses SELECT o.* FROM other.responses o "
+                "LEFT JOIN main.responses m ON m.key = o.key "
+                "WHERE m.key IS NULL OR (m.status = 'failed' AND o.status = 'ok')")
+            added = self.db.total_changes - before
+            has_tp = self.db.execute(
+                "SELECT 1 FROM other.sqlite_master WHERE type = 'table' AND name = 'throughput'").fetchone()
+            if has_tp:
+                self.db.execute("INSERT INTO throughput SELECT * FROM other.throughput")
+            self.db.execute("COMMIT")
+        except BaseException:
+            self.db.execute("ROLLBACK")
+            raise
+        finally:
+            self.db.execute("DETACH DATABASE other")
+        return added
 
     def count(self) -> int:
         return int(self.db.execute("SELECT COUNT(*) FROM responses").fetchone()[0])

@@ -7,12 +7,32 @@ key can be overridden or swept from the command line (`stimuli.source=...`).
 
 from __future__ import annotations
 
+import copy
+import functools
+import os
+from typing import Any
+
 from hydra.core.object_type import ObjectType
 from hydra.plugins.config_source import ConfigLoadError, ConfigResult, ConfigSource
 from omegaconf import OmegaConf
 
 SCHEME = "biasaudit-specs"
 GROUP = "spec"
+
+
+@functools.lru_cache(maxsize=64)
+def _parsed_at(path: str, mtime_ns: int, size: int) -> tuple[str, Any]:
+    with open(path, encoding="utf-8") as f:
+        text = f.read()
+    return text, OmegaConf.to_container(OmegaConf.create(text), resolve=False)
+
+
+def _parsed(path: str) -> tuple[str, Any]:
+    """The spec's text and parsed YAML, memoised by (path, mtime, size): Hydra loads a
+    config several times per composition, and a sweep composes once per job (a large grid
+    spec takes a good second to parse)."""
+    st = os.stat(path)
+    return _parsed_at(path, st.st_mtime_ns, st.st_size)
 
 
 class SpecsConfigSource(ConfigSource):
@@ -40,8 +60,7 @@ class SpecsConfigSource(ConfigSource):
         from biasaudit.spec.source import check_spec_file
 
         check_spec_file(Path(path))  # refuses Hydra settings, import paths, resolvers
-        with open(path, encoding="utf-8") as f:
-            text = f.read()
+        text, parsed = _parsed(path)
         header = ConfigSource._get_header_dict(text[:512])
         if header.get("package") not in (None, "", "_global_"):
             # `# @package hydra` would turn the spec's keys into Hydra settings
@@ -50,7 +69,7 @@ class SpecsConfigSource(ConfigSource):
             raise SpecError(f"a spec cannot choose its package ({header['package']!r})", file=path,
                             key="# @package", hint="remove the `# @package` line")
         header["package"] = "_global_"
-        cfg = OmegaConf.create(OmegaConf.load(path))
+        cfg = OmegaConf.create(copy.deepcopy(parsed))
         return ConfigResult(
             config=cfg, path=f"{SCHEME}://{self.path}", provider=self.provider, header=header
         )

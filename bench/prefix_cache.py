@@ -1,0 +1,35 @@
+"""Shared-prefix reuse when scoring a model variant (`smollm2_fair`: a standing system
+prompt before every sentence): the prefix computed per row vs once per batch with its
+keys/values repeated (`runtime.prefix_cache`). Same 80 sentences, same log-probs."""
+
+from __future__ import annotations
+
+import time
+
+from scoring import sentences
+
+from biasaudit.backends import build_backend
+from biasaudit.compose import compose
+
+
+def run(repeats: int = 2) -> list[tuple[str, float, float]]:
+    c = compose(["model=smollm2_fair"])
+    backend = build_backend(c.config.model, c.config.runtime)
+    texts = sorted(sentences(), key=len)
+    bs = c.config.runtime.batch_size
+    rows = []
+    outs = {}
+    for label, on in (("prefix per row", False), ("prefix once per batch", True)):
+        backend.prefix_cache = on
+        best = float("inf")
+        for _ in range(repeats):
+            t = time.perf_counter()
+            got = [r for i in range(0, len(texts), bs) for r in backend.sequence_logprobs(texts[i:i + bs])]
+            best = min(best, time.perf_counter() - t)
+        outs[on] = got
+        rows.append((f"{label} (batch {bs})", len(texts) / best, best))
+    backend.prefix_cache = c.config.runtime.prefix_cache
+    diff = max(abs(a - b) for x, y in zip(outs[False], outs[True], strict=True)
+               for a, b in zip(x["logprobs"][1:], y["logprobs"][1:], strict=True))
+    rows.append(("max |log-prob difference|", diff, 0.0))
+    return rows

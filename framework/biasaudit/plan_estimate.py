@@ -1,0 +1,110 @@
+"""What a run or a sweep will cost before it starts: counts, unique requests, cache
+status, estimated tokens, and estimated time from throughput measured in earlier runs.
+
+Plans are counted by streaming (`plan.stream`): jobs of a sweep that render the same
+payloads (same spec, stimuli, factors, probe and seed; only the model or metric settings
+differ) are rendered once and hashed per model, and jobs with the same model identity
+share their requests, as they will share the cache.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .compose import Composed
+from .plan import canonical_json
+from .plan.stream import PlanCount, PlanCounts, count_plans
+from .store import Store, Throughput
+
+
+@dataclass
+class JobEstimate:
+    label: str
+    composed: Composed
+    counts: PlanCounts
+    model: PlanCount
+    shares_with: int | None
+    """Index of an earlier job with the same requests (counted once for the sweep)."""
+    rate: Throughput | None
+
+    @property
+    def needed(self) -> int:
+        return self.model.unique - self.model.cached
+
+    @property
+    def seconds(self) -> float | None:
+        return None if self.rate is None else self.needed / self.rate.per_second
+
+
+def _render_fingerprint(c: Composed) -> str:
+    d = c.data
+    return canonical_json([str(c.spec_file), {k: d.get(k) for k in ("stimuli", "factors", "design", "probe")},
+                           d.get("runtime", {}).get("seed")])
+
+
+def estimate_jobs(jobs: list[tuple[str, Composed]], lookup_cache: bool = True) -> list[JobEstimate]:
+    """Count every job's plan (one rendering pass per distinct payload set); this also
+    checks every job's spec, data and templates, so `run -m` uses it before launching."""
+    from .pipeline import plan_inputs
+
+    inputs = [(label, c, *plan_inputs(c)) for label, c in jobs]
+    groups: dict[str, list[int]] = {}
+    for i, (_, c, *_rest) in enumerate(inputs):
+        groups.setdefault(_render_fingerprint(c), []).append(i)
+    out: dict[int, JobEstimate] = {}
+    for members in groups.values():
+        first = inputs[members[0]]
+        composed, stimuli = first[1], first[3]
+        cfg = composed.config
+        idents: dict[str, dict[str, Any]] = {}
+        for i in members:
+            idents.setdefault(canonical_json(inputs[i][4]), inputs[i][4])
+        cache_file = Path(cfg.runtime.cache).is_file() and lookup_cache
+        store = Store(cfg.runtime.cache, readonly=True) if cache_file else None
+        try:
+            counts = count_plans(cfg, stimuli, list(idents.values()), str(composed.spec_file),
+                                 cached=store.count_ok if store else None)
+            by_ident = dict(zip(idents, counts.models, strict=True))
+            seen: dict[str, int] = {}
+            for i in members:
+                label, c, _params, _stimuli, ident = inputs[i]
+                key = canonical_json(ident)
+                rate = _rate(c, ident, counts.kind) if lookup_cache else None
+                out[i] = JobEstimate(label=label, composed=c, counts=counts, model=by_ident[key],
+                                     shares_with=seen.get(key), rate=rate)
+                seen.setdefault(key, i)
+        finally:
+            if store is not None:
+                store.close()
+    return [out[i] for i in range(len(inputs))]
+
+
+def _rate(c: Composed, identity: dict[str, Any], kind: str) -> Throughput | None:
+    path = Path(c.config.runtime.cache)
+    if not path.is_file():
+        return None
+    store = Store(path, readonly=True)
+    try:
+        return store.throughput(identity, kind)
+    finally:
+        store.close()
+
+
+def fmt_duration(seconds: float) -> str:
+    if seconds < 120:
+        return f"{seconds:.0f} s"
+    if seconds < 7200:
+        return f"{seconds / 60:.1f} min"
+    return f"{seconds / 3600:.1f} h"
+
+
+def time_text(job: JobEstimate) -> str:
+    if job.needed == 0:
+        return "0 s (all cached)"
+    if job.rate is None:
+        return "no measurement yet (run once to measure this model's throughput)"
+    r = job.rate
+    return (f"~{fmt_duration(job.seconds or 0.0)} at {r.per_second:.1f} requests/s "
+            f"(measured over {r.calls} {job.counts.kind} calls in {r.measurements} earlier run(s))")
