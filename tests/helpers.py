@@ -53,6 +53,16 @@ VOLATILE_KEYS: tuple[tuple[str, ...], ...] = (
     ("generated",),
     ("execution", "seconds"),
     ("execution", "model_load_s"),
+    # the report's cover and manifest sections say when and where the run happened
+    ("cover", "run_id"),
+    ("cover", "generated"),
+    ("cover", "started"),
+    ("cover", "finished"),
+    ("cover", "spec_file"),
+    ("reproducibility", "command"),
+    ("reproducibility", "overrides"),
+    ("reproducibility", "rerun"),
+    ("reproducibility", "cache"),
 )
 # A resumed run also differs from an uninterrupted one in where its answers came from.
 CACHE_COUNT_KEYS: tuple[tuple[str, ...], ...] = tuple(

@@ -81,7 +81,10 @@ def load_suite(overrides: list[str]) -> tuple[SuiteSpec, Path] | None:
     path = Path(value).expanduser() if ("/" in value or value.endswith((".yaml", ".yml"))) else find_spec_file(value)
     if path is None or not path.is_file():
         return None
-    raw = read_yaml(path)
+    try:
+        raw = read_yaml(path)
+    except SpecError:
+        return None  # not readable as a suite: the ordinary spec checks report it
     if not isinstance(raw, dict) or "suite" not in raw:
         return None
     extra = sorted(set(raw) - {"suite"})

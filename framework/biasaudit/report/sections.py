@@ -129,7 +129,6 @@ def quality(manifest: dict[str, Any], results: dict[str, Any], execution: dict[s
     d = manifest["data"]
     return {
         "data_rows": d["rows"], "data_used": d["used"], "data_left_out": d["rows"] - d["used"],
-        "execution": execution,
         "metric_counts": {mid: dict(r.counts) for mid, r in results.items()},
     }
 
