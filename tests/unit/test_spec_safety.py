@@ -125,4 +125,5 @@ def test_data_path_is_relative_to_the_spec_not_the_working_directory(workdir: Pa
     [run] = run_dirs(workdir)
     manifest = json.loads((run / "manifest.json").read_text())
     assert manifest["data"]["source"] == str(data.resolve()) and manifest["data"]["rows"] == 3
-    assert f"Data: {data.resolve()} (3 of 3 rows used)" in (run / "report.md").read_text()
+    md = (run / "report.md").read_text()
+    assert f"| Data | `{data.resolve()}` (SHA-256 " in md and "- Data rows: 3 used of 3" in md
