@@ -239,7 +239,7 @@ def build_suite_summary(suite: SuiteSpec, suite_file: Path, command: list[str],
         "verdict_matrix": verdict_matrix,
         "overall": overall,
         "triangulation": triangulate(members, subjects, mags),
-        "totals": {"runs": len(rows), "requests": sum(r["requests"] for r in rows),
+        "totals": {"members": len(members), "subjects": len(subjects), "runs": len(rows), "requests": sum(r["requests"] for r in rows),
                    "calls": sum(r["calls"] for r in rows), "failures": sum(r["failures"] for r in rows)},
     }
 

@@ -219,7 +219,10 @@ def test_shared_token_scores_do_not_depend_on_pair_order_for_a_minimal_pair(
     assert ar_full(a) == pytest.approx(sum(a["logprobs"][1:]))
 
 
-D = st.lists(st.floats(-1e3, 1e3, allow_nan=False, allow_infinity=False), min_size=1, max_size=40)
+# Tiny magnitudes flushed to zero: scaling 5e-324 by 0.5 underflows to an exact zero (a different
+# input), and near-subnormal values lose the precision the unit-free check compares at.
+D = st.lists(st.floats(-1e3, 1e3, allow_nan=False, allow_infinity=False).map(lambda x: 0.0 if abs(x) < 1e-100 else x),
+             min_size=1, max_size=40)
 
 
 @settings(max_examples=300, deadline=None)
