@@ -16,6 +16,8 @@ from typing import Any
 from .errors import BiasAuditError
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
+# Weight-loading bars from transformers interleave with our own per-run progress lines.
+os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
 os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 

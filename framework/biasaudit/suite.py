@@ -167,7 +167,8 @@ def magnitude(value: float | None, reference: float | None) -> float | None:
     return abs(value - reference) if reference is not None else value
 
 
-def triangulate(members: list[str], subjects: list[str], mags: dict[str, dict[str, float | None]]) -> dict[str, Any]:
+def triangulate(members: list[str], subjects: list[str], mags: dict[str, dict[str, float | None]],
+                intervals: dict[str, dict[str, tuple[float | None, float | None]]] | None = None) -> dict[str, Any]:
     """Kendall tau-b between every two members' rankings of the subjects (scipy)."""
     from scipy.stats import kendalltau
 
@@ -190,14 +191,49 @@ def triangulate(members: list[str], subjects: list[str], mags: dict[str, dict[st
         matrix.append(row)
     rankings = {m: sorted([s for s in subjects if mags[m].get(s) is not None], key=lambda s: -mags[m][s])  # type: ignore[operator]
                 for m in members}
+    ranking_text = {m: _ranking_text(rk, mags[m]) for m, rk in rankings.items()}
+    separated = {m: _separated_pairs(rankings[m], (intervals or {}).get(m, {})) for m in members}
     note = ("Subjects are ranked by each method's bias magnitude (distance from the no-bias reference, or the rate "
             "itself). Kendall tau-b near 1: the methods order the models alike; near 0 or negative: they disagree, "
-            "and a single method's verdict should not be trusted alone.")
+            "and a single method's verdict should not be trusted alone. A ranking is only as firm as the intervals "
+            "behind it: where no two subjects' 95% intervals are separated, that method's order is within noise and "
+            "its tau says little.")
     if len(subjects) < 3:
         note = (f"Rank agreement needs at least 3 subjects; this suite ran {len(subjects)}. Run it over more models "
                 "(e.g. `biasaudit run -m spec=<suite> model=a,b,c`). " + note)
-    return {"labels": members, "matrix": matrix, "pairs": pairs, "rankings": rankings, "note": note,
-            "n_subjects": len(subjects)}
+    return {"labels": members, "matrix": matrix, "pairs": pairs, "rankings": rankings,
+            "ranking_text": ranking_text, "separated": separated, "note": note, "n_subjects": len(subjects)}
+
+
+def _ranking_text(ranked: list[str], mag: dict[str, float | None]) -> str:
+    """'a > b = c': equal magnitudes are ties, not an order the sort happened to pick."""
+    if not ranked:
+        return ""
+    out = ranked[0]
+    for prev, cur in zip(ranked, ranked[1:], strict=False):
+        tie = abs(float(mag[prev]) - float(mag[cur])) <= 1e-12 * max(1.0, abs(float(mag[prev])))  # type: ignore[arg-type]
+        out += (" = " if tie else " > ") + cur
+    return out
+
+
+def _separated_pairs(subjects: list[str], ci: dict[str, tuple[float | None, float | None]]) -> dict[str, int]:
+    """How many pairs of subjects have non-overlapping 95% intervals on the headline estimate."""
+    known = [s for s in subjects if s in ci and None not in ci[s]]
+    total = len(known) * (len(known) - 1) // 2
+    sep = 0
+    for i, a in enumerate(known):
+        for b in known[i + 1:]:
+            (la, ha), (lb, hb) = ci[a], ci[b]
+            sep += int(ha < lb or hb < la)  # type: ignore[operator]
+    return {"separated": sep, "pairs": total}
+
+
+def _shown_path(p: Path) -> str:
+    """Relative to the working directory when inside it: the report is not tied to one checkout."""
+    try:
+        return str(Path(p).resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(p)
 
 
 def build_suite_summary(suite: SuiteSpec, suite_file: Path, command: list[str],
@@ -206,10 +242,12 @@ def build_suite_summary(suite: SuiteSpec, suite_file: Path, command: list[str],
     subjects = list(dict.fromkeys(j.subject for j, _, _ in results))
     rows = []
     mags: dict[str, dict[str, float | None]] = {m: {} for m in members}
+    cis: dict[str, dict[str, tuple[float | None, float | None]]] = {}
     method_of: dict[str, str] = {}
     for job, run_dir, s in results:
         label, est, ref = headline_of(s, job.member)
         mags[job.member_id][job.subject] = magnitude(est.get("value"), ref)
+        cis.setdefault(job.member_id, {})[job.subject] = (est.get("ci_low"), est.get("ci_high"))
         method_of[job.member_id] = s["audit"]["method"]
         rows.append({
             "member": job.member_id, "subject": job.subject, "audit": s["audit"]["name"], "method": s["audit"]["method"],
@@ -230,7 +268,7 @@ def build_suite_summary(suite: SuiteSpec, suite_file: Path, command: list[str],
             overall = "INCONCLUSIVE"
     return {
         "suite": {"name": suite.name, "title": suite.title or suite.name, "description": suite.description,
-                  "file": str(suite_file)},
+                  "file": _shown_path(suite_file)},
         "generated": datetime.now(UTC).isoformat(timespec="seconds"),
         "command": shlex.join(command),
         "members": [{"id": m, "method": method_of.get(m, "")} for m in members],
@@ -238,7 +276,7 @@ def build_suite_summary(suite: SuiteSpec, suite_file: Path, command: list[str],
         "rows": rows,
         "verdict_matrix": verdict_matrix,
         "overall": overall,
-        "triangulation": triangulate(members, subjects, mags),
+        "triangulation": triangulate(members, subjects, mags, cis),
         "totals": {"members": len(members), "subjects": len(subjects), "runs": len(rows), "requests": sum(r["requests"] for r in rows),
                    "calls": sum(r["calls"] for r in rows), "failures": sum(r["failures"] for r in rows)},
     }

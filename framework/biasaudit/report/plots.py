@@ -94,7 +94,8 @@ def heatmap(plot: dict[str, Any]) -> str:
     plt = _mpl()
     labels = plot["labels"]
     vals = np.array([[np.nan if v is None else v for v in row] for row in plot["matrix"]], dtype=float)
-    fig, ax = plt.subplots(figsize=(0.5 * len(labels) + 2.5, 0.5 * len(labels) + 2))
+    # wide enough that the title clears the colour bar
+    fig, ax = plt.subplots(figsize=(0.8 * len(labels) + 4.0, 0.7 * len(labels) + 2.2))
     vmin = plot.get("vmin", 0.0)
     # signed coefficients (tau) get a diverging map centred on 0
     im = ax.imshow(vals, vmin=vmin, vmax=plot.get("vmax", 1.0), cmap="RdBu" if vmin < 0 else "Blues")
@@ -105,7 +106,7 @@ def heatmap(plot: dict[str, Any]) -> str:
     for i in range(len(labels)):
         for j in range(len(labels)):
             v = vals[i, j]
-            ax.text(j, i, "–" if np.isnan(v) else f"{v:.2f}", ha="center", va="center", fontsize=6,
+            ax.text(j, i, "–" if np.isnan(v) else f"{v:.2f}", ha="center", va="center", fontsize=8,
                     color="white" if not np.isnan(v) and abs(v) > 0.6 else "black")
     fig.colorbar(im, ax=ax, label=plot.get("ylabel", ""))
     ax.set_title(plot["title"])
