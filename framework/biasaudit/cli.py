@@ -91,6 +91,14 @@ def cmd_run(args: argparse.Namespace, rest: list[str]) -> int:
     return _hydra_run(overrides, args.multirun, typed)
 
 
+def _kinds(ex: dict[str, Any]) -> str:
+    """' (timeout 3, http_5xx 2; --retry-failed sends them again)' when anything failed."""
+    kinds = ex.get("failures_by_kind") or {}
+    if not kinds:
+        return ""
+    return " (" + ", ".join(f"{k} {n}" for k, n in kinds.items()) + "; --retry-failed sends them again)"
+
+
 def _run_suite(found: Any, raw: list[str], overrides: list[str], multirun: bool, command: list[str]) -> int:
     from .suite import run_suite
 
@@ -144,7 +152,7 @@ def _hydra_run(overrides: list[str], multirun: bool, command: list[str]) -> int:
         print(
             f"{summary['audit']['name']}: overall {summary['overall']}; "
             f"{ex['requests']} requests, {ex['cache_hits']} from cache, {ex['calls']} model calls, "
-            f"{ex['failures']} failed; run stage {ex['seconds']:.2f}s"
+            f"{ex['failures']} failed{_kinds(ex)}; run stage {ex['seconds']:.2f}s"
         )
         print(f"report: {run_dir / 'report.html'}")
         return summary

@@ -228,7 +228,8 @@ def write_trail(path: Path, prep: Prepared, responses: dict[str, Response]) -> N
                 "cell": it.cell, "stimulus": it.stimulus, "slot": it.slot, "variant": it.variant,
                 "sample": it.sample, "key": it.key,
                 "request": req.model_dump(exclude={"key"}),
-                "status": resp.status, "error": resp.error, "output": resp.output,
+                "status": resp.status, "error": resp.error, "error_kind": resp.error_kind,
+                "attempts": resp.attempts, "output": resp.output,
             }, ensure_ascii=False) + "\n")
     os.replace(tmp, path)
 

@@ -83,7 +83,7 @@ def test_500_requests_with_20_percent_faults_add_up_and_retry_only_when_asked(
         assert {f.kind for f in injected.values()} == set(GENERATE_KINDS)  # every kind present
         assert 0 < len(permanent) < len(injected)                         # some recover, some never
 
-        code, _, err = cli("run", *args)
+        code, out, err = cli("run", *args)
         assert code == 0, err
         s1, run1 = _summary(workdir, set())
         ex = s1["execution"]
@@ -112,6 +112,15 @@ def test_500_requests_with_20_percent_faults_add_up_and_retry_only_when_asked(
         assert len(rows) == N
         assert {p for p, (status, _) in rows.items() if status == "failed"} == set(permanent)
         assert all(rows[p][1] == CLIENT_KIND[f.kind] for p, f in permanent.items())
+
+        # the audit trail and the command's own summary line carry the kinds too
+        trail = [json.loads(x) for x in (run1 / "responses.jsonl").read_text().splitlines()]
+        failed = [t for t in trail if t["status"] == "failed"]
+        assert dict(Counter(t["error_kind"] for t in failed)) == ex["failures_by_kind"]
+        assert all(t["error_kind"] is None for t in trail if t["status"] == "ok")
+        assert all(t["attempts"] == expected_attempts(prompt_of(t["request"]["messages"])) for t in trail)
+        line = next(x for x in out.splitlines() if " failed" in x)
+        assert all(f"{kind} {n}" in line for kind, n in ex["failures_by_kind"].items()) and "--retry-failed" in line
 
         # the report shows the same counts
         md = (run1 / "report.md").read_text()
