@@ -47,7 +47,7 @@ def section_peer() -> None:
 
 
 def section_scoring() -> None:
-    rows = scoring.run(repeats=1)
+    rows = scoring.run(repeats=2)
     print("    biasaudit scoring by batch size (same sentences, length-sorted)")
     print(f"  {'mode':<40}{'sequences/s':>14}{'seconds':>10}")
     for label, rate, secs in rows[:-1]:

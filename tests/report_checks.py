@@ -49,7 +49,7 @@ def unexplained_numbers(html: str, summary: dict[str, Any]) -> list[str]:
     text_tokens = set(TEMPLATE_CONSTANTS)
     for s in strings:
         text_tokens.update(NUMBER.findall(s))
-    formatted = {d: {f"{x:.{d}f}" for x in nums} for d in range(0, 7)}
+    formatted = {d: {f"{x:.{d}f}" for x in nums} for d in range(0, 11)}
     bad = []
     for tok in NUMBER.findall(visible_text(html)):
         if tok in text_tokens:

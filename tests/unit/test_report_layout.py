@@ -150,3 +150,13 @@ def test_pdf_without_chromium_is_a_clear_error(workdir: Path, cli, monkeypatch) 
     code, _, err = cli("run", f"spec={spec}", "model=scripted", "report.formats=[html,pdf]", *isolation(workdir))
     assert code == 2 and "report.formats" in err and "apt-get install chromium" in err
     assert run_dirs(workdir) == []
+
+
+def test_small_nonzero_values_keep_two_significant_figures() -> None:
+    from biasaudit.report.render import fixed, fmt_est, fmt_num
+
+    assert fmt_num(8.361330568848777e-05) == "0.000084"  # not "0.000": the estimate is not zero
+    assert fmt_num(-0.0005) == "-0.00050" and fmt_num(0.0012) == "0.001" and fmt_num(12.3456) == "12.346"
+    assert fmt_num(5.551115123125783e-17) == "0.000"  # Wilson's floating-point dust stays zero
+    assert fixed(0.0, 2) == "0.00"
+    assert fmt_est({"value": 0.00024, "ci_low": -0.0099, "ci_high": 0.0104, "n": 16}) == "0.00024 [-0.0099, 0.01] (n=16)"

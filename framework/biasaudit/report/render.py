@@ -17,6 +17,16 @@ from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescap
 from .plots import render_plot
 
 
+def fixed(x: float, digits: int) -> str:
+    """Fixed-point with `digits` decimals, widened for small non-zero values so they keep
+    two significant figures instead of printing as 0.000 (an estimate of 8e-05 is not 0).
+    Below 1e-8 the value is numerical noise at this precision and prints as zero."""
+    a = abs(x)
+    if 1e-8 <= a < 10 ** -digits:
+        digits = min(10, -math.floor(math.log10(a)) + 1)
+    return f"{x:.{digits}f}"
+
+
 def fmt_num(x: Any, digits: int = 3) -> str:
     if x is None:
         return "n/a"
@@ -27,7 +37,7 @@ def fmt_num(x: Any, digits: int = 3) -> str:
     if isinstance(x, float):
         if math.isnan(x):
             return "NaN"
-        return f"{x:.{digits}f}"
+        return fixed(x, digits)
     return str(x)
 
 
@@ -35,8 +45,8 @@ def fmt_est(e: dict[str, Any] | None, digits: int = 2) -> str:
     if not e or e.get("value") is None:
         return "n/a (no data)"
     if e.get("ci_low") is None:
-        return f"{e['value']:.{digits}f} (n={e['n']})"
-    return f"{e['value']:.{digits}f} [{e['ci_low']:.{digits}f}, {e['ci_high']:.{digits}f}] (n={e['n']})"
+        return f"{fixed(e['value'], digits)} (n={e['n']})"
+    return f"{fixed(e['value'], digits)} [{fixed(e['ci_low'], digits)}, {fixed(e['ci_high'], digits)}] (n={e['n']})"
 
 
 def md_cell(x: Any) -> str:
