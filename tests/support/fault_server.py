@@ -85,8 +85,11 @@ def mixed_faults(rate: float = 0.2, *, seed: int = 0, kinds: tuple[str, ...] = G
 
 class FaultServer:
     def __init__(self, faults: Callable[[str], Fault | None] | None = None, *, latency: float = 0.0,
-                 hang_s: float = 1.0, retry_after: str = "0") -> None:
+                 hang_s: float = 1.0, retry_after: str = "0",
+                 top: Callable[[str], list[tuple[str, float]]] | None = None) -> None:
         self.faults = faults or (lambda prompt: None)
+        self.top = top
+        """prompt -> the first token's top log-probs to return (default: A, B, Yes, No)."""
         self.latency = latency
         self.hang_s = hang_s
         self.retry_after = retry_after
@@ -197,14 +200,15 @@ class FaultServer:
             return await _send(writer, 401, {"error": {"message": f"bad key in {headers.get('authorization')}"}})
         if kind in ("http_500", "http_502", "http_503"):
             return await _send(writer, int(kind[-3:]), {"error": {"message": "server fault"}})
-        payload = _answer(body, prompt, completion, kind)
+        payload = _answer(body, prompt, completion, kind, self.top(prompt) if self.top else None)
         if kind == "truncated_json":
             raw = json.dumps(payload).encode()
             return await _send(writer, 200, raw[: len(raw) // 2])
         return await _send(writer, 200, payload)
 
 
-def _answer(body: dict[str, Any], prompt: str, completion: bool, kind: str | None) -> dict[str, Any]:
+def _answer(body: dict[str, Any], prompt: str, completion: bool, kind: str | None,
+            top_tokens: list[tuple[str, float]] | None = None) -> dict[str, Any]:
     usage = {"prompt_tokens": max(1, len(prompt) // 4)}
     if completion:  # echo: the prompt's tokens, log-probs and offsets
         words, offsets, pos = prompt.split(), [], 0
@@ -221,10 +225,11 @@ def _answer(body: dict[str, Any], prompt: str, completion: bool, kind: str | Non
     text = "Yes, because it is so."
     choice: dict[str, Any] = {"message": {"role": "assistant", "content": text}, "finish_reason": "stop"}
     if body.get("logprobs"):
-        top = [{"token": t, "logprob": lp} for t, lp in (("A", -0.2), ("B", -1.9), ("Yes", -2.5), ("No", -3.1))]
-        choice["message"]["content"] = "A"
+        pairs = top_tokens or [("A", -0.2), ("B", -1.9), ("Yes", -2.5), ("No", -3.1)]
+        top = [{"token": t, "logprob": lp} for t, lp in pairs]
+        choice["message"]["content"] = pairs[0][0]
         choice["logprobs"] = {"content": [] if kind == "bad_logprobs" else
-                              [{"token": "A", "logprob": -0.2, "top_logprobs": top}]}
+                              [{"token": pairs[0][0], "logprob": pairs[0][1], "top_logprobs": top}]}
     if kind == "empty":
         choice["message"]["content"] = ""
     if kind == "content_filter":

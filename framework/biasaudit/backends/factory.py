@@ -106,9 +106,9 @@ def check_audit_support(cfg: AuditConfig, choices: dict[str, str]) -> None:
             if not BACKENDS.get(chat.backend, file=where, key="model.backend").label_logprobs:
                 # checked here, not when the backend is built, so nothing is written
                 raise BackendError(
-                    f"llm_nli needs a local chat model that gives next-token log-probs; {chat.backend!r} does not",
+                    f"llm_nli needs a chat model that gives next-token log-probs; {chat.backend!r} does not",
                     file=where, key="nli.model" if nli.model else "model.backend",
-                    hint="use a hf_causal model (e.g. the default smollm2), or nli=hf nli.path=...",
+                    hint="use a hf_causal model (e.g. the default smollm2), an openai_compat one, or nli=hf nli.path=...",
                 )
         return
     model_file = f"conf/model/{choices['model']}.yaml" if choices.get("model") else None

@@ -1,6 +1,13 @@
 """`llm_nli`: NLI from a chat model. The model is asked for the relation; the three
 probabilities are the next-token probabilities of the first token of each label word,
-renormalised over the three (METHODS.md section 3, backend b)."""
+renormalised over the three (METHODS.md section 3, backend b).
+
+A local model (`hf_causal`) gives the exact log-prob of each label's first token. An HTTP
+model (`openai_compat`) gives only the top 20 first tokens (`top_logprobs`): each label
+takes the best returned token that starts it, and a label not among them gets
+probability 0 after renormalisation (its true probability is below the 20th token's);
+such answers list it under `missing_labels`. If none of the three is returned, the
+request is a failure of kind `malformed`, stored and counted like any other."""
 
 from __future__ import annotations
 
@@ -12,7 +19,7 @@ from ..errors import BackendError
 from ..plan import Request
 from ..plan.render import render
 from ..spec import ModelConfig, NLIConfig, RuntimeConfig
-from .base import Emit, run_in_batches
+from .base import Emit, Response, run_in_batches
 from .hf_nli import RELATIONS
 
 
@@ -29,14 +36,19 @@ class LLMNLIBackend:
         self.cfg = cfg
         self.batch_size = runtime.batch_size
         self.inner: Any = build_backend(chat, runtime)
-        if not hasattr(self.inner, "choice_logprobs"):
-            raise BackendError(
-                f"llm_nli needs a local chat model that gives next-token log-probs; {chat.backend!r} does not",
-                key="nli.model", hint="use a hf_causal model (e.g. the default smollm2)",
-            )
-        tok: Any = getattr(self.inner, "tok", None)
-        self.token_ids: list[int] = []
         labels = {str(k): v for k, v in self.cfg.labels.items()}
+        self.words = [str(labels[rel]) for rel in RELATIONS]
+        self.token_ids: list[int] = []
+        if not hasattr(self.inner, "choice_logprobs"):
+            if "choice" not in getattr(self.inner, "supports", ()):
+                raise BackendError(
+                    f"llm_nli needs a chat model that gives next-token log-probs; {chat.backend!r} does not",
+                    key="nli.model", hint="use a hf_causal model (e.g. the default smollm2) or an openai_compat one",
+                )
+            if len({w.strip().lower() for w in self.words}) != 3:
+                raise BackendError("the three label words are not distinct", key="nli.labels")
+            return  # label words are matched against the server's top tokens (`choice`)
+        tok: Any = getattr(self.inner, "tok", None)
         for rel in RELATIONS:
             ids = tok(labels[rel], add_special_tokens=False)["input_ids"]
             if not ids:
@@ -61,7 +73,24 @@ class LLMNLIBackend:
         return out
 
     def execute(self, requests: Sequence[Request], emit: Emit) -> None:
-        run_in_batches(requests, self.batch_size, self.answer, emit)
+        if self.token_ids:
+            run_in_batches(requests, self.batch_size, self.answer, emit)
+            return
+        # HTTP: one `choice` request per NLI request, all handed to the backend at once so
+        # its own concurrency, retries and failure kinds apply; answers keep the NLI key.
+        asked = [Request(key=r.key, kind="choice", messages=self.messages(r), params={"choices": self.words})
+                 for r in requests]
+        self.inner.execute(asked, lambda resp: emit(self._from_choice(resp)))
+
+    def _from_choice(self, resp: Response) -> Response:
+        if resp.status != "ok" or resp.output is None:
+            return resp
+        probs = [float(resp.output["probs"][w]) for w in self.words]
+        lps = resp.output.get("logprobs", {})
+        out = {"probs": dict(zip(RELATIONS, probs, strict=True)),
+               "label_logprobs": {rel: lps.get(w) for rel, w in zip(RELATIONS, self.words, strict=True)},
+               "missing_labels": [rel for rel, w in zip(RELATIONS, self.words, strict=True) if w not in lps]}
+        return resp.model_copy(update={"output": out})
 
     def close(self) -> None:
         pass

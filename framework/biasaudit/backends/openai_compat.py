@@ -379,5 +379,6 @@ BACKENDS.add(
         identity=_identity,
         build=lambda cfg, rt: OpenAICompatBackend(cfg, rt),
         local=False,
+        label_logprobs=True,  # from the first token's top_logprobs (`choice`), as llm_nli reads them
     ),
 )
