@@ -101,7 +101,13 @@ def test_http_chat_model_as_nli_judge(workdir: Path, cli, monkeypatch: pytest.Mo
     n_failed = len({t["key"] for t in trail if t["status"] == "failed"})
     assert ex["failures"] == n_failed and ex["answered"] + ex["failures"] == ex["requests"] == len(plan.requests)
     assert ex["failures_by_kind"] == {"malformed": len(seen_none), "server_error": 1}
-    assert "M6" in s["metrics"]["nli_bias"]["estimates"]
+    m = s["metrics"]["nli_bias"]
+    assert "M6" in m["estimates"]
+    rel = next(r for r in m["reliability"] if r["name"] == "label words missing from top log-probs")
+    answered_items = [t for t in trail if t["status"] == "ok"]
+    assert rel["estimate"]["n"] == len(answered_items)
+    assert rel["estimate"]["value"] == pytest.approx(sum(bool(t["output"]["missing_labels"]) for t in answered_items)
+                                                     / len(answered_items))
     assert KEY not in json.dumps(s) and KEY not in out and KEY not in err
 
 

@@ -126,10 +126,27 @@ def compute(ctx: MetricContext, metric_id: str, params: BaseModel) -> MetricResu
                        "M6 and M9 are the recommended metrics (they track TP scores best in the paper).",
         tables=tables, plots=plots, items=items,
         reliability=[ReliabilityItem(name="unscorable triples", estimate=wilson(len(skipped), n + len(skipped)),
-                                     note="failed NLI requests; left out of every M")],
+                                     note="failed NLI requests; left out of every M"),
+                     *_missing_labels(ctx, rows, p)],
         counts={"triples": n + len(skipped), "scored": n, "unscorable": len(skipped)},
         params=p.model_dump(),
     )
+
+
+def _missing_labels(ctx: MetricContext, rows: list[Any], p: NLIBiasParams) -> list[ReliabilityItem]:
+    """HTTP judges: premises where a label word was not among the top log-probs (given
+    probability 0). Shown only when the backend reports it."""
+    outs = []
+    for (_cell, _v, _sid, _s), slots in ctx.items_by().items():
+        for slot in (p.stereo, p.counter):
+            r = ctx.responses.get(slots[slot].key) if slot in slots else None
+            if r is not None and r.status == "ok" and r.output is not None and "missing_labels" in r.output:
+                outs.append(bool(r.output["missing_labels"]))
+    if not outs:
+        return []
+    return [ReliabilityItem(name="label words missing from top log-probs", estimate=wilson(sum(outs), len(outs)),
+                            note="answered premises where a label was not among the server's top 20 first tokens "
+                                 "and was given probability 0")]
 
 
 _DESC = {
