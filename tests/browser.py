@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import base64
 import json
+import os
 import re
+import signal
 import subprocess
 import tempfile
 import time
@@ -31,10 +33,13 @@ def load_page(html: Path, timeout: float = 60.0) -> PageLoad:
 
     exe = find_chromium()
     assert exe, "chromium is not installed"
-    with tempfile.TemporaryDirectory(prefix="biasaudit-cdp-") as profile:
+    # Its own session, so the whole process group (renderer, GPU and crash helpers, which
+    # write to the profile) is killed at the end, not only the browser process; and a
+    # profile folder a straggler still writes to is not a test failure.
+    with tempfile.TemporaryDirectory(prefix="biasaudit-cdp-", ignore_cleanup_errors=True) as profile:
         proc = subprocess.Popen([exe, *FLAGS, f"--user-data-dir={profile}", "--remote-debugging-port=0",
                                  "--window-size=1200,1600", "about:blank"],
-                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, start_new_session=True)
         try:
             port = _devtools_port(proc, timeout)
             targets = json.loads(urllib.request.urlopen(f"http://127.0.0.1:{port}/json/list", timeout=10).read())
@@ -45,7 +50,10 @@ def load_page(html: Path, timeout: float = 60.0) -> PageLoad:
             finally:
                 ws.close()
         finally:
-            proc.kill()
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
             proc.wait(timeout=10)
 
 

@@ -35,7 +35,9 @@ def _run(args: list[str], out: Path, timeout: float) -> None:
     if exe is None:
         raise BiasAuditError("headless Chromium is not installed", key="report.formats",
                              hint="install it (Debian: apt-get install chromium) or set BIASAUDIT_CHROMIUM")
-    with tempfile.TemporaryDirectory(prefix="biasaudit-chromium-") as profile:
+    # Chromium's helper processes can outlive the browser for a moment and still write to
+    # the profile; a leftover temporary folder must not fail a finished render.
+    with tempfile.TemporaryDirectory(prefix="biasaudit-chromium-", ignore_cleanup_errors=True) as profile:
         cmd = [exe, *FLAGS, f"--user-data-dir={profile}", *args]
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, check=False)
     if proc.returncode != 0 or not out.is_file() or out.stat().st_size == 0:
