@@ -4,6 +4,7 @@ identity, spread and worst-cell verdicts, crosswalk clauses, escaping, PDF error
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -74,6 +75,12 @@ def test_layout_spread_and_verdicts(workdir: Path, cli) -> None:  # type: ignore
     assert s["trail"]["lines"] == 8 and s["trail"]["ok"] == 8
     md = (d / "report.md").read_text()
     assert "## Distributions across prompt conditions" in md and "MEASURE 2.11" in md
+    # the Markdown report links the same drawings the HTML inlines, one file per plot
+    linked = re.findall(r"!\[[^\]]+\]\((plots/[^)]+\.svg)\)", md)
+    assert len(linked) == sum(len(x["plots"]) for x in s["metrics"].values()) > 0
+    for f in linked:
+        svg = (d / f).read_text()
+        assert svg.startswith("<svg") and svg in html
 
 
 def test_checker_catches_a_number_missing_from_the_summary() -> None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -71,17 +72,36 @@ def render_all(
 ) -> None:
     formats = set(cfg.report.formats) | {"json"}
     write(run_dir / "summary.json", json.dumps(summary, indent=2, allow_nan=False, default=str))
+    plot_files: dict[str, list[dict[str, str]]] = {}
     if formats & {"html", "pdf"}:
         plots = {mid: [render_plot(p) for p in m["plots"]] for mid, m in summary["metrics"].items()}
         html = _env(True).get_template("report.html.j2").render(s=summary, plots=plots)
         write(run_dir / "report.html", html)
+        if "md" in formats:
+            # Markdown cannot inline SVG: the same drawings as files beside it (only when
+            # the HTML drew them; an md-only run skips matplotlib altogether).
+            plot_files = _write_plot_files(run_dir, summary, plots, write)
     if "md" in formats:
-        md = _env(False).get_template("report.md.j2").render(s=summary)
+        md = _env(False).get_template("report.md.j2").render(s=summary, plot_files=plot_files)
         write(run_dir / "report.md", md)
     if "pdf" in formats:
         from .pdf import html_to_pdf
 
         html_to_pdf(run_dir / "report.html", run_dir / "report.pdf")
+
+
+def _write_plot_files(run_dir: Path, summary: dict[str, Any], plots: dict[str, list[str]],
+                      write: Callable[[Path, str], None]) -> dict[str, list[dict[str, str]]]:
+    (run_dir / "plots").mkdir(exist_ok=True)
+    files: dict[str, list[dict[str, str]]] = {}
+    for mid, svgs in plots.items():
+        slug = re.sub(r"[^A-Za-z0-9_.-]+", "-", mid)
+        for i, (svg, spec) in enumerate(zip(svgs, summary["metrics"][mid]["plots"], strict=True), 1):
+            name = f"plots/{slug}-{i}.svg"
+            write(run_dir / name, svg)
+            alt = re.sub(r"[\[\]\n]", " ", spec.get("alt") or spec.get("title") or "plot")
+            files.setdefault(mid, []).append({"file": name, "alt": alt})
+    return files
 
 
 def render_compare(out_dir: Path, comparison: dict[str, Any], *, write: Callable[[Path, str], None]) -> None:
