@@ -8,6 +8,7 @@ the ordinary pipeline (cached, resumable), each into its own run folder.
 
 from __future__ import annotations
 
+import math
 import re
 import shlex
 from dataclasses import dataclass
@@ -211,7 +212,7 @@ def _ranking_text(ranked: list[str], mag: dict[str, float | None]) -> str:
         return ""
     out = ranked[0]
     for prev, cur in zip(ranked, ranked[1:], strict=False):
-        tie = abs(float(mag[prev]) - float(mag[cur])) <= 1e-12 * max(1.0, abs(float(mag[prev])))  # type: ignore[arg-type]
+        tie = math.isclose(mag[prev], mag[cur], rel_tol=1e-12, abs_tol=1e-12)  # type: ignore[arg-type]
         out += (" = " if tie else " > ") + cur
     return out
 

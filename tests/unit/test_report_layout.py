@@ -136,7 +136,6 @@ metrics: [{name: tfdp}]
 
 
 def test_model_output_with_html_is_escaped(workdir: Path, cli, monkeypatch) -> None:  # type: ignore[no-untyped-def]
-    pytest.importorskip("sentence_transformers")
     replies = {"The man": "<script>alert(1)</script>", "The woman": "<img/src=x/onerror=alert(2)>",
                "He works": "<b>bold</b>", "She works": "<i>it</i>"}
     spec = write_spec(workdir / "x.yaml", _with_script(TFDP_XSS, replies=replies))
