@@ -7,6 +7,7 @@ depend on the machine: run on a quiet one (other processes on the CPU slow every
 from __future__ import annotations
 
 import os
+import statistics
 import sys
 import time
 from pathlib import Path
@@ -45,6 +46,9 @@ def section_peer() -> None:
     ok = r["max_abs_diff"] <= 2e-4 and len(set(r["scores"].values())) == 1
     print(f"  ratio biasaudit default / {r['fastest_peer']} (the peer's fastest row): {r['ratio_best_peer']:.2f} "
           f"(acceptance: >= 1.3); / lm-eval at batch {r['batch_size']}: {r['ratio_same_batch']:.2f}")
+    pr = r["paired_ratios"]
+    print(f"  paired rounds against that row ({len(pr)}, each round's own ratio): median {statistics.median(pr):.2f}, "
+          f"lowest {pr[0]:.2f}, highest {pr[-1]:.2f}")
     print(f"  same numbers: max |log-likelihood difference| vs the peer {r['max_abs_diff']:.1e} (acceptance: <= 2e-4), "
           f"bias scores {'identical' if ok else 'DIFFER'}")
     if not ok:

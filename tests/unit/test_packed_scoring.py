@@ -39,6 +39,30 @@ def test_rows_split_at_the_node_limit_and_batches_respect_the_budget() -> None:
     assert [len(b) for b in row_batches(rows, 10)] == [2]
 
 
+def test_balanced_rows_are_even_and_keep_the_row_count() -> None:
+    seqs = [[1, 2, 3, 4], [1, 5, 6, 7], [1, 8, 9, 10], [1, 11]]
+    # greedy at 10 nodes: 1-2-3-4, 5-6-7, 8-9-10 fill the first row (10), [1, 11] alone (2)
+    assert [len(r.tokens) for r in pack_rows(seqs, 10)] == [10, 2]
+    # the smallest limit that still gives two rows is 7: 1..7 and 1-8-9-10 + 11
+    rows = pack_rows(seqs, 10, balance=True)
+    assert [r.tokens for r in rows] == [[1, 2, 3, 4, 5, 6, 7], [1, 8, 9, 10, 11]]
+    assert sorted(i for r in rows for i, _ in r.members) == [0, 1, 2, 3]
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_balanced_rows_never_add_rows_or_widen_them(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    seqs = [[1, *rng.integers(2, 6, size=int(rng.integers(1, 9))).tolist()] for _ in range(int(rng.integers(2, 40)))]
+    cap = int(rng.integers(4, 30))
+    greedy, even = pack_rows(seqs, cap), pack_rows(seqs, cap, balance=True)
+    assert len(even) == len(greedy)
+    assert max(len(r.tokens) for r in even) <= max(len(r.tokens) for r in greedy)
+    assert sorted(i for r in even for i, _ in r.members) == list(range(len(seqs)))
+    for r in even:  # every member's nodes spell its sequence
+        for i, nodes in r.members:
+            assert [r.tokens[n] for n in nodes] == seqs[i]
+
+
 def test_batches_follow_token_order_and_the_budget() -> None:
     # a pair (a, d) of different lengths: token order puts it side by side, where a
     # length sort would put b and c between them
@@ -83,13 +107,21 @@ def _tiny(kind: str) -> torch.nn.Module:
     return Gemma3ForCausalLM(cfg).eval()
 
 
-@pytest.mark.parametrize("kind,share", [("llama", True), ("gemma3", True), ("llama", False)])
-def test_packed_logprobs_equal_a_plain_forward_pass(kind: str, share: bool) -> None:
+@pytest.mark.parametrize("kind,share,vocab_slice", [("llama", True, 4096), ("gemma3", True, 4096),
+                                                   ("llama", False, 4096), ("llama", True, 10),
+                                                   ("gemma3", True, 13)])
+def test_packed_logprobs_equal_a_plain_forward_pass(kind: str, share: bool, vocab_slice: int,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    # a slice narrower than the 97-token vocabulary: the head runs in 10 (8) slices, the
+    # last one partial, and the soft-capped Gemma head caps each slice
+    from biasaudit.backends import packed_scoring
+
+    monkeypatch.setitem(packed_scoring.VOCAB_SLICE, "cpu", vocab_slice)
     model = _tiny(kind)
     rng = np.random.default_rng(1)
     base = [2, *rng.integers(4, 97, size=9).tolist()]
     seqs = [base, [*base[:6], 50, *base[7:]], [*base[:3], 60, 61], [2, 70, 71, 72, 73], [2, 5], base[:4]]
-    rows = pack_rows(seqs, 12 if share else 20, share=share)
+    rows = pack_rows(seqs, 12 if share else 20, share=share, balance=True)
     if not share:  # plain packing: every sequence's tokens are its own nodes
         assert sum(len(r.tokens) for r in rows) == sum(len(q) for q in seqs)
     assert len(rows) >= 2  # the limit splits the batch, so padding columns are exercised too

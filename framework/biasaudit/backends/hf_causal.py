@@ -70,6 +70,7 @@ class HFCausalBackend:
         self.cfg = cfg
         self.row_tokens = ROW_TOKENS
         self.share_prefixes = True  # packed scoring: one node per shared prefix (False: plain packing)
+        self.balance_rows = True  # packed scoring: rows of even length (False: greedy filling; `make bench`)
         self.gpu_budget: int | None = None
         self.apply_runtime(runtime)
         self.device, dtype = torch_setup(cfg.device, cfg.dtype, runtime.threads)
@@ -202,7 +203,7 @@ class HFCausalBackend:
             # sequences longer than the window take the padded path
             picked = self._batch_logprobs(seqs)
             return [picked[i, : len(q) - 1].tolist() for i, q in enumerate(seqs)]
-        rows = pack_rows(seqs, self.row_tokens, share=self.share_prefixes)
+        rows = pack_rows(seqs, self.row_tokens, share=self.share_prefixes, balance=self.balance_rows)
         got: dict[int, list[float]] = {}
         for batch in row_batches(rows, self.batch_tokens or self.row_tokens):
             got.update(score_rows(self.model, batch, self.tok.pad_token_id, self.device))
