@@ -85,6 +85,27 @@ def test_mask_is_ancestors_and_leaves_are_not_fed() -> None:
     assert cols[0] == {0: 0, 1: 1, 2: 2, 5: 3}
 
 
+@pytest.mark.parametrize("share", [True, False])
+def test_mask_rows_are_exactly_each_nodes_ancestors(share: bool) -> None:
+    # random tries, several per row when not sharing: brute-force ancestor sets per node
+    rng = np.random.default_rng(7)
+    seqs = [[1, *rng.integers(2, 5, size=int(rng.integers(1, 7))).tolist()] for _ in range(30)]
+    rows = pack_rows(seqs, 25, share=share)
+    ids, pos, mask, cols = _tensors(rows, pad_id=0)
+    for b, r in enumerate(rows):
+        fed = sorted(cols[b], key=cols[b].__getitem__)
+        for node in fed:
+            want, a = set(), node
+            while a >= 0:
+                want.add(cols[b][a])
+                a = r.parents[a]
+            got = set(np.nonzero(mask[b, 0, cols[b][node]].numpy())[0].tolist())
+            assert got == want
+            assert int(pos[b, cols[b][node]]) == r.depths[node]
+        for k in range(len(fed), ids.shape[1]):  # padding: itself only
+            assert np.nonzero(mask[b, 0, k].numpy())[0].tolist() == [k]
+
+
 def _reference(model: torch.nn.Module, seq: list[int]) -> list[float]:
     with torch.inference_mode():
         logits = model(input_ids=torch.tensor([seq])).logits[0].double()

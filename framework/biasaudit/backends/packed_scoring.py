@@ -71,6 +71,11 @@ class Row:
         self.members.append((index, nodes))
 
 
+# Beyond this many rows a short last row wastes under 1/32 of a pass, less than the
+# re-packings cost on a GPU (where a pass holds thousands of rows): rows stay greedy.
+BALANCE_MAX_ROWS = 32
+
+
 def pack_rows(seqs: Sequence[Sequence[int]], row_tokens: int, *, share: bool = True,
               balance: bool = False) -> list[Row]:
     """Sequences laid into prefix-tree rows of at most `row_tokens` nodes (a longer
@@ -85,7 +90,7 @@ def pack_rows(seqs: Sequence[Sequence[int]], row_tokens: int, *, share: bool = T
     next to the forward pass)."""
     order = sorted(range(len(seqs)), key=lambda i: list(seqs[i]))
     rows = _fill(seqs, order, row_tokens, share)
-    if not balance or len(rows) < 2:
+    if not balance or not 2 <= len(rows) <= BALANCE_MAX_ROWS:
         return rows
     lo, hi = -(-sum(len(r.tokens) for r in rows) // len(rows)), row_tokens
     best = rows
@@ -168,20 +173,24 @@ def _tensors(rows: list[Row], pad_id: int) -> tuple[Any, Any, Any, list[dict[int
     width = max(1, max(len(f) for f, _ in feds))
     ids = np.full((len(rows), width), pad_id, dtype=np.int64)
     pos = np.zeros((len(rows), width), dtype=np.int64)
-    mask = np.zeros((len(rows), width, width), dtype=bool)
+    parent = np.full((len(rows), width), -1, dtype=np.int64)  # column of each fed node's parent
     for b, (r, (fed, col)) in enumerate(zip(rows, feds, strict=True)):
         n = len(fed)
         ids[b, :n] = [r.tokens[i] for i in fed]
         pos[b, :n] = [r.depths[i] for i in fed]
-        m = mask[b]
-        # a node comes after its parent, so its mask row is its parent's plus itself
-        for k, node in enumerate(fed):
-            p = r.parents[node]
-            if p >= 0:
-                m[k, :k] = m[col[p], :k]
-            m[k, k] = True
-        for k in range(n, width):
-            m[k, k] = True
+        parent[b, :n] = [col[r.parents[i]] if r.parents[i] >= 0 else -1 for i in fed]
+    # A node's mask row is its parent's plus itself. Filled one depth at a time for all
+    # rows at once (a parent sits one level up, so its row is complete): as many numpy
+    # steps as the longest sequence, not one per node (a GPU pass holds ~10^5 nodes).
+    mask = np.zeros((len(rows), width, width), dtype=bool)
+    diag = np.arange(width)
+    mask[:, diag, diag] = True  # padding columns too: no fully masked row
+    real = np.arange(width)[None, :] < np.array([len(f) for f, _ in feds])[:, None]
+    for depth in range(1, int(pos.max()) + 1):
+        b, k = np.nonzero((pos == depth) & real & (parent >= 0))
+        if b.size:
+            mask[b, k] = mask[b, parent[b, k]]
+            mask[b, k, k] = True
     return torch.from_numpy(ids), torch.from_numpy(pos), torch.from_numpy(mask).unsqueeze(1), [c for _, c in feds]
 
 
