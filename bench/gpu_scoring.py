@@ -120,6 +120,13 @@ def timed(fn: Any, texts: list[str]) -> float:
     return time.perf_counter() - t0
 
 
+def free_gpu_cache() -> None:
+    import torch
+
+    if torch.cuda.is_available():
+        torch.cuda.empty_cache()
+
+
 def bias_score(lls: list[float], n_pairs: int) -> float:
     return 100.0 * sum(lls[2 * i] > lls[2 * i + 1] for i in range(n_pairs)) / n_pairs
 
@@ -168,11 +175,7 @@ def bench_dtype(name: str, gguf: str | None, dtype: str, runtime: RuntimeConfig,
            "rows": {label: len(texts) / best[label] for label in fns}, "diffs": diffs, "scores": scores,
            "fastest_peer": fastest, "paired": sorted(paired),
            "float32_padded": answers[f"biasaudit, padded batches of <= {budget} tokens"]}
-    del backend, fns
-    gc.collect()
-    if torch.cuda.is_available():
-        torch.cuda.empty_cache()
-    return out
+    return out  # the model goes with this frame; main() collects it before the next dtype
 
 
 def main() -> None:
@@ -193,6 +196,8 @@ def main() -> None:
     reference = None
     for dtype in a.dtypes.split(","):
         r = bench_dtype(a.model, a.gguf, dtype, runtime, texts, n_crows, reference, sizes, a.rounds)
+        gc.collect()
+        free_gpu_cache()
         if reference is None and dtype == "float32":
             reference = r["float32_padded"]
         r.pop("float32_padded")
