@@ -81,6 +81,9 @@ def ours(backend: Any, texts: list[str]) -> list[float]:
                     text=t) for t in texts]
     got: dict[str, Response] = {}
     backend.execute(reqs, lambda r: got.__setitem__(r.key, r))
+    failed = [got[r.key] for r in reqs if got[r.key].status != "ok"]
+    if failed:
+        raise SystemExit(f"{len(failed)} of {len(reqs)} requests failed, first: {failed[0].error}")
     return [float(sum(got[r.key].output["logprobs"][1:])) for r in reqs]  # type: ignore[index]
 
 

@@ -1,4 +1,4 @@
-"""API keys: read only from the environment variables a config names (`api_key_env`),
+r"""API keys: read only from the environment variables a config names (`api_key_env`),
 and scrubbed from everything biasaudit writes.
 
 Backends never put a key in an error on purpose, but a server may echo the

@@ -111,8 +111,9 @@ def test_cuda_token_budget_from_free_memory(monkeypatch: pytest.MonkeyPatch) -> 
     assert devices.bytes_per_scored_token(_Cfg(), 4) == per_token == 430080
     assert devices.cuda_token_budget("cuda:1", _Cfg(), 4, 0.5) == (4 * 2**30) // 430080 == 9986
     assert asked == [torch.device("cuda:1")]
-    # bfloat16 halves the model-dtype share; the floor and ceiling bound the answer
-    assert devices.cuda_token_budget("cuda", _Cfg(), 2, 0.5) == (4 * 2**30) // (49152 * 6 + 9216 * 2)
+    # bfloat16: logits row 2 bytes + its float32 copy 4 + the log-sum-exp temporary 4
+    # (an 8 GB budget sized at 6 bytes per entry ran out of memory on Gemma 3's head)
+    assert devices.cuda_token_budget("cuda", _Cfg(), 2, 0.5) == (4 * 2**30) // (49152 * 10 + 9216 * 2)
     monkeypatch.setattr(torch.cuda, "mem_get_info", lambda dev: (1000, 2000))
     assert devices.cuda_token_budget("cuda", _Cfg(), 4, 0.5) == 256
 
@@ -148,3 +149,37 @@ def test_backend_on_cuda_takes_its_token_budget_from_memory(monkeypatch: pytest.
     assert b.batch_tokens is None and not b.packed
     b.apply_runtime(RuntimeConfig(batch_tokens=512))
     assert b.batch_tokens == 12345 and b.packed
+
+
+class _Scorer(hf_causal.HFCausalBackend):
+    """The batch-level wrapper alone: `sequence_logprobs` stands in for the model, failing
+    with a GPU out-of-memory error above `fits` texts."""
+
+    def __init__(self, fits: int, value: float = -1.0) -> None:  # no model: nothing to load
+        self.batch_tokens, self.fits, self.value, self.calls = 4096, fits, value, []  # type: ignore[assignment]
+        self.cfg = hf_causal.ModelConfig(backend="hf_causal", name="fake", path="x", dtype="float16")
+
+    def sequence_logprobs(self, texts: Any) -> list[dict[str, Any]]:
+        self.calls.append(len(texts))
+        if len(texts) > self.fits:
+            raise torch.OutOfMemoryError("CUDA out of memory (simulated)")
+        return [{"logprobs": [None, self.value, float(i)]} for i, _t in enumerate(texts)]
+
+
+def test_a_batch_out_of_gpu_memory_is_halved_until_it_fits() -> None:
+    s = _Scorer(fits=3)
+    texts = [f"t{i}" for i in range(10)]
+    out = s._scored(texts)
+    # 10 -> 5 -> (2 + 3) and 5 -> (2 + 3): every text answered once, in order
+    assert [o["logprobs"][2] for o in out] == [0.0, 1.0, 0.0, 1.0, 2.0, 0.0, 1.0, 0.0, 1.0, 2.0]
+    assert s.calls == [10, 5, 2, 3, 5, 2, 3]
+    assert s.batch_tokens == 4096 // 8  # halved at each of the three out-of-memory errors
+    with pytest.raises(torch.OutOfMemoryError):  # one text that does not fit: the error stands
+        _Scorer(fits=0)._scored(["a"])
+
+
+@pytest.mark.parametrize("bad", [float("nan"), float("inf"), float("-inf")])
+def test_non_finite_logprobs_fail_the_batch_with_a_cause(bad: float) -> None:
+    with pytest.raises(ValueError, match="non-finite log-probabilities in float16"):
+        _Scorer(fits=10, value=bad)._scored(["a", "b"])
+    assert _Scorer(fits=10, value=-3.5)._scored(["a"])[0]["logprobs"][1] == -3.5

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import math
 import os
 import time
 from collections.abc import Sequence
@@ -57,6 +58,13 @@ def _identity(cfg: ModelConfig) -> dict[str, Any]:
         ident.update(hub_id=where, revision=cfg.revision or "main")
     return ident
 
+
+# Texts the packed path is checked on: a shared start, then two long different
+# continuations, so that a row mask that let one see the other, or positions counted
+# along the row, move log-probs by nats (with a pair that differs in its last words, by
+# ~0.2: no more than half precision's own rounding).
+PACKING_PROBE = ("Paris is the capital of France, and its museums draw visitors from all over the world.",
+                 "Paris is a small town in Texas where the county fair opens every September.")
 
 # Longest prefix-tree row in packed scoring: each row attends within itself (an L x L
 # mask), so long rows waste attention work on masked pairs, short ones split pairs.
@@ -155,6 +163,29 @@ class HFCausalBackend:
         return [self._scoring_output(ids, offsets, picked[i, : len(ids) - 1].tolist())
                 for i, (ids, offsets) in enumerate(encoded)]
 
+    def _scored(self, texts: list[str]) -> list[dict[str, Any]]:
+        """`sequence_logprobs`, halving a batch that runs out of GPU memory (the budget is
+        an estimate; other processes take memory too) and later batches with it. Log-probs
+        that are not finite (float16 overflows on some models, Gemma's among them) fail
+        the batch with a cause instead of reaching the metrics."""
+        import torch
+
+        try:
+            out = self.sequence_logprobs(texts)
+        except torch.OutOfMemoryError:
+            if len(texts) == 1:
+                raise
+            torch.cuda.empty_cache()
+            if self.batch_tokens and self.batch_tokens > 1:
+                self.batch_tokens //= 2
+                log.warning("out of GPU memory: scoring batches halved to %d tokens", self.batch_tokens)
+            half = len(texts) // 2
+            return self._scored(texts[:half]) + self._scored(texts[half:])
+        if any(not math.isfinite(x) for o in out for x in o["logprobs"][1:]):
+            raise ValueError(f"the model gave non-finite log-probabilities in {self.cfg.dtype} (overflow?): "
+                             "use model.dtype=bfloat16 or float32")
+        return out
+
     def _scoring_output(self, ids: list[int], offsets: list[list[int]], lps: list[float]) -> dict[str, Any]:
         return {"tokens": self.tok.convert_ids_to_tokens(ids), "token_ids": ids, "logprobs": [None, *lps],
                 "offsets": offsets}
@@ -175,7 +206,7 @@ class HFCausalBackend:
         two short texts that this reproduces the model's own forward pass (an architecture
         that scales or caps logits some other way, or ignores a 4D mask, falls back to
         the padded path)."""
-        seqs = [self._encode_scoring(t)[0] for t in ("The cat sat on the mat.", "The cat sat on a hat.")]
+        seqs = [self._encode_scoring(t)[0] for t in PACKING_PROBE]
         try:
             rows = pack_rows(seqs, self.row_tokens)
             got = score_rows(self.model, rows, self.tok.pad_token_id, self.device)
@@ -187,8 +218,11 @@ class HFCausalBackend:
                                                                              strict=True))
         import torch
 
-        # float32 agrees to ~1e-5; half precision rounds the two paths' sums differently
-        tol = 1e-4 if self.model.dtype == torch.float32 else 0.1
+        # float32 agrees to ~1e-5. Half precision rounds the two paths differently (the
+        # model soft-caps Gemma's logits in bfloat16, the packed head in float32): up to
+        # ~0.15 nats on the probe, where a wrong mask or wrong positions give 2 or more
+        # (measured on SmolLM2 and Gemma 3 with the mask or the positions broken on purpose).
+        tol = 1e-4 if self.model.dtype == torch.float32 else 0.5
         if worst > tol:
             log.info("packed scoring differs from %s's forward pass by %.1e: padded batches", self.cfg.name, worst)
         return worst <= tol
@@ -430,7 +464,7 @@ class HFCausalBackend:
         if kind == "choice":
             return self.choices(batch)
         if kind == "sequence_logprob":
-            return self.sequence_logprobs([r.text or "" for r in batch])
+            return self._scored([r.text or "" for r in batch])
         if kind == "next_token":
             return self.next_token([r.messages or [] for r in batch], int(batch[0].params.get("top_k", 20)))
         return self.generate(batch)
