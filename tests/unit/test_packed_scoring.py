@@ -151,3 +151,22 @@ def test_packed_logprobs_equal_a_plain_forward_pass(kind: str, share: bool, voca
         got.update(score_rows(model, batch, pad_id=0, device="cpu"))
     for i, seq in enumerate(seqs):
         assert got[i] == pytest.approx(_reference(model, seq), abs=1e-5)
+
+
+def test_sliced_head_equals_the_full_head_and_leaves_unknown_tokens_nan(monkeypatch: pytest.MonkeyPatch) -> None:
+    from biasaudit.backends import packed_scoring
+
+    monkeypatch.setitem(packed_scoring.VOCAB_SLICE, "cpu", 16)  # 97 tokens: 7 slices, the last of 1
+    model = _tiny("gemma3")  # soft-capped head
+    torch.manual_seed(3)
+    h = torch.randn(5, 32)
+    pred = torch.tensor([0, 0, 2, 4, 1])
+    tok = torch.tensor([0, 96, 15, 16, 97])  # slice edges, and one id past the head
+    lse, target = packed_scoring._head_logsumexp(model, h, pred, tok)
+    with torch.inference_mode():
+        full = model.get_output_embeddings()(h).double()
+    cap = model.config.final_logit_softcapping
+    full = torch.tanh(full / cap) * cap
+    assert lse.double().tolist() == pytest.approx(torch.logsumexp(full, -1).tolist(), abs=1e-5)
+    assert target[:4].double().tolist() == pytest.approx(full[pred[:4], tok[:4]].tolist(), abs=1e-5)
+    assert torch.isnan(target[4])

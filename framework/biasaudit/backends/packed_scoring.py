@@ -248,7 +248,9 @@ def _head_logsumexp(model: Any, h: Any, pred: Any, tok: Any) -> tuple[Any, Any]:
     cap = getattr(model.config, "final_logit_softcapping", None)
     step = VOCAB_SLICE.get(h.device.type, VOCAB_SLICE["cpu"])
     parts = []
-    target = torch.empty(tok.shape[0], dtype=torch.float32, device=h.device)
+    # NaN until a slice fills it: a token outside the head would end as a non-finite
+    # log-prob, which the backend refuses, never as whatever memory held
+    target = torch.full((tok.shape[0],), float("nan"), dtype=torch.float32, device=h.device)
     for start in range(0, weight.shape[0], step):
         end = min(start + step, weight.shape[0])
         logits = torch.nn.functional.linear(h, weight[start:end], None if bias is None else bias[start:end]).float()
