@@ -38,8 +38,11 @@ os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
 
 import yaml  # noqa: E402
 
-from biasaudit.backends import Response, build_backend  # noqa: E402
-from biasaudit.plan import Request, request_key  # noqa: E402
+sys.path.insert(0, str(ROOT / "bench"))
+
+from scoring_paths import bias_score, lm_eval_peer, ours  # noqa: E402
+
+from biasaudit.backends import build_backend  # noqa: E402
 from biasaudit.spec import ModelConfig, RuntimeConfig  # noqa: E402
 
 DATA = ROOT / "specs" / "data"
@@ -76,36 +79,12 @@ def model_config(name: str, gguf: str | None, dtype: str) -> ModelConfig:
     return ModelConfig(**d)
 
 
-def ours(backend: Any, texts: list[str]) -> list[float]:
-    reqs = [Request(key=request_key({"bench": 1}, "sequence_logprob", t, None, {}, 0), kind="sequence_logprob",
-                    text=t) for t in texts]
-    got: dict[str, Response] = {}
-    backend.execute(reqs, lambda r: got.__setitem__(r.key, r))
-    failed = [got[r.key] for r in reqs if got[r.key].status != "ok"]
-    if failed:
-        raise SystemExit(f"{len(failed)} of {len(reqs)} requests failed, first: {failed[0].error}")
-    return [float(sum(got[r.key].output["logprobs"][1:])) for r in reqs]  # type: ignore[index]
-
-
 def lm_eval_rows(backend: Any, sizes: list[int]) -> dict[str, Any]:
     try:
-        from lm_eval.api.instance import Instance
-        from lm_eval.models.huggingface import HFLM
+        return {f"lm-eval HFLM, batch {n}": lm_eval_peer(backend, n) for n in sizes}
     except ImportError as exc:
         print(f"  (lm-eval not importable here: {exc}; peer rows left out)")
         return {}
-
-    def make(n: int) -> Any:
-        lm = HFLM(pretrained=backend.model, tokenizer=backend.tok, batch_size=n, device=backend.device,
-                  prefix_token_id=backend.bos_id)
-
-        def run(texts: list[str]) -> list[float]:
-            reqs = [Instance(request_type="loglikelihood", doc={}, arguments=("", t), idx=i)
-                    for i, t in enumerate(texts)]
-            return [float(ll) for ll, _g in lm.loglikelihood(reqs, disable_tqdm=True)]
-        return run
-
-    return {f"lm-eval HFLM, batch {n}": make(n) for n in sizes}
 
 
 def sync() -> None:
@@ -128,10 +107,6 @@ def free_gpu_cache() -> None:
 
     if torch.cuda.is_available():
         torch.cuda.empty_cache()
-
-
-def bias_score(lls: list[float], n_pairs: int) -> float:
-    return 100.0 * sum(lls[2 * i] > lls[2 * i + 1] for i in range(n_pairs)) / n_pairs
 
 
 def bench_dtype(name: str, gguf: str | None, dtype: str, runtime: RuntimeConfig, texts: list[str], n_crows: int,

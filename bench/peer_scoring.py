@@ -21,33 +21,10 @@ import time
 from typing import Any
 
 from scoring import sentences
+from scoring_paths import bias_score, lm_eval_peer, ours
 
-from biasaudit.backends import Response, build_backend
+from biasaudit.backends import build_backend
 from biasaudit.compose import compose
-from biasaudit.plan import Request, request_key
-
-
-def ours(backend: Any, texts: list[str]) -> list[float]:
-    """The engine path: `execute` (length-sorted batches) with results emitted per request."""
-    reqs = [Request(key=request_key({"bench": 1}, "sequence_logprob", t, None, {}, 0), kind="sequence_logprob",
-                    text=t) for t in texts]
-    got: dict[str, Response] = {}
-    backend.execute(reqs, lambda r: got.__setitem__(r.key, r))
-    return [float(sum(got[r.key].output["logprobs"][1:])) for r in reqs]  # type: ignore[index]
-
-
-def lm_eval_peer(backend: Any, batch_size: int) -> Any:
-    from lm_eval.api.instance import Instance
-    from lm_eval.models.huggingface import HFLM
-
-    lm = HFLM(pretrained=backend.model, tokenizer=backend.tok, batch_size=batch_size, device="cpu",
-              prefix_token_id=backend.bos_id)
-
-    def run(texts: list[str]) -> list[float]:
-        reqs = [Instance(request_type="loglikelihood", doc={}, arguments=("", t), idx=i) for i, t in enumerate(texts)]
-        return [float(ll) for ll, _greedy in lm.loglikelihood(reqs, disable_tqdm=True)]
-
-    return run
 
 
 def transformers_loop(backend: Any) -> Any:
@@ -63,12 +40,6 @@ def transformers_loop(backend: Any) -> Any:
         return out
 
     return run
-
-
-def bias_score(lls: list[float]) -> float:
-    """CrowS-Pairs bias score of the flattened (more, less) pairs: % preferring `more`."""
-    pairs = list(zip(lls[0::2], lls[1::2], strict=True))
-    return 100.0 * sum(a > b for a, b in pairs) / len(pairs)
 
 
 def run(repeats: int = 4, paired_rounds: int = 8) -> dict[str, Any]:
