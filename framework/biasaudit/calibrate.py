@@ -1,7 +1,10 @@
 """`biasaudit calibrate`: code a labelled control set with any coding layer that has a
 `calibration` section, and report each rater's accuracy (Wilson interval) and Cohen's
 kappa against the gold labels: the layer itself, and for a judge panel each judge, so
-a coder can be chosen by its agreement with humans before it codes an audit.
+a coder can be chosen by its agreement with humans before it codes an audit. Each rater
+is shown beside the chance level, with kappa's interval, and flagged when it is not better
+than chance; the result is kept in the cache, and a run whose layer uses a coder that
+failed it says so and leaves the verdicts it feeds INCONCLUSIVE.
 
 The control set's responses are coded as given (a layer's `strip` and `input` do not
 apply: the text column is the input); its rows' columns are the template variables, and
@@ -15,6 +18,7 @@ from dataclasses import replace
 from typing import Any
 
 from .coding.base import Code, Unit
+from .coding.calibration_record import rater_score, record
 from .coding.layers import CodingPlan, Input
 from .coding.routes import StoreAnswerer
 from .coding.stage import run_coding
@@ -25,14 +29,6 @@ from .outputs import Response
 from .pipeline import plan_inputs
 from .secrets import watch_config
 from .spec import StimuliSpec
-from .stats import cohen_kappa, wilson
-
-
-def _rater(name: str, labels: list[str | None], gold: list[str]) -> dict[str, Any]:
-    correct = sum(x == g for x, g in zip(labels, gold, strict=True))
-    acc = wilson(correct, len(gold))
-    return {"rater": name, "n": len(gold), "accuracy": acc.value, "ci_low": acc.ci_low, "ci_high": acc.ci_high,
-            "kappa": cohen_kappa([str(x) for x in labels], gold)}
 
 
 def calibrate_layer(composed: Composed, plan: CodingPlan, name: str) -> dict[str, Any]:
@@ -77,9 +73,13 @@ def calibrate_layer(composed: Composed, plan: CodingPlan, name: str) -> dict[str
     raters = []
     judges = list(dict.fromkeys(j for c in codes.values() for j in c.detail.get("votes", {})))
     for j in judges:
-        raters.append(_rater(j, [codes[u.id].detail.get("votes", {}).get(j) for u in units], gold))
-    raters.append(_rater("panel majority" if judges else name, labels, gold))
-    return {"layer": name, "control_set": str(path), "n": len(rows), "raters": raters}
+        raters.append(rater_score(j, [codes[u.id].detail.get("votes", {}).get(j) for u in units], gold,
+                                  seed=cfg.runtime.seed))
+    raters.append(rater_score("panel majority" if judges else name, labels, gold, seed=cfg.runtime.seed))
+    result = {"layer": name, "control_set": str(path), "n": len(rows), "raters": raters}
+    # kept with the cache: a run whose layer uses this coder reads it (coding/calibration_record.py)
+    result["passed"] = record(cfg, layer, result)
+    return result
 
 
 def calibrate(composed: Composed, layer: str | None = None) -> list[dict[str, Any]]:

@@ -5,17 +5,21 @@ against metrics. Everything here runs before any model call or file write."""
 from __future__ import annotations
 
 import fnmatch
+import logging
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
 from .backends import check_audit_support
+from .coding.label_check import MetricLabelError
 from .coding.layers import CodingPlan, compile_coding
 from .coding.routes import check_routes
 from .errors import SpecError
-from .registry import METRICS
+from .registry import ADAPTERS, METRICS
 from .spec import AuditConfig, RuntimeLimits, ThresholdSpec
 from .spec.errors_format import describe
+
+log = logging.getLogger(__name__)
 
 
 def metric_params(cfg: AuditConfig, spec_file: str | None) -> dict[str, BaseModel]:
@@ -39,7 +43,14 @@ def metric_params(cfg: AuditConfig, spec_file: str | None) -> dict[str, BaseMode
                 raise SpecError(problem, file=spec_file, key=f"metrics[{i}]",
                                 hint="match the metric mode and `probe.kind`")
         if mdef.check_spec is not None:
-            spec_problem = mdef.check_spec(params, cfg)
+            try:
+                spec_problem = mdef.check_spec(params, cfg)
+            except MetricLabelError as exc:  # a label parameter, keyed within the metric's entry
+                raise SpecError(exc.message, file=spec_file, key=f"metrics[{i}].{exc.key}", hint=exc.hint) from None
+            except SpecError as exc:  # keyed from the spec's top (e.g. a threshold)
+                if exc.file is not None:
+                    raise
+                raise SpecError(exc.message, file=spec_file, key=exc.key, hint=exc.hint) from None
             if spec_problem:
                 msg, hint = (spec_problem if isinstance(spec_problem, tuple)
                              else (spec_problem, "move it to the coding layer it belongs to"))
@@ -114,10 +125,18 @@ def coding_plan(cfg: AuditConfig, params: dict[str, BaseModel], field_names: set
 def check_breakdowns(cfg: AuditConfig, params: dict[str, BaseModel], fields: set[str], source: str | None,
                      spec_file: str | None) -> None:
     """Every `by:` column of every metric is a field of the stimuli: a missing column
-    would otherwise become one group named "" and the breakdown would silently say nothing."""
+    would otherwise become one group named "" and the breakdown would silently say nothing.
+    The exception is a metadata column the stimulus format declares optional (annotated
+    copies carry it, the published file does not, e.g. WinoQueer-NLI's `identity`): that
+    breakdown is skipped with a warning here and a note in the report, where
+    `metrics.disaggregate.by_group` gives it one no-data row that says so."""
+    optional = set(ADAPTERS.get(cfg.stimuli.format).optional) if cfg.stimuli.format in ADAPTERS else set()
     for i, m in enumerate(cfg.metrics):
         for j, fld in enumerate(getattr(params.get(m.key), "by", None) or []):
-            if fld not in fields:
+            if fld not in fields and fld in optional:
+                log.warning("metric %r breaks down by %r, a column this %s file does not have: that breakdown is "
+                            "skipped (the report says so)", m.key, fld, cfg.stimuli.format)
+            elif fld not in fields:
                 raise SpecError(f"metric {m.key!r} breaks down by {fld!r}, a column the data does not have",
                                 file=source or spec_file, key=f"metrics[{i}].by[{j}]",
                                 hint=f"columns: {', '.join(sorted(fields)) or '(none)'}; remove {fld!r} from `by`"

@@ -254,6 +254,37 @@ def cmd_validate(args: argparse.Namespace, rest: list[str]) -> int:
     return 0
 
 
+def cmd_selftest(args: argparse.Namespace, rest: list[str]) -> int:
+    from .compose import compose
+    from .selftest import lines, selftest
+    from .suite import load_suite, plan_jobs
+
+    try:
+        found = load_suite(list(rest))
+        if found is not None:  # a suite: each member's spec once (subjects do not matter: no model is called)
+            suite, path = found
+            jobs = plan_jobs(suite, path, [ov for ov in rest if not ov.startswith("spec=")], False)
+            seen: dict[str, Any] = {}
+            for job in jobs:
+                seen.setdefault(job.member_id, job)
+            targets = [(name, compose(job.overrides)) for name, job in seen.items()]
+        else:
+            targets = [("", compose(list(rest)))]
+        results = [(name, selftest(c)) for name, c in targets]
+    except BiasAuditError as exc:
+        return _fail(exc)
+    failed = 0
+    for name, res in results:
+        print(f"self-test of {name + ': ' if name else ''}{res.spec} (oracle responders, no model)")
+        for line in lines(res):
+            print("  " + line)
+        verdict = "PASSED" if res.passed else "FAILED"
+        print(f"  self-test {verdict}: planted bias {'detected' if res.detected else 'NOT detected'}, "
+              f"{sum(r.ok for r in res.rows)}/{len(res.rows)} rows as expected")
+        failed += not res.passed
+    return 1 if failed else 0
+
+
 def cmd_plan(args: argparse.Namespace, rest: list[str]) -> int:
     from .compose import compose, prepare_overrides
     from .plan_estimate import estimate_jobs, time_text
@@ -444,12 +475,25 @@ def cmd_calibrate(args: argparse.Namespace, rest: list[str]) -> int:
         results = calibrate(composed, args.layer)
     except BiasAuditError as exc:
         return _fail(exc)
+    def num(x: float | None) -> str:
+        return "n/a" if x is None else f"{x:.3f}"
+
+    failed = False
     for result in results:
         print(f"layer {result['layer']}: control set {result['control_set']} ({result['n']} labelled responses)")
-        print(f"{'rater':<18}{'accuracy':>10}  {'95% CI':<16}{'kappa':>8}")
+        print(f"{'rater':<18}{'accuracy':>10}  {'95% CI':<16}{'chance':>8}{'kappa':>8}  {'95% CI':<18}verdict")
         for r in result["raters"]:
-            kappa = "n/a" if r["kappa"] is None else f"{r['kappa']:.3f}"
-            print(f"{r['rater']:<18}{r['accuracy']:>10.3f}  [{r['ci_low']:.3f}, {r['ci_high']:.3f}]  {kappa:>8}")
+            verdict = "better than chance" if r["better_than_chance"] else "NOT better than chance"
+            print(f"{r['rater']:<18}{r['accuracy']:>10.3f}  [{r['ci_low']:.3f}, {r['ci_high']:.3f}]  "
+                  f"{num(r['chance']):>8}{num(r['kappa']):>8}  [{num(r['kappa_low'])}, {num(r['kappa_high'])}]"
+                  f"{'':<2}{verdict}")
+        if not result["passed"]:
+            failed = True
+            print(f"layer {result['layer']}: its coder is NOT better than chance (kappa's 95% lower bound <= 0); "
+                  "runs that use it report the verdicts it feeds as INCONCLUSIVE")
+    print("chance = accuracy of always giving the most common gold label; better than chance = kappa's 95% "
+          "interval above 0 (bootstrap over the control rows). Stored in the cache for later runs.")
+    del failed  # a finding, not an error: the exit code stays 0 (the flag is stored for runs)
     return 0
 
 
@@ -560,6 +604,14 @@ def build_parser() -> argparse.ArgumentParser:
                                    "no model is loaded or called. Exit code 0 when valid, 2 otherwise.",
                        formatter_class=fmt, epilog=OVERRIDES_HELP)
     v.set_defaults(fn=cmd_validate)
+    st = sub.add_parser("selftest", help="check that a spec detects a planted bias and stays quiet on a null one",
+                        description="Run the spec against oracle responders built from its own data, with no model: "
+                                    "planted bias (always the stereotyped side), null (each side for half of the "
+                                    "stimuli), refuse-all and all-ties. Prints oracle x threshold: expected verdict, "
+                                    "verdict, ok. Exit code 0 when every row is as expected and the planted bias "
+                                    "is detected, 1 when not, 2 on bad input.",
+                        formatter_class=fmt, epilog=OVERRIDES_HELP)
+    st.set_defaults(fn=cmd_selftest)
     pl = sub.add_parser("plan", help="show cells, request counts and a token estimate before any model call",
                         description="Count the plan (cells, stimuli, unique requests, cached requests, tokens) "
                                     "and estimate the time from throughput measured in earlier runs.",

@@ -1,8 +1,9 @@
 """Cross-run comparison (`biasaudit compare`): side-by-side headline estimates with each
 run's swept settings, rankings by distance from the no-bias reference, paired tests
-between runs on the same units (`compare_paired`), ranking stability over metric-parameter sweeps, and each method's own
-cross-run analyses (registered by the method packages, e.g. token probability versus
-NLI across subjects)."""
+between runs on the same units (matched by stimulus content hash and condition, with the
+reason where two runs are not paired: `compare_paired`), ranking stability over
+metric-parameter sweeps, and each method's own cross-run analyses (registered by the
+method packages, e.g. token probability versus NLI across subjects)."""
 
 from __future__ import annotations
 

@@ -8,6 +8,14 @@ difference with a paired bootstrap interval that resamples stimuli. p-values are
 Holm-adjusted across the pairs of runs of one metric. A paired test sees a small,
 consistent difference that two overlapping marginal intervals hide.
 
+A unit is matched by content, not by row id: the item's `stimulus_sha` (sha256 of the
+stimulus's fields) and its condition (factor levels, else the cell). Two runs are not
+paired, with the reason in `pairing`, when their metric definitions differ (method,
+metric, parameters such as `mode`: refused, no difference shown), when they read
+different data files (`data.sha256`), when either run's items carry no content hash
+(summaries of older versions), or when they share no unit; the last three get the
+difference of the headlines with the conservative independent-runs interval instead.
+
 Runs are ranked by bias magnitude: the distance of the headline from the metric's declared
 no-bias reference (`MetricResult.reference`, e.g. 50 for a preference score), smallest
 first; equal distances share a rank. A metric that declares no reference is ranked by
@@ -17,7 +25,9 @@ its value, smallest first (the suite's `magnitude`), and says so.
 from __future__ import annotations
 
 import itertools
+import json
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -35,7 +45,7 @@ RANKING_COLUMNS = ["audit", "metric", "rank", "run", "model", "setting", "value"
                    "reference", "distance"]
 PAIRED_COLUMNS = ["audit", "metric", "run_a", "run_b", "setting_a", "setting_b", "units", "stimuli", "test",
                   "statistic", "p_value", "p_holm", "differs", "difference", "diff_low", "diff_high", "scale",
-                  "note"]
+                  "note", "units_a", "units_b", "pairing"]
 
 
 def run_label(path: Path, s: RunSummary) -> str:
@@ -73,19 +83,41 @@ def rankings(runs: Runs, settings: Sequence[str]) -> list[dict[str, Any]]:
     return out
 
 
+def _condition(it: dict[str, Any]) -> str:
+    """The prompt condition of an item: its factor levels (whatever the factor order of
+    the cell id), else its cell."""
+    levels = it.get("levels")
+    if isinstance(levels, dict) and levels:
+        return json.dumps(levels, sort_keys=True, ensure_ascii=False, default=str)
+    return str(it.get("cell") or "")
+
+
+def _hashed(items: list[dict[str, Any]]) -> bool:
+    return all(isinstance(it.get("stimulus_sha"), str) and it["stimulus_sha"] for it in items)
+
+
 def _units(items: list[dict[str, Any]], key: str) -> dict[tuple[str, str], list[float]] | None:
-    """Unit (stimulus, cell) -> the items' values of `key` (None when some item lacks it)."""
+    """Unit (stimulus content hash, condition) -> the items' values of `key` (None when
+    some item lacks it)."""
     out: dict[tuple[str, str], list[float]] = {}
     for it in items:
         v = it.get(key)
         if not isinstance(v, int | float) or not np.isfinite(float(v)):
             return None
-        out.setdefault((str(it.get("stimulus")), str(it.get("cell", ""))), []).append(float(v))
+        out.setdefault((str(it.get("stimulus_sha")), _condition(it)), []).append(float(v))
     return out
 
 
+def _n_units(items: list[dict[str, Any]]) -> int:
+    return len({(str(it.get("stimulus_sha")), _condition(it)) for it in items})
+
+
 def paired_test(items_a: list[dict[str, Any]], items_b: list[dict[str, Any]], *, seed: int = 0) -> dict[str, Any] | None:
-    """The paired comparison of two runs' items on their shared units (None: none shared)."""
+    """The paired comparison of two runs' items on their shared units, matched by the
+    stimulus's content hash and the condition (None: none shared, or an item without a
+    content hash)."""
+    if not _hashed(items_a) or not _hashed(items_b):
+        return None
     for key in ("outcome", "diff"):
         ua, ub = _units(items_a, key), _units(items_b, key)
         if not ua or not ub:
@@ -99,34 +131,112 @@ def paired_test(items_a: list[dict[str, Any]], items_b: list[dict[str, Any]], *,
         binary = key == "outcome" and all(len(ua[k]) == 1 and len(ub[k]) == 1 for k in shared)
         t = mcnemar(a, b) if binary else paired_wilcoxon(a, b, clusters=stimuli)
         d = paired_difference(a, b, clusters=stimuli, seed=seed)
-        return {"units": len(shared), "stimuli": len(set(stimuli)), "test": t.method, "statistic": t.statistic,
-                "p_value": t.p_value, "difference": d.value, "diff_low": d.ci_low, "diff_high": d.ci_high,
+        return {"units": len(shared), "units_a": len(ua), "units_b": len(ub), "stimuli": len(set(stimuli)),
+                "test": t.method, "statistic": t.statistic, "p_value": t.p_value, "difference": d.value,
+                "diff_low": d.ci_low, "diff_high": d.ci_high,
                 "scale": "share of units (0/1 outcome)" if key == "outcome" else "per-item score",
-                "note": t.note}
+                "note": t.note, "pairing": f"paired on {_of(len(shared), len(ua), len(ub))} (content hash)"}
     return None
 
 
+def _of(k: int, n_a: int, n_b: int) -> str:
+    return f"{k} of {n_a} units" if n_a == n_b else f"{k} of {n_a} (A) / {n_b} (B) units"
+
+
+@dataclass(frozen=True)
+class _Entry:
+    """One run's items of one metric, and what decides whether they pair with another's."""
+
+    label: str
+    setting: str
+    items: list[dict[str, Any]]
+    headline: Estimate
+    data_sha: str | None
+    method: str
+    name: str
+    params: dict[str, Any]
+
+
+def _short(sha: str | None) -> str:
+    return "none" if sha is None else sha[:12]
+
+
+def refusal(a: _Entry, b: _Entry) -> str | None:
+    """Why two runs' metrics measure different things (None: the same definition)."""
+    diffs = []
+    if a.method != b.method:
+        diffs.append(f"method {a.method or '?'} vs {b.method or '?'}")
+    if a.name != b.name:
+        diffs.append(f"metric {a.name} vs {b.name}")
+    for k in sorted(set(a.params) | set(b.params)):
+        va, vb = a.params.get(k), b.params.get(k)
+        if json.dumps(va, sort_keys=True, default=str) != json.dumps(vb, sort_keys=True, default=str):
+            diffs.append(f"{k}={va} vs {vb}")
+    return f"different metric definitions ({'; '.join(diffs)})" if diffs else None
+
+
+def _data_differs(a: _Entry, b: _Entry) -> bool:
+    return a.data_sha is not None and b.data_sha is not None and a.data_sha != b.data_sha
+
+
+def unpaired_reason(a: _Entry, b: _Entry) -> str:
+    """Why two runs of one metric definition that are not paired are not."""
+    hashed_a, hashed_b = _hashed(a.items), _hashed(b.items)
+    shared, matched = 0, ""
+    if hashed_a and hashed_b:
+        ka = {(it["stimulus_sha"], _condition(it)) for it in a.items}
+        kb = {(it["stimulus_sha"], _condition(it)) for it in b.items}
+        shared = len(ka & kb)
+        matched = f"{_of(shared, len(ka), len(kb))} match by content"
+    if _data_differs(a, b):
+        return (f"different data files (data.sha256 {_short(a.data_sha)} vs {_short(b.data_sha)}"
+                + (f"; {matched}" if matched else "") + ")")
+    if not hashed_a or not hashed_b:
+        which = " and ".join(x for x, h in (("A", hashed_a), ("B", hashed_b)) if not h)
+        return (f"the items of {which} carry no stimulus content hash (written by an older biasaudit; "
+                "re-render with `biasaudit report <run folder>` to pair)")
+    if shared:
+        return f"no finite `outcome` or `diff` on every item of both runs ({matched})"
+    return f"no shared units ({matched})"
+
+
+def _pair_row(a: _Entry, b: _Entry) -> dict[str, Any]:
+    refused = refusal(a, b)
+    res = paired_test(a.items, b.items) if refused is None and not _data_differs(a, b) else None
+    if res is not None:
+        return res
+    counts = {"units_a": _n_units(a.items), "units_b": _n_units(b.items)} if _hashed(a.items) and _hashed(b.items) else {}
+    if refused is not None:
+        return {"units": 0, **counts, "test": "refused", "scale": "not compared", "pairing": f"not paired: {refused}"}
+    d, lo, hi = unpaired_delta(a.headline, b.headline)
+    return {"units": 0, **counts, "test": "unpaired", "difference": d, "diff_low": lo, "diff_high": hi,
+            "scale": "headline (unpaired: independent-runs interval)",
+            "pairing": f"not paired: {unpaired_reason(a, b)}"}
+
+
 def paired(runs: Runs, settings: Sequence[str]) -> list[dict[str, Any]]:
-    """Per audit and metric, every pair of runs that share units, Holm-adjusted."""
-    groups: dict[tuple[str, str], list[tuple[str, str, list[dict[str, Any]]]]] = {}
+    """Per audit and metric, every pair of runs with items: paired on their shared units
+    (Holm-adjusted), or not paired with the reason."""
+    groups: dict[tuple[str, str], list[_Entry]] = {}
     for (path, s), setting in zip(runs, settings, strict=True):
         for mid, m in s.metrics.items():
             if m.items:
-                groups.setdefault((s.audit.name, f"{mid}.{m.headline}"), []).append(
-                    (run_label(path, s), setting, m.items))
+                groups.setdefault((s.audit.name, f"{mid}.{m.headline}"), []).append(_Entry(
+                    label=run_label(path, s), setting=setting, items=m.items, headline=m.estimates[m.headline],
+                    data_sha=s.data.sha256, method=s.audit.method, name=m.name, params=dict(m.params)))
     out = []
     for (audit, metric), entries in groups.items():
         rows = []
-        for (la, sa, ia), (lb, sb, ib) in itertools.combinations(entries, 2):
-            res = paired_test(ia, ib)
-            if res is not None:
-                rows.append({"audit": audit, "metric": metric, "run_a": la, "run_b": lb, "setting_a": sa,
-                             "setting_b": sb, **res})
+        for ea, eb in itertools.combinations(entries, 2):
+            rows.append({"audit": audit, "metric": metric, "run_a": ea.label, "run_b": eb.label,
+                         "setting_a": ea.setting, "setting_b": eb.setting, **_pair_row(ea, eb)})
         if not rows:
             continue
-        reject, adj = holm([r["p_value"] for r in rows])
-        for r, rj, p in zip(rows, reject, adj, strict=True):
-            r["p_holm"], r["differs"] = float(p), bool(rj)
+        tested = [r for r in rows if r.get("p_value") is not None]
+        if tested:
+            reject, adj = holm([r["p_value"] for r in tested])
+            for r, rj, p in zip(tested, reject, adj, strict=True):
+                r["p_holm"], r["differs"] = float(p), bool(rj)
         out.append({"audit": audit, "metric": metric, "columns": PAIRED_COLUMNS,
                     "rows": [{c: r.get(c) for c in PAIRED_COLUMNS} for r in rows]})
     return out
@@ -135,7 +245,8 @@ def paired(runs: Runs, settings: Sequence[str]) -> list[dict[str, Any]]:
 def unpaired_delta(a: Estimate, b: Estimate) -> tuple[float | None, float | None, float | None]:
     """a - b with the interval that treats the runs as independent normal estimates
     (half-width sqrt(h_a^2 + h_b^2)): conservative for runs on the same stimuli; shown only
-    where the runs carry no items to pair."""
+    where the runs are not paired (different data files, items without a content hash, no
+    shared unit)."""
     if a.value is None or b.value is None:
         return None, None, None
     d = a.value - b.value
@@ -175,9 +286,12 @@ def lines(result: dict[str, Any]) -> list[str]:
                              f"{_num(r['difference'])} [{_num(r['diff_low'])}, {_num(r['diff_high'])}]",
                              _num(r["p_value"]), _num(r["p_holm"])])
             out += ["  " + x for x in _columns(rows)]
+            for r in pt:
+                out.append(f"  {r['setting_a'] or r['run_a']} vs {r['setting_b'] or r['run_b']}: {r['pairing']}")
         else:
             out.append("  no paired test: the runs share no scored units")
     return out
 
 
-__all__ = ["lines", "PAIRED_COLUMNS", "RANKING_COLUMNS", "paired", "paired_test", "rankings", "run_label", "unpaired_delta"]
+__all__ = ["lines", "PAIRED_COLUMNS", "RANKING_COLUMNS", "paired", "paired_test", "rankings", "refusal", "run_label",
+           "unpaired_delta", "unpaired_reason"]

@@ -19,25 +19,31 @@ def num(x: float | None) -> str:
 
 
 def estimate_text(est: Estimate) -> str:
-    """'67.5 [52.02, 79.92]': the value and its interval (95% unless the estimate says otherwise)."""
+    """'67.5 [52.02, 79.92]': the value and its interval (95% unless the estimate says otherwise);
+    'undefined (every pair ties...)' for a measurement with no information."""
     if est.value is None:
-        return "n/a"
+        note = est.note.removeprefix("undefined: ") if est.note else ""
+        return f"undefined ({note[:80]})" if note and note != "no data" else "n/a (no data)"
     if est.ci_low is None or est.ci_high is None:
         return num(est.value)
     return f"{num(est.value)} [{num(est.ci_low)}, {num(est.ci_high)}]"
 
 
 def headlines(summary: RunSummary, limit: int | None = None) -> str:
-    heads = [(mid, m.estimates[m.headline]) for mid, m in summary.metrics.items() if m.headline in m.estimates]
-    parts = [f"{mid} {estimate_text(e)}" for mid, e in heads[:limit]]
+    heads = [(f"{mid}.{m.headline}", m.estimates[m.headline]) for mid, m in summary.metrics.items()
+             if m.headline in m.estimates]
+    parts = [f"{name} {estimate_text(e)}" for name, e in heads[:limit]]
     more = len(heads) - len(parts)
     return ", ".join(parts) + (f" (+{more} more)" if more > 0 else "")
 
 
 def final_line(summary: RunSummary) -> str:
-    """The last line a run prints, e.g.
-    'crows-pairs-tp: INCONCLUSIVE; bias_score 67.5 [52.02, 79.92] (95% intervals)'."""
-    return f"{summary.audit.name}: {summary.overall}; {headlines(summary)} (95% intervals)"
+    """The last line a run prints, naming each headline estimate, e.g.
+    'crows-pairs-tp: INCONCLUSIVE; bias_score.score 67.5 [52.02, 79.92] (95% intervals)';
+    verdicts a validity guard held back are counted: '(2 not decidable: see the report)'."""
+    blocked = sum(1 for v in summary.verdicts if v.blocked)
+    held = f" ({blocked} not decidable: see the report's validity section)" if blocked else ""
+    return f"{summary.audit.name}: {summary.overall}{held}; {headlines(summary)} (95% intervals)"
 
 
 def load_summary(run_dir: str | Path) -> RunSummary | None:

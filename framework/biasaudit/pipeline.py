@@ -21,6 +21,7 @@ from ._version import __version__
 from .backends import audit_identity, audit_subject, build_audit_backend
 from .checks import apply_limits, check_breakdowns, check_config, coding_plan
 from .coding.base import LayerCalls, Unit
+from .coding.calibration_record import calibration_problems
 from .coding.layers import CodingPlan
 from .coding.routes import StoreAnswerer
 from .coding.stage import CodingResult, make_units, run_coding
@@ -31,6 +32,7 @@ from .engine import ExecutionStats, execute_plan
 from .errors import BiasAuditError
 from .fileio import atomic_write, write_error
 from .metrics import MetricContext, MetricResult, VerdictRecord, evaluate
+from .metrics.validity import ValidityFlag, counts_flag, depends_on, failure_flag, layer_flags
 from .outputs import Response
 from .plan import Plan, compile_plan
 from .registry import METRICS
@@ -127,12 +129,50 @@ def code(prep: Prepared, responses: dict[str, Response], stats: ExecutionStats |
     return Coded(result, dict(answerer.per_layer))
 
 
-def measure(prep: Prepared, responses: dict[str, Response], coded: Coded) -> dict[str, MetricResult]:
-    """Every metric, a pure function of the plan, the responses and the codes."""
+def measure(prep: Prepared, responses: dict[str, Response], coded: Coded, *, calibration: bool = True,
+            accept_dominant: frozenset[str] = frozenset()) -> dict[str, MetricResult]:
+    """Every metric, a pure function of the plan, the responses and the codes, with the
+    validity flags of the run and the layers it reads (`guard`)."""
     cfg = prep.composed.config
     ctx = MetricContext(config=cfg, plan=prep.plan, responses=responses, units=coded.result.units,
                         codes=coded.result.codes, layers=prep.coding.layers)
-    return {m.key: METRICS.get(m.name).compute(ctx, m.key, prep.params[m.key]) for m in cfg.metrics}
+    results = {m.key: METRICS.get(m.name).compute(ctx, m.key, prep.params[m.key]) for m in cfg.metrics}
+    return guard(prep, responses, coded, results, calibration=calibration, accept_dominant=accept_dominant)
+
+
+def guard(prep: Prepared, responses: dict[str, Response], coded: Coded, results: dict[str, MetricResult], *,
+          calibration: bool = True, accept_dominant: frozenset[str] = frozenset()) -> dict[str, MetricResult]:
+    """Add to each result the validity flags that come from outside the metric: the run's
+    failed requests and the coding layers it reads (metrics/validity.py). The self-test
+    turns off the stored calibrations (its judges are oracles) and may accept the
+    dominance of layers it has shown to discriminate (`accept_dominant`)."""
+    cfg = prep.composed.config
+    v = cfg.validity
+    subject = [responses[k] for k in prep.plan.requests if k in responses]
+    failed = [r for r in subject if r.status != "ok"]
+    run_flag = failure_flag(len(failed), len(subject), [r.error_kind or (r.error or "failed") for r in failed],
+                            v.max_failed_share)
+    stored = {n: ValidityFlag(kind=k, message=msg, layer=n) for n, (k, msg) in
+              calibration_problems(cfg, prep.coding, str(prep.composed.spec_file)).items()} if calibration else {}
+    per_layer = layer_flags(prep.coding, coded.result.units, coded.result.codes, v, stored) \
+        if prep.coding.layers else {}
+    per_layer = {n: [f.model_copy(update={"blocking": False}) if f.kind == "dominant_label" and n in accept_dominant
+                     else f for f in fs] for n, fs in per_layer.items()}
+    out: dict[str, MetricResult] = {}
+    for m in cfg.metrics:
+        res = results[m.key]
+        bound = [x for x in METRICS.get(m.name).layers(prep.params[m.key]).values() if x]
+        # a metric that names no layer reads every primary layer the spec declares
+        roots = bound or prep.coding.primary
+        flags = [f for lay in depends_on(prep.coding, roots) for f in per_layer.get(lay, [])]
+        if not any(f.kind == "valid_share" for f in res.validity):
+            own = counts_flag(res.counts, v.min_valid_share)
+            if own is not None:
+                flags.insert(0, own)
+        if run_flag is not None:
+            flags.insert(0, run_flag)
+        out[m.key] = res.model_copy(update={"validity": [*res.validity, *flags]}) if flags else res
+    return out
 
 
 def versions() -> dict[str, str]:
@@ -286,6 +326,7 @@ def build_summary(
         "reliability": sections.reliability(results, execution, coding),
         "quality": sections.quality(run_manifest, results, execution),
         "verdicts": sections.verdict_rows(vdicts, cfg.report.crosswalk),
+        "validity": [{"metric": k, **f.model_dump(mode="json")} for k, r in results.items() for f in r.validity],
         "overall": overall,
         "reproducibility": sections.reproducibility(run_manifest),
         "trail": sections.trail(prep.plan, responses, bool(coded.result.codes)),

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from .coding.base import CoderDef
     from .data.adapters import Adapter
     from .methods.base import MethodDef, RecordingFormat
+    from .methods.oracle_kit import OracleDef
     from .metrics.base import MetricDef
 
 log = logging.getLogger(__name__)
@@ -94,6 +95,8 @@ BACKENDS: Registry[BackendKind] = Registry("model backend")
 ADAPTERS: Registry[Adapter] = Registry("stimulus format")
 RECORDINGS: Registry[RecordingFormat] = Registry("recorded-response format")
 TEMPLATE_FUNCTIONS: Registry[Callable[..., Any]] = Registry("template function")
+ORACLES: Registry[OracleDef] = Registry("self-test oracle")
+"""Metric name -> its oracle responders for `biasaudit selftest` (methods/oracle_kit.py)."""
 
 
 def load_plugin(module: str) -> None:
@@ -133,6 +136,7 @@ __all__ = [
     "CODERS",
     "METHODS",
     "METRICS",
+    "ORACLES",
     "PLUGIN_GROUP",
     "RECORDINGS",
     "Registry",

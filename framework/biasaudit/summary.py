@@ -60,6 +60,9 @@ class VerdictRow(_Record):
     cell: str | None = None
     refs: list[str] = Field(default_factory=list)
     reason: str = ""
+    blocked: bool = False
+    """A validity guard held the verdict back (INCONCLUSIVE; `reason` says why)."""
+    would_be: str | None = None
 
 
 class RunSummary(_Record):
@@ -82,6 +85,9 @@ class RunSummary(_Record):
     reliability: list[dict[str, Any]] = Field(default_factory=list)
     quality: dict[str, Any] = Field(default_factory=dict)
     verdicts: list[VerdictRow] = Field(default_factory=list)
+    validity: list[dict[str, Any]] = Field(default_factory=list)
+    """Every validity flag of the run's metrics, with the metric it is on (report's
+    "Can these numbers decide?" section)."""
     overall: str = ""
     reproducibility: dict[str, Any] = Field(default_factory=dict)
     trail: dict[str, Any] = Field(default_factory=dict)

@@ -64,5 +64,10 @@ def test_joblib_sweep_shares_the_cache_and_compare_reads_it(workdir: Path, cli, 
     assert g["reference"] == 50.0
     assert [r["distance"] for r in g["rows"]] == pytest.approx(sorted(abs(r["value"] - 50.0) for r in g["rows"]))
     [p] = result["paired"]
-    assert len(p["rows"]) == 6 and all(r["test"].startswith("mcnemar") and r["units"] == 3 for r in p["rows"])
+    # runs of one mode pair on the 3 stimuli; across modes the metric definitions differ: refused
+    same = [r for r in p["rows"] if r["setting_a"].split()[0] == r["setting_b"].split()[0]]
+    assert len(p["rows"]) == 6 and len(same) == 2
+    assert all(r["test"].startswith("mcnemar") and r["units"] == 3 for r in same)
+    assert all(r["test"] == "refused" and "different metric definitions (mode=" in r["pairing"]
+               for r in p["rows"] if r not in same)
     assert "paired test" in out and "metrics.0.mode=ar_full model=smollm2" in out and "distance" in out

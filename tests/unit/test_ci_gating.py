@@ -128,7 +128,7 @@ def test_exit_codes_follow_the_verdict_and_fail_on(workdir: Path, spec: Path, cl
     assert code == EXIT_INCONCLUSIVE
     # the final line names the verdict and the headline estimate with its interval
     assert out.strip().splitlines()[-1] == (
-        f"tp-test: INCONCLUSIVE; bias_score {num(score['value'])} [{num(score['ci_low'])}, "
+        f"tp-test: INCONCLUSIVE; bias_score.score {num(score['value'])} [{num(score['ci_low'])}, "
         f"{num(score['ci_high'])}] (95% intervals)")
     assert cli("run", "--fail-on", "fail", *unsure)[0] == EXIT_PASS
     assert cli("run", "--fail-on", "never", *unsure)[0] == EXIT_PASS

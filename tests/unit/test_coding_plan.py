@@ -122,6 +122,8 @@ def test_calibrate_any_layer_with_a_gold_column(workdir: Path, cli) -> None:  # 
     # gold refuse, answer, answer, answer; rules refuse, answer, refuse, answer: 3 of 4, kappa 0.5
     [row] = [ln for ln in out.splitlines() if ln.startswith("refusal ")]
     assert "layer refusal: control set" in out and "(4 labelled responses)" in out
-    assert "0.750" in row and row.split()[-1] == "0.500"
+    # rater, accuracy, [lo, hi], chance, kappa, [lo, hi], verdict (issue 25: chance and kappa's interval)
+    assert "0.750" in row and row.split()[5] == "0.500" and row.split()[4] == "0.750"
+    assert row.endswith("NOT better than chance")  # 4 rows: kappa's interval reaches 0
     code, _, err = cli("calibrate", f"spec={s}", *ops, "--layer", "stance", *isolation(workdir))
     assert code == 2 and "layer 'stance' has no `calibration` section" in err

@@ -80,8 +80,13 @@ def test_ranking_without_reference_is_by_value_smallest_first_and_says_so(tmp_pa
     assert [r["model"] for r in g["rows"]] == ["a", "b"] and "no no-bias reference" in g["order"]
 
 
+def _sha(text: str) -> str:
+    return __import__("hashlib").sha256(text.encode()).hexdigest()
+
+
 def _items(outcomes: list[int], diffs: list[float] | None = None) -> list[dict]:
-    return [{"stimulus": f"s{i}", "cell": "base", "levels": {}, "outcome": o,
+    # items pair on their stimulus's content hash (`stimulus_sha`), not on the row id
+    return [{"stimulus": f"s{i}", "stimulus_sha": _sha(f"s{i}"), "cell": "base", "levels": {}, "outcome": o,
              **({"diff": diffs[i]} if diffs else {})} for i, o in enumerate(outcomes)]
 
 
@@ -121,7 +126,8 @@ def test_paired_continuous_scores_bootstrap_and_wilcoxon(tmp_path: Path) -> None
     da = base + rng.normal(0, 0.2, 60)
     db = base + 0.25 + rng.normal(0, 0.2, 60)  # B is 0.25 higher on every stimulus, give or take
     for folder, name, d in (("0", "A", da), ("1", "B", db)):
-        its = [{"stimulus": f"s{i}", "cell": "base", "levels": {}, "diff": float(x)} for i, x in enumerate(d)]
+        its = [{"stimulus": f"s{i}", "stimulus_sha": _sha(f"s{i}"), "cell": "base", "levels": {}, "diff": float(x)}
+               for i, x in enumerate(d)]
         m = float(d.mean())
         h = 1.96 * float(d.std(ddof=1)) / 60**0.5
         _run(tmp_path, folder, name, m, m - h, m + h, items=its, reference=0.0)

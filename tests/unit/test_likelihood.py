@@ -81,11 +81,15 @@ def test_model_preferring_more_everywhere_scores_100() -> None:
     assert res.counts["ties"] == 0
 
 
-def test_ties_everywhere_score_0_all_neutral() -> None:
+def test_ties_everywhere_score_undefined_all_neutral() -> None:
+    # issue 25 finding 5: the old 0.0 was no measurement (and FAILed a 40..60 threshold)
     res = compute(_ctx([(-1.0, -1.0)] * 8), "bias_score", BiasScoreParams())
-    assert res.estimates["score"].value == 0.0
+    assert res.estimates["score"].value is None and res.estimates["score"].n == 8
+    assert res.estimates["score"].note.startswith("undefined: every pair ties")
     assert res.counts["ties"] == 8
     assert res.estimates["neutral"].value == 1.0
+    assert [f.kind for f in res.validity] == ["valid_share"]
+    assert "0/8 pairs" in res.validity[0].message and "tied: 8" in res.validity[0].message
 
 
 def test_rounding_to_three_decimals_makes_ties() -> None:

@@ -54,10 +54,14 @@ def test_control_set_calibrates_with_the_shipped_spec_and_no_overrides(workdir: 
     assert "(6 labelled responses)" in out
     # gold E, D, N, R, E, N (S -> E, CS -> D, D -> N); the judge says A, D, C, E, A, C: all right
     [row] = [ln for ln in out.splitlines() if ln.startswith("reader ")]
-    assert "1.000" in row and row.split()[-1] == "1.000"
+    # rater, accuracy, [lo, hi], chance, kappa, [lo, hi], verdict (chance: always the commonest gold label)
+    assert row.split()[1] == "1.000" and row.split()[4] == "0.333" and row.split()[5] == "1.000"
+    assert row.endswith("better than chance") and "NOT" not in row
 
 
-# -- FiSCo's labels.json: per answer its claims, and labels[c][j] = claim c against answer j --------
+# -- FiSCo's labels.json in the claim-major layout of the authors' dataset/<model>/<task>/labels.json:
+# per answer its claims, and labels[c][j] = its claim c against answer j (the answer-major layout of
+# their tiny_dataset is in test_fisco_published_labels.py) ---------------------------------------------
 E, N, C = "Entailment", "Neutral", "Contradiction"
 
 
@@ -167,7 +171,7 @@ def test_a_by_column_missing_from_the_data_is_refused_with_file_and_column(workd
 
 def test_recorded_claims_pick_the_kth_answer_of_a_repeated_name() -> None:
     from biasaudit.coding.base import Unit
-    from biasaudit.coding.coders.recorded_claims import claim_text, recorded_checks, recorded_claims
+    from biasaudit.coding.coders.recorded_claims import claim_text, recorded_claims, recorded_labels
 
     attrs = LABELS_JSON["0"]["other_attributes"]
 
@@ -178,9 +182,11 @@ def test_recorded_claims_pick_the_kth_answer_of_a_repeated_name() -> None:
     assert recorded_claims(unit("Ann", 0), "attributes", "value")[0] == 0
     assert recorded_claims(unit("Ann", 1), "attributes", "value")[0] == 4  # the second Ann, not the first again
     assert recorded_claims(unit("Carl", 1), "attributes", "value")[0] == 2  # one entry: every sample cycles to it
-    i, claims, labels = recorded_claims(unit("Carl", 0), "attributes", "value")
+    _, claims, _ = recorded_claims(unit("Carl", 0), "attributes", "value")
     assert claims == ["He will earn a good salary", "He will lead a ward", "He works shifts"]
     assert claim_text("She will care for patients.") == "She will care for patients."
     # Carl's claims against Ann's first answer (j = 0) and Dan's (j = 3)
-    assert recorded_checks(claims, labels, {"ann0": 0, "dan0": 3}) == {"ann0": ["N", "C", "E"], "dan0": ["E", "E", "E"]}
+    [table] = recorded_labels({"0": attrs}, "labels.json").values()
+    assert table is not None and table.layout == "claim-major"
+    assert (table.checks(2, 0), table.checks(2, 3)) == (["N", "C", "E"], ["E", "E", "E"])
     assert recorded_claims(unit("Zoe", 0), "attributes", "value")[0] is None

@@ -17,6 +17,7 @@ from ..registry import CODERS
 from ..spec import AuditConfig, CodingLayerSpec, ReliabilityPairSpec
 from ..spec.errors_format import describe
 from .base import Coder, CoderDef, CoderEnv
+from .label_check import check_labels, plan_labels, unknown_label
 
 ROUTE_HINT = "routes: subject, judge:<name>, nli, nli_chat, embedder"
 
@@ -104,7 +105,7 @@ def coder_options(cdef: CoderDef, spec: CodingLayerSpec, file: str | None, key: 
     except ValidationError as exc:
         path, msg, hint = describe(exc, cdef.options)[0]
         if "unknown key" in msg and hint is not None:
-            hint += "; every layer also takes coder, input, labels, endorse, fallback, strip, calibration"
+            hint += "; every layer also takes coder, input, labels, endorse, fallback, strip, calibration, expect_dominant, require_calibration"
         raise SpecError(msg, file=file, key=f"{key}.{path}" if path else key, hint=hint) from None
 
 
@@ -132,10 +133,7 @@ def compile_layer(name: str, spec: CodingLayerSpec, cfg: AuditConfig, file: str 
         if labels is None:
             raise SpecError("`endorse` needs the layer's `labels`", file=file, key=f"{key}.endorse",
                             hint="list the labels, e.g. labels: [E, N, D, R]")
-        bad = sorted(set(spec.endorse) - set(labels))
-        if bad:
-            raise SpecError(f"`endorse` names {bad[0]!r}, which is not a label of the layer", file=file,
-                            key=f"{key}.endorse", hint=f"labels: {', '.join(labels)}")
+        check_labels(spec.endorse, labels, name, "`endorse` names", file=file, key=f"{key}.endorse")
     return Layer(name=name, spec=spec, coder_name=spec.coder, coder_def=cdef, options=options, env=env,
                  input=parse_input(spec.input, file, f"{key}.input"), labels=labels, value_type=value_type)
 
@@ -213,8 +211,23 @@ def _pairs(cfg: AuditConfig, layers: dict[str, Layer], reliability: Sequence[Rel
                 raise SpecError(f"`map` names {n!r}, which is not in the pair", file=file,
                                 key=f"reliability[{i}].map.{n}", hint=f"the pair: {', '.join(p.pair)}")
         a, b = p.pair
+        _check_map(p, layers, file, f"reliability[{i}]")
         out.append(ReliabilityPair(a, b, dict(p.map.get(a, {})), dict(p.map.get(b, {}))))
     return out
+
+
+def _check_map(p: ReliabilityPairSpec, layers: Mapping[str, Layer], file: str | None, key: str) -> None:
+    """A pair's `map` takes labels its layer can give (keys) onto labels the other layer
+    can give, after its own map (values); layers with an open label set are not checked."""
+    for n, mapping in p.map.items():
+        other = p.pair[1] if n == p.pair[0] else p.pair[0]
+        mine, theirs = plan_labels(layers, n), plan_labels(layers, other)
+        shared = None if theirs is None else list(dict.fromkeys(p.map.get(other, {}).get(x, x) for x in theirs))
+        for lab, to in mapping.items():
+            check_labels(lab, mine, n, "`map` names", file=file, key=f"{key}.map.{n}.{lab}")
+            if shared is not None and to not in shared:
+                raise unknown_label(to, shared, other, f"`map` takes {lab!r} onto", file=file,
+                                    key=f"{key}.map.{n}.{lab}", after_map=other in p.map)
 
 
 def compile_coding(cfg: AuditConfig, field_names: set[str], file: str | None,

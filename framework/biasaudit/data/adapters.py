@@ -30,7 +30,13 @@ class Adapter:
     examples per category file); `stimuli.id_field` overrides it."""
     rows: Callable[[Any], list[dict[str, Any]]] | None = None
     """For `reader: json`: the records of the parsed document (e.g. a benchmark file that
-    nests its items under split names); raises ValueError when the shape is wrong."""
+    nests its items under split names, or a copy that lists them bare); raises ValueError
+    naming the shape expected and the one found when it is neither."""
+    optional: tuple[str, ...] = ()
+    """Metadata columns some copies of the format carry and the published file lacks: a
+    `by:` breakdown on one of them that the file does not have is skipped, with a note in
+    the report (`checks.check_breakdowns`, `metrics.disaggregate.by_group`), instead of
+    refused as a typo would be."""
 
 
 def _identity(row: dict[str, Any]) -> dict[str, Any]:
@@ -174,10 +180,15 @@ def _nli_triple(row: dict[str, Any]) -> dict[str, Any]:
     return dict(row)
 
 
-# WinoQueer-NLI csv (stereo_premise, counter_premise, hypothesis); any metadata columns
-# (predicate, predicate_category, identity, counterfactual, name, template) pass through.
+# WinoQueer-NLI csv as published (katyfelkner/wq-nli, data/winoqueer_nli.csv): exactly the
+# columns stereo_premise, counter_premise, hypothesis. Metadata columns of annotated copies
+# (the authors' datasets_with_metadata add name, pronoun, template, counterfactual; the
+# team's sample predicate, predicate_category, identity) pass through, and a breakdown by
+# one the file lacks is skipped with a note.
 _NLI = Adapter(reader="csv", required=("stereo_premise", "counter_premise", "hypothesis"), convert=_nli_triple,
-               fields=("stereo_premise", "counter_premise", "hypothesis"))
+               fields=("stereo_premise", "counter_premise", "hypothesis"),
+               optional=("predicate", "predicate_category", "identity", "counterfactual", "name", "pronoun",
+                         "template"))
 ADAPTERS.add("wq_nli", _NLI)
 ADAPTERS.add("nli_triples", _NLI)
 

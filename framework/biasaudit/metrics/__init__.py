@@ -13,6 +13,7 @@ from .base import (
     Table,
 )
 from .thresholds import VerdictRecord, evaluate, judge
+from .validity import ValidityFlag
 
 __all__ = [
     "METRICS",
@@ -23,6 +24,7 @@ __all__ = [
     "ReliabilityItem",
     "PlotSpec",
     "Table",
+    "ValidityFlag",
     "VerdictRecord",
     "evaluate",
     "judge",

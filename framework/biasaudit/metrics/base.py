@@ -6,6 +6,8 @@ call and reads no store (the coding stage has already asked every model question
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -18,6 +20,7 @@ from ..plan import Plan, PlanItem
 from ..registry import METRICS
 from ..spec import AuditConfig
 from ..stats import Estimate, Spread
+from .validity import ValidityFlag
 
 if TYPE_CHECKING:
     from ..coding.layers import Layer
@@ -87,9 +90,13 @@ class MetricResult(BaseModel):
     counts: dict[str, int] = Field(default_factory=dict)
     notes: list[str] = Field(default_factory=list)
     params: dict[str, Any] = Field(default_factory=dict)
+    validity: list[ValidityFlag] = Field(default_factory=list)
+    """Why (part of) the result cannot be decided: blocking flags make the verdicts on
+    the estimates they name INCONCLUSIVE (metrics/validity.py)."""
     items: list[dict[str, Any]] = Field(default_factory=list)
     """Per-item values for cross-run analysis (`biasaudit compare`), made by
-    `MetricContext.item`: `stimulus`, `cell`, `levels` (factor -> level), the stimulus's
+    `MetricContext.item`: `stimulus`, `cell`, `levels` (factor -> level), `stimulus_sha`
+    (content hash of the stimulus's fields: what `compare` pairs on), the stimulus's
     scalar fields, and the item's numbers: `outcome` (0/1, the unit behind a proportion
     headline, compared with McNemar's test) and/or `diff` (a continuous per-item score,
     compared with a paired bootstrap and Wilcoxon's test)."""
@@ -126,18 +133,32 @@ class MetricContext:
 
     def item(self, stimulus: str, cell: str, fields: Mapping[str, Any] | None = None, **values: Any) -> dict[str, Any]:
         """One row of `MetricResult.items`: where the unit sits (stimulus, cell and its
-        factor levels), the stimulus's scalar fields, and `values`."""
-        return item_row(stimulus, cell, self.levels(cell), fields, **values)
+        factor levels), the stimulus's scalar fields, its content hash (`stimulus_sha`, of
+        all the plan stimulus's fields, whatever subset `fields` passes) and `values`."""
+        shas = self.__dict__.get("_stimulus_shas")
+        if shas is None:  # once per context: stimulus id -> content hash
+            shas = self.__dict__["_stimulus_shas"] = {s.id: stimulus_sha(s.fields) for s in self.plan.stimuli.stimuli}
+        return item_row(stimulus, cell, self.levels(cell), fields, sha=shas.get(stimulus), **values)
+
+
+def stimulus_sha(fields: Mapping[str, Any]) -> str:
+    """sha256 of a stimulus's fields as canonical JSON (sorted keys): the content that
+    `biasaudit compare` pairs two runs' items on, whatever their row ids."""
+    text = json.dumps(dict(fields), sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 def item_row(stimulus: str, cell: str, levels: Mapping[str, str], fields: Mapping[str, Any] | None = None,
-             **values: Any) -> dict[str, Any]:
-    """One row of `MetricResult.items` (see `MetricContext.item`)."""
+             sha: str | None = None, **values: Any) -> dict[str, Any]:
+    """One row of `MetricResult.items` (see `MetricContext.item`); `stimulus_sha` is `sha`,
+    else the hash of `fields` (which should then be all the stimulus's fields)."""
     scalar = {k: v for k, v in (fields or {}).items() if isinstance(v, str | int | float) and k not in ITEM_KEYS}
-    return {"stimulus": stimulus, "cell": cell, "levels": dict(levels), **scalar, **values}
+    sha = sha if sha is not None else stimulus_sha(fields) if fields else None
+    return {"stimulus": stimulus, "cell": cell, "levels": dict(levels), **({"stimulus_sha": sha} if sha else {}),
+            **scalar, **values}
 
 
-ITEM_KEYS = frozenset({"stimulus", "cell", "levels", "outcome", "diff"})
+ITEM_KEYS = frozenset({"stimulus", "stimulus_sha", "cell", "levels", "outcome", "diff"})
 """Keys of an item row that stimulus fields may not take over."""
 
 DefaultCoding = tuple[dict[str, dict[str, Any]], list[dict[str, Any]]]
@@ -168,5 +189,5 @@ class MetricDef:
     """The layers a spec without `coding:` gets for this metric."""
 
 
-__all__ = ["ITEM_KEYS", "METRICS", "DefaultCoding", "item_row", "MetricContext", "MetricDef", "MetricResult", "PlotSpec",
+__all__ = ["ITEM_KEYS", "METRICS", "DefaultCoding", "item_row", "stimulus_sha", "MetricContext", "MetricDef", "MetricResult", "PlotSpec",
            "ReliabilityItem", "Table"]

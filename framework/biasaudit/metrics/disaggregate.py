@@ -99,11 +99,23 @@ def by_cell(rows: Sequence[Obs], estimator: Estimator = proportion, *, cells: Se
     return out
 
 
+MISSING_GROUP = "(skipped: not in the data)"
+"""The one group of a breakdown by a field no row has (see `by_group`)."""
+
+
 def by_group(rows: Sequence[Obs], field_name: str, estimator: Estimator = proportion, *, scale: float = 1.0,
              seed: int = 0, pool: bool = True) -> dict[str, Estimate]:
     """One estimate per value of a stimulus field (as text, sorted). With `pool`, each
     group is pooled like the whole (clustered when a stimulus gives several rows);
-    otherwise the estimator is applied as is."""
+    otherwise the estimator is applied as is.
+
+    When no row has the field at all (a format's optional metadata column the file lacks,
+    let through by `checks.check_breakdowns`), the breakdown is skipped: one no-data
+    estimate under `MISSING_GROUP` whose note says so, so the report shows the skip
+    instead of one group named "" that repeats the pooled value."""
+    if rows and not any(field_name in r.fields for r in rows):
+        return {MISSING_GROUP: Estimate.no_data(
+            "none", note=f"breakdown skipped: the data has no {field_name!r} column")}
     groups = split(rows, lambda r: str(r.fields.get(field_name, "")))
     if pool:
         return {g: pooled(rs, estimator, scale=scale, seed=seed) for g, rs in groups.items()}
@@ -129,5 +141,5 @@ def breakdown(rows: Sequence[Obs], estimator: Estimator = proportion, *, by: Seq
                      groups={f: by_group(rows, f, estimator, scale=scale, seed=seed) for f in by})
 
 
-__all__ = ["Breakdown", "Estimator", "Obs", "breakdown", "by_cell", "by_group", "clustered", "mean", "pooled",
-           "proportion", "split"]
+__all__ = ["MISSING_GROUP", "Breakdown", "Estimator", "Obs", "breakdown", "by_cell", "by_group", "clustered",
+           "mean", "pooled", "proportion", "split"]

@@ -23,6 +23,7 @@ from ..spec import ThresholdSpec
 from ..stats import Estimate
 from ..stats.adjust import at_level, distance_outside
 from .base import MetricResult
+from .validity import blocking_reason
 
 Verdict = Literal["PASS", "FAIL", "INCONCLUSIVE"]
 _RANK = {"PASS": 0, "INCONCLUSIVE": 1, "FAIL": 2}
@@ -41,14 +42,21 @@ class VerdictRecord(BaseModel):
     """Multiplicity adjustment of a worst-cell interval (`ThresholdSpec.adjust`)."""
     refs: list[str]
     reason: str
+    blocked: bool = False
+    """A validity guard made the verdict INCONCLUSIVE (`reason` says which)."""
+    would_be: Verdict | None = None
+    """With `blocked`: what the interval alone would have said."""
     sanity: bool = False
     """From a sanity threshold (`ThresholdSpec.sanity`): about the model's fitness for the method."""
     note: str = ""
 
 
 def judge(est: Estimate, lo: float | None, hi: float | None) -> tuple[Verdict, str]:
-    if not est.has_data or est.ci_low is None or est.ci_high is None:
-        return "INCONCLUSIVE", "no data"
+    if not est.has_data:
+        note = est.note or "no data"
+        return "INCONCLUSIVE", note if note.startswith(("undefined", "no data")) else f"undefined: {note}"
+    if est.ci_low is None or est.ci_high is None:
+        return "INCONCLUSIVE", f"no interval ({est.note or 'too few units'})"
     inside_lo = lo is None or est.ci_low >= lo
     inside_hi = hi is None or est.ci_high <= hi
     if inside_lo and inside_hi:
@@ -72,6 +80,22 @@ def resolve(ref: str, results: dict[str, MetricResult]) -> tuple[MetricResult, s
 
 
 def evaluate(thresholds: list[ThresholdSpec], results: dict[str, MetricResult]) -> list[VerdictRecord]:
+    out = [_guarded(v, results) for v in _evaluate(thresholds, results)]
+    return out
+
+
+def _guarded(v: VerdictRecord, results: dict[str, MetricResult]) -> VerdictRecord:
+    """A verdict on a measurement a validity guard blocks is INCONCLUSIVE, whatever the
+    interval says (metrics/validity.py); the interval stays on record."""
+    res, name = resolve(v.metric, results)
+    why = blocking_reason(res.validity, name)
+    if why is None or v.verdict == "INCONCLUSIVE" and v.reason.startswith("not decidable"):
+        return v
+    return v.model_copy(update={"verdict": "INCONCLUSIVE", "reason": f"not decidable: {why}",
+                                "blocked": True, "would_be": v.verdict})
+
+
+def _evaluate(thresholds: list[ThresholdSpec], results: dict[str, MetricResult]) -> list[VerdictRecord]:
     out = []
     for t in thresholds:
         res, name = resolve(t.metric, results)

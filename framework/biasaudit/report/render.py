@@ -45,7 +45,9 @@ def fmt_num(x: Any, digits: int = 3) -> str:
 
 def fmt_est(e: dict[str, Any] | None, digits: int = 2) -> str:
     if not e or e.get("value") is None:
-        return "n/a (no data)"
+        note = str((e or {}).get("note") or "")
+        # an undefined measurement says why (every pair ties, no answer names a person...)
+        return f"undefined ({note.removeprefix('undefined: ')[:120]})" if note and note != "no data" else "n/a (no data)"
     if e.get("ci_low") is None:
         return f"{fixed(e['value'], digits)} (n={e['n']})"
     return f"{fixed(e['value'], digits)} [{fixed(e['ci_low'], digits)}, {fixed(e['ci_high'], digits)}] (n={e['n']})"

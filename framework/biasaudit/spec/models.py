@@ -205,6 +205,13 @@ class CodingLayerSpec(BaseModel):
     """Remove the text span another layer matched (e.g. the selection marker) before coding."""
     calibration: CalibrationSpec | None = None
     """A labelled control set for `biasaudit calibrate`."""
+    expect_dominant: bool = False
+    """This layer is expected to give one label to nearly every unit (e.g. a refusal
+    detector on a model that seldom refuses): its dominance is reported but does not make
+    the verdicts it feeds INCONCLUSIVE."""
+    require_calibration: bool = False
+    """The verdicts this layer feeds are INCONCLUSIVE unless its judges have a stored
+    `biasaudit calibrate` result that shows them better than chance."""
 
     def options(self) -> dict[str, Any]:
         return dict(self.model_extra or {})
@@ -522,6 +529,25 @@ class RuntimeConfig(Strict):
     """Resource bounds (see `RuntimeLimits`)."""
 
 
+class ValiditySpec(Strict):
+    """When a measurement is too weak to decide: a verdict resting on it is INCONCLUSIVE,
+    with the reason, instead of PASS or FAIL (README, "What biasaudit refuses to report")."""
+
+    min_valid_share: float = Field(default=0.8, ge=0.0, le=1.0)
+    """Least share of a metric's units that must give a usable answer (not refused,
+    unreadable, tied or failed) for its verdicts to be decided."""
+    max_failed_share: float = Field(default=0.05, ge=0.0, le=1.0)
+    """Largest share of the run's model requests that may fail; above it every verdict is
+    INCONCLUSIVE ("the run could not measure")."""
+    dominant_share: float = Field(default=0.95, gt=0.5, le=1.0)
+    """A coding layer that gives one label to at least this share of its coded units
+    does not discriminate (unless the layer says `expect_dominant: true`)."""
+    max_otherwise_share: float = Field(default=0.5, ge=0.0, le=1.0)
+    """Largest share of units a `rules` layer may leave to its `otherwise` label."""
+    max_abstain_share: float = Field(default=0.5, ge=0.0, le=1.0)
+    """Largest share of units a layer may abstain on (after its fallback, if any)."""
+
+
 class AuditConfig(Strict):
     """The composed, validated configuration of one run."""
 
@@ -545,6 +571,9 @@ class AuditConfig(Strict):
     """Bounds on estimates; each gives a PASS, FAIL or INCONCLUSIVE verdict."""
     report: ReportSpec = Field(default_factory=ReportSpec)
     """Report title, formats and table sizes."""
+    validity: ValiditySpec = Field(default_factory=ValiditySpec)
+    """When a measurement is too weak for a verdict (valid-answer share, failed requests,
+    coders that do not discriminate)."""
     model: ModelConfig
     """The model under test (the operator's `model` group)."""
     nli: NLIConfig | None = None

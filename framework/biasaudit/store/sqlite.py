@@ -60,6 +60,13 @@ CREATE TABLE IF NOT EXISTS runs (
     manifest TEXT NOT NULL,
     counts TEXT
 );
+CREATE TABLE IF NOT EXISTS calibrations (
+    key TEXT NOT NULL,
+    layer TEXT NOT NULL,
+    recorded REAL NOT NULL,
+    passed INTEGER NOT NULL,
+    result TEXT NOT NULL
+);
 """
 
 
@@ -383,6 +390,22 @@ class Store:
             "UPDATE runs SET finished = ?, status = ?, counts = ? WHERE run_id = ?",
             (time.time(), status, canonical_json(counts), run_id),
         )
+
+    def record_calibration(self, key: str, layer: str, passed: bool, result: dict[str, Any]) -> None:
+        """Keep a `biasaudit calibrate` result of a coder (`key`: the coder's identity)."""
+        self.db.execute("INSERT INTO calibrations VALUES (?, ?, ?, ?, ?)",
+                        (key, layer, time.time(), int(passed), json.dumps(result, default=str)))
+
+    def last_calibration(self, key: str) -> dict[str, Any] | None:
+        """The newest stored calibration of the coder `key` (None: never calibrated)."""
+        try:
+            row = self.db.execute("SELECT recorded, passed, result FROM calibrations WHERE key = ? "
+                                  "ORDER BY recorded DESC LIMIT 1", (key,)).fetchone()
+        except sqlite3.OperationalError:  # a cache from before calibrations were kept
+            return None
+        if row is None:
+            return None
+        return {"recorded": row[0], "passed": bool(row[1]), **json.loads(row[2])}
 
     def runs(self) -> list[dict[str, Any]]:
         cur = self.db.execute("SELECT run_id, audit, run_dir, started, finished, status, counts FROM runs ORDER BY started")

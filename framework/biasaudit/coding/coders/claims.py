@@ -18,15 +18,17 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ...data.load import resolve_source
 from ...errors import SpecError
 from ...outputs import GenerateOutput, NLIOutput, parse_output
 from ...plan.render import check_variables, render
 from ..base import Answers, CallEstimate, Code, CoderDef, CoderEnv, CodingRequest, Unit
-from .recorded_claims import recorded_checks, recorded_claims
+from .recorded_claims import RecordLabels, recorded_claims, recorded_labels
 
 _SENT = re.compile(r"(?<=[.!?])\s+|\n+")
 
@@ -155,22 +157,40 @@ class ClaimsCoder:
         return [CodingRequest(route="nli", kind="classify_nli", text=text, text_pair=c)
                 for u in keep for _, text in refs[u.id] for c in claims[u.id][0] or []]
 
+    def _labels_file(self) -> str | None:
+        """The stimuli file the recorded labels come from, named in data errors."""
+        spec_file = self.env.spec_file
+        source = resolve_source(self.env.config.stimuli, Path(spec_file) if spec_file else None)
+        return str(source) if source is not None else spec_file
+
+    def _record_labels(self, units: Sequence[Unit]) -> dict[str, RecordLabels | None]:
+        """Each stimulus's published labels, read in the layout the file's shape fits."""
+        records: dict[str, list[Any]] = {}
+        for u in units:
+            attrs = u.fields.get(self.o.recorded_field)
+            if isinstance(attrs, list):
+                records.setdefault(u.stimulus, attrs)
+        return recorded_labels(records, self._labels_file())
+
     def code_recorded(self, units: Sequence[Unit], inputs: Mapping[str, str]) -> list[Code]:
         """Codes from the published labels (label-level replay; no request)."""
         rec = self._recorded(units)
+        tables = self._record_labels(units)
         by_stim: dict[str, dict[str, int]] = {}
         for u in units:
             if rec[u.id][0] is not None:
                 by_stim.setdefault(u.stimulus, {})[u.id] = rec[u.id][0]  # type: ignore[assignment]
         out = []
         for u in units:
-            i, claims, labels = rec[u.id]
-            if i is None or labels is None:
+            i, claims, _ = rec[u.id]
+            table = tables.get(u.stimulus)
+            if i is None or table is None:
                 why = "no recorded answer for this name in the file" if i is None else "the entry records no labels"
                 out.append(Code(unit=u.id, status="not_applicable", source="claims", detail={"reason": why}))
                 continue
-            others = {v: j for v, j in by_stim[u.stimulus].items() if v != u.id}
-            checks = recorded_checks(claims, labels, others)
+            # the label of u's claim c against answer j, wherever the file's layout keeps it
+            checks: dict[str, list[str | None]] = {
+                v: list(table.checks(i, j)) for v, j in by_stim[u.stimulus].items() if v != u.id}
             given = [x for ls in checks.values() for x in ls if x is not None]
             out.append(Code(unit=u.id, status="coded", text=self.masked(inputs.get(u.id, "")), source="claims",
                             detail={"claims": claims, "fell_back": False, "checks": checks, "recorded": True},

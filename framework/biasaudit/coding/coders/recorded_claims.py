@@ -2,10 +2,22 @@
 (`extract: recorded`): the raw.json layout (per question `base_question` and
 `other_attributes`, one entry per answer with its `name` and `outputs`) where each entry
 also holds its `claims` (strings, or subject-relation-object triplets) and, in
-labels.json, its `labels`: `labels[c][j]` is the entailment label (Entailment, Neutral,
-Contradiction) of the entry's claim c checked against answer j, answers indexed in
-`other_attributes` order. With labels, the comparison is replayed at the label level and
-no model is asked anything; with claims only, the claims are checked by NLI as usual.
+labels.json, its `labels` (Entailment, Neutral, Contradiction). The authors published the
+labels in two layouts, both indexed by the answers' order in `other_attributes`:
+
+- answer-major (`tiny_dataset/case*/label(s).json`, written by checking.py's AlignScore
+  `check`): in answer j's entry, `labels[k][c]` is answer k's claim c checked against
+  answer j, so `labels` has one row per answer and row k one label per claim of answer k;
+- claim-major (`dataset/<model>/<task>/labels.json`, written by the joint LLMChecker
+  `check` that `eval_bias_ttest` reads as `labels[c][j]`): in answer i's entry,
+  `labels[c][j]` is i's own claim c checked against answer j, so one row per own claim
+  and one label per answer in each row.
+
+A record is read in the layout its shape fits, every dimension checked against the claims
+and answers it indexes; a record that fits neither, a file mixing the two, and a file
+where no record tells them apart are refused, as is a label outside the vocabulary. With
+labels, the comparison is replayed at the label level and no model is asked anything;
+with claims only, the claims are checked by NLI as usual.
 
 A name may appear several times in `other_attributes`: each occurrence is one more
 recorded answer (a sample); the unit with sample k takes the k-th occurrence of its name
@@ -14,12 +26,20 @@ recorded answer (a sample); the unit with sample k takes the k-th occurrence of 
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
 
+from ...errors import DataError
 from ..base import Unit
 
 LABELS = {"entailment": "E", "neutral": "N", "contradiction": "C", "e": "E", "n": "N", "c": "C"}
+VOCABULARY = "Entailment, Neutral, Contradiction (or E, N, C; any case)"
+
+Layout = Literal["answer-major", "claim-major"]
+LAYOUTS: tuple[Layout, ...] = ("answer-major", "claim-major")
+HINT = ("answer-major (FiSCo's tiny_dataset): in answer j's entry labels[k][c] is answer k's claim c "
+        "against answer j; claim-major (FiSCo's dataset/): labels[c][j] is the entry's own claim c against answer j")
 
 
 def claim_text(c: Any) -> str:
@@ -30,7 +50,8 @@ def claim_text(c: Any) -> str:
 
 
 def label(x: Any) -> str | None:
-    return LABELS.get(str(x).strip().lower()) if x is not None else None
+    """E, N or C for a label of the vocabulary, None for anything else."""
+    return LABELS.get(x.strip().lower()) if isinstance(x, str) else None
 
 
 def entry_index(unit: Unit, attributes: Sequence[Mapping[str, Any]], var: str) -> int | None:
@@ -56,14 +77,124 @@ def recorded_claims(unit: Unit, field: str, var: str) -> tuple[int | None, list[
     return i, claims, entry.get("labels")
 
 
-def recorded_checks(claims: list[str], labels: Any, others: Mapping[str, int]) -> dict[str, list[str | None]]:
-    """Unit id of each other answer -> the labels of these claims against it."""
-    rows = labels if isinstance(labels, list) else []
-    out: dict[str, list[str | None]] = {}
-    for uid, j in others.items():
-        out[uid] = [label(rows[c][j]) if c < len(rows) and isinstance(rows[c], list) and j < len(rows[c]) else None
-                    for c in range(len(claims))]
+# -- the labels of one record (question) ------------------------------------------------------
+def _entry_name(attrs: Sequence[Any], i: int) -> str:
+    a = attrs[i]
+    name = (a.get("name") or a.get("age")) if isinstance(a, Mapping) else None
+    return f"entry {i} ({name})" if name not in (None, "") else f"entry {i}"
+
+
+def _claim_counts(attrs: Sequence[Any]) -> list[int]:
+    return [len(a.get("claims") or []) if isinstance(a, Mapping) else 0 for a in attrs]
+
+
+def _labels_of(attrs: Sequence[Any], i: int) -> Any:
+    return attrs[i].get("labels") if isinstance(attrs[i], Mapping) else None
+
+
+def _rows_mismatch(attrs: Sequence[Any], i: int, n_rows: int, row_len: Callable[[int], int],
+                   rows_are: str, row_is: Callable[[int], str]) -> str | None:
+    """Where entry i's labels depart from n_rows rows of row_len(r) labels each, or None."""
+    rows = _labels_of(attrs, i)
+    if not isinstance(rows, list):
+        return f"{_entry_name(attrs, i)} needs a list of {n_rows} rows ({rows_are}), found {type(rows).__name__}"
+    if len(rows) != n_rows:
+        return f"{_entry_name(attrs, i)} needs {n_rows} rows ({rows_are}), found {len(rows)}"
+    for r, row in enumerate(rows):
+        found = len(row) if isinstance(row, list) else type(row).__name__
+        if found != row_len(r):
+            return f"{_entry_name(attrs, i)} row {r} needs {row_len(r)} labels ({row_is(r)}), found {found}"
+    return None
+
+
+def layout_mismatch(attrs: Sequence[Any], layout: Layout) -> str | None:
+    """The first dimension where a record's labels depart from `layout`, or None if they fit."""
+    n, counts = len(attrs), _claim_counts(attrs)
+    for i in range(n):
+        if layout == "answer-major":
+            why = _rows_mismatch(attrs, i, n, lambda k: counts[k], "one per answer",
+                                 lambda k: f"one per claim of {_entry_name(attrs, k)}")
+        else:
+            why = _rows_mismatch(attrs, i, counts[i], lambda c: n, "one per claim of the entry",
+                                 lambda c: "one per answer")
+        if why is not None:
+            return why
+    return None
+
+
+def _normalised(attrs: Sequence[Any], file: str | None, record: str) -> list[list[list[str]]]:
+    """Every entry's labels as E / N / C; a label outside the vocabulary is a data error,
+    never a silently dropped check (the authors' code would count it as a contradiction)."""
+    out: list[list[list[str]]] = []
+    for i in range(len(attrs)):
+        rows: list[list[str]] = []
+        for r, row in enumerate(_labels_of(attrs, i)):
+            norm = [label(x) for x in row]
+            if None in norm:
+                c = norm.index(None)
+                raise DataError(f"unknown label {row[c]!r} in {_entry_name(attrs, i)}, labels[{r}][{c}]",
+                                file=file, key=f"record {record}", hint=f"labels are {VOCABULARY}")
+            rows.append([x for x in norm if x is not None])
+        out.append(rows)
     return out
 
 
-__all__ = ["claim_text", "entry_index", "label", "recorded_checks", "recorded_claims"]
+@dataclass(frozen=True)
+class RecordLabels:
+    """The labels of one record, normalised, in the layout its shape fits."""
+
+    layout: Layout
+    rows: list[list[list[str]]]
+    """Each entry's `labels`, as E / N / C."""
+
+    def checks(self, i: int, j: int) -> list[str]:
+        """The labels of answer i's claims checked against answer j."""
+        if self.layout == "answer-major":
+            return list(self.rows[j][i])
+        return [row[j] for row in self.rows[i]]
+
+
+def _fits(attrs: Sequence[Any]) -> dict[Layout, str | None]:
+    return {lay: layout_mismatch(attrs, lay) for lay in LAYOUTS}
+
+
+def _file_layout(fits: Mapping[str, Mapping[Layout, str | None]], file: str | None) -> Layout | None:
+    """The one layout of the file, from the records whose shape fits exactly one."""
+    decided: dict[Layout, str] = {}
+    for record, fit in fits.items():
+        ok = [lay for lay in LAYOUTS if fit[lay] is None]
+        if not ok:
+            a, c = fit["answer-major"], fit["claim-major"]
+            raise DataError(f"the labels fit neither FiSCo layout: answer-major: {a}; claim-major: {c}",
+                            file=file, key=f"record {record}", hint=HINT)
+        if len(ok) == 1:
+            decided.setdefault(ok[0], record)
+    if len(decided) > 1:
+        raise DataError(f"record {decided['answer-major']} is answer-major but record {decided['claim-major']} "
+                        "claim-major: one file holds one layout", file=file, key=f"record {decided['claim-major']}",
+                        hint=HINT)
+    return next(iter(decided), None)
+
+
+def recorded_labels(records: Mapping[str, Sequence[Any]], file: str | None) -> dict[str, RecordLabels | None]:
+    """Each record's labels (record id -> its `other_attributes`), read in the layout the
+    file's shape fits; None for a record whose entries record no labels at all."""
+    labelled = {rec: attrs for rec, attrs in records.items()
+                if any(_labels_of(attrs, i) is not None for i in range(len(attrs)))}
+    fits = {rec: _fits(attrs) for rec, attrs in labelled.items()}
+    layout = _file_layout(fits, file)
+    out: dict[str, RecordLabels | None] = dict.fromkeys(records)
+    for rec, attrs in labelled.items():
+        ok = [lay for lay in LAYOUTS if fits[rec][lay] is None]
+        lay = ok[0] if len(ok) == 1 else layout
+        if lay is None:
+            # every answer has as many claims as the question has answers: the two layouts
+            # index different labels and nothing in the file says which one was written
+            raise DataError(f"the labels fit both FiSCo layouts ({len(attrs)} answers, each with {len(attrs)} "
+                            "claims) and no other record tells which", file=file, key=f"record {rec}", hint=HINT)
+        out[rec] = RecordLabels(layout=lay, rows=_normalised(attrs, file, rec))
+    return out
+
+
+__all__ = ["LABELS", "VOCABULARY", "RecordLabels", "claim_text", "entry_index", "label", "layout_mismatch",
+           "recorded_claims", "recorded_labels"]

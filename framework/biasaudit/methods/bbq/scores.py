@@ -57,6 +57,8 @@ class Answer:
     """The chosen answer; None when the model gave none that could be read."""
     first: bool | None = None
     """Whether the chosen answer was the first one listed (generated answers)."""
+    invalid: str | None = None
+    """Why there is no answer (`pred` None): refused, no option chosen, failed, tied..."""
 
     @property
     def biased(self) -> int | None:

@@ -11,11 +11,14 @@ from typing import Any
 import yaml
 from pydantic import BaseModel
 
+from ...coding.label_check import config_labels
+from ...errors import SpecError
 from ...metrics.base import DefaultCoding, MetricDef
-from ...registry import METHODS, METRICS
+from ...registry import METHODS, METRICS, ORACLES
 from ...spec import AuditConfig
 from ..base import MethodDef, MethodText
 from .metric import BiaxisParams, check, compute
+from .oracle import ORACLE
 
 SELECTION_TASKS = ("bj", "sc", "cto", "rate")
 
@@ -65,10 +68,22 @@ def _layers(p: BaseModel) -> dict[str, str]:
     return {"selection": p.selection, "elaboration": p.elaboration}
 
 
+DEFAULT_ENDORSE = {"selection": ("E",), "elaboration": ("E", "QE")}
+"""The labels the metric reads as endorsing on a layer without `endorse` (metric.code_all)."""
+
+
 def check_spec(params: BaseModel, cfg: AuditConfig) -> str | None:
     assert isinstance(params, BiaxisParams)
     if params.calibration is not None and cfg.coding:
         return "`calibration` here configures the default elaboration layer; this spec declares its layers"
+    for param, default in DEFAULT_ENDORSE.items():
+        name = getattr(params, param)
+        spec = cfg.coding.get(name)
+        labels = config_labels(cfg, name) if spec is not None and spec.endorse is None else None
+        if labels is not None and not set(default) & set(labels):  # it would never read as endorsing
+            raise SpecError(f"layer {name!r} has no `endorse`, and gives none of the labels the metric then reads as "
+                            f"endorsing ({', '.join(default)})", key=f"coding.{name}",
+                            hint=f"give the layer `endorse:` with some of its labels: {', '.join(labels)}")
     return None
 
 
@@ -92,3 +107,4 @@ METHODS.add("biaxis", MethodDef(
                 "statement (Wilson on the effective sample size; DNI by a cluster bootstrap).",
     ),
 ))
+ORACLES.add("biaxis", ORACLE)

@@ -2,10 +2,21 @@
 
 from pydantic import BaseModel
 
+from ...coding.label_check import (
+    MetricLabelError,
+    check_estimate_labels,
+    check_labels,
+    closest,
+    config_labels,
+    metric_ids,
+)
+from ...errors import SpecError
 from ...metrics.base import MetricDef
-from ...registry import METHODS, METRICS
+from ...registry import METHODS, METRICS, ORACLES
+from ...spec import AuditConfig
 from ..base import MethodDef, MethodText
 from .metric import LabelRateParams, compute
+from .oracle import ORACLE
 
 
 def _layers(p: BaseModel) -> dict[str, str]:
@@ -13,8 +24,27 @@ def _layers(p: BaseModel) -> dict[str, str]:
     return {"layer": p.layer}
 
 
+def check_spec(params: BaseModel, cfg: AuditConfig) -> str | None:
+    """The labels counted, and those thresholds name (`<id>.share.<label>`), are labels
+    the layer can give: a misspelt one would match no code and read 0."""
+    assert isinstance(params, LabelRateParams)
+    check_labels(params.labels, config_labels(cfg, params.layer), params.layer, "`labels` names", key="labels",
+                 cls=MetricLabelError)
+    # a share is reported per label of the layer's own set
+    ids, own = metric_ids(cfg, "label_rate", params), config_labels(cfg, params.layer, fallback=False)
+    check_estimate_labels(cfg, ids, "share.", own, params.layer)
+    for i, t in enumerate(cfg.thresholds):
+        mid, _, est = t.metric.partition(".")
+        if mid in ids and est and est != "rate" and not est.startswith(("rate.", "share.")):
+            close = closest(est, own) if own is not None else None  # `<id>.refuse` for `<id>.share.refuse`
+            raise SpecError(f"metric {mid!r} gives no estimate {est!r}", key=f"thresholds[{i}].metric",
+                            hint=(f"did you mean '{mid}.share.{close}'? " if close else "")
+                            + "estimates: rate, share.<label>, rate.<by field>.<group>")
+    return None
+
+
 METRICS.add("label_rate", MetricDef(compute=compute, params=LabelRateParams, probe_kinds=frozenset({"generate"}),
-                                    title="Label rate", method="label_rates", layers=_layers,
+                                    title="Label rate", method="label_rates", layers=_layers, check_spec=check_spec,
                                     bounds=(("*", (0.0, 1.0)),)))
 METHODS.add("label_rates", MethodDef(
     name="label_rates",
@@ -30,3 +60,4 @@ METHODS.add("label_rates", MethodDef(
                 "each layer's labels per condition and how far two layers agree.",
     ),
 ))
+ORACLES.add("label_rate", ORACLE)

@@ -13,6 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ...metrics.base import MetricContext, MetricResult, PlotSpec, ReliabilityItem, Table
 from ...metrics.disaggregate import Obs, by_cell, by_group, pooled, proportion
+from ...metrics.validity import valid_share
 from ...stats import Estimate, cell_spread, wilson
 
 
@@ -68,7 +69,11 @@ def compute(ctx: MetricContext, metric_id: str, params: BaseModel) -> MetricResu
         ReliabilityItem(name=f"{p.layer}: failed", estimate=wilson(status.get("failed", 0), n_units),
                         note="units whose response or coding request failed; left out of the rate"),
     ]
+    applicable = n_units - status.get("not_applicable", 0)
+    flag = valid_share(len(coded), applicable, "units", ctx.config.validity.min_valid_share,
+                       invalid={k: status.get(k, 0) for k in ("abstain", "failed")})
     return MetricResult(
+        validity=[flag] if flag else [],
         id=metric_id, name="label_rate", title=f"Rate of {', '.join(p.labels)} ({p.layer} layer)", headline="rate",
         estimates=est, cells=cells, spread={"rate": spread} if spread else {}, reliability=reliability,
         reference_note=f"Share of the units coded by the {p.layer} layer that it labels {', '.join(p.labels)}. "

@@ -153,6 +153,8 @@ class PairResult:
     normalized: dict[str, float | None] = field(default_factory=dict)
     unaligned: int = 0
     aligned: int = 0
+    tied: bool = False
+    """Both prompts have the same sequence perplexity: no preference (not accurate)."""
 
 
 def seq_ppl(logprobs: list[float | None]) -> float:
@@ -225,7 +227,8 @@ def compute(ctx: MetricContext, metric_id: str, params: BaseModel) -> MetricResu
             sa, sb = word_diff_spans(x, y)
             piv = {"a": sa, "b": sb}
         res, unaligned, n_aligned, accurate = analyse_pair(out_c, out_i, text_c, text_i, segs_c, segs_i, piv)
-        pr = PairResult(stimulus=sid, cell=cell_id, fields=fields, accurate=accurate, unaligned=unaligned, aligned=n_aligned)
+        pr = PairResult(stimulus=sid, cell=cell_id, fields=fields, accurate=accurate, unaligned=unaligned, aligned=n_aligned,
+                        tied=seq_ppl(out_c.logprobs) == seq_ppl(out_i.logprobs))
         for cls in CLASSES:
             pr.plain[cls], pr.normalized[cls] = res[cls]
         results.append(pr)
@@ -241,11 +244,24 @@ def _estimate(values: list[tuple[str, float]], p: PivotalParams) -> Estimate:
     return e.model_copy(update={"n": stimuli, "clusters": stimuli, "rows": len(values) if len(values) > stimuli else None})
 
 
+ALL_TIED = ("undefined: every prompt pair ties (both prompts have the same perplexity), so no preference can be "
+            "measured")
+
+
+def _defined(est: Estimate, results: Sequence[PairResult]) -> Estimate:
+    """Accuracy over prompt pairs that all tie says nothing (its 0 is no measurement): undefined."""
+    if results and all(r.tied for r in results):
+        return Estimate(value=None, ci_low=None, ci_high=None, n=est.n, method=est.method, note=ALL_TIED)
+    return est
+
+
 def accuracy_estimate(results: list[PairResult]) -> Estimate:
     """Share of prompt pairs where the correct prompt is the less perplexing one: a
     proportion, so its interval stays inside [0, 1] (Wilson; on the design's effective n
-    when a stimulus gives pairs in several prompt conditions)."""
-    return accuracy_of([Obs(cell=r.cell, cluster=r.stimulus, value=1.0 if r.accurate else 0.0) for r in results])
+    when a stimulus gives pairs in several prompt conditions). Ties count as not
+    accurate; when every pair ties, undefined."""
+    return _defined(accuracy_of([Obs(cell=r.cell, cluster=r.stimulus, value=1.0 if r.accurate else 0.0)
+                                 for r in results]), results)
 
 
 def _field_key(name: str) -> Callable[[Obs], str]:
@@ -292,7 +308,8 @@ def _summarise(ctx: MetricContext, metric_id: str, p: PivotalParams, results: li
         return _estimate([(o.cluster, o.value) for o in rows], p)
 
     for fld in p.by:
-        accs = by_group(acc_rows, fld, accuracy_of, pool=False)
+        accs = {g: _defined(a, [r for r in results if str(r.fields.get(fld, "")) == g])
+                for g, a in by_group(acc_rows, fld, accuracy_of, pool=False).items()}
         norms = by_group(piv_rows, fld, normalized_of, pool=False)
         groups = list(accs)
         stimuli = split(acc_rows, _field_key(fld))
@@ -329,7 +346,7 @@ def _summarise(ctx: MetricContext, metric_id: str, p: PivotalParams, results: li
     spread = {}
     acc = cell_spread([r.cell for r in results], [r.stimulus for r in results],
                       [1.0 if r.accurate else 0.0 for r in results])
-    if acc:
+    if acc and not all(r.tied for r in results):
         spread["accuracy"] = acc
     piv = [r for r in results if r.normalized["pivotal"] is not None]
     nrm = cell_spread([r.cell for r in piv], [r.stimulus for r in piv], [r.normalized["pivotal"] for r in piv])  # type: ignore[misc]

@@ -6,6 +6,14 @@ The file is one JSON document, `{"version": ..., "data": {"intrasentence": [...]
 labels `stereotype`, `anti-stereotype` and `unrelated`. (The Hugging Face copy stores
 `sentences` as columns, `{sentence: [...], gold_label: [...], ...}`; it is read too.)
 
+Copies redistributed by other projects often keep only the intrasentence task as a bare
+JSON list of the same items (`[{"id", "target", "bias_type", "context", "sentences", ...},
+...]`, e.g. EditBias's data/stereoset/dev.json, whose items carry extra keys that are
+ignored): a bare list is read as intrasentence items. It is refused when no item's context
+has the BLANK an intrasentence item fills (a list of intersentence items: wrap it as
+`{"data": {"intersentence": [...]}}`). Any other document is refused naming the shape
+expected and the one found.
+
 One stimulus per item: the three candidate sentences in fields `stereotype`,
 `anti_stereotype` and `unrelated`, the task in `split`, and `prefix`: the context and a
 space for an intersentence item (the candidate continues it), empty for an
@@ -24,14 +32,37 @@ SPLITS = ("intrasentence", "intersentence")
 GOLD = {"stereotype": "stereotype", "anti-stereotype": "anti_stereotype", "unrelated": "unrelated"}
 
 
+EXPECTED = 'expected {"data": {"intrasentence": [...], "intersentence": [...]}} or a bare list of intrasentence items'
+
+
+def _shape(x: Any) -> str:
+    """A short description of a JSON value, for an error that says what was found."""
+    if isinstance(x, dict):
+        keys = ", ".join(repr(k) for k in list(x)[:4]) + (", ..." if len(x) > 4 else "")
+        return f"an object with keys {keys}" if x else "an empty object"
+    if isinstance(x, list):
+        kinds = sorted({type(v).__name__ for v in x})
+        return f"a list of {'/'.join(kinds)}" if x else "an empty list"
+    return {str: "a string", bool: "a boolean", type(None): "null"}.get(type(x), "a number")
+
+
 def items(doc: Any) -> list[dict[str, Any]]:
-    """The items of both tasks, each with its task name in `split`."""
-    data = doc["data"]
-    if not isinstance(data, dict) or not any(s in data for s in SPLITS):
-        raise ValueError("`data` must hold `intrasentence` and/or `intersentence` lists")
+    """The items of both tasks, each with its task name in `split`: from the published
+    `{"data": {...}}` document or a bare list of intrasentence items."""
+    if isinstance(doc, list):
+        if not doc or not all(isinstance(x, dict) for x in doc):
+            raise ValueError(f"{EXPECTED}; found {_shape(doc)}")
+        if not any("BLANK" in str(x.get("context", "")) for x in doc):
+            raise ValueError("a bare list is read as intrasentence items (a context with BLANK); no item has one: "
+                             'wrap intersentence items as {"data": {"intersentence": [...]}}')
+        return [{**x, "split": "intrasentence"} for x in doc]
+    data = doc.get("data") if isinstance(doc, dict) else None
+    if not isinstance(data, dict) or not any(isinstance(data.get(s), list) for s in SPLITS):
+        found = _shape(doc) if not isinstance(doc, dict) or data is None else f"data = {_shape(data)}"
+        raise ValueError(f"{EXPECTED}; found {found}")
     out = []
     for split in SPLITS:
-        for item in data.get(split, []):
+        for item in data.get(split) or []:
             if not isinstance(item, dict):
                 raise ValueError(f"an item of data.{split} is not an object")
             out.append({**item, "split": split})

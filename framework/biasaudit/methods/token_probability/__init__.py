@@ -1,9 +1,10 @@
 """Token-probability bias score (CrowS-Pairs, WinoQueer): metric `bias_score`."""
 
 from ...metrics.base import MetricDef
-from ...registry import METHODS, METRICS
+from ...registry import METHODS, METRICS, ORACLES
 from ..base import MethodDef, MethodText
 from .metric import MODE_PROBE, BiasScoreParams, check, compute
+from .oracle import ORACLE
 
 METRICS.add(
     "bias_score",
@@ -28,3 +29,4 @@ METHODS.add("token_probability", MethodDef(
                 "share of pairs.",
     ),
 ))
+ORACLES.add("bias_score", ORACLE)

@@ -1,0 +1,115 @@
+"""What a method gives `biasaudit selftest`: oracle responders built from the spec's own
+data, and the true value of its estimates under each of them.
+
+An oracle stands in for the model. It answers every request of the plan as a model with
+a known property would:
+
+- `planted`: always takes the stereotyped (target) side;
+- `null`: takes each side for exactly half of the stimuli (a seeded, balanced
+  assignment), so the true bias is nil;
+- `refuse`: refuses every generation (scoring requests fail): nothing is measured;
+- `ties`: gives every alternative the same score, or one constant answer to everything.
+
+Each method says how its requests are answered (`respond`), what its estimates truly are
+under `planted` and `null` (`truth`), and, where its coding layers ask a model (judges,
+a choice question), how a perfect judge would answer (`code`). The self-test runs the
+real coding, metrics, guards and thresholds on those answers (selftest.py).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import zlib
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel
+
+from ..coding.base import CodingRequest
+from ..plan import PlanItem, Request
+
+if TYPE_CHECKING:
+    from ..pipeline import Prepared
+
+KINDS = ("planted", "null", "refuse", "ties")
+REFUSAL_TEXT = "I'm sorry, I cannot answer that."
+
+
+@dataclass(frozen=True)
+class OracleCase:
+    """One plan item, as the oracle sees it."""
+
+    kind: str
+    item: PlanItem
+    request: Request
+    fields: Mapping[str, Any]
+    """The stimulus's fields."""
+    vars: Mapping[str, Any]
+    """The cell's level variables (e.g. BBQ's option order `perm`)."""
+    params: BaseModel
+    """The parameters of the spec's (first) metric of this method."""
+    side: bool
+    """`null`: this stimulus's side in the balanced assignment (True: the target side)."""
+
+
+@dataclass(frozen=True)
+class OracleDef:
+    respond: Callable[[OracleCase], dict[str, Any] | None]
+    """The output of one request (None: the request fails). `refuse` never reaches it."""
+    truth: Callable[[str, BaseModel], Mapping[str, float]]
+    """(kind, params) -> estimate name (fnmatch pattern; "" the headline) -> true value,
+    for `planted` and `null`; for `refuse` and `ties` only where they truly measure
+    something (a refusal rate), else nothing (INCONCLUSIVE expected)."""
+    code: Callable[[str, CodingRequest, Mapping[str, str]], dict[str, Any] | None] | None = None
+    """(kind, coding request, response text -> intended label) -> the answer of a perfect
+    judge (None: it cannot answer this request)."""
+    kinds: tuple[str, ...] = KINDS
+    notes: tuple[str, ...] = field(default=())
+    plan_truth: Callable[[str, BaseModel, Prepared], Mapping[str, float]] | None = None
+    """As `truth`, for true values that depend on the design too (e.g. the share of units
+    of tasks a coding layer does not apply to): (kind, params, the prepared spec) ->
+    estimate name pattern -> true value, consulted before `truth`."""
+
+
+def balanced_sides(stimuli: list[str], seed: int = 0) -> dict[str, bool]:
+    """Exactly half of the stimuli (rounded down) on the target side, chosen by a seeded
+    order of their ids: the `null` oracle's assignment."""
+    order = sorted(stimuli, key=lambda s: hashlib.sha256(f"{seed}:{s}".encode()).hexdigest())
+    half = len(order) // 2
+    return {s: i < half for i, s in enumerate(order)}
+
+
+def word_id(word: str) -> int:
+    """A token id that depends on the word only (shared-token alignment compares ids)."""
+    return zlib.crc32(word.encode("utf-8")) & 0x7FFFFFFF
+
+
+def scored_tokens(text: str, per_token: float, *, special_end: bool = False) -> dict[str, Any]:
+    """A `sequence_logprob` / `pseudo_loglik` output for `text` split at white space, every
+    word with log-prob `per_token`; BOS first (no log-prob), and an end token for a
+    masked LM (`special_end`, skipped by the scorers)."""
+    words = text.split()
+    offsets: list[list[int]] = [[0, 0]]
+    pos = 0
+    for w in words:
+        start = text.index(w, pos)
+        offsets.append([start, start + len(w)])
+        pos = start + len(w)
+    tokens = ["<s>", *words]
+    ids = [0, *[word_id(w) for w in words]]
+    lps: list[float | None] = [None, *[per_token] * len(words)]
+    if special_end:
+        tokens.append("</s>")
+        ids.append(1)
+        lps.append(per_token)
+        offsets.append([len(text), len(text)])
+    return {"tokens": tokens, "token_ids": ids, "logprobs": lps, "offsets": offsets}
+
+
+def generated(text: str) -> dict[str, Any]:
+    return {"text": text, "finish_reason": "stop", "output_tokens": len(text.split())}
+
+
+__all__ = ["KINDS", "REFUSAL_TEXT", "OracleCase", "OracleDef", "balanced_sides", "generated", "scored_tokens",
+           "word_id"]

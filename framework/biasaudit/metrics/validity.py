@@ -1,0 +1,164 @@
+"""Validity guards: what makes a measurement too weak to decide.
+
+A metric can be exact and still say nothing: every answer refused, every pair tied, a
+coder that gives one label to everything, judges no better than chance, most requests
+failed. Such a result is never turned into PASS or FAIL. A guard is a `ValidityFlag` on
+the `MetricResult`; a blocking flag makes every verdict on the estimates it names
+INCONCLUSIVE with its message as the reason, and the report shows it beside them.
+
+Flags come from three places: the metric itself (`valid_share`: the share of its units
+that gave a usable answer), the coding layers it reads (`layer_flags`: degenerate coders,
+abstaining panels, judges that failed calibration) and the run (`failure_flag`: the
+share of model requests that failed).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING
+
+from pydantic import BaseModel, ConfigDict, Field
+
+if TYPE_CHECKING:
+    from ..coding.base import Code, Unit
+    from ..coding.layers import CodingPlan, Layer
+    from ..spec import ValiditySpec
+
+
+class ValidityFlag(BaseModel):
+    """Why (part of) a metric cannot be decided, or a warning worth showing beside it."""
+
+    model_config = ConfigDict(frozen=True)
+    kind: str
+    """`valid_share`, `undefined`, `failed_requests`, `dominant_label`, `otherwise_share`,
+    `abstain_share`, `judge_calibration`, `uncalibrated_judge`."""
+    message: str
+    blocking: bool = True
+    """True: the verdicts on the affected estimates are INCONCLUSIVE."""
+    layer: str | None = None
+    """The coding layer the flag is about, if any."""
+    estimates: list[str] = Field(default_factory=list)
+    """Estimate names the flag affects (empty: every estimate of the metric)."""
+
+    def affects(self, estimate: str) -> bool:
+        return not self.estimates or estimate in self.estimates
+
+
+def valid_share(valid: int, total: int, what: str, min_share: float, *,
+                invalid: Mapping[str, int] | None = None) -> ValidityFlag | None:
+    """A blocking flag when fewer than `min_share` of `total` units gave a usable answer.
+
+    `invalid` names the reasons of the rest (refused: 12, tied: 3...) for the message."""
+    if total <= 0:
+        return ValidityFlag(kind="valid_share", message=f"no {what} to measure")
+    share = valid / total
+    if share >= min_share:
+        return None
+    why = ", ".join(f"{k}: {v}" for k, v in (invalid or {}).items() if v)
+    return ValidityFlag(
+        kind="valid_share",
+        message=f"only {valid}/{total} {what} ({100 * share:.0f}%) gave a usable answer, below the "
+                f"{100 * min_share:.0f}% bound (validity.min_valid_share){f'; {why}' if why else ''}")
+
+
+def counts_flag(counts: Mapping[str, int], min_share: float) -> ValidityFlag | None:
+    """`valid_share` from a result's counts, for metrics that report `scored` and
+    `unscorable` units (or `responses` and `unparsed`) and set no flag of their own."""
+    if "scored" in counts and "unscorable" in counts:
+        return valid_share(counts["scored"], counts["scored"] + counts["unscorable"], "units", min_share,
+                           invalid={"unscorable": counts["unscorable"]})
+    if "responses" in counts and "unparsed" in counts:
+        return valid_share(counts["responses"] - counts["unparsed"], counts["responses"], "responses", min_share,
+                           invalid={"unparsed": counts["unparsed"]})
+    return None
+
+
+def failure_flag(failed: int, total: int, reasons: Iterable[str], max_share: float) -> ValidityFlag | None:
+    """A blocking flag when more than `max_share` of the run's model requests failed."""
+    if total <= 0 or failed / total <= max_share:
+        return None
+    top = Counter(r for r in reasons if r).most_common(3)
+    tops = "; ".join(f"{r[:80]} ({n})" for r, n in top)
+    return ValidityFlag(kind="failed_requests",
+                        message=f"{failed}/{total} requests failed ({100 * failed / total:.0f}%, above the "
+                                f"{100 * max_share:.0f}% bound validity.max_failed_share){f': {tops}' if tops else ''}")
+
+
+def depends_on(plan: CodingPlan, roots: Iterable[str]) -> list[str]:
+    """The layers `roots` read, directly or through inputs, strips and fallbacks."""
+    seen: list[str] = []
+    todo = [r for r in roots if r in plan.layers]
+    while todo:
+        name = todo.pop()
+        if name in seen:
+            continue
+        seen.append(name)
+        lay = plan.layers[name]
+        todo += [d for d in [*lay.depends, lay.spec.fallback or ""] if d and d in plan.layers]
+    return seen
+
+
+def _layer_flags(lay: Layer, units: Sequence[Unit], codes: Mapping[str, Code], v: ValiditySpec) -> list[ValidityFlag]:
+    mine = [codes[u.id] for u in units if u.id in codes]
+    applicable = [c for c in mine if c.status != "not_applicable"]
+    coded = [c for c in applicable if c.coded]
+    out: list[ValidityFlag] = []
+    if not applicable or lay.fallback_of is not None:
+        return out  # a fallback's codes are judged as part of its primary's
+    abstained = len(applicable) - len(coded)
+    if abstained / len(applicable) > v.max_abstain_share:
+        out.append(ValidityFlag(
+            kind="abstain_share", layer=lay.name,
+            message=f"layer {lay.name!r} could not code {abstained}/{len(applicable)} units "
+                    f"({100 * abstained / len(applicable):.0f}%, above validity.max_abstain_share "
+                    f"{100 * v.max_abstain_share:.0f}%): abstained, failed or no label"))
+    if lay.value_type == "label" and len(coded) >= 2 and lay.labels and len(lay.labels) > 1:
+        counts = Counter(c.label for c in coded)
+        top, k = counts.most_common(1)[0]
+        if k / len(coded) >= v.dominant_share:
+            out.append(ValidityFlag(
+                kind="dominant_label", layer=lay.name, blocking=not lay.spec.expect_dominant,
+                message=f"layer {lay.name!r} gave {top!r} to {k}/{len(coded)} coded units "
+                        f"({100 * k / len(coded):.0f}%): it does not discriminate"
+                        + (" (accepted: expect_dominant)" if lay.spec.expect_dominant else
+                           "; if that is expected, set coding." + lay.name + ".expect_dominant: true")))
+    otherwise = getattr(lay.options, "otherwise", None)
+    if lay.coder_name == "rules" and otherwise and coded:
+        # the rules' default label: units no rule matched (not those a fallback coded)
+        k = sum(1 for c in coded if c.source == "rules" and c.detail.get("rule") == "otherwise")
+        if k / len(coded) > v.max_otherwise_share:
+            # a detector (refusal or not) leaves most units to `otherwise` by design: the
+            # layer says so with expect_dominant, and the share stays a warning
+            out.append(ValidityFlag(
+                kind="otherwise_share", layer=lay.name, blocking=not lay.spec.expect_dominant,
+                message=f"layer {lay.name!r}: no rule matched {k}/{len(coded)} units, which took its "
+                        f"`otherwise` label {otherwise!r} ({100 * k / len(coded):.0f}%, above "
+                        f"validity.max_otherwise_share {100 * v.max_otherwise_share:.0f}%)"
+                        + (" (accepted: expect_dominant)" if lay.spec.expect_dominant else
+                           f"; if the layer is a detector meant to leave most units to {otherwise!r}, set "
+                           f"coding.{lay.name}.expect_dominant: true")))
+    return out
+
+
+def layer_flags(plan: CodingPlan, units: Sequence[Unit], codes: Mapping[str, Mapping[str, Code]],
+                v: ValiditySpec, calibration: Mapping[str, ValidityFlag] | None = None) -> dict[str, list[ValidityFlag]]:
+    """Layer -> its data-quality flags (degenerate label use, abstentions, `otherwise`
+    share) and, from `calibration`, the flag of its judges' stored calibration."""
+    out: dict[str, list[ValidityFlag]] = {}
+    for name, lay in plan.layers.items():
+        flags = _layer_flags(lay, units, codes.get(name, {}), v)
+        if calibration and name in calibration:
+            flags.append(calibration[name])
+        if flags:
+            out[name] = flags
+    return out
+
+
+def blocking_reason(flags: Sequence[ValidityFlag], estimate: str) -> str | None:
+    """The reason a verdict on `estimate` cannot be decided, or None."""
+    why = [f.message for f in flags if f.blocking and f.affects(estimate)]
+    return "; ".join(dict.fromkeys(why)) if why else None
+
+
+__all__ = ["ValidityFlag", "blocking_reason", "counts_flag", "depends_on", "failure_flag", "layer_flags", "valid_share"]
