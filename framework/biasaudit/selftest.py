@@ -36,7 +36,8 @@ from .coding.stage import run_coding
 from .compose import Composed
 from .errors import SpecError
 from .metrics import MetricResult, VerdictRecord, evaluate
-from .methods.oracle_kit import REFUSAL_TEXT, OracleCase, OracleDef, balanced_sides, generated
+from .methods.oracle_kit import (REFUSAL_TEXT, OracleCase, OracleDef, balanced_sides, generated,
+                                 stratified_sides)
 from .outputs import Response
 from .pipeline import Coded, Prepared, measure, prepare, units_of
 from .registry import ORACLES
@@ -84,7 +85,8 @@ def oracle_responses(prep: Prepared, oracle: OracleDef, params: Any, kind: str) 
     """Every plan request answered as the oracle `kind` would."""
     cfg = prep.composed.config
     fields = {s.id: s.fields for s in prep.stimuli.stimuli}
-    sides = balanced_sides(list(fields), cfg.runtime.seed)
+    sides = (stratified_sides(fields, oracle.strata, cfg.runtime.seed) if oracle.strata is not None
+             else balanced_sides(list(fields), cfg.runtime.seed))
     level_vars: dict[str, dict[str, Any]] = {}
     for c in prep.plan.cells:
         vs: dict[str, Any] = {}
@@ -202,11 +204,26 @@ def selftest(composed: Composed) -> SelfTestResult:
     return out
 
 
+HINTS = {
+    "planted": "the planted bias was not caught here",
+    "null": "a model with no bias was flagged: the threshold or the coding sees bias where there is none",
+    "refuse": "a model that refuses everything got a verdict: a refusal must be its own outcome, not read as an "
+              "answer (a refusal rule, or a 'none' option in a choice question)",
+    "ties": "a model with constant output got a verdict: tied or constant answers carry no information",
+}
+
+
+def _why(r: Row) -> str:
+    shown = r.estimate if r.got != "INCONCLUSIVE" else r.reason if r.estimate.startswith("n/a") else \
+        f"{r.estimate}: {r.reason}"
+    return shown if r.ok else f"{shown} -- {HINTS.get(r.oracle, '')}"
+
+
 def lines(result: SelfTestResult) -> list[str]:
     """The printed table: oracle x threshold, expected, got, ok."""
     head = ("oracle", "threshold", "truth", "expected", "got", "ok", "estimate / reason")
     rows = [(r.oracle, r.threshold, "" if r.truth is None else f"{r.truth:g}", r.expected, r.got,
-             "ok" if r.ok else "NO", r.estimate if r.ok else f"{r.estimate}: {r.reason}") for r in result.rows]
+             "ok" if r.ok else "NO", _why(r)) for r in result.rows]
     widths = [max(len(x[i]) for x in [head, *rows]) for i in range(6)]
     fmt = "  ".join(f"{{:<{w}}}" for w in widths) + "  {}"
     out = [fmt.format(*head), *[fmt.format(*r) for r in rows]]

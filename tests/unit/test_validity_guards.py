@@ -267,3 +267,19 @@ def test_require_calibration_without_one_blocks(workdir: Path, cli) -> None:  # 
     [v] = _summary(workdir)["verdicts"]
     assert v["verdict"] == "INCONCLUSIVE"
     assert "requires calibration (require_calibration: true) and its coder has no stored calibration" in v["reason"]
+
+
+# -- finding 9: a table cut at its row limit says so -------------------------------------------------
+
+def test_cut_table_says_how_many_rows_were_left_out(workdir: Path, cli) -> None:  # type: ignore[no-untyped-def]
+    from tests.helpers import tp_spec
+
+    s = tp_spec(workdir, n=10)
+    cli("run", f"spec={s}", "model=scripted", "report.max_rows=3", *isolation(workdir))
+    sm = _summary(workdir)
+    top = next(t for t in sm["metrics"]["bias_score"]["tables"] if t["title"].startswith("Pairs with the largest"))
+    assert len(top["rows"]) == 3 and top["total_rows"] == 10
+    assert "Showing 3 of 10 rows (report.max_rows); 7 left out here. Every row is in items.csv" in top["note"]
+    [d] = run_dirs(workdir)
+    assert "Showing 3 of 10 rows" in (d / "report.html").read_text(encoding="utf-8")
+    assert len((d / "items.csv").read_text(encoding="utf-8").splitlines()) == 1 + 10

@@ -70,6 +70,11 @@ class OracleDef:
     """As `truth`, for true values that depend on the design too (e.g. the share of units
     of tasks a coding layer does not apply to): (kind, params, the prepared spec) ->
     estimate name pattern -> true value, consulted before `truth`."""
+    strata: Callable[[Mapping[str, Any]], tuple[str, ...]] | None = None
+    """The `null` assignment balanced within strata of the stimuli (a stimulus's fields
+    -> its stratum, e.g. BBQ's context condition and category, StereoSet's target term),
+    by `stratified_sides`, for a score that is a mean over groups or taken per group;
+    None: `balanced_sides` over all stimuli."""
 
 
 def balanced_sides(stimuli: list[str], seed: int = 0) -> dict[str, bool]:
@@ -78,6 +83,18 @@ def balanced_sides(stimuli: list[str], seed: int = 0) -> dict[str, bool]:
     order = sorted(stimuli, key=lambda s: hashlib.sha256(f"{seed}:{s}".encode()).hexdigest())
     half = len(order) // 2
     return {s: i < half for i, s in enumerate(order)}
+
+
+def stratified_sides(stimuli: Mapping[str, Mapping[str, Any]], strata: Callable[[Mapping[str, Any]], tuple[str, ...]],
+                     seed: int = 0) -> dict[str, bool]:
+    """`balanced_sides` within strata: the stimuli (id -> fields) sorted by stratum, then by
+    the seeded order of their ids, and the sides alternated along that order (False
+    first). Every stratum, and every run of consecutive strata (a stratum's leading key
+    parts), is then balanced to one stimulus, and the odd ones out of successive odd-sized
+    strata fall on alternate sides; exactly half of all stimuli (rounded down) are on
+    the target side."""
+    order = sorted(stimuli, key=lambda s: (strata(stimuli[s]), hashlib.sha256(f"{seed}:{s}".encode()).hexdigest()))
+    return {s: i % 2 == 1 for i, s in enumerate(order)}
 
 
 def word_id(word: str) -> int:
@@ -112,4 +129,4 @@ def generated(text: str) -> dict[str, Any]:
 
 
 __all__ = ["KINDS", "REFUSAL_TEXT", "OracleCase", "OracleDef", "balanced_sides", "generated", "scored_tokens",
-           "word_id"]
+           "stratified_sides", "word_id"]

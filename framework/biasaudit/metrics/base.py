@@ -32,6 +32,20 @@ class Table(BaseModel):
     columns: list[str]
     rows: list[list[Any]]
     note: str = ""
+    total_rows: int | None = None
+    """Rows before the table was cut at the report's row limit (None: not cut)."""
+
+    @classmethod
+    def cut(cls, title: str, columns: list[str], rows: list[list[Any]], limit: int, note: str = "",
+            full: str = "items.csv and responses.jsonl") -> Table:
+        """A table of at most `limit` rows that says, when it is cut, how many rows were
+        left out and where every row is."""
+        if len(rows) <= limit:
+            return cls(title=title, columns=columns, rows=rows, note=note)
+        said = (f"Showing {limit} of {len(rows)} rows (report.max_rows); {len(rows) - limit} left out here. "
+                f"Every row is in {full} beside this report.")
+        return cls(title=title, columns=columns, rows=rows[:limit], note=f"{note} {said}".strip(),
+                   total_rows=len(rows))
 
 
 class PlotSpec(BaseModel):

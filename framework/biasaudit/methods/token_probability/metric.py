@@ -214,19 +214,18 @@ def compute(ctx: MetricContext, metric_id: str, params: BaseModel) -> MetricResu
         ReliabilityItem(name="tied pairs", estimate=estimates["neutral"],
                         note="equal scores; counted in N, not as preferring the stereotype"),
     ]
-    top = sorted(pairs, key=lambda x: -abs(x.diff))[: ctx.config.report.max_rows]
+    top = sorted(pairs, key=lambda x: -abs(x.diff))
     factors = list(ctx.config.factors)  # one column per factor: the condition each pair was scored under
-    tables.append(Table(
-        title="Pairs with the largest likelihood differences",
-        columns=["stimulus", "cell", *factors, "bias_type", "direction", "more", "less", "score(more)", "score(less)",
-                 "diff"],
-        rows=[[x.stimulus, x.cell, *[ctx.levels(x.cell).get(f, "") for f in factors], x.fields.get("bias_type", ""),
-               x.fields.get("direction", ""), x.fields.get("more", ""), x.fields.get("less", ""), x.more, x.less,
-               round(x.diff, 3)] for x in top],
-    ))
+    tables.append(Table.cut(
+        "Pairs with the largest likelihood differences",
+        ["stimulus", "cell", *factors, "bias_type", "direction", "more", "less", "score(more)", "score(less)", "diff"],
+        [[x.stimulus, x.cell, *[ctx.levels(x.cell).get(f, "") for f in factors], x.fields.get("bias_type", ""),
+          x.fields.get("direction", ""), x.fields.get("more", ""), x.fields.get("less", ""), x.more, x.less,
+          round(x.diff, 3)] for x in top], ctx.config.report.max_rows))
     if unscorable:
-        tables.append(Table(title="Unscorable pairs", columns=["cell", "stimulus", "reason"],
-                            rows=[[u["cell"], u["stimulus"], u["reason"]] for u in unscorable]))
+        tables.append(Table.cut("Unscorable pairs", ["cell", "stimulus", "reason"],
+                                [[u["cell"], u["stimulus"], u["reason"]] for u in unscorable],
+                                ctx.config.report.max_rows, full="responses.jsonl"))
     arr = np.asarray(diffs, dtype=np.float64)
     ties = int(sum(x.tie for x in pairs))
     flag = valid_share(len(pairs) - ties, n_all, "pairs", ctx.config.validity.min_valid_share,

@@ -1,0 +1,52 @@
+"""`biasaudit selftest` (issue 25, acceptance 2 and 3): every shipped spec detects a planted
+bias, stays quiet on a null responder, and leaves refuse-all and all-ties INCONCLUSIVE; a
+spec broken in the ways the issue found fails its self-test with a message naming the
+cause."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.helpers import REPO, tp_spec
+
+SHIPPED = sorted(p.stem for p in (REPO / "specs").glob("*.yaml"))
+
+
+@pytest.mark.parametrize("name", SHIPPED)
+def test_every_shipped_spec_passes_its_selftest(name: str, cli) -> None:  # type: ignore[no-untyped-def]
+    code, out, err = cli("selftest", f"spec={name}")
+    assert code == 0, out + err
+    assert "self-test FAILED" not in out and "self-test PASSED: planted bias detected" in out
+    planted = [ln for ln in out.splitlines() if ln.strip().startswith("planted ")]
+    assert planted and all(ln.split()[-1] != "NO" for ln in planted)
+
+
+def test_selftest_table_by_hand(workdir: Path, cli) -> None:  # type: ignore[no-untyped-def]
+    # 10 pairs: planted 10/10 -> Wilson [72.247, 100] outside 40..60: FAIL; null 5/10 -> [23.66, 76.34]: INCONCLUSIVE
+    s = tp_spec(workdir, n=10)
+    code, out, err = cli("selftest", f"spec={s}")
+    assert code == 0, err
+    rows = {ln.split()[0]: ln for ln in out.splitlines()[2:] if ln.startswith("  ") and len(ln.split()) > 4}
+    assert "100.000 [72.247, 100.000] (n=10)" in rows["planted"] and " FAIL " in rows["planted"]
+    assert "50.000 [23.659, 76.341] (n=10)" in rows["null"] and " INCONCLUSIVE " in rows["null"]
+    from statsmodels.stats.proportion import proportion_confint
+
+    lo, hi = proportion_confint(5, 10, method="wilson")
+    assert f"[{100 * lo:.3f}, {100 * hi:.3f}]" in rows["null"]
+    lo, _ = proportion_confint(10, 10, method="wilson")
+    assert f"[{100 * lo:.3f}, 100.000]" in rows["planted"]
+
+
+def test_unreachable_threshold_fails_the_selftest(workdir: Path, cli) -> None:  # type: ignore[no-untyped-def]
+    # a band no bias score can leave: the planted model (score 100) passes it
+    s = tp_spec(workdir, n=10)
+    code, out, _ = cli("selftest", f"spec={s}", "thresholds.0.min=0", "thresholds.0.max=100")
+    assert code == 1
+    assert "problem: no threshold detects the planted bias" in out and "self-test FAILED" in out
+
+
+def test_bad_spec_is_exit_2(workdir: Path, cli) -> None:  # type: ignore[no-untyped-def]
+    code, _, err = cli("selftest", "spec=crows_pairs_tp", "metrics.0.mode=ar_fulll")
+    assert code == 2 and "ar_fulll" in err and "Traceback" not in err
