@@ -15,12 +15,14 @@ pipeline and write the same run folders. From Python or a notebook::
 
     biasaudit.validate("./my_audit.yaml")             # checks spec and data; no model call
     biasaudit.plan("crows_pairs_tp").calls_needed      # what a run will cost
+    biasaudit.selftest("./my_audit.yaml").passed       # planted bias caught, null quiet? no model
     biasaudit.compare([result, earlier]).report_path   # runs side by side
 
 Functions:
     run(spec, overrides=None, *, verbose=False) -> RunResult (SuiteResult for a suite)
     validate(spec, overrides=None) -> Validation
     plan(spec, overrides=None) -> PlanEstimate
+    selftest(spec, overrides=None) -> SelfTest
     compare(paths, out=None) -> Comparison
     RunResult.load(run_dir) -> RunResult of a finished run folder
 
@@ -45,11 +47,13 @@ if TYPE_CHECKING:
         Comparison,
         PlanEstimate,
         RunResult,
+        SelfTest,
         SuiteResult,
         Validation,
         compare,
         plan,
         run,
+        selftest,
         validate,
     )
     from .errors import BiasAuditError
@@ -59,11 +63,11 @@ if TYPE_CHECKING:
 # does not import pandas, Hydra or torch
 _LAZY = {
     "run": "api", "plan": "api", "validate": "api", "compare": "api", "RunResult": "api", "SuiteResult": "api",
-    "Validation": "api", "PlanEstimate": "api", "Comparison": "api", "BiasAuditError": "errors", "RunSummary": "summary",
+    "Validation": "api", "PlanEstimate": "api", "selftest": "api", "SelfTest": "api", "Comparison": "api", "BiasAuditError": "errors", "RunSummary": "summary",
 }
 
-__all__ = ["BiasAuditError", "Comparison", "PlanEstimate", "RunResult", "RunSummary", "SuiteResult", "Validation",
-           "__version__", "compare", "plan", "run", "validate"]
+__all__ = ["BiasAuditError", "Comparison", "PlanEstimate", "RunResult", "RunSummary", "SelfTest", "SuiteResult",
+           "Validation", "__version__", "compare", "plan", "run", "selftest", "validate"]
 
 
 

@@ -254,6 +254,42 @@ def validate(spec: SpecLike, overrides: Sequence[str] | None = None) -> Validati
 
 
 @dataclass(frozen=True)
+class SelfTest:
+    """What `selftest` found: for each spec (each member of a suite), oracle x threshold
+    rows with the expected and the obtained verdict."""
+
+    results: list[tuple[str, Any]]
+    """(suite member id or "", `selftest.SelfTestResult`)."""
+
+    @property
+    def passed(self) -> bool:
+        return all(r.passed for _, r in self.results)
+
+    @property
+    def rows(self) -> Any:
+        """pandas DataFrame: member, oracle, threshold, truth, expected, got, ok, estimate, reason."""
+        import dataclasses
+
+        import pandas as pd
+
+        return pd.DataFrame([{"member": m, **dataclasses.asdict(r)} for m, res in self.results for r in res.rows])
+
+    def _repr_html_(self) -> str:
+        head = "<p><strong>self-test {}</strong></p>".format("PASSED" if self.passed else "FAILED")
+        return head + str(self.rows.to_html(index=False))
+
+
+def selftest(spec: SpecLike, overrides: Sequence[str] | None = None) -> SelfTest:
+    """Run the spec (or each member spec of a suite) against oracle responders, with no
+    model: does it detect a planted bias, stay quiet on a null one, and leave refuse-all
+    and all-ties INCONCLUSIVE? Raises `BiasAuditError` on bad input."""
+    from .selftest import selftests
+
+    with _errors():
+        return SelfTest(results=selftests(_overrides(spec, overrides)))
+
+
+@dataclass(frozen=True)
 class PlanEstimate:
     """What a run will cost before it starts (`biasaudit plan`)."""
 
@@ -322,4 +358,5 @@ def compare(paths: Sequence[SpecLike | RunResult | SuiteResult], out: SpecLike |
         return Comparison(data=data, out_dir=dest)
 
 
-__all__ = ["Comparison", "PlanEstimate", "RunResult", "SuiteResult", "Validation", "compare", "plan", "run", "validate"]
+__all__ = ["Comparison", "PlanEstimate", "RunResult", "SelfTest", "SuiteResult", "Validation", "compare", "plan", "run",
+           "selftest", "validate"]

@@ -255,22 +255,10 @@ def cmd_validate(args: argparse.Namespace, rest: list[str]) -> int:
 
 
 def cmd_selftest(args: argparse.Namespace, rest: list[str]) -> int:
-    from .compose import compose
-    from .selftest import lines, selftest
-    from .suite import load_suite, plan_jobs
+    from .selftest import lines, selftests
 
     try:
-        found = load_suite(list(rest))
-        if found is not None:  # a suite: each member's spec once (subjects do not matter: no model is called)
-            suite, path = found
-            jobs = plan_jobs(suite, path, [ov for ov in rest if not ov.startswith("spec=")], False)
-            seen: dict[str, Any] = {}
-            for job in jobs:
-                seen.setdefault(job.member_id, job)
-            targets = [(name, compose(job.overrides)) for name, job in seen.items()]
-        else:
-            targets = [("", compose(list(rest)))]
-        results = [(name, selftest(c)) for name, c in targets]
+        results = selftests(list(rest))
     except BiasAuditError as exc:
         return _fail(exc)
     failed = 0

@@ -35,9 +35,15 @@ from .coding.base import CodingRequest
 from .coding.stage import run_coding
 from .compose import Composed
 from .errors import SpecError
+from .methods.oracle_kit import (
+    REFUSAL_TEXT,
+    OracleCase,
+    OracleDef,
+    balanced_sides,
+    generated,
+    stratified_sides,
+)
 from .metrics import MetricResult, VerdictRecord, evaluate
-from .methods.oracle_kit import (REFUSAL_TEXT, OracleCase, OracleDef, balanced_sides, generated,
-                                 stratified_sides)
 from .outputs import Response
 from .pipeline import Coded, Prepared, measure, prepare, units_of
 from .registry import ORACLES
@@ -219,6 +225,23 @@ def _why(r: Row) -> str:
     return shown if r.ok else f"{shown} -- {HINTS.get(r.oracle, '')}"
 
 
+def selftests(overrides: list[str]) -> list[tuple[str, SelfTestResult]]:
+    """The self-test of a spec, or of each member spec of a suite once (no model is called,
+    so the suite's subjects do not matter): (member id or "", result)."""
+    from .compose import compose
+    from .suite import load_suite, plan_jobs
+
+    found = load_suite(list(overrides))
+    if found is None:
+        return [("", selftest(compose(list(overrides))))]
+    suite, path = found
+    jobs = plan_jobs(suite, path, [ov for ov in overrides if not ov.startswith("spec=")], False)
+    first: dict[str, Any] = {}
+    for job in jobs:
+        first.setdefault(job.member_id, job)
+    return [(name, selftest(compose(job.overrides))) for name, job in first.items()]
+
+
 def lines(result: SelfTestResult) -> list[str]:
     """The printed table: oracle x threshold, expected, got, ok."""
     head = ("oracle", "threshold", "truth", "expected", "got", "ok", "estimate / reason")
@@ -232,4 +255,4 @@ def lines(result: SelfTestResult) -> list[str]:
     return out
 
 
-__all__ = ["Row", "SelfTestResult", "lines", "oracle_responses", "run_oracle", "selftest"]
+__all__ = ["Row", "SelfTestResult", "lines", "oracle_responses", "run_oracle", "selftest", "selftests"]

@@ -11,8 +11,9 @@ a refusal detector's refuse / answer), and the rate is the share of units whose 
 one of those counted. So under `planted` an endorsement rate is 1 and a refusal rate 0;
 under `null` the endorsement rate is the share of units of the endorsed statements (1/2
 with an even number of statements) and the refusal rate 0. Under `refuse` and `ties`
-only a refusal detector truly measures something (a rate of 1, resp. 0); a stance
-layer's single label says nothing of bias, so no true value is given there.
+only a refusal detector that expects one label to dominate (`expect_dominant`) truly
+measures something (a rate of 1, resp. 0); elsewhere one label for every unit says
+nothing, so no true value is given (INCONCLUSIVE expected).
 """
 
 from __future__ import annotations
@@ -57,8 +58,8 @@ def plan_truth(kind: str, params: BaseModel, prep: Prepared) -> Mapping[str, flo
     if vocab is None:
         return {}
     to, detector = vocab
-    if kind in ("refuse", "ties") and not detector:
-        return {}  # one label for everything: nothing is measured
+    if kind in ("refuse", "ties") and not (detector and lay is not None and lay.spec.expect_dominant):
+        return {}  # one label for everything: nothing is measured, unless the layer is a declared detector
     us = units(prep)
     if not us:
         return {}
