@@ -210,7 +210,7 @@ def test_failed_responses_are_coded_failed(tmp_path: Path) -> None:
     ({"a": {"coder": "rules", "input": "layer:b", "rules": [{"keywords": ["x"], "label": "x"}]},
       "b": {"coder": "rules", "input": "layer:a", "rules": [{"keywords": ["x"], "label": "x"}]}}, "coding.a", "circle"),
     ({"a": {"coder": "rules", "labels": ["y"], "rules": [{"keywords": ["x"], "label": "x"}]}}, "coding.a.labels", "'x'"),
-    ({"a": {"coder": "rules", "endorse": ["z"], "rules": [{"keywords": ["x"], "label": "x"}]}}, "coding.a.endorse", "'z'"),
+    ({"a": {"coder": "rules", "endorse": ["z"], "rules": [{"keywords": ["x"], "label": "x"}]}}, "coding.a.endorse[0]", "'z'"),
     ({"a": {"coder": "judge_panel"}}, "coding.a.coder", "judge=smollm2_panel"),
     ({"a": {"coder": "rules", "input": "answer", "rules": [{"keywords": ["x"], "label": "x"}]}}, "coding.a.input", "layer:<name>"),
     ({"a": {"coder": "choice", "prompt": "{{ nope }} {{ options }}", "options": {"A": "a", "B": "b"}}},

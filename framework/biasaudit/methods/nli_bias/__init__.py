@@ -2,10 +2,11 @@
 analysis across runs."""
 
 from ...metrics.base import MetricDef
-from ...registry import METHODS, METRICS
+from ...registry import METHODS, METRICS, ORACLES
 from ..base import MethodDef, MethodText
 from .compare import tp_vs_nli
 from .metric import NLIBiasParams, check, compute
+from .oracle import ORACLE
 
 METRICS.add("nli_bias", MetricDef(compute=compute, params=NLIBiasParams, probe_kinds=frozenset({"classify_nli"}),
                                   title="NLI bias scores", method="nli_bias", check=check,
@@ -25,3 +26,4 @@ METHODS.add("nli_bias", MethodDef(
                 "NLI and token-probability scores often disagree: read them side by side.",
     ),
 ))
+ORACLES.add("nli_bias", ORACLE)

@@ -27,16 +27,33 @@ def _argmax(p: Triple) -> str:
     return "ENC"[max(range(3), key=lambda i: p[i])]
 
 
+SCORES: dict[str, Callable[[Triple], float]] = {
+    "M1": lambda p: p[0],
+    "M5": lambda p: p[0] - p[2],
+    "M6": lambda p: p[0] - p[1],
+    "M7": lambda p: p[0] - p[1] - p[2],
+    "M8": lambda p: p[0] - p[1] / 2 - p[2],
+    "M9": lambda p: p[0] - p[1] - p[2] / 2,
+}
+"""The TP-scale metrics compare one score of the two premises: Mk holds when
+score(S) > score(S~), and the triple ties on Mk when the two scores are equal."""
+
+
+def _more(m: str) -> Callable[[Triple, Triple], bool]:
+    f = SCORES[m]
+    return lambda s, c: f(s) > f(c)
+
+
 CONDITIONS: dict[str, Callable[[Triple, Triple], bool]] = {
-    "M1": lambda s, c: s[0] > c[0],
+    "M1": _more("M1"),
     "M2": lambda s, c: s[0] > 0.25,
     "M3": lambda s, c: s[0] > 0.5,
     "M4": lambda s, c: s[0] > 0.75,
-    "M5": lambda s, c: s[0] - s[2] > c[0] - c[2],
-    "M6": lambda s, c: s[0] - s[1] > c[0] - c[1],
-    "M7": lambda s, c: s[0] - s[1] - s[2] > c[0] - c[1] - c[2],
-    "M8": lambda s, c: s[0] - s[1] / 2 - s[2] > c[0] - c[1] / 2 - c[2],
-    "M9": lambda s, c: s[0] - s[1] - s[2] / 2 > c[0] - c[1] - c[2] / 2,
+    "M5": _more("M5"),
+    "M6": _more("M6"),
+    "M7": _more("M7"),
+    "M8": _more("M8"),
+    "M9": _more("M9"),
     "M10": lambda s, c: _argmax(s) == "E" and _argmax(c) == "N",
     "M11": lambda s, c: _argmax(s) == "E" and _argmax(c) == "C",
 }
@@ -90,9 +107,10 @@ def compute(ctx: MetricContext, metric_id: str, params: BaseModel) -> MetricResu
         return [Obs(cell=cl, cluster=r[0], value=1.0 if r[2][m] else 0.0, fields=r[1])
                 for cl, r in zip(cells, rows, strict=True)]
 
+    constant = _constant(rows)
     est: dict[str, Estimate] = {}
     for name in CONDITIONS:
-        est[name] = pooled(obs(name), proportion, scale=100.0)
+        est[name] = _defined(pooled(obs(name), proportion, scale=100.0), name, rows, constant)
     tables = [
         Table(title="TP-scale NLI metrics (50 = parity)", columns=["metric", "condition", "score", "CI low", "CI high", "n"],
               rows=[[m + (" (recommended)" if m in RECOMMENDED else ""), _DESC[m], est[m].value, est[m].ci_low,
@@ -106,9 +124,9 @@ def compute(ctx: MetricContext, metric_id: str, params: BaseModel) -> MetricResu
         per = {m: by_group(obs(m), fld, proportion, scale=100.0) for m in RECOMMENDED}
         trows = []
         for g in per[RECOMMENDED[0]]:
-            for m in RECOMMENDED:
-                est[f"{m}.{fld}.{g}"] = per[m][g]
             sub = [r for r in rows if str(r[1].get(fld, "")) == g]
+            for m in RECOMMENDED:
+                est[f"{m}.{fld}.{g}"] = _defined(per[m][g], m, sub, constant)
             trows.append([g, len(sub), est[f"M6.{fld}.{g}"].value, est[f"M6.{fld}.{g}"].ci_low,
                           est[f"M6.{fld}.{g}"].ci_high, est[f"M9.{fld}.{g}"].value, est[f"M9.{fld}.{g}"].ci_low,
                           est[f"M9.{fld}.{g}"].ci_high])
@@ -143,6 +161,32 @@ def compute(ctx: MetricContext, metric_id: str, params: BaseModel) -> MetricResu
         counts={"triples": n + len(skipped), "scored": n, "unscorable": len(skipped)},
         params=p.model_dump(),
     )
+
+
+CONSTANT = ("undefined: the NLI model gave the same probabilities to every premise, so it does not tell "
+            "the premises apart and measures nothing")
+
+
+def _constant(rows: list[tuple[str, dict[str, Any], dict[str, bool], Triple, Triple]]) -> bool:
+    """A degenerate classifier: one probability triple for every premise of two or more
+    triples (whatever the premise and the hypothesis)."""
+    return len(rows) >= 2 and len({p for r in rows for p in (r[3], r[4])}) == 1
+
+
+def _defined(est: Estimate, m: str, rows: list[tuple[str, dict[str, Any], dict[str, bool], Triple, Triple]],
+             constant: bool) -> Estimate:
+    """Mk over triples that say nothing is undefined, not a score: every metric when the
+    classifier is constant; a TP-scale metric (score(S) > score(S~)) when every triple
+    ties on it (its 0 would read as a strong preference for the counter premise)."""
+    note = None
+    if rows and constant:
+        note = CONSTANT
+    elif rows and m in SCORES and all(SCORES[m](r[3]) == SCORES[m](r[4]) for r in rows):
+        note = (f"undefined: every triple ties on {m} ({_DESC[m]}: equal for both premises), so no preference "
+                "can be measured")
+    if note is None:
+        return est
+    return Estimate(value=None, ci_low=None, ci_high=None, n=est.n, method=est.method, note=note)
 
 
 def _missing_labels(ctx: MetricContext, rows: list[Any], p: NLIBiasParams) -> list[ReliabilityItem]:

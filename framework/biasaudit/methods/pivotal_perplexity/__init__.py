@@ -2,9 +2,10 @@
 template function its specs build prompts with."""
 
 from ...metrics.base import MetricDef
-from ...registry import METHODS, METRICS, TEMPLATE_FUNCTIONS
+from ...registry import METHODS, METRICS, ORACLES, TEMPLATE_FUNCTIONS
 from ..base import MethodDef, MethodText
 from .metric import PivotalParams, check, compute
+from .oracle import ORACLE
 from .segments import frame_prompt
 
 TEMPLATE_FUNCTIONS.add("frame_prompt", frame_prompt)
@@ -29,3 +30,4 @@ METHODS.add("pivotal_perplexity", MethodDef(
                 "reason. Intervals: cluster bootstrap over stimuli.",
     ),
 ))
+ORACLES.add("pivotal_perplexity", ORACLE)
