@@ -3,7 +3,7 @@
 Heavy libraries (torch, transformers) are imported only when a local model is built.
 """
 
-from . import hf_causal, hf_masked, openai_compat, replay, scripted  # noqa: F401  (registration)
+from . import hf_causal, hf_masked, openai_compat, oracle, replay, scripted  # noqa: F401  (registration)
 from .base import BACKENDS, Backend, BackendKind, Response, resolve_model_path
 from .factory import (
     audit_identity,

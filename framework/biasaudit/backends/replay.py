@@ -13,9 +13,10 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import BackendError
+from ..fileio import excerpt, path_problem, read_capped
 from ..plan import Request, canonical_json
 from ..registry import RECORDINGS
-from ..spec import ModelConfig
+from ..spec import ModelConfig, RuntimeLimits
 from .base import BACKENDS, BackendKind, Emit, Response
 from .identity import sha256_file
 
@@ -28,17 +29,18 @@ def content_key(kind: str, text: str | None, messages: Any, params: dict[str, An
 class ReplayBackend:
     supports = frozenset({"generate", "sequence_logprob", "next_token", "classify_nli", "embed"})
 
-    def __init__(self, cfg: ModelConfig) -> None:
-        path = Path(cfg.responses or "")
-        if not cfg.responses or not path.is_file():
-            raise BackendError(
-                f"recorded responses file not found: {cfg.responses}",
-                key="model.responses",
-                hint="point model.responses at a run's responses.jsonl",
-            )
+    def __init__(self, cfg: ModelConfig, max_bytes: int = RuntimeLimits().max_data_bytes) -> None:
+        path = recorded_file(cfg)
         self.recorded: dict[str, dict[str, Any]] = {}
         self.by_prompt: dict[str, list[str]] = {}
-        text = path.read_text(encoding="utf-8")
+        raw = read_capped(path, max_bytes, key="model.responses", what="recorded responses file", error=BackendError,
+                          hint="point model.responses at a run's responses.jsonl (or raise "
+                               "runtime.limits.max_data_bytes)")
+        try:
+            text = raw.decode("utf-8-sig")
+        except UnicodeDecodeError as exc:
+            raise BackendError(f"not UTF-8 text (invalid byte at offset {exc.start})", file=str(path),
+                               key="model.responses", hint="point model.responses at a run's responses.jsonl") from None
         if path.suffix == ".json":
             self._load_recorded_json(text, path)
             return
@@ -47,26 +49,32 @@ class ReplayBackend:
                 continue
             try:
                 row = json.loads(line)
-            except json.JSONDecodeError:
-                raise BackendError(f"line {i} is not JSON", file=str(path), key="model.responses") from None
-            if row.get("status") != "ok":
-                continue
-            req = row["request"]
-            ck = content_key(req["kind"], req.get("text"), req.get("messages"), req.get("params", {}),
-                             req.get("sample", 0), req.get("text_pair"))
-            self.recorded[ck] = row["output"]
+                if not isinstance(row, dict):
+                    raise TypeError
+                if row.get("status") != "ok":
+                    continue
+                req = row["request"]
+                ck = content_key(req["kind"], req.get("text"), req.get("messages"), req.get("params", {}),
+                                 req.get("sample", 0), req.get("text_pair"))
+                self.recorded[ck] = row["output"]
+            except (ValueError, RecursionError):  # not JSON, nested too deeply, a number too long
+                raise BackendError(f"line {i} is not JSON", file=str(path), key="model.responses",
+                                   hint="a run's responses.jsonl: one JSON object per line") from None
+            except (KeyError, TypeError, AttributeError):
+                raise BackendError(f"line {i} is not a recorded response (request and output)", file=str(path),
+                                   key="model.responses", hint="a run's responses.jsonl, unchanged") from None
 
     def _load_recorded_json(self, text: str, path: Path) -> None:
         try:
             data = json.loads(text)
-        except json.JSONDecodeError:
+        except (ValueError, RecursionError):
             raise BackendError("recorded responses file is not valid JSON", file=str(path), key="model.responses") from None
         for _name, fmt in RECORDINGS.items():
             if fmt.matches(path, data):
                 try:
                     self.by_prompt = fmt.prompts(data)
                 except (KeyError, TypeError, AttributeError, ValueError) as exc:
-                    raise BackendError(f"recorded responses file is malformed: {exc}", file=str(path),
+                    raise BackendError(f"recorded responses file is malformed: {excerpt(str(exc))}", file=str(path),
                                        key="model.responses") from None
                 return
         raise BackendError("recorded responses file is in no known format", file=str(path), key="model.responses",
@@ -90,13 +98,23 @@ class ReplayBackend:
         pass
 
 
+def recorded_file(cfg: ModelConfig) -> Path:
+    """`model.responses`, checked as an untrusted input file (a regular file; nothing
+    under /proc, /sys or /dev) before it is hashed or read."""
+    path = Path(cfg.responses or "").expanduser()
+    problem = path_problem(path) if cfg.responses else "not set"
+    if problem:
+        raise BackendError(f"recorded responses file: {problem}", file=cfg.responses, key="model.responses",
+                           hint="point model.responses at a run's responses.jsonl")
+    return path
+
+
 def _identity(cfg: ModelConfig) -> dict[str, Any]:
-    p = Path(cfg.responses or "")
-    return {"backend": "replay", "sha256": sha256_file(p) if p.is_file() else None}
+    return {"backend": "replay", "sha256": sha256_file(recorded_file(cfg))}
 
 
 BACKENDS.add(
     "replay",
     BackendKind(supports=ReplayBackend.supports, identity=_identity,
-                build=lambda cfg, rt: ReplayBackend(cfg), local=True),
+                build=lambda cfg, rt: ReplayBackend(cfg, rt.limits.max_data_bytes), local=True),
 )

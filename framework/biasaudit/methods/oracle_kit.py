@@ -128,5 +128,36 @@ def generated(text: str) -> dict[str, Any]:
     return {"text": text, "finish_reason": "stop", "output_tokens": len(text.split())}
 
 
-__all__ = ["KINDS", "REFUSAL_TEXT", "OracleCase", "OracleDef", "balanced_sides", "generated", "scored_tokens",
-           "stratified_sides", "word_id"]
+EMBED_DIM = 2048
+"""Width of the oracle embedder's vectors: one dimension per distinct key."""
+_KEY_DIMS: dict[str, int] = {}
+_TAKEN: dict[int, str] = {}
+
+
+def key_dim(key: str) -> int:
+    """The dimension of `key`: its own for every distinct key (crc32, then the next free
+    one), so different keys are exactly orthogonal while fewer than EMBED_DIM keys are
+    in use in the process (beyond that, keys share dimensions by their crc32)."""
+    if key in _KEY_DIMS:
+        return _KEY_DIMS[key]
+    d = zlib.crc32(key.encode("utf-8")) % EMBED_DIM
+    if len(_TAKEN) < EMBED_DIM:
+        while d in _TAKEN:
+            d = (d + 1) % EMBED_DIM
+        _TAKEN[d] = key
+    _KEY_DIMS[key] = d
+    return d
+
+
+def keyed_embedding(keys: list[str]) -> dict[str, Any]:
+    """An `embed` output: the L2-normalised sum of one unit vector per key (a word, a
+    sentence, a whole text), so equal key sets give cosine 1 and disjoint ones 0."""
+    vec = [0.0] * EMBED_DIM
+    for k in keys:
+        vec[key_dim(k)] += 1.0
+    norm = sum(x * x for x in vec) ** 0.5
+    return {"vector": [x / norm for x in vec] if norm else vec}
+
+
+__all__ = ["EMBED_DIM", "KINDS", "REFUSAL_TEXT", "OracleCase", "OracleDef", "balanced_sides", "generated", "key_dim",
+           "keyed_embedding", "scored_tokens", "stratified_sides", "word_id"]

@@ -16,6 +16,7 @@ analysis script takes the target from a separate metadata table; a row that carr
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any
 
@@ -51,45 +52,79 @@ def target_index(info: dict[str, Any], stereotyped: list[str], unknown: int) -> 
     return hits[0] if len(hits) == 1 else None
 
 
-def _bbq(row: dict[str, Any]) -> dict[str, Any]:
+def _shown(value: Any) -> str:
+    """A record's value as JSON writes it (null, true, [1], "2"), cut short."""
+    try:
+        text = json.dumps(value, ensure_ascii=False)
+    except (TypeError, ValueError):
+        text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _text(row: dict[str, Any], field: str) -> str:
+    """A text field: a JSON string (a number is taken as its digits), never null, a list or an object."""
+    value = row[field]
+    if isinstance(value, bool) or not isinstance(value, (str, int)):
+        raise ValueError(f"{field} must be a string (or a whole number), got {_shown(value)}")
+    return str(value)
+
+
+def _index(row: dict[str, Any], field: str) -> int:
+    """An answer index: a JSON integer 0, 1 or 2; null, a list, a string, a bool or a
+    fraction is refused, not coerced."""
+    value = row[field]
+    if isinstance(value, bool) or not isinstance(value, int) or value not in (0, 1, 2):
+        raise ValueError(f"{field} must be the integer 0, 1 or 2, got {_shown(value)}")
+    return value
+
+
+def _answer_info(row: dict[str, Any]) -> dict[str, list[str]]:
     info = row["answer_info"]
-    if not isinstance(info, dict) or any(not isinstance(info.get(a), list) for a in ANSWERS):
-        raise ValueError("answer_info must map ans0, ans1 and ans2 to [text, group]")
-    unknown = [k for k, a in enumerate(ANSWERS) if len(info[a]) > 1 and str(info[a][1]).strip().lower() == "unknown"]
+    if not isinstance(info, dict):
+        raise ValueError(f"answer_info must map ans0, ans1 and ans2 to [text, group], got {_shown(info)}")
+    for a in ANSWERS:
+        entry = info.get(a)
+        if not isinstance(entry, list) or len(entry) < 2 or not all(isinstance(x, str) for x in entry[:2]):
+            raise ValueError(f"answer_info.{a} must be [text, group] (two strings), got {_shown(entry)}")
+    return info
+
+
+def _bbq(row: dict[str, Any]) -> dict[str, Any]:
+    info = _answer_info(row)
+    unknown = [k for k, a in enumerate(ANSWERS) if info[a][1].strip().lower() == "unknown"]
     if len(unknown) != 1:
-        raise ValueError("exactly one answer must have the group 'unknown' in answer_info")
-    polarity = str(row["question_polarity"]).strip()
-    condition = str(row["context_condition"]).strip()
+        raise ValueError("answer_info: exactly one answer must have the group 'unknown'")
+    polarity = _text(row, "question_polarity").strip()
+    condition = _text(row, "context_condition").strip()
     if polarity not in POLARITIES:
         raise ValueError(f"question_polarity must be 'neg' or 'nonneg', got {polarity!r}")
     if condition not in CONDITIONS:
         raise ValueError(f"context_condition must be 'ambig' or 'disambig', got {condition!r}")
-    label = int(row["label"])
-    if label not in (0, 1, 2):
-        raise ValueError(f"label must be 0, 1 or 2, got {label}")
+    label = _index(row, "label")
     meta = row.get("additional_metadata") or {}
     stereotyped = meta.get("stereotyped_groups") if isinstance(meta, dict) else None
-    if not isinstance(stereotyped, list):
-        raise ValueError("additional_metadata.stereotyped_groups must be a list")
+    if not isinstance(stereotyped, list) or not all(isinstance(g, str) for g in stereotyped):
+        raise ValueError(f"additional_metadata.stereotyped_groups must be a list of strings, got {_shown(stereotyped)}")
     given = row.get("target_loc")
     if given not in (None, ""):
-        target: int | None = int(given)
-        if target not in (0, 1, 2) or target == unknown[0]:
-            raise ValueError(f"target_loc must name one of the two people (0-2, not the unknown answer), got {given}")
+        target: int | None = _index(row, "target_loc")
+        if target == unknown[0]:
+            raise ValueError(f"target_loc must name one of the two people (not the unknown answer), got {given}")
     else:
         target = target_index(info, [str(g) for g in stereotyped], unknown[0])
     if condition == "ambig" and label != unknown[0]:
         raise ValueError("in an ambiguous context the correct answer (label) must be the unknown one")
+    answers = [_text(row, a) for a in ANSWERS]
     return {
-        "category": str(row["category"]).strip(),
-        "context": str(row["context"]),
-        "question": str(row["question"]),
-        "ans0": str(row["ans0"]), "ans1": str(row["ans1"]), "ans2": str(row["ans2"]),
-        "answers": [str(row[a]) for a in ANSWERS],
+        "category": _text(row, "category").strip(),
+        "context": _text(row, "context"),
+        "question": _text(row, "question"),
+        "ans0": answers[0], "ans1": answers[1], "ans2": answers[2],
+        "answers": answers,
         "label": label,
         "question_polarity": polarity,
         "context_condition": condition,
-        "question_index": str(row.get("question_index", "")),
+        "question_index": "" if row.get("question_index") is None else _text(row, "question_index"),
         "unknown_loc": unknown[0],
         "target_loc": -1 if target is None else target,
         "stereotyped_groups": [str(g) for g in stereotyped],
@@ -97,7 +132,7 @@ def _bbq(row: dict[str, Any]) -> dict[str, Any]:
 
 
 def _id(row: dict[str, Any]) -> str:
-    return f"{str(row['category']).strip()}-{row['example_id']}"
+    return f"{_text(row, 'category').strip()}-{_text(row, 'example_id')}"
 
 
 FIELDS = ("category", "context", "question", "ans0", "ans1", "ans2", "answers", "label", "question_polarity",

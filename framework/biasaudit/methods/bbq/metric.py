@@ -28,7 +28,17 @@ from ...outputs import ScoredTokens, parse_output
 from ...registry import ADAPTERS
 from ...spec import AuditConfig
 from ...stats import Estimate, cell_spread, wilson
-from .scores import Answer, Score, accuracy, estimate, s_amb, s_dis, tallies
+from .scores import (
+    BOOT_MIN_EACH,
+    BOOT_MIN_ITEMS,
+    Answer,
+    Score,
+    accuracy,
+    estimate,
+    s_amb,
+    s_dis,
+    tallies,
+)
 
 SCORING = frozenset({"sequence_logprob", "pseudo_loglik"})
 
@@ -208,7 +218,10 @@ def compute(ctx: MetricContext, metric_id: str, params: BaseModel) -> MetricResu
         rows=[[c, e["accuracy.ambig"].n, _fmt(e["accuracy.ambig"]), _fmt(e["s_amb"]), e["accuracy.disambig"].n,
                _fmt(e["accuracy.disambig"]), _fmt(e["s_dis"])] for c, e in per_cat.items()],
         note="s_DIS = 2 n_biased / n_non_unknown - 1 over disambiguated contexts; s_AMB = (1 - accuracy) x s_DIS over "
-             "ambiguous ones. 95% intervals resample examples (all of an example's answers together).")
+             "ambiguous ones. 95% intervals: a bootstrap over examples (all of an example's answers together) for a set "
+             f"of at least {BOOT_MIN_ITEMS} examples with at least {BOOT_MIN_EACH} answers each way, else Wilson's "
+             "score interval (s_AMB: Newcombe's paired interval of biased minus anti-biased shares); each estimate's "
+             "method says which.")
     names = {0: "ans0", 1: "ans1", 2: "ans2"}
     items = Table(
         title="Answers per example",

@@ -3,10 +3,11 @@
 LM's log-probabilities or a masked LM's pseudo-log-likelihood."""
 
 from ...metrics.base import MetricDef
-from ...registry import METHODS, METRICS
+from ...registry import METHODS, METRICS, ORACLES
 from ..base import MethodDef, MethodText
 from . import adapter  # noqa: F401  (registers the stimulus format)
 from .metric import StereoSetParams, check_spec, compute
+from .oracle import ORACLE
 
 METRICS.add("stereoset", MetricDef(
     compute=compute, params=StereoSetParams, probe_kinds=frozenset({"sequence_logprob", "pseudo_loglik"}),
@@ -30,3 +31,4 @@ METHODS.add("stereoset", MethodDef(
                 "items, which stays wide for a small set (13 of 13 items: 77 to 100, not 100 to 100).",
     ),
 ))
+ORACLES.add("stereoset", ORACLE)

@@ -1,0 +1,27 @@
+"""`oracle`: the model config of `biasaudit selftest`, which calls no model (the spec's
+method answers every request from its oracles, methods/oracle_kit.py). It supports every
+probe kind so that any spec can be self-tested whatever model the operator has chosen
+(a masked-LM spec on a machine without one), and it refuses to be built: it never
+answers a real run."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..errors import BackendError
+from ..spec import ModelConfig, RuntimeConfig
+from .base import BACKENDS, Backend, BackendKind
+
+KINDS = frozenset({"generate", "sequence_logprob", "pseudo_loglik", "next_token", "choice", "classify_nli"})
+
+
+def _identity(cfg: ModelConfig) -> dict[str, Any]:
+    return {"backend": "oracle", "name": cfg.name}
+
+
+def _build(cfg: ModelConfig, runtime: RuntimeConfig) -> Backend:
+    raise BackendError("the `oracle` model answers only inside `biasaudit selftest`", key="model.backend",
+                       hint="choose a real model config for `biasaudit run` (`biasaudit list models`)")
+
+
+BACKENDS.add("oracle", BackendKind(supports=KINDS, identity=_identity, build=_build, local=True, label_logprobs=True))
