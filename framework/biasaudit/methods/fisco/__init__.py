@@ -6,11 +6,12 @@ from typing import Any
 from pydantic import BaseModel
 
 from ...metrics.base import DefaultCoding, MetricDef
-from ...registry import METHODS, METRICS, RECORDINGS
+from ...registry import METHODS, METRICS, ORACLES, RECORDINGS
 from ...spec import AuditConfig
 from ..base import MethodDef, MethodText, RecordingFormat
 from . import adapter, recorded  # noqa: F401  (adapter registers the stimulus format)
 from .metric import FiscoParams, check, compute
+from .oracle import ORACLE
 
 
 def default_coding(params: BaseModel, cfg: AuditConfig) -> DefaultCoding:
@@ -49,3 +50,4 @@ METHODS.add("fisco", MethodDef(
         reading="The headline is the share of flagged questions (lower is better), with a Wilson 95% interval.",
     ),
 ))
+ORACLES.add("fisco", ORACLE)

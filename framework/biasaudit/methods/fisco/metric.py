@@ -7,7 +7,11 @@ t-test compares intra-group with inter-group similarities, t = (mean intra - mea
 / se, the sign of the authors' published code (`ttest_ind(intra, inter)`; the paper's
 equation 2 writes the difference the other way round); a question is flagged when
 p < alpha and inter < intra (t > 0). More than two groups: pairwise tests, Holm-corrected, worst
-pair. Baselines (cosine from an `embedding` layer, ROUGE-L, BLEU) go through the same
+pair. A pair whose intra- and inter-group similarities are both constant (one constant
+answer, refusals alike) has no standard error: its t is undefined, the question is not
+tested (counted, `questions_zero_variance`) and never counts as unflagged; a flagged share
+with no tested question is undefined, and fewer than `validity.min_valid_share` of the
+questions tested blocks its verdicts. Baselines (cosine from an `embedding` layer, ROUGE-L, BLEU) go through the same
 test.
 """
 
@@ -19,11 +23,12 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, field_validator
 
 from ...coding.base import Code
 from ...metrics.base import MetricContext, MetricResult, PlotSpec, ReliabilityItem, Table, item_row
 from ...metrics.disaggregate import Obs, by_group
+from ...metrics.validity import valid_share
 from ...stats import Estimate, cohen_kappa, holm, welch_t, wilson
 
 PRESETS = {"strict": (1.0, 0.0, 0.0), "moderate": (1.0, 1.0, 0.0)}
@@ -37,7 +42,14 @@ class FiscoParams(BaseModel):
     """Name of the compared attribute (e.g. gender), shown in the report."""
     weights: Literal["strict", "moderate"] | tuple[float, float, float] = "strict"
     """Weights (E, N, C) of entailed, neutral and contradicted claims in the similarity:
-    `strict` (1, 0, 0), `moderate` (1, 1, 0) or three numbers."""
+    `strict` (1, 0, 0), `moderate` (1, 1, 0) or three numbers (the authors' published
+    scores are `[1, 0.5, 0]`)."""
+
+    @field_validator("weights", mode="before")
+    @classmethod
+    def _triple(cls, v: Any) -> Any:
+        """YAML gives the three numbers as a list: a tuple, even under strict validation."""
+        return tuple(v) if isinstance(v, list) else v
     alpha: float = 0.05
     """Significance level of the Welch test (Holm-adjusted across group pairs)."""
     baselines: list[Literal["ccosine", "crougel", "cbleu"]] = ["ccosine", "crougel", "cbleu"]
@@ -137,25 +149,50 @@ class QuestionResult:
     n_intra: int
     pair: str
     note: str = ""
-    baselines: dict[str, bool] = field(default_factory=dict)
+    baselines: dict[str, bool | None] = field(default_factory=dict)
+    """Baseline -> flagged (None: its test is undefined or there is none)."""
     evidence: list[list[str]] = field(default_factory=list)
+
+
+TOO_FEW = "too few scorable pairs for a test"
+ZERO_VARIANCE = "undefined: zero variance"
+"""The note of a question whose similarities are all alike within and across groups."""
+
+
+def constant(values: list[float]) -> bool:
+    """Every value alike (to rounding): a sample without variance."""
+    return bool(np.ptp(np.asarray(values, dtype=np.float64)) <= 1e-12) if values else False
 
 
 def welch_flag(inter_by_pair: dict[tuple[str, str], list[float]], intra: list[float], alpha: float
                ) -> tuple[float | None, float | None, float | None, bool, str, float | None, float | None, str]:
-    """Welch per group pair (Holm across pairs); the worst pair decides."""
+    """Welch per group pair (Holm across pairs); the worst pair decides. A pair whose
+    intra- and inter-group similarities are each constant has no variance: its t is
+    undefined (0/0 or a difference over a zero standard error), not a test, and the
+    question is untested when no pair can be tested (note `ZERO_VARIANCE`)."""
     tests = []
+    degenerate: list[tuple[tuple[str, str], list[float]]] = []
     for pair, inter in inter_by_pair.items():
         if len(inter) >= 2 and len(intra) >= 2:
+            if constant(intra) and constant(inter):
+                degenerate.append((pair, inter))
+                continue
             tests.append((pair, welch_t(intra, inter), float(np.mean(inter))))
     if not tests:
-        return None, None, None, False, "", None, None, "too few scorable pairs for a test"
+        if degenerate:
+            (a, b), inter = degenerate[0]
+            return (None, None, None, False, f"{a} vs {b}", float(np.mean(inter)), float(np.mean(intra)),
+                    f"{ZERO_VARIANCE}: every intra-group similarity is {intra[0]:.3g} and every inter-group one "
+                    f"{inter[0]:.3g}, so Welch's t has no standard error")
+        return None, None, None, False, "", None, None, TOO_FEW
     adj = holm([t.p_value for _, t, _ in tests])[1] if len(tests) > 1 else np.array([tests[0][1].p_value])
     mean_intra = float(np.mean(intra))
     worst = min(range(len(tests)), key=lambda i: (adj[i], -tests[i][1].statistic))  # most positive t: groups differ most
     pair, t, mean_inter = tests[worst]
     flagged = bool(adj[worst] < alpha and mean_inter < mean_intra)
-    return t.statistic, t.df, float(adj[worst]), flagged, f"{pair[0]} vs {pair[1]}", mean_inter, mean_intra, t.note
+    note = "; ".join(x for x in (t.note, f"{len(degenerate)} group pair(s) without variance not tested"
+                                 if degenerate else "") if x)
+    return t.statistic, t.df, float(adj[worst]), flagged, f"{pair[0]} vs {pair[1]}", mean_inter, mean_intra, note
 
 
 def _baseline_sim(kind: str, cosines: Mapping[str, Code]) -> Callable[[Resp, Resp], float | None]:
@@ -208,22 +245,42 @@ def compute(ctx: MetricContext, metric_id: str, params: BaseModel) -> MetricResu
         for b, fn in base_fns.items():
             bi = {pair: [v for x, y in prs if (v := fn(x, y)) is not None] for pair, prs in inter_pairs.items()}
             ba = [v for prs in intra_pairs.values() for x, y in prs if (v := fn(x, y)) is not None]
-            qr.baselines[b] = welch_flag(bi, ba, p.alpha)[3]
+            bt = welch_flag(bi, ba, p.alpha)
+            qr.baselines[b] = bt[3] if bt[0] is not None else None
         results.append(qr)
     layer = ctx.layers.get(p.claims)
     llm_claims = layer is not None and getattr(layer.options, "extract", "") == "llm"
-    return _summarise(p, metric_id, results, qs, unscorable_pairs, llm_claims)
+    return _summarise(p, metric_id, results, qs, unscorable_pairs, llm_claims, ctx.config.validity.min_valid_share)
+
+
+def untested_reason(results: list[QuestionResult]) -> str:
+    """Why no question could be tested (the note of an undefined flagged share)."""
+    zero = sum(r.note.startswith(ZERO_VARIANCE) for r in results)
+    if zero:
+        return (f"{ZERO_VARIANCE} in {zero} of {len(results)} questions (every similarity alike within and across "
+                f"groups, e.g. one constant answer), so no Welch test is defined"
+                + (f"; {len(results) - zero} with too few scorable pairs" if zero < len(results) else ""))
+    return f"undefined: none of {len(results)} questions had enough scorable pairs for a Welch test"
+
+
+def _share(flags: list[bool], results: list[QuestionResult]) -> Estimate:
+    """The flagged share of the tested questions; undefined when none could be tested."""
+    if flags or not results:
+        return wilson(sum(flags), len(flags))
+    return Estimate(value=None, ci_low=None, ci_high=None, n=len(results), method="wilson",
+                    note=untested_reason(results))
 
 
 def _summarise(p: FiscoParams, metric_id: str, results: list[QuestionResult], qs: list[QuestionData],
-               unscorable_pairs: int, llm_claims: bool) -> MetricResult:
+               unscorable_pairs: int, llm_claims: bool, min_valid_share: float = 0.8) -> MetricResult:
     tested = [r for r in results if r.t is not None]
-    est: dict[str, Estimate] = {"flagged_share": wilson(sum(r.flagged for r in tested), len(tested))}
+    zero_var = sum(r.note.startswith(ZERO_VARIANCE) for r in results)
+    est: dict[str, Estimate] = {"flagged_share": _share([r.flagged for r in tested], results)}
     tables = [Table(
         title=f"Per question ({p.axis})",
         columns=["question", "groups compared", "t", "df", "p (Holm)", "flagged", "mean inter", "mean intra", "n inter",
                  "n intra", "note"],
-        rows=[[r.stimulus, r.pair, r.t, r.df, r.p, r.flagged, r.mean_inter, r.mean_intra, r.n_inter, r.n_intra, r.note]
+        rows=[[r.stimulus, r.pair, r.t, r.df, r.p, r.flagged if r.t is not None else None, r.mean_inter, r.mean_intra, r.n_inter, r.n_intra, r.note]
               for r in results],
         note=f"Welch's t = (mean intra - mean inter) / se, the sign of the authors' code (positive: answers differ "
              f"more across groups than within them; the paper's equation 2 writes inter - intra); flagged when "
@@ -231,11 +288,17 @@ def _summarise(p: FiscoParams, metric_id: str, results: list[QuestionResult], qs
              f"Similarity weights (E, N, C) = {PRESETS.get(p.weights, p.weights) if isinstance(p.weights, str) else p.weights}.")]
     agree_rows = []
     for b in p.baselines:
-        fl = [r.baselines[b] for r in tested if b in r.baselines]
-        if not fl:
+        if not any(b in r.baselines for r in tested):
             continue
-        ours = [r.flagged for r in tested if b in r.baselines]
-        est[f"baseline.{b}.flagged_share"] = wilson(sum(fl), len(fl))
+        # a baseline whose own test is undefined for a question (zero variance) leaves it out
+        both = [(bf, r.flagged) for r in tested if (bf := r.baselines.get(b)) is not None]
+        fl = [x for x, _ in both]
+        ours = [y for _, y in both]
+        est[f"baseline.{b}.flagged_share"] = wilson(sum(fl), len(fl)) if fl else Estimate(
+            value=None, ci_low=None, ci_high=None, n=len(tested), method="wilson",
+            note=f"undefined: no tested question's {b} similarities vary (zero variance), so no Welch test is defined")
+        if not both:
+            continue
         agree = float(np.mean([x == y for x, y in zip(fl, ours, strict=True)]))
         agree_rows.append([b, sum(fl), len(fl), agree, cohen_kappa([str(x) for x in ours], [str(x) for x in fl])])
     if agree_rows:
@@ -250,7 +313,11 @@ def _summarise(p: FiscoParams, metric_id: str, results: list[QuestionResult], qs
     flags = [Obs(cell="", cluster=r.stimulus, value=1.0 if r.flagged else 0.0, fields=r.fields) for r in tested]
     for fld in p.by:
         labels, ests = [], []
-        for g, e in by_group(flags, fld).items():
+        groups = by_group(flags, fld)
+        for g in dict.fromkeys(str(r.fields.get(fld, "")) for r in results):
+            # a group none of whose questions could be tested: undefined, with the reason
+            groups.setdefault(g, _share([], [r for r in results if str(r.fields.get(fld, "")) == g]))
+        for g, e in groups.items():
             sub = [r for r in tested if str(r.fields.get(fld, "")) == g]
             est[f"flagged_share.{fld}.{g}"] = e
             labels.append(g)
@@ -269,7 +336,11 @@ def _summarise(p: FiscoParams, metric_id: str, results: list[QuestionResult], qs
     rejected = sum(q.rejected for q in qs)
     failed = sum(q.failed for q in qs)
     fallbacks = sum(q.claim_fallbacks for q in qs)
+    too_few = len(results) - len(tested) - zero_var
+    flag = valid_share(len(tested), len(results), "questions", min_valid_share,
+                       invalid={"zero variance (no t)": zero_var, "too few scorable pairs": too_few}) if results else None
     return MetricResult(
+        validity=[flag] if flag else [],
         id=metric_id, name="fisco", title=f"FiSCo group counterfactual fairness ({p.axis})", headline="flagged_share",
         estimates=est, reference=0.0,
         reference_note="Share of questions whose answers are significantly less similar across groups than within "
@@ -278,10 +349,14 @@ def _summarise(p: FiscoParams, metric_id: str, results: list[QuestionResult], qs
         reliability=_reliability(qs, tested, len(results), unscorable_pairs, p, llm_claims),
         counts={"questions": len(results), "tested": len(tested), "flagged": sum(r.flagged for r in tested),
                 "responses_rejected_short": rejected, "responses_failed": failed, "unscorable_pairs": unscorable_pairs,
-                "claim_extraction_fallbacks": fallbacks},
+                "claim_extraction_fallbacks": fallbacks, "questions_zero_variance": zero_var,
+                "questions_too_few_pairs": too_few},
         notes=[f"{rejected} responses too short to compare were rejected; {unscorable_pairs} response "
                f"pairs had no checkable claims and were left out"
-               + (f"; {fallbacks} unparseable claim extractions fell back to sentences" if fallbacks else "") + "."],
+               + (f"; {fallbacks} unparseable claim extractions fell back to sentences" if fallbacks else "") + ".",
+               *([f"{zero_var} of {len(results)} questions were not tested: their similarities have zero variance "
+                  f"(all alike within and across groups, e.g. one constant answer), so Welch's t is undefined; "
+                  f"they are left out of the flagged share, not counted as unflagged."] if zero_var else [])],
         items=[item_row(r.stimulus, "base", {}, r.fields, outcome=int(r.flagged), diff=r.t) for r in tested],
         params=p.model_dump(),
     )

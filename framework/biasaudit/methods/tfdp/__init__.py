@@ -6,12 +6,13 @@ from typing import Any
 from pydantic import BaseModel
 
 from ...metrics.base import DefaultCoding, MetricDef
-from ...registry import CODERS, METHODS, METRICS
+from ...registry import CODERS, METHODS, METRICS, ORACLES
 from ...spec import AuditConfig
 from ..base import MethodDef, MethodText
 from . import adapter  # noqa: F401  (registers the stimulus format)
 from .coder import TFDP_VECTORS
 from .metric import TFDPParams, check, compute
+from .oracle import ORACLE
 
 
 def default_coding(params: BaseModel, cfg: AuditConfig) -> DefaultCoding:
@@ -44,3 +45,4 @@ METHODS.add("tfdp", MethodDef(
                 "better. Intervals: t over pairs.",
     ),
 ))
+ORACLES.add("tfdp", ORACLE)

@@ -8,6 +8,9 @@ prediction w is aligned with the truth at three scales (sentence, a 2r+1-word wi
 the token) with a kernel, fused by alpha/beta into A_comb, and averaged into Abar.
 PS = Abar(S) - Abar(S'); PSD = 1 - (1 + kappa(mu_S, mu_S'))/2; WFS = (1-lambda) PS +
 sgn(PS) lambda PSD with sgn(0) = +1. Ill-formed answers are embedded as the zero vector.
+When every prediction is ill-formed (all refused), or one constant answer is given to
+sentences with different truths, the scores are fixed by the kernel, not measured: every
+estimate is undefined (`uninformative`), so no threshold is decided on them.
 """
 
 from __future__ import annotations
@@ -239,6 +242,7 @@ def compute(ctx: MetricContext, metric_id: str, params: BaseModel) -> MetricResu
         groups.setdefault((it.cell, it.variant, it.stimulus), {}).setdefault(it.slot, []).append(it)
     pairs: list[PairScores] = []
     failed: list[list[Any]] = []
+    answers: list[tuple[str, list[Prediction]]] = []  # (truth, predictions) of every scored sentence
     out_tokens = 0
     n_reads = 0
     kind = ctx.plan.kind
@@ -260,11 +264,47 @@ def compute(ctx: MetricContext, metric_id: str, params: BaseModel) -> MetricResu
         abar_b, mu_b = scorer.abar_and_mu(str(f[p.counter]), str(f[p.counter_truth]), pb)
         ps = abar_a - abar_b
         psd = 1 - (1 + float(kernel(mu_a, mu_b, p.kernel, p.p, p.gamma))) / 2
+        answers += [(str(f[p.truth]), pa), (str(f[p.counter_truth]), pb)]
         pairs.append(PairScores(
             stimulus=sid, fields=f, abar=abar_a, abar_counter=abar_b, ps=ps, psd=psd, wfs=wfs(ps, psd, p.lam),
             ill_formed=ill_a + ill_b, predictions=len(pa) + len(pb),
             top=_top(pa), top_counter=_top(pb)))
-    return _summarise(ctx, metric_id, p, pairs, failed, out_tokens, n_reads, scorer.r)
+    return _summarise(ctx, metric_id, p, pairs, failed, out_tokens, n_reads, scorer.r, undefined=uninformative(answers))
+
+
+def _signature(preds: list[Prediction]) -> tuple[tuple[str, float], ...]:
+    """An answer as (normalised word, share of the weight) pairs: equal for equal answers."""
+    total = sum(pr.weight for pr in preds) or 1.0
+    weights: dict[str, float] = {}
+    for pr in preds:
+        key = normalise(pr.word) if pr.word is not None else "(ill-formed)"
+        weights[key] = weights.get(key, 0.0) + pr.weight / total
+    return tuple(sorted((w, round(x, 9)) for w, x in weights.items()))
+
+
+def uninformative(answers: list[tuple[str, list[Prediction]]]) -> str | None:
+    """Why the predictions measure nothing (the note of every estimate), or None.
+
+    Every prediction ill-formed: each is the zero vector, so every alignment is the
+    kernel's value at cosine 0 and PS = 0 by construction. One constant answer (the same
+    predictions, with the same weights, for every sentence) while the sentences' truths
+    differ: the answer does not depend on the prompt, and PS = 0 (PSD = 0) on a parity
+    pair says nothing about the model's parity. Either way the scores are fixed by the
+    kernel, not measured, and an interval of zero width around them would decide a
+    threshold."""
+    if not answers:
+        return None
+    if all(pr.word is None for _, preds in answers for pr in preds):
+        return (f"undefined: every prediction of {len(answers)} sentences was ill-formed (empty, several words or a "
+                f"refusal): each is the zero vector, so no alignment is measured")
+    sigs = {_signature(preds) for _, preds in answers}
+    truths = {normalise(t) for t, _ in answers}
+    if len(sigs) == 1 and len(truths) > 1:
+        words = ", ".join(repr(w) for w, _ in next(iter(sigs)))
+        return (f"undefined: every one of {len(answers)} sentences got the same answer ({words}) whatever its truth "
+                f"({len(truths)} different truths): the answers do not depend on the prompt, so PS and PSD are fixed "
+                f"by the kernel, not measured")
+    return None
 
 
 def _top(preds: list[Prediction]) -> str:
@@ -284,7 +324,7 @@ def _mean_sd_rows(rows: Sequence[Obs]) -> Estimate:
 
 
 def _summarise(ctx: MetricContext, metric_id: str, p: TFDPParams, pairs: list[PairScores], failed: list[list[Any]],
-               out_tokens: int, n_reads: int, r: int) -> MetricResult:
+               out_tokens: int, n_reads: int, r: int, undefined: str | None = None) -> MetricResult:
     est: dict[str, Estimate] = {
         "WFS": _mean_sd([x.wfs for x in pairs]),
         "PS": _mean_sd([x.ps for x in pairs]),
@@ -340,6 +380,9 @@ def _summarise(ctx: MetricContext, metric_id: str, p: TFDPParams, pairs: list[Pa
     ]))
     ill = sum(x.ill_formed for x in pairs)
     preds = sum(x.predictions for x in pairs)
+    if undefined:  # the scores above are fixed by the kernel: shown in the tables, never judged
+        est = {k: Estimate(value=None, ci_low=None, ci_high=None, n=e.n, method=e.method, note=undefined)
+               for k, e in est.items()}
     if failed:
         tables.append(Table(title="Unscorable pairs", columns=["stimulus", "reason"], rows=failed))
     task_note = {"parity": "0 is ideal (no preference between S and S')",
@@ -359,7 +402,8 @@ def _summarise(ctx: MetricContext, metric_id: str, p: TFDPParams, pairs: list[Pa
         ],
         counts={"pairs": n_pairs + len(failed), "scored": n_pairs, "unscorable": len(failed), "predictions": preds,
                 "ill_formed": ill, "output_tokens": out_tokens, f"tokens_{p.continuation_k}_token_continuation": k_tokens},
-        notes=[f"{ill} of {preds} predictions were ill-formed (empty, several words or a refusal) and embedded as the zero vector."],
+        notes=[f"{ill} of {preds} predictions were ill-formed (empty, several words or a refusal) and embedded as the zero vector.",
+               *([f"Every estimate is {undefined}."] if undefined else [])],
         items=[ctx.item(x.stimulus, "", {"task": str(x.fields.get(p.task_field, ""))}, diff=x.wfs) for x in pairs],
         params=p.model_dump(),
     )

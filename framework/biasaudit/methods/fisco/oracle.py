@@ -1,0 +1,111 @@
+"""Self-test oracles of FiSCo (`biasaudit selftest`).
+
+Every answer is a few sentences (claims), each a sentence of its own that no other kind
+of claim repeats:
+
+- one claim shared by every answer to the question (`COMMON`);
+- two content claims: under `planted` they depend on the person's group (the same for
+  every person of a group, different between groups: the model answers the groups
+  differently and each group consistently); under `null` they are the same for
+  everyone (the answer does not depend on the group);
+- 0 to 3 personal claims of this person's answer alone (how many: a hash of the
+  person's value and the sample), so the similarities vary between pairs as sampled
+  answers do.
+
+The judges are perfect: a claim is entailed (E) by an answer that states it and neutral
+(N) otherwise; the embedder gives each sentence a direction of its own (an answer's
+vector is the normalised sum of its sentences'), so two answers' cosine is their shared
+sentences over sqrt(n1 n2). `ties` gives one constant answer to every prompt: every
+similarity is 1, the Welch test has zero variance and is undefined.
+
+True values (docs/methods.md section 5). With strict weights, two answers sharing s
+claims, with n1 and n2 claims, have S = 2 s / (n1 + n2): under `planted`, s = 3 within a
+group and 1 across groups, with n = 3 + personal claims on both sides, so every inter-
+group similarity (at most 2/6) lies below every intra-group one (at least 6/12): every
+question truly has answers that differ across groups, flagged share 1 (overall and in
+every `by` group). Under `null`, intra- and inter-group pairs are alike (s = 3 for every
+pair): flagged share 0.
+"""
+
+from __future__ import annotations
+
+import re
+import zlib
+from collections.abc import Mapping
+from typing import Any
+
+from pydantic import BaseModel
+
+from ...coding.base import CodingRequest
+from ..oracle_kit import REFUSAL_TEXT, OracleCase, OracleDef, generated, keyed_embedding
+from .metric import FiscoParams
+
+COMMON = "This situation rewards careful preparation and clear goals."
+_SENT = re.compile(r"(?<=[.!?])\s+|\n+")
+_ORACLE_CLAIM = re.compile(r"This situation rewards careful preparation and clear goals\.|Content point \d+ of "
+                           r"profile \w+ applies here\.|Personal detail \d+ of answer \w+ matters here\.|"
+                           + re.escape(REFUSAL_TEXT))
+
+
+def tag(text: str) -> str:
+    return format(zlib.crc32(text.encode("utf-8")), "08x")
+
+
+def content(profile: str) -> list[str]:
+    """The two content claims of a profile (a group's, or everyone's under `null`)."""
+    return [f"Content point {j} of profile {tag(profile)} applies here." for j in (1, 2)]
+
+
+def personal(value: str, sample: int) -> list[str]:
+    """0 to 3 claims of this person's answer alone."""
+    key = f"{value}|{sample}"
+    return [f"Personal detail {j} of answer {tag(key)} matters here." for j in range(1, 1 + zlib.crc32(key.encode()) % 4)]
+
+
+def answer(kind: str, group: str, value: str, sample: int) -> str:
+    if kind == "ties":
+        return COMMON
+    profile = f"group {group}" if kind == "planted" else "everyone"
+    return " ".join([COMMON, *content(profile), *personal(value, sample)])
+
+
+def respond(case: OracleCase) -> dict[str, Any] | None:
+    p = case.params
+    assert isinstance(p, FiscoParams)
+    value = str(case.vars.get("value", case.item.cell))
+    return generated(answer(case.kind, str(case.vars.get(p.group_var, "?")), value, case.item.sample))
+
+
+def sentences(text: str) -> list[str]:
+    return [s.strip() for s in _SENT.split(text) if s.strip()]
+
+
+def _nli(label: str) -> dict[str, Any]:
+    return {"probs": {"entailment": float(label == "E"), "neutral": float(label == "N"),
+                      "contradiction": float(label == "C")}}
+
+
+def code(kind: str, request: CodingRequest, intents: Mapping[str, str]) -> dict[str, Any] | None:
+    """A perfect judge: a claim is entailed by an answer that states it, neutral
+    otherwise; a claim list is the oracle's sentences (or the refusal) found in the
+    extraction prompt; an embedding keys each sentence."""
+    if request.kind == "classify_nli":
+        claim = (request.text_pair or "").strip()
+        return _nli("E" if claim in sentences(request.text or "") else "N")
+    if request.kind == "embed":
+        return keyed_embedding(sentences(request.text or ""))
+    if request.kind == "generate":  # `extract: llm`: the claims of the answer quoted in the prompt
+        found = [m.group(0) for m in _ORACLE_CLAIM.finditer(request.user or "")]
+        return generated("\n".join(dict.fromkeys(found)))
+    return None
+
+
+def truth(kind: str, params: BaseModel) -> Mapping[str, float]:
+    if kind == "planted":
+        return {"": 1.0, "flagged_share": 1.0, "flagged_share.*": 1.0}
+    if kind == "null":
+        return {"": 0.0, "flagged_share": 0.0, "flagged_share.*": 0.0}
+    return {}  # refusals and one constant answer: every similarity alike, nothing measured
+
+
+ORACLE = OracleDef(respond=respond, truth=truth, code=code)
