@@ -59,7 +59,9 @@ def _overrides(spec: SpecLike, overrides: Sequence[str] | None) -> list[str]:
     if any(o.partition("=")[0].lstrip("+~") == "spec" for o in rest):
         raise SpecError("the spec is given twice (the `spec` argument and a `spec=` override)", key="spec",
                         hint="give the spec as the first argument only")
-    out = [f"spec={os.fspath(spec)}", *rest]
+    from .compose import spec_argument
+
+    out = [f"spec={spec_argument(spec)}", *rest]
     from .sweeps import sweep_combinations
 
     if len(sweep_combinations(out)) > 1:

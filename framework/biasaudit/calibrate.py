@@ -24,7 +24,8 @@ from .coding.routes import StoreAnswerer
 from .coding.stage import run_coding
 from .compose import Composed
 from .data import read_csv, resolve_source
-from .errors import SpecError
+from .errors import DataError, SpecError
+from .fileio import names_excerpt
 from .outputs import Response
 from .pipeline import plan_inputs
 from .secrets import watch_config
@@ -38,13 +39,16 @@ def calibrate_layer(composed: Composed, plan: CodingPlan, name: str) -> dict[str
     cal = layer.spec.calibration
     assert cal is not None
     key = f"coding.{name}.calibration"
-    path = resolve_source(StimuliSpec(source=cal.source), composed.spec_file)
+    path = resolve_source(StimuliSpec(source=cal.source), composed.spec_file, key=f"{key}.source")
     assert path is not None
     header, rows = read_csv(path, key=f"{key}.source", limits=cfg.runtime.limits)
+    if not rows:  # a header and no row: nothing to score (accuracy and kappa are undefined)
+        raise DataError("the control set has no rows, only a header", file=str(path), key=f"{key}.source",
+                        hint=f"add labelled responses under the header ({names_excerpt(header) or 'no columns'})")
     for col, where in [(cal.text, "text"), (cal.gold, "gold"), *[(c, f"vars.{v}") for v, c in cal.vars.items()]]:
         if col not in header:
             raise SpecError(f"control set has no column {col!r}", file=str(path), key=f"{key}.{where}",
-                            hint=f"columns: {', '.join(header)}")
+                            hint=f"columns: {names_excerpt(header)}")
     gold = [cal.map.get(str(r[cal.gold]), str(r[cal.gold])) for r in rows]
     if layer.labels is not None:
         unknown = sorted(set(gold) - set(layer.labels))
@@ -76,10 +80,10 @@ def calibrate_layer(composed: Composed, plan: CodingPlan, name: str) -> dict[str
         raters.append(rater_score(j, [codes[u.id].detail.get("votes", {}).get(j) for u in units], gold,
                                   seed=cfg.runtime.seed))
     raters.append(rater_score("panel majority" if judges else name, labels, gold, seed=cfg.runtime.seed))
-    result = {"layer": name, "control_set": str(path), "n": len(rows), "raters": raters}
+    out: dict[str, Any] = {"layer": name, "control_set": str(path), "n": len(rows), "raters": raters}
     # kept with the cache: a run whose layer uses this coder reads it (coding/calibration_record.py)
-    result["passed"] = record(cfg, layer, result)
-    return result
+    out["passed"] = record(cfg, layer, out)
+    return out
 
 
 def calibrate(composed: Composed, layer: str | None = None) -> list[dict[str, Any]]:

@@ -27,7 +27,7 @@ def metric_params(cfg: AuditConfig, spec_file: str | None) -> dict[str, BaseMode
     for i, m in enumerate(cfg.metrics):
         mdef = METRICS.get(m.name, file=spec_file, key=f"metrics[{i}].name")
         try:
-            params = mdef.params.model_validate(m.params())
+            params = mdef.params.model_validate(m.params(), strict=True)  # no "3" for 3 (spec.models.Strict)
         except ValidationError as exc:
             path, msg, hint = describe(exc, mdef.params)[0]
             raise SpecError(msg, file=spec_file, key=f"metrics[{i}].{path}", hint=hint) from None

@@ -26,10 +26,22 @@ config group option. Examples:
 
 
 def _fail(exc: BiasAuditError) -> int:
+    from .secrets import redact
+
     lines = exc.lines() if hasattr(exc, "lines") else [exc.one_line()]
     for line in lines:
-        print(line, file=sys.stderr)
+        print(redact(line), file=sys.stderr)  # a server's text in an error may echo the API key
     return 2
+
+
+def _print_traceback(exc: BaseException) -> None:
+    """A traceback on stderr, scrubbed of the API keys (an exception's text may hold a
+    server's answer)."""
+    import traceback
+
+    from .secrets import redact
+
+    print(redact("".join(traceback.format_exception(exc))), end="", file=sys.stderr)
 
 
 EXIT_INTERNAL = 70  # EX_SOFTWARE (sysexits.h)
@@ -38,28 +50,55 @@ EXIT_INTERNAL = 70  # EX_SOFTWARE (sysexits.h)
 def _preflight(overrides: list[str], multirun: bool) -> Any:
     """Every job's spec, data, templates and model, checked before anything runs (plans
     counted by streaming, rendered once for jobs that share a spec). Returns the jobs."""
-    from .compose import compose
+    from .compose import compose_many
     from .plan_estimate import estimate_jobs
 
     combos = sweep_combinations(overrides) if multirun else [overrides]
-    jobs = [(" ".join(c), compose(c)) for c in combos]
+    jobs = list(zip([" ".join(c) for c in combos], compose_many(combos), strict=True))
     for _label, c in jobs:
         check_outputs(c.config.runtime.cache, c.config.runtime.reports_dir)
     estimate_jobs(jobs, lookup_cache=False)
     return jobs
 
 
+def _error_lines(exc: BiasAuditError) -> list[str]:
+    return exc.lines() if hasattr(exc, "lines") else [exc.one_line()]
+
+
 def cmd_run(args: argparse.Namespace, rest: list[str]) -> int:
     from .compose import prepare_overrides
     from .gating import gate_flags
+    from .junit import check_junit_path, write_junit_error
 
     # the command as typed, for the manifest and the "how to resume" message
     typed = ["biasaudit", "run", *(["-m"] if args.multirun else []),
              *(["--retry-failed"] if args.retry_failed else []), *gate_flags(args), *rest]
+    if args.junit:  # before anything runs: a bad path must not cost a run
+        try:
+            check_junit_path(args.junit)
+        except BiasAuditError as exc:
+            return _fail(exc)
+
+    def fail(exc: BiasAuditError | None, line: str | None = None) -> int:
+        """A user error that stopped the command before its jobs ran: one line on stderr,
+        and with --junit a file with one errored test case, so CI shows why."""
+        lines = _error_lines(exc) if exc is not None else [line or "error"]
+        if exc is not None:
+            _fail(exc)
+        else:
+            print(lines[0], file=sys.stderr)
+        if args.junit:
+            more = f" (and {len(lines) - 1} more error(s))" if len(lines) > 1 else ""
+            try:
+                write_junit_error(args.junit, lines[0] + more)
+            except BiasAuditError as err:
+                _fail(err)
+        return 2
+
     try:
         overrides = prepare_overrides(list(rest))
     except BiasAuditError as exc:
-        return _fail(exc)
+        return fail(exc)
     if args.retry_failed:
         overrides.append("runtime.retry_failed=true")
     try:
@@ -70,11 +109,14 @@ def cmd_run(args: argparse.Namespace, rest: list[str]) -> int:
             return _run_suite(found, list(rest), overrides, args, typed)
         jobs = _preflight(overrides, args.multirun)
     except BiasAuditError as exc:
-        return _fail(exc)
-    except Exception as exc:  # Hydra's override grammar errors
+        return fail(exc)
+    except Exception as exc:  # Hydra's override grammar errors; the environment's (a full disk)
+        err = user_error(exc) if isinstance(exc, USER_ERRORS) else None
+        if err is not None:
+            _log_traceback(exc)
+            return fail(err)
         if type(exc).__module__.startswith(("hydra", "omegaconf")):
-            print(f"error: overrides: {str(exc).splitlines()[0]} (hint: see `biasaudit run --help`)", file=sys.stderr)
-            return 2
+            return fail(None, f"error: overrides: {str(exc).splitlines()[0]} (hint: see `biasaudit run --help`)")
         raise
     from .sweep_caches import merge_job_caches, plan_job_caches
 
@@ -152,9 +194,7 @@ def _hydra_run(overrides: list[str], args: argparse.Namespace, command: list[str
         except Exception as exc:  # Hydra would print its own report of any exception and exit 1
             err = user_error(exc)
             if err is None:  # a bug: its traceback, and exit code 70 once the jobs are done
-                import traceback
-
-                traceback.print_exception(exc, file=sys.stderr)
+                _print_traceback(exc)
                 Ledger.record({**job, "error": f"internal error: {type(exc).__name__}", "internal": True})
                 return None
             _log_traceback(exc)
@@ -219,9 +259,7 @@ _VERBOSE = {"on": False}
 def _log_traceback(exc: BaseException) -> None:
     """With -v, where a one-line error came from (to tell a bug from bad input)."""
     if _VERBOSE["on"]:
-        import traceback
-
-        traceback.print_exception(exc, file=sys.stderr)
+        _print_traceback(exc)
 
 
 def cmd_validate(args: argparse.Namespace, rest: list[str]) -> int:
@@ -274,7 +312,7 @@ def cmd_selftest(args: argparse.Namespace, rest: list[str]) -> int:
 
 
 def cmd_plan(args: argparse.Namespace, rest: list[str]) -> int:
-    from .compose import compose, prepare_overrides
+    from .compose import compose_many, prepare_overrides
     from .plan_estimate import estimate_jobs, time_text
     from .stats import sample_size_for_half_width, wilson_half_width
 
@@ -286,7 +324,8 @@ def cmd_plan(args: argparse.Namespace, rest: list[str]) -> int:
             return _plan_suite(found, list(rest))
         overrides = prepare_overrides(list(rest))
         combos = sweep_combinations(overrides) if args.multirun else [overrides]
-        jobs = estimate_jobs([(" ".join(c) or "(defaults)", compose(c)) for c in combos])
+        labels = [" ".join(c) or "(defaults)" for c in combos]
+        jobs = estimate_jobs(list(zip(labels, compose_many(combos), strict=True)))
     except BiasAuditError as exc:
         return _fail(exc)
     if len(jobs) > 1:
@@ -434,15 +473,20 @@ def cmd_report(args: argparse.Namespace, rest: list[str]) -> int:
 
 def cmd_compare(args: argparse.Namespace, rest: list[str]) -> int:
     from .compare import compare
+    from .fileio import check_output_dir
     from .pipeline import _write
     from .report import render_compare
 
     paths = [Path(p) for p in [*args.paths, *rest]]
-    try:
-        result = compare(paths)
+    out = Path(args.out) if args.out else (paths[0] if paths[0].is_dir() else paths[0].parent) / "compare"
+    notes: list[str] = []
+    try:  # the output folder before any work (a file, a device or a read-only place is one line)
+        check_output_dir(out, key="--out" if args.out else "compare", what="compare output folder")
+        result = compare(paths, notes, max_paired_runs=args.max_paired_runs)
     except BiasAuditError as exc:
         return _fail(exc)
-    out = Path(args.out) if args.out else (paths[0] if paths[0].is_dir() else paths[0].parent) / "compare"
+    for note in notes:
+        print(f"note: {note}", file=sys.stderr)
     render_compare(out, result, write=_write)
     from .compare_paired import lines
 
@@ -486,21 +530,18 @@ def cmd_calibrate(args: argparse.Namespace, rest: list[str]) -> int:
 
 
 def cmd_merge_cache(args: argparse.Namespace, rest: list[str]) -> int:
-    from .errors import StoreError
     from .store import Store
+    from .sweep_caches import merge_sources
 
     if rest:
         print(f"error: unexpected arguments {rest} (hint: see `biasaudit {args.command} --help`)", file=sys.stderr)
         return 2
-    sources = [Path(p) for p in args.sources]
     try:
         into = Path(args.into)
-        for src in sources:  # every source checked before the target is created or touched
+        # every source checked before the target is created or touched
+        sources = merge_sources(into, [Path(p) for p in args.sources])
+        for src in sources:
             Store(src, readonly=True).close()
-            if into.exists() and src.resolve() == into.resolve():
-                raise StoreError("a cache cannot be merged into itself", file=str(src), hint="give another target")
-        if len({s.resolve() for s in sources}) != len(sources):
-            raise StoreError("a source cache is given twice", file=str(sources[0]), hint="give each source once")
         store = Store(into)
     except BiasAuditError as exc:
         return _fail(exc)
@@ -621,6 +662,9 @@ def build_parser() -> argparse.ArgumentParser:
                                     "TP-versus-NLI analysis and sweep stability. Writes compare/compare.html.")
     cp.add_argument("paths", nargs="+", help="sweep folders or run folders")
     cp.add_argument("--out", default=None, help="output folder (default: <first path>/compare)")
+    cp.add_argument("--max-paired-runs", type=int, default=50, metavar="N",
+                    help="paired tests compare every pair of runs of a metric (N runs: N(N-1)/2 tests); a metric "
+                         "with more runs gets its ranking but no paired tests (default: 50)")
     cp.set_defaults(fn=cmd_compare)
     cb = sub.add_parser("calibrate", help="code a layer's labelled control set: accuracy and kappa (per judge for panels)",
                         description="Code the control set (responses with known labels) of every coding layer with "
@@ -698,9 +742,7 @@ def main(argv: list[str] | None = None) -> int:
             return _fail(user_error(exc))  # type: ignore[arg-type]
         # a bug in biasaudit: the traceback says where, and the exit code sets it apart
         # from verdicts (0, 1, 3), user errors (2) and interrupts (130)
-        import traceback
-
-        traceback.print_exception(exc, file=sys.stderr)
+        _print_traceback(exc)
         print("error: internal error in biasaudit (a bug: the traceback above says where; please report it)",
               file=sys.stderr)
         return EXIT_INTERNAL

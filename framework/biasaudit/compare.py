@@ -8,13 +8,14 @@ method packages, e.g. token probability versus NLI across subjects)."""
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 from pydantic import ValidationError
 
-from .compare_paired import paired, rankings, run_label
+from .compare_paired import MAX_PAIRED_RUNS, paired, rankings, run_label
 from .errors import BiasAuditError
 from .outcome import varying_overrides
 from .registry import METHODS, METRICS
@@ -39,14 +40,95 @@ def _check_summary(f: Path, data: dict[str, Any]) -> RunSummary:
         if m.headline not in m.estimates:
             raise BiasAuditError(f"summary.json: metric {mid!r} lacks its headline estimate", file=str(f),
                                  hint="re-render the run (biasaudit report <run folder>)")
+    bad = _non_finite(s.model_dump(mode="python"))
+    if bad is not None:  # biasaudit writes null for an undefined number, never NaN or Infinity
+        raise BiasAuditError(f"summary.json: {bad} is not a finite number", file=str(f),
+                             hint="biasaudit writes null for an undefined value: re-render the run "
+                                  "(biasaudit report <run folder>) or remove it from the comparison")
     return s
 
 
-def collect(paths: list[Path]) -> Runs:
+def _non_finite(obj: Any, path: str = "") -> str | None:
+    """The key path of the first NaN or infinity in a parsed summary (`NaN`, `Infinity`
+    or a string "NaN" that validation read as a float), else None."""
+    if isinstance(obj, float) and not np.isfinite(obj):
+        return path or "(root)"
+    if isinstance(obj, dict):
+        items: Any = obj.items()
+    elif isinstance(obj, (list, tuple)):
+        items = enumerate(obj)
+    else:
+        return None
+    for k, v in items:
+        found = _non_finite(v, f"{path}[{k}]" if isinstance(k, int) else f"{path}.{k}" if path else str(k))
+        if found is not None:
+            return found
+    return None
+
+
+def summary_files(root: Path, notes: list[str]) -> list[Path]:
+    """Every summary.json under `root`. A symlinked folder is followed when its target lies
+    inside `root` (each real folder once, so a link cycle ends), or when it is a run folder
+    itself (a folder of links to runs kept elsewhere); a link to any other folder outside
+    `root`, a broken link or a loop is skipped with the reason added to `notes`."""
+    top = root.resolve()
+    seen: set[Path] = set()
+    out: list[Path] = []
+    stack = [root]
+    while stack:
+        folder = stack.pop()
+        real = folder.resolve()
+        if real in seen:
+            if folder.is_symlink():
+                notes.append(f"skipped {folder}: a symlink to {real}, which is compared already")
+            continue
+        seen.add(real)
+        try:
+            entries = sorted(os.scandir(folder), key=lambda e: e.name)
+        except OSError as exc:
+            notes.append(f"skipped {folder}: cannot list it ({exc.strerror or type(exc).__name__})")
+            continue
+        for e in entries:
+            p = Path(e.path)
+            try:
+                if e.is_symlink():
+                    try:
+                        target = p.resolve(strict=True)
+                    except (OSError, RuntimeError):
+                        notes.append(f"skipped {p}: a broken symlink or a symlink loop")
+                        continue
+                    outside = target != top and top not in target.parents
+                    if outside and target.is_dir() and not (target / "summary.json").is_file():
+                        notes.append(f"skipped {p}: a symlink to {target}, outside {root} and not a run folder "
+                                     "(give that folder as a path of its own to compare the runs in it)")
+                        continue
+                    if outside and target.is_dir():  # a run folder kept elsewhere: its summary only
+                        out.append(p / "summary.json")
+                        continue
+                if e.is_dir():
+                    stack.append(p)
+                elif e.name == "summary.json" and e.is_file():
+                    out.append(p)
+            except OSError:
+                continue
+    return sorted(out)
+
+
+def collect(paths: list[Path], notes: list[str] | None = None) -> Runs:
+    """The runs under `paths` (run folders, sweep or suite folders, summary.json files);
+    each run once, however many links lead to it. Why a folder was skipped goes to `notes`."""
+    notes = [] if notes is None else notes
     runs = []
+    seen: dict[Path, Path] = {}
     for p in paths:
-        files = [p] if p.is_file() and p.name == "summary.json" else sorted(p.rglob("summary.json"))
+        files = [p] if p.is_file() and p.name == "summary.json" else summary_files(p, notes)
         for f in files:
+            real = f.resolve()
+            if real in seen:
+                if seen[real] != f:
+                    notes.append(f"skipped {f.parent}: the same run as {seen[real].parent}")
+                continue
+            seen[real] = f
             if "compare" in f.parent.parts[-1:]:
                 continue
             try:
@@ -157,8 +239,12 @@ def _distance(setting: str, defaults: dict[str, Any], varying: list[str]) -> int
     return sum(p.get(k) != defaults.get(k) for k in varying)
 
 
-def compare(paths: list[Path]) -> dict[str, Any]:
-    runs = collect(paths)
+def compare(paths: list[Path], notes: list[str] | None = None,
+            max_paired_runs: int = MAX_PAIRED_RUNS) -> dict[str, Any]:
+    """The comparison of the runs under `paths`; why a symlinked or repeated folder was
+    skipped goes to `notes`. Paired tests (every pair of runs of a metric) only for a
+    metric with at most `max_paired_runs` runs."""
+    runs = collect(paths, notes)
     setting = settings(runs)
     return {
         "runs": [{"path": str(p), "label": run_label(p, s), "model": s.model.name, "setting": st,
@@ -166,7 +252,7 @@ def compare(paths: list[Path]) -> dict[str, Any]:
                  for (p, s), st in zip(runs, setting, strict=True)],
         "side_by_side": {"columns": SIDE_BY_SIDE_COLUMNS, "rows": side_by_side(runs, setting)},
         "rankings": rankings(runs, setting),
-        "paired": paired(runs, setting),
+        "paired": paired(runs, setting, max_paired_runs),
         "sweep_stability": sweep_stability(runs),
         "analyses": analyses(runs),
     }

@@ -20,6 +20,11 @@ Runs are ranked by bias magnitude: the distance of the headline from the metric'
 no-bias reference (`MetricResult.reference`, e.g. 50 for a preference score), smallest
 first; equal distances share a rank. A metric that declares no reference is ranked by
 its value, smallest first (the suite's `magnitude`), and says so.
+
+Every pair of runs is a test, so their number grows as the square of the runs: a metric
+compared over more than `MAX_PAIRED_RUNS` runs (`biasaudit compare --max-paired-runs`)
+gets no paired tests, with a note saying why; its ranking and side-by-side rows are
+still shown (they grow linearly).
 """
 
 from __future__ import annotations
@@ -43,6 +48,8 @@ Runs = list[tuple[Path, RunSummary]]
 
 RANKING_COLUMNS = ["audit", "metric", "rank", "run", "model", "setting", "value", "ci_low", "ci_high", "n",
                    "reference", "distance"]
+MAX_PAIRED_RUNS = 50
+"""Runs of one metric compared pair by pair (50 runs: 1,225 paired tests)."""
 PAIRED_COLUMNS = ["audit", "metric", "run_a", "run_b", "setting_a", "setting_b", "units", "stimuli", "test",
                   "statistic", "p_value", "p_holm", "differs", "difference", "diff_low", "diff_high", "scale",
                   "note", "units_a", "units_b", "pairing"]
@@ -214,9 +221,10 @@ def _pair_row(a: _Entry, b: _Entry) -> dict[str, Any]:
             "pairing": f"not paired: {unpaired_reason(a, b)}"}
 
 
-def paired(runs: Runs, settings: Sequence[str]) -> list[dict[str, Any]]:
+def paired(runs: Runs, settings: Sequence[str], max_runs: int = MAX_PAIRED_RUNS) -> list[dict[str, Any]]:
     """Per audit and metric, every pair of runs with items: paired on their shared units
-    (Holm-adjusted), or not paired with the reason."""
+    (Holm-adjusted), or not paired with the reason. A metric with more than `max_runs`
+    runs gets no rows and a `note` instead (the pairs grow as the square of the runs)."""
     groups: dict[tuple[str, str], list[_Entry]] = {}
     for (path, s), setting in zip(runs, settings, strict=True):
         for mid, m in s.metrics.items():
@@ -224,8 +232,15 @@ def paired(runs: Runs, settings: Sequence[str]) -> list[dict[str, Any]]:
                 groups.setdefault((s.audit.name, f"{mid}.{m.headline}"), []).append(_Entry(
                     label=run_label(path, s), setting=setting, items=m.items, headline=m.estimates[m.headline],
                     data_sha=s.data.sha256, method=s.audit.method, name=m.name, params=dict(m.params)))
-    out = []
+    out: list[dict[str, Any]] = []
     for (audit, metric), entries in groups.items():
+        if len(entries) > max_runs:
+            n = len(entries)
+            out.append({"audit": audit, "metric": metric, "columns": PAIRED_COLUMNS, "rows": [],
+                        "note": f"no paired tests: {n} runs, over the limit of {max_runs} runs per metric "
+                                f"(every pair would be a test: {n * (n - 1) // 2:,} tests); compare fewer runs, "
+                                "or raise the limit with `biasaudit compare --max-paired-runs N`"})
+            continue
         rows = []
         for ea, eb in itertools.combinations(entries, 2):
             rows.append({"audit": audit, "metric": metric, "run_a": ea.label, "run_b": eb.label,
@@ -270,6 +285,7 @@ def lines(result: dict[str, Any]) -> list[str]:
     settings, and the paired tests (plain aligned columns: readable in a CI log)."""
     out: list[str] = []
     tests = {(g["audit"], g["metric"]): g["rows"] for g in result.get("paired", [])}
+    notes = {(g["audit"], g["metric"]): g["note"] for g in result.get("paired", []) if g.get("note")}
     for g in result.get("rankings", []):
         out.append(f"{g['audit']} / {g['metric']}: ranked by {g['order']}"
                    + (f" (reference {_num(g['reference'])})" if g["reference"] is not None else ""))
@@ -288,10 +304,12 @@ def lines(result: dict[str, Any]) -> list[str]:
             out += ["  " + x for x in _columns(rows)]
             for r in pt:
                 out.append(f"  {r['setting_a'] or r['run_a']} vs {r['setting_b'] or r['run_b']}: {r['pairing']}")
+        elif (g["audit"], g["metric"]) in notes:
+            out.append(f"  {notes[(g['audit'], g['metric'])]}")
         else:
             out.append("  no paired test: the runs share no scored units")
     return out
 
 
-__all__ = ["lines", "PAIRED_COLUMNS", "RANKING_COLUMNS", "paired", "paired_test", "rankings", "refusal", "run_label",
+__all__ = ["lines", "MAX_PAIRED_RUNS", "PAIRED_COLUMNS", "RANKING_COLUMNS", "paired", "paired_test", "rankings", "refusal", "run_label",
            "unpaired_delta", "unpaired_reason"]

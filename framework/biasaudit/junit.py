@@ -4,14 +4,16 @@ GitLab, Jenkins, Azure) show as test results.
 One <testsuite> per run (per job of a sweep, per member x subject of a suite), one
 <testcase> per threshold. FAIL is a <failure>; INCONCLUSIVE is a <failure> under the
 default `--fail-on inconclusive` and <skipped> otherwise; a job stopped by a user error is
-an <error>. Every test case carries the estimate and its interval in its message (and in
+an <error>, and so is a command stopped by one before any job ran (one test case whose
+message is the error line). The path is checked before the run and written by the
+output-path rule of `fileio` (a symlink written through, /dev/stdout or /dev/null as a
+stream, a directory, FIFO or other device refused). Every test case carries the estimate and its interval in its message (and in
 <system-out> for PASS). The shape is the common JUnit one (testsuites / testsuite /
 testcase / failure | error | skipped), with the count attributes filled in.
 """
 
 from __future__ import annotations
 
-import os
 import re
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass
@@ -19,6 +21,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from .fileio import check_output_file, write_output_file
 from .gating import DEFAULT_FAIL_ON
 from .outcome import estimate_text, num
 from .summary import RunSummary, VerdictRow
@@ -28,7 +31,9 @@ _NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
 
 
 def _clean(text: Any) -> str:
-    return _NOT_XML.sub("?", str(text))
+    from .secrets import redact
+
+    return _NOT_XML.sub("?", redact(str(text)))  # an error line may quote a server's answer
 
 
 @dataclass
@@ -115,11 +120,25 @@ def junit_xml(runs: list[SuiteRun], fail_on: str = DEFAULT_FAIL_ON, name: str = 
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
 
 
+KEY = "--junit"
+WHAT = "JUnit file"
+
+
+def check_junit_path(path: str | Path) -> None:
+    """`--junit PATH` checked before the run starts (`fileio.check_output_file`): a
+    symlink is written through, /dev/stdout, /dev/null or a terminal as a stream; a
+    directory, FIFO, socket, other device or read-only place is a one-line error."""
+    check_output_file(path, key=KEY, what=WHAT)
+
+
 def write_junit(path: Path, runs: list[SuiteRun], fail_on: str = DEFAULT_FAIL_ON, name: str = "biasaudit") -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(junit_xml(runs, fail_on, name), encoding="utf-8")
-    os.replace(tmp, path)
+    write_output_file(path, junit_xml(runs, fail_on, name), key=KEY, what=WHAT)
 
 
-__all__ = ["SuiteRun", "junit_xml", "write_junit"]
+def write_junit_error(path: str | Path, message: str, name: str = "biasaudit run") -> None:
+    """A run stopped by a user error before any job ran: one errored test case whose
+    message is the one-line error, so CI shows why."""
+    write_junit(Path(path), [SuiteRun(name=name, error=message)])
+
+
+__all__ = ["SuiteRun", "check_junit_path", "junit_xml", "write_junit", "write_junit_error"]

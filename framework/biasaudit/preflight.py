@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
-
 
 def check_outputs(cache: str, reports_dir: str) -> None:
     """The cache is a file (or can be made) and the reports folder can be written,
-    checked before Hydra makes a run folder or SQLite opens anything."""
+    checked before Hydra makes a run folder or SQLite opens anything (the output-path
+    rule of `fileio`: symlinks followed, no device, FIFO or pseudo file system)."""
+    from pathlib import Path
+
     from .errors import StoreError
+    from .fileio import check_output_dir
     from .store.sqlite import check_cache_path
 
     check_cache_path(cache)
@@ -17,12 +18,7 @@ def check_outputs(cache: str, reports_dir: str) -> None:
         from .store import Store
 
         Store(cache, readonly=True).close()  # SQLite can read it, and it is a biasaudit cache
-    p = Path(reports_dir)
-    existing = next((a for a in (p, *p.parents) if a.exists()), None)
-    if existing is not None and (not existing.is_dir() or not os.access(existing, os.W_OK | os.X_OK)):
-        why = "is not a folder" if not existing.is_dir() else "is not writable"
-        raise StoreError(f"cannot write reports: {existing} {why}", file=str(p), key="runtime.reports_dir",
-                         hint="choose a writable folder: runtime.reports_dir=<folder>")
+    check_output_dir(reports_dir, key="runtime.reports_dir", what="reports folder", error=StoreError)
 
 
 __all__ = ["check_outputs"]

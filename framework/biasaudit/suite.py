@@ -28,7 +28,7 @@ from .summary import RunSummary
 
 
 class SuiteMember(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True, strict=True)
     spec: str
     """A shipped spec name or a path to a spec file."""
     label: str | None = None
@@ -47,7 +47,7 @@ class SuiteMember(BaseModel):
 
 
 class SuiteSpec(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True, strict=True)
     name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
     """Short identifier; names the suite's report folder."""
     title: str | None = None
@@ -109,6 +109,9 @@ def load_suite(overrides: list[str]) -> tuple[SuiteSpec, Path] | None:
         return None  # not readable as a suite: the ordinary spec checks report it
     if not isinstance(raw, dict) or "suite" not in raw:
         return None
+    from .spec.source import check_yaml11_words
+
+    check_yaml11_words(path)  # `sanity: yes` is not silently true
     extra = sorted(set(raw) - {"suite"})
     if extra:
         raise SpecError(f"a suite file holds only `suite:`; found {', '.join(extra)}", file=str(path), key=extra[0],
@@ -356,6 +359,11 @@ def run_suite(suite: SuiteSpec, suite_file: Path, overrides: list[str], multirun
             for e in [exc, *getattr(exc, "errors", [])]:
                 e.message = f"suite member {job.member_id!r} ({job.subject}): {e.message}"
             raise
+    from .preflight import check_outputs
+
+    outputs = {(p.composed.config.runtime.cache, p.composed.config.runtime.reports_dir) for _, p in prepared}
+    for cache, reports in sorted(outputs):  # every cache and reports folder, before any run writes
+        check_outputs(cache, reports)
     reports_dir = Path(prepared[0][1].composed.config.runtime.reports_dir)
     out_dir = reports_dir / suite.name / datetime.now().strftime("%Y%m%d-%H%M%S-%f")
     results = []

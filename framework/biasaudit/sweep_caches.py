@@ -12,6 +12,7 @@ host), each job writes its own cache file in a folder beside the main cache, and
 from __future__ import annotations
 
 import logging
+import os
 import time
 from pathlib import Path
 from typing import Any
@@ -19,6 +20,8 @@ from typing import Any
 log = logging.getLogger(__name__)
 
 SAME_HOST_LAUNCHERS = ("basic", "joblib")
+MAX_MERGE_FILES = 10_000
+"""Cache files one `biasaudit merge-cache` merges (a sweep has at most 10,000 jobs)."""
 
 
 def plan_job_caches(first_job: Any) -> tuple[Path, Path] | None:
@@ -55,6 +58,7 @@ def merge_job_caches(main: Path, folder: Path) -> tuple[int, int]:
     from .store import Store
 
     files = sorted(folder.glob("job-*.sqlite")) if folder.is_dir() else []
+    files = [f for f in files if not _same_file(f, main)]  # never the main cache itself (nor removed)
     if not files:
         return 0, 0
     store = Store(main)
@@ -74,3 +78,40 @@ def merge_job_caches(main: Path, folder: Path) -> tuple[int, int]:
         pass
     log.info("merged %d job caches into %s (%d responses added)", len(files), main, added)
     return len(files), added
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    try:
+        return a.resolve() == b.resolve() or (a.exists() and b.exists() and os.path.samefile(a, b))
+    except OSError:
+        return False
+
+
+SIDECARS = ("-wal", "-shm", "-journal")
+"""SQLite's files beside a database (a shell glob such as `caches/*` picks them up)."""
+
+
+def merge_sources(into: Path, sources: list[Path]) -> list[Path]:
+    """The cache files `biasaudit merge-cache` merges into `into`, checked before the
+    target is created or touched: each a file (a folder is refused, with how to name the
+    files in it), none of them the target (by path, through a symlink or a hard link) or
+    one of the target's SQLite sidecar files, none given twice."""
+    from .errors import StoreError
+
+    if len(sources) > MAX_MERGE_FILES:
+        raise StoreError(f"{len(sources)} cache files, over the limit of {MAX_MERGE_FILES:,} per merge",
+                         file=str(sources[0]), hint="merge them in several commands")
+    seen: set[Path] = set()
+    for src in sources:
+        if src.is_dir():
+            raise StoreError("a source is a directory, not a cache file", file=str(src),
+                             hint=f"name the cache files in it (e.g. {src}/job-*.sqlite), leaving out the target")
+        if _same_file(src, into):
+            raise StoreError("a cache cannot be merged into itself", file=str(src), hint="give another target")
+        if any(src.name == into.name + s and _same_file(src.parent, into.parent) for s in SIDECARS):
+            raise StoreError("a source is the target's SQLite journal, not a cache", file=str(src),
+                             hint="leave the target's -wal, -shm and -journal files out of the sources")
+        if src.resolve() in seen:
+            raise StoreError("a source cache is given twice", file=str(src), hint="give each source once")
+        seen.add(src.resolve())
+    return sources

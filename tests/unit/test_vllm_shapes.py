@@ -77,5 +77,10 @@ def test_token_probability_audit_on_a_vllm_server(workdir: Path, cli, monkeypatc
 
     rows = list(csv.DictReader((workdir / "pairs.csv").open()))
     wins = [total[r["sent_more"]] > total[r["sent_less"]] for r in rows]
+    ties = [total[r["sent_more"]] == total[r["sent_less"]] for r in rows]
     metric = next(iter(summary["metrics"].values()))
-    assert metric["estimates"][metric["headline"]]["value"] == pytest.approx(100 * sum(wins) / len(wins))
+    head = metric["estimates"][metric["headline"]]
+    if all(ties):  # the fake tokenizer's log-probs depend on length only: no preference to measure
+        assert head["value"] is None and head["note"].startswith("undefined: every pair ties")
+    else:
+        assert head["value"] == pytest.approx(100 * sum(wins) / len(wins))

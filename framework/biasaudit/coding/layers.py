@@ -101,7 +101,7 @@ def parse_input(text: str, file: str | None, key: str) -> Input:
 
 def coder_options(cdef: CoderDef, spec: CodingLayerSpec, file: str | None, key: str) -> BaseModel:
     try:
-        return cdef.options.model_validate(spec.options())
+        return cdef.options.model_validate(spec.options(), strict=True)  # as spec.models.Strict
     except ValidationError as exc:
         path, msg, hint = describe(exc, cdef.options)[0]
         if "unknown key" in msg and hint is not None:
@@ -138,28 +138,50 @@ def compile_layer(name: str, spec: CodingLayerSpec, cfg: AuditConfig, file: str 
                  input=parse_input(spec.input, file, f"{key}.input"), labels=labels, value_type=value_type)
 
 
+def _chains(layers: Mapping[str, Layer]) -> dict[str, list[str]]:
+    """Primary layer -> it and its fallbacks, in the order they code: the stage codes a
+    fallback while it codes its primary (only the units the primary abstained on)."""
+    out: dict[str, list[str]] = {}
+    for n, lay in layers.items():
+        if lay.fallback_of is None:
+            chain = [n]
+            while (fb := layers[chain[-1]].spec.fallback) is not None:
+                chain.append(fb)
+            out[n] = chain
+    return out
+
+
 def _order(layers: dict[str, Layer], file: str | None) -> list[str]:
-    """Dependency order (inputs and strip sources first, a fallback right after its primary)."""
+    """Dependency order: a layer's inputs and strip sources first; a fallback right after
+    its primary, whatever order the spec declares them in. A fallback is coded with its
+    primary, so what a fallback reads must be coded before its primary, and a layer that
+    reads a fallback comes after that fallback's primary."""
+    chains = _chains(layers)
+    primary_of = {m: p for p, chain in chains.items() for m in chain}
     done: list[str] = []
     visiting: set[str] = set()
 
-    def visit(n: str, path: list[str]) -> None:
-        if n in done:
+    def visit(p: str, path: list[str], name: str) -> None:
+        if p in done:
             return
-        if n in visiting:
-            raise SpecError(f"coding layers depend on each other in a circle: {' -> '.join([*path, n])}",
-                            file=file, key=f"coding.{n}", hint="a layer's input or strip must be coded before it")
-        visiting.add(n)
-        for d in layers[n].depends:
-            visit(d, [*path, n])
-        visiting.discard(n)
-        done.append(n)
-        fb = layers[n].spec.fallback
-        if fb is not None:
-            visit(fb, [*path, n])
+        if p in visiting:
+            raise SpecError(f"coding layers depend on each other in a circle: {' -> '.join([*path, name])}",
+                            file=file, key=f"coding.{name}", hint="a layer's input or strip must be coded before it")
+        visiting.add(p)
+        for m in chains[p]:
+            for d in layers[m].depends:
+                if primary_of[d] == p:
+                    chain = " -> ".join(chains[p])
+                    raise SpecError(f"layer {m!r} reads layer {d!r}, but both are coded in one step (the fallback "
+                                    f"chain {chain}): a fallback codes its primary's abstentions while the primary "
+                                    "is coded", file=file, key=f"coding.{m}.{'strip' if layers[m].spec.strip == d else 'input'}",
+                                    hint="a layer in a fallback chain may read only layers outside that chain")
+                visit(primary_of[d], [*path, m], d)
+        visiting.discard(p)
+        done.extend(chains[p])
 
     for n in layers:
-        visit(n, [])
+        visit(primary_of[n], [], n)
     return done
 
 
@@ -185,6 +207,13 @@ def _check_refs(specs: Mapping[str, CodingLayerSpec], file: str | None) -> dict[
         if s.input.startswith("layer:") and s.input[6:] not in specs:
             raise SpecError(f"input names layer {s.input[6:]!r}, which the spec does not declare", file=file,
                             key=f"coding.{n}.input", hint=f"layers: {', '.join(names)}")
+    for n in specs:  # each layer has at most one fallback and serves at most one: a chain, or a circle
+        path = [n]
+        while (fb := specs[path[-1]].fallback) is not None and fb not in path:
+            path.append(fb)
+        if fb == n:
+            raise SpecError(f"fallbacks form a circle: {' -> '.join([*path, n])}", file=file,
+                            key=f"coding.{n}.fallback", hint="the last layer of a fallback chain has no fallback")
     return fallback_of
 
 

@@ -5,7 +5,9 @@ or an earlier layer's output; with `strip`, minus the span another layer matched
 coder plans its requests, which `answer` resolves (from the store, or a model); the
 coder is asked again with the answers until it wants nothing new, then codes. A layer
 with a `fallback` hands the units it abstained on to that layer, whose codes replace
-the abstentions (source `fallback:<layer>`).
+the abstentions (source `fallback:<layer>`). An input longer than
+`runtime.limits.max_coding_chars` is cut to that length for the coder, flagged in the
+code's detail (`input_truncated`) and counted in the report.
 """
 
 from __future__ import annotations
@@ -53,8 +55,13 @@ def response_text(response: Response) -> str | None:
 
 
 def resolve_inputs(layer: Layer, units: Sequence[Unit], responses: Mapping[str, Response],
-                   codes: Mapping[str, Mapping[str, Code]]) -> tuple[dict[str, str], dict[str, Code]]:
-    """(input text of each codable unit, codes of the units that cannot be coded)."""
+                   codes: Mapping[str, Mapping[str, Code]],
+                   cut: dict[str, int] | None = None) -> tuple[dict[str, str], dict[str, Code]]:
+    """(input text of each codable unit, codes of the units that cannot be coded). An
+    input longer than `runtime.limits.max_coding_chars` is cut to that length (a model
+    server's answer is untrusted: one huge answer must not stop the coders); `cut`
+    receives the unit id -> the input's full length of each cut input."""
+    limit = layer.env.config.runtime.limits.max_coding_chars
     inputs: dict[str, str] = {}
     skipped: dict[str, Code] = {}
     for u in units:
@@ -80,6 +87,10 @@ def resolve_inputs(layer: Layer, units: Sequence[Unit], responses: Mapping[str, 
         if layer.spec.strip is not None:
             marker = codes[layer.spec.strip].get(u.id)
             text = strip_span(text, marker.detail.get("span") if marker is not None else None)
+        if len(text) > limit:
+            if cut is not None:
+                cut[u.id] = len(text)
+            text = text[:limit]
         inputs[u.id] = text
     return inputs, skipped
 
@@ -87,7 +98,8 @@ def resolve_inputs(layer: Layer, units: Sequence[Unit], responses: Mapping[str, 
 def _code_layer(plan: CodingPlan, name: str, units: Sequence[Unit], responses: Mapping[str, Response],
                 codes: dict[str, dict[str, Code]], answer: Answerer, result: CodingResult) -> dict[str, Code]:
     layer = plan.layers[name]
-    inputs, out = resolve_inputs(layer, units, responses, codes)
+    cut: dict[str, int] = {}
+    inputs, out = resolve_inputs(layer, units, responses, codes, cut)
     codable = [u for u in units if u.id in inputs]
     coder = layer.build()
     answers: dict[CodingRequest, Response] = {}
@@ -103,6 +115,11 @@ def _code_layer(plan: CodingPlan, name: str, units: Sequence[Unit], responses: M
     missing = [u.id for u in codable if u.id not in got]
     if missing:
         raise RuntimeError(f"coder {layer.coder_name!r} gave no code for {len(missing)} unit(s)")  # a coder bug
+    limit = layer.env.config.runtime.limits.max_coding_chars
+    for uid, chars in cut.items():  # flagged, and counted in the report (coding/summary.py)
+        c = got[uid]
+        if c.status != "not_applicable":  # a unit the coder did not read (another level's) lost nothing
+            got[uid] = c.model_copy(update={"detail": {**c.detail, "input_truncated": {"chars": chars, "kept": limit}}})
     out.update(got)
     fb = layer.spec.fallback
     if fb is not None:

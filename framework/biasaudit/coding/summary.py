@@ -49,6 +49,9 @@ class LayerReport(BaseModel):
     """Label -> its share over all coded units (value layers: `mean`)."""
     calls: dict[str, int] = Field(default_factory=dict)
     """Coding requests, calls made, cache hits and failures of this layer."""
+    truncated: int = 0
+    """Units whose input was longer than `runtime.limits.max_coding_chars` and was cut to
+    that length for the coder (flagged `input_truncated` in the code's detail)."""
 
 
 class CodingReport(BaseModel):
@@ -91,7 +94,7 @@ def layer_report(lay: Layer, units: Sequence[Unit], codes: Mapping[str, Code], h
         name=lay.name, coder=lay.coder_name, title=lay.coder_def.title, input=lay.spec.input, labels=list(lay.labels) if lay.labels is not None else None,
         value_type=lay.value_type, fallback=lay.spec.fallback, fallback_of=lay.fallback_of, handed=handed,
         status=dict(Counter(c.status for _, c in mine)), sources=dict(Counter(c.source for _, c in coded)),
-        cells=cells, pooled=overall,
+        cells=cells, pooled=overall, truncated=sum("input_truncated" in c.detail for _, c in mine),
         calls={"requests": calls.requests, "calls": calls.calls, "cache_hits": calls.cache_hits,
                "failures": calls.failures} if calls is not None else {"requests": 0, "calls": 0, "cache_hits": 0,
                                                                        "failures": 0})

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import DataError
+from ..fileio import names_excerpt
 from ..registry import ADAPTERS
 
 
@@ -103,7 +104,7 @@ def check_columns(adapter: Adapter, header: list[str], file: str, fmt: str) -> N
     if missing:
         raise DataError(
             f"the {fmt} format needs column(s) {', '.join(missing)}; the file has "
-            f"{', '.join(h or '<unnamed>' for h in header)}",
+            f"{names_excerpt(header) if header else 'no columns'}",
             file=file,
             key="stimuli.format",
             hint=f"use the published {fmt} file unchanged, or `format: csv` with a `fields` mapping",

@@ -8,20 +8,22 @@ from typing import Any
 import numpy as np
 
 from ..errors import DataError
-from ..fileio import resolved
+from ..fileio import excerpt, names_excerpt, resolved
 from ..spec import RuntimeLimits, StimuliSpec
 from .adapters import ADAPTERS, check_columns
 from .readers import file_sha256, read_csv, read_json_map, read_json_rows, read_jsonl
 from .records import Stimulus, StimulusSet
 
 
-def resolve_source(spec: StimuliSpec, spec_file: Path | None) -> Path | None:
+def resolve_source(spec: StimuliSpec, spec_file: Path | None, key: str = "stimuli.source") -> Path | None:
+    """The data file a spec names (relative to the spec file), symlinks resolved; it is
+    read as an untrusted input file (`fileio.read_capped`)."""
     if spec.source is None:
         return None
     p = Path(spec.source).expanduser()
     if not p.is_absolute() and spec_file is not None:
         p = spec_file.parent / p
-    return resolved(p, key="stimuli.source")
+    return resolved(p, key=key)
 
 
 def load_stimuli(spec: StimuliSpec, spec_file: Path | None, limits: RuntimeLimits | None = None) -> StimulusSet:
@@ -30,6 +32,7 @@ def load_stimuli(spec: StimuliSpec, spec_file: Path | None, limits: RuntimeLimit
     adapter = ADAPTERS.get(spec.format, file=file, key="stimuli.format")
     path = resolve_source(spec, spec_file)
     where = str(path) if path else file
+    line_numbers: list[int] = []  # a jsonl record's line in the file, for errors
     if spec.generate is not None:
         rows: list[dict[str, Any]] = generate_rows(spec, file, limits.max_stimuli)
         header = sorted({k for r in rows for k in r})
@@ -45,9 +48,12 @@ def load_stimuli(spec: StimuliSpec, spec_file: Path | None, limits: RuntimeLimit
         rows = read_json_map(path, limits=limits)
         header = sorted({k for r in rows for k in r})
     else:
-        rows = read_jsonl(path, limits=limits)
+        rows = read_jsonl(path, limits=limits, lines=line_numbers)
         header = sorted({k for r in rows for k in r})
     check_columns(adapter, header, str(where), spec.format)
+
+    def record(i: int) -> str:
+        return f"line {line_numbers[i]}" if line_numbers else f"row {i}"
 
     stimuli = []
     for i, row in enumerate(rows):
@@ -58,18 +64,20 @@ def load_stimuli(spec: StimuliSpec, spec_file: Path | None, limits: RuntimeLimit
                     f"column {column!r} (mapped to field {canonical!r}) is missing in row {i}",
                     file=str(where),
                     key=f"stimuli.fields.{canonical}",
-                    hint=f"columns: {', '.join(header)}",
+                    hint=f"columns: {names_excerpt(header)}",
                 )
             mapped[canonical] = row[column]
         try:
             fields = adapter.convert(mapped)
-        except (ValueError, KeyError) as exc:
-            raise DataError(f"row {i}: {exc}", file=str(where), key="stimuli") from None
+        except (ValueError, KeyError, TypeError) as exc:  # TypeError: a null or a list where a value belongs
+            raise DataError(f"{record(i)}: {excerpt(str(exc), 160)}", file=str(where), key="stimuli",
+                            hint=f"fix that record, or use the published {spec.format} file unchanged") from None
         if spec.id_field is None and adapter.row_id is not None:
             try:
                 sid = adapter.row_id(row)
-            except (ValueError, KeyError) as exc:
-                raise DataError(f"row {i}: no id: {exc}", file=str(where), key="stimuli") from None
+            except (ValueError, KeyError, TypeError) as exc:
+                raise DataError(f"{record(i)}: no id: {excerpt(str(exc), 160)}", file=str(where), key="stimuli",
+                                hint="fix that record, or name an id column with stimuli.id_field") from None
         else:
             sid = _row_id(spec, adapter.id_column, row, i, str(where))
         stimuli.append(Stimulus(id=sid, fields=fields))
@@ -106,13 +114,13 @@ def filter_stimuli(stimuli: list[Stimulus], where: dict[str, list[Any]], file: s
     for name in where:
         if name not in fields:
             raise DataError(f"`where` names field {name!r}, which the stimuli do not have", file=file,
-                            key=f"stimuli.where.{name}", hint=f"fields: {', '.join(fields)}")
+                            key=f"stimuli.where.{name}", hint=f"fields: {names_excerpt(fields)}")
     wanted = {name: {str(v) for v in values} for name, values in where.items()}
     kept = [s for s in stimuli if all(str(s.fields.get(n)) in vals for n, vals in wanted.items())]
     if not kept:
         name = next(iter(where))
         present = sorted({str(s.fields.get(name)) for s in stimuli})
-        shown = ", ".join(present[:12]) + (", ..." if len(present) > 12 else "")
+        shown = names_excerpt(present)
         raise DataError(f"no stimuli left after `where` ({len(stimuli)} before)", file=file,
                         key=f"stimuli.where.{name}", hint=f"values of {name} in the data: {shown}")
     return kept

@@ -10,12 +10,13 @@ import csv
 import hashlib
 import io
 import json
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from ..errors import DataError
-from ..fileio import read_capped
+from ..fileio import excerpt, open_input, read_capped
 from ..spec import RuntimeLimits
 
 _DEFAULT = RuntimeLimits()
@@ -23,7 +24,7 @@ _DEFAULT = RuntimeLimits()
 
 def file_sha256(path: Path) -> str:
     h = hashlib.sha256()
-    with path.open("rb") as f:
+    with open_input(path, sys.maxsize, what="data file") as f:  # checked again: no FIFO, device or /proc file
         for chunk in iter(lambda: f.read(1 << 20), b""):
             h.update(chunk)
     return h.hexdigest()
@@ -98,7 +99,7 @@ def _json(text: str, path: Path, key: str, where: str) -> Any:
     except RecursionError:
         raise DataError(f"{where} is nested too deeply", file=str(path), key=key, hint="flatten the record") from None
     except ValueError as exc:  # e.g. an integer of more than 4300 digits
-        raise DataError(f"{where}: {str(exc)[:120]}", file=str(path), key=key, hint="check the values") from None
+        raise DataError(f"{where}: {excerpt(str(exc), 120)}", file=str(path), key=key, hint="check the values") from None
     try:
         json.dumps(obj, ensure_ascii=False).encode("utf-8")
     except UnicodeEncodeError:
@@ -109,7 +110,10 @@ def _json(text: str, path: Path, key: str, where: str) -> Any:
     return obj
 
 
-def read_jsonl(path: Path, key: str = "stimuli.source", limits: RuntimeLimits = _DEFAULT) -> list[dict[str, Any]]:
+def read_jsonl(path: Path, key: str = "stimuli.source", limits: RuntimeLimits = _DEFAULT,
+               lines: list[int] | None = None) -> list[dict[str, Any]]:
+    """The file's records; `lines`, when given, gets each record's line number (blank
+    lines are skipped, so a record's index is not its line)."""
     text = read_text(path, key, limits.max_data_bytes)
     out = []
     for i, line in enumerate(text.splitlines(), start=1):
@@ -120,6 +124,8 @@ def read_jsonl(path: Path, key: str = "stimuli.source", limits: RuntimeLimits = 
             raise DataError(f"line {i} is not a JSON object", file=str(path), key=key,
                             hint="one JSON object per line")
         out.append(obj)
+        if lines is not None:
+            lines.append(i)
         if len(out) > limits.max_stimuli:
             raise _too_many(path, key, limits.max_stimuli)
     return out
@@ -134,7 +140,7 @@ def read_json_rows(path: Path, rows: Callable[[Any], list[dict[str, Any]]], key:
     try:
         out = rows(obj)
     except (ValueError, KeyError, TypeError, AttributeError) as exc:
-        raise DataError(f"not in the expected layout: {str(exc)[:200]}", file=str(path), key=key,
+        raise DataError(f"not in the expected layout: {excerpt(str(exc), 200)}", file=str(path), key=key,
                         hint="use the published file unchanged") from None
     if len(out) > limits.max_stimuli:
         raise _too_many(path, key, limits.max_stimuli)

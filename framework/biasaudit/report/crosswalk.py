@@ -9,6 +9,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from ..errors import SpecError
+from ..fileio import excerpt, path_problem
 from ..paths import conf_dir
 
 
@@ -37,8 +38,8 @@ def _read(path: Path) -> dict[str, Clause]:
             out[str(key)] = Clause.model_validate(val)
         except ValidationError as exc:
             err = exc.errors()[0]
-            raise SpecError(f"{err['msg']} at {'.'.join(str(x) for x in err['loc'])}", file=str(path),
-                            key=f"{key}", hint="each entry needs framework, clause, title and description") from None
+            raise SpecError(f"{err['msg']} at {excerpt('.'.join(str(x) for x in err['loc']))}", file=str(path),
+                            key=excerpt(str(key)), hint="each entry needs framework, clause, title and description") from None
     return out
 
 
@@ -47,8 +48,9 @@ def load_crosswalk(extra: str | None = None) -> dict[str, Clause]:
     out = _read(conf_dir() / "crosswalk.yaml")
     if extra:
         p = Path(extra).expanduser()
-        if not p.is_file():
-            raise SpecError("crosswalk file not found", file=str(p), key="report.crosswalk", hint="check the path")
+        problem = path_problem(p)  # a regular file: nothing under /proc, /sys or /dev
+        if problem:
+            raise SpecError(f"crosswalk file: {problem}", file=str(p), key="report.crosswalk", hint="check the path")
         out.update(_read(p))
     return out
 

@@ -19,11 +19,11 @@ from .models import (
     ProbeSpec,
     ReliabilityPairSpec,
     ReportSpec,
-    ValiditySpec,
     RuntimeConfig,
     RuntimeLimits,
     StimuliSpec,
     ThresholdSpec,
+    ValiditySpec,
 )
 
 

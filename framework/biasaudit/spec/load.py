@@ -56,7 +56,8 @@ def read_yaml(path: Path) -> Any:
     from .yaml_bounds import MAX_BYTES
     from .yaml_bounds import load as load_bounded
 
-    raw = read_capped(path, MAX_BYTES, what="YAML file", error=SpecError)
+    raw = read_capped(path, MAX_BYTES, what="YAML file", error=SpecError,
+                      size_hint="keep the YAML file under the limit (large data belongs in data files)")
     try:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:

@@ -27,7 +27,12 @@ ProbeKind = Literal[
 
 
 class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
+    """Unknown keys are refused, and so are values of another type: `"3"` or `3.0` for a
+    whole number, `"true"` or `1` for true/false, `"0.5"` for a number are errors, not
+    coerced (a whole number for a number is fine: `min_valid_share: 0`). Command-line
+    overrides arrive typed (`runtime.batch_size=8` is a whole number)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True, strict=True)
 
 
 class AuditMeta(Strict):
@@ -45,8 +50,8 @@ class AuditMeta(Strict):
 class SampleSpec(Strict):
     n: int = Field(gt=0)
     """Number of stimuli to keep (all of them when the data has fewer)."""
-    seed: int = 0
-    """Seed of the random sample (the same seed keeps the same stimuli)."""
+    seed: int = Field(default=0, ge=0)
+    """Seed of the random sample (the same seed keeps the same stimuli); 0 or more."""
 
 
 class GenerateSpec(Strict):
@@ -187,7 +192,7 @@ class CodingLayerSpec(BaseModel):
     """A coding layer. The keys below are common to every layer; the other keys are the
     coder's options, validated by the coder's own model."""
 
-    model_config = ConfigDict(extra="allow", frozen=True, use_attribute_docstrings=True)
+    model_config = ConfigDict(extra="allow", frozen=True, use_attribute_docstrings=True, strict=True)
     coder: str
     """A registered coder: rules, choice, judge_panel, classifier, claims, embedding..."""
     input: str = "response"
@@ -220,7 +225,7 @@ class CodingLayerSpec(BaseModel):
 class ReliabilityPairSpec(Strict):
     """Two layers compared over one label space."""
 
-    pair: tuple[str, str]
+    pair: tuple[str, str] = Field(strict=False)  # YAML gives a list: strict would want a tuple
     """The two coding layers compared, by name."""
     map: dict[str, dict[str, str]] = Field(default_factory=dict)
     """Layer name -> {its label: shared label}, mapping both onto one label space."""
@@ -229,7 +234,7 @@ class ReliabilityPairSpec(Strict):
 class MetricSpec(BaseModel):
     """A metric by registered name; its parameters are validated by the metric."""
 
-    model_config = ConfigDict(extra="allow", frozen=True, use_attribute_docstrings=True)
+    model_config = ConfigDict(extra="allow", frozen=True, use_attribute_docstrings=True, strict=True)
     name: str
     """A registered metric (`biasaudit list metrics`); its other keys are its parameters."""
     id: str | None = None
@@ -484,6 +489,10 @@ class RuntimeLimits(Strict):
     """Wall-clock seconds per template render."""
     http_response_bytes: int = Field(default=16 * 2**20, ge=1)
     """Largest HTTP response body read from a model server (after decompression)."""
+    max_coding_chars: int = Field(default=20_000, ge=1)
+    """Longest input a coding layer's coder reads (an answer, a field, another layer's
+    text): longer inputs are cut to this many characters, flagged in the code's detail
+    (`input_truncated`) and counted in the report."""
 
 
 class RuntimeConfig(Strict):
@@ -492,8 +501,8 @@ class RuntimeConfig(Strict):
     batch_tokens: int | None = Field(default=2048, ge=1)
     """Scoring (`sequence_logprob`) on local causal LMs: dynamic batches of up to this many
     padded tokens instead of `batch_size` rows (null: use `batch_size`)."""
-    seed: int = 0
-    """Seed of sampling and of every seeded statistic of the run."""
+    seed: int = Field(default=0, ge=0)
+    """Seed of sampling and of every seeded statistic of the run; 0 or more."""
     cache: str = ".biasaudit/cache.sqlite"
     """The response cache (SQLite), shared by runs and resumed from."""
     reports_dir: str = "reports"

@@ -40,6 +40,8 @@ OPERATOR_GROUPS = {
     "runtime": "run-time settings (cache, reports folder, models folder, limits) are the operator's: "
                "runtime.<key>=... on the command line",
 }
+# Sections that are mappings (a list there would fail deep in Hydra's merge).
+MAPPING_SECTIONS = ("audit", "stimuli", "factors", "design", "probe", "coding", "report", "validity")
 # Keys Hydra's `instantiate` reads as import paths or call arguments.
 INSTANTIATE_KEYS = {"_target_", "_partial_", "_args_", "_recursive_", "_convert_"}
 _STANDARD_TAG = "tag:yaml.org,2002:"
@@ -66,7 +68,12 @@ def _check_node(node: yaml.Node, path: str, file: str, seen: set[int]) -> None:
     if isinstance(node, yaml.MappingNode):
         first: dict[str, yaml.Node] = {}
         for knode, vnode in node.value:
-            key = str(knode.value) if isinstance(knode, yaml.ScalarNode) else "?"
+            if not isinstance(knode, yaml.ScalarNode) or knode.tag == f"{_STANDARD_TAG}null":
+                null = isinstance(knode, yaml.ScalarNode)
+                raise SpecError(f"a key must be a name, not {'null' if null else 'a ' + knode.id} ({_where(knode)})",
+                                file=file, key=path or "(root)",
+                                hint="quote 'null' or '~' for that text" if null else "write each key as a plain name")
+            key = str(knode.value)
             if key == "<<":  # a merge key: its mapping is checked as a value
                 _check_node(vnode, path, file, seen)
                 continue
@@ -102,6 +109,46 @@ def _check_scalar(node: yaml.Node, path: str, file: str, is_key: bool = False) -
     if any("\ud800" <= c <= "\udfff" for c in text):
         raise SpecError(f"text with an unpaired surrogate escape ({_where(node)})", file=file, key=path or "(root)",
                         hint="write the character itself, or a valid \\U escape")
+    _check_yaml11(node, text, path, file)
+
+
+def _check_yaml11(node: yaml.ScalarNode, text: str, path: str, file: str) -> None:
+    """YAML 1.1 reads some plain words and numbers as another type than the one they look
+    like: `yes`, `no`, `on`, `off` as true/false (a label `No` becomes False, a key `Yes:`
+    becomes True), `1:30` as 5400 (base 60). Neither is coerced silently: a setting takes
+    true or false, text is quoted."""
+    if node.style is not None:  # quoted or a block scalar: text as written
+        return
+    if node.tag == f"{_STANDARD_TAG}bool" and text.lower() not in ("true", "false"):
+        raise SpecError(f"{text!r} is read as {text.lower() in ('yes', 'on', 'y')} by YAML 1.1 ({_where(node)})",
+                        file=file, key=path or "(root)",
+                        hint=f"write true or false for a setting, or quote it ('{text}') for text")
+    if node.tag in (f"{_STANDARD_TAG}int", f"{_STANDARD_TAG}float") and ":" in text:
+        raise SpecError(f"{text!r} is read as a base-60 number by YAML 1.1 ({_where(node)})", file=file,
+                        key=path or "(root)", hint=f"quote it ('{text}') for text, or write the number itself")
+
+
+def check_yaml11_words(path: Path) -> None:
+    """`_check_yaml11` on every scalar (keys too) of a YAML file other than a spec (a
+    suite file), already read once within the bounds."""
+    file = str(path)
+    text = read_capped(path, yaml_bounds.MAX_BYTES, file=file, key="spec", what="YAML file").decode("utf-8-sig")
+    root = yaml_bounds.compose(text, file)
+    stack: list[tuple[yaml.Node, str]] = [(root, "")] if root is not None else []
+    seen: set[int] = set()
+    while stack:
+        node, path_ = stack.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        if isinstance(node, yaml.ScalarNode):
+            _check_yaml11(node, str(node.value), path_, file)
+        elif isinstance(node, yaml.SequenceNode):
+            stack.extend((item, f"{path_}[{i}]") for i, item in enumerate(node.value))
+        elif isinstance(node, yaml.MappingNode):
+            for knode, vnode in node.value:
+                key = _join(path_, str(knode.value) if isinstance(knode, yaml.ScalarNode) else "?")
+                stack.extend([(knode, key), (vnode, key)])
 
 
 def _root_keys(root: yaml.MappingNode) -> list[yaml.Node]:
@@ -131,7 +178,8 @@ def _root_keys(root: yaml.MappingNode) -> list[yaml.Node]:
 def check_spec_file(path: Path) -> None:
     """Raise `SpecError` unless `path` is a UTF-8 YAML mapping that is safe to compose."""
     file = str(path)
-    raw = read_capped(path, yaml_bounds.MAX_BYTES, file=file, key="spec", what="spec file")
+    raw = read_capped(path, yaml_bounds.MAX_BYTES, file=file, key="spec", what="spec file",
+                      size_hint="a spec describes an audit; keep large data in its stimuli file")
     try:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
@@ -151,3 +199,8 @@ def check_spec_file(path: Path) -> None:
         if why:
             raise SpecError(f"a spec cannot set {key!r} ({_where(knode)})", file=file, key=key, hint=why)
     _check_node(root, "", file, set())
+    for knode, vnode in root.value:  # a list for a section Hydra merges with a mapping: say which
+        key = str(knode.value) if isinstance(knode, yaml.ScalarNode) else ""
+        if key in MAPPING_SECTIONS and isinstance(vnode, yaml.SequenceNode):
+            raise SpecError(f"`{key}` must be a mapping, not a list ({_where(vnode)})", file=file, key=key,
+                            hint=f"write {key}: {{...}}; `biasaudit schema` shows each section")

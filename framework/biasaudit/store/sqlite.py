@@ -25,7 +25,7 @@ from typing import Any
 
 from ..backends.base import Response
 from ..errors import StoreError
-from ..fileio import path_problem
+from ..fileio import check_output_file, path_problem
 from ..plan import Request, canonical_json
 
 SCHEMA = """
@@ -91,17 +91,16 @@ _HINT = "give runtime.cache a file path of its own (a new cache is created there
 
 def check_cache_path(path: str | Path, *, must_exist: bool = False) -> None:
     """Refuse a cache path that is not a regular file (or a new file in a folder that can
-    be made), before SQLite touches it."""
+    be made), before SQLite touches it. A cache to write is an output path the user names
+    (`fileio.check_output_file`: symlinks followed, no directory, FIFO, socket, device or
+    pseudo file, a writable folder); one only read must exist."""
     p = Path(path)
-    if not p.exists() and not p.is_symlink():
-        if must_exist:
-            raise StoreError("cache file not found", file=str(p), key="runtime.cache",
-                             hint="give the cache the run used (manifest.json names it)")
-        parent = next((a for a in p.parents if a.exists()), None)
-        if parent is not None and not parent.is_dir():
-            raise StoreError(f"cannot create the cache: {parent} is not a folder", file=str(p), key="runtime.cache",
-                             hint=_HINT)
+    if not must_exist:
+        check_output_file(p, key="runtime.cache", what="cache", streams=False, error=StoreError, hint=_HINT)
         return
+    if not p.exists() and not p.is_symlink():
+        raise StoreError("cache file not found", file=str(p), key="runtime.cache",
+                         hint="give the cache the run used (manifest.json names it)")
     problem = path_problem(p)
     if problem:
         raise StoreError(f"the cache is {problem}" if problem.startswith(("a ", "not ")) else f"cache: {problem}",

@@ -9,12 +9,18 @@ lower-cased, is a key of its `map` (an unmapped capture lets the next rule try).
 an abstention (or the `otherwise` label), which a `fallback` layer may then code.
 
 Patterns come from a spec, which is untrusted: they run under the `regex` module's
-timeout, so a pattern with catastrophic backtracking stops the run with an error
-instead of hanging it.
+timeout (`MATCH_TIMEOUT_S` for all of a layer's rules on one input), so a pattern with
+catastrophic backtracking stops the run with an error instead of hanging it; and what
+they may compile to is bounded before compiling: `MAX_RULES` rules and `MAX_KEYWORDS`
+keywords per layer, `MAX_PATTERN_SIZE` for the size of all of a layer's patterns (each
+character counts 1, a counted repeat `x{1000}` counts 1000 times what it repeats: the
+`regex` module compiles it into that many copies), `MAX_PATTERN` characters and
+`MAX_NESTING` nested groups per pattern.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -26,7 +32,17 @@ from ...errors import SpecError
 from ..base import Answers, CallEstimate, Code, CoderDef, CoderEnv, CodingRequest, Unit
 
 MATCH_TIMEOUT_S = 1.0
+"""Seconds all of a layer's rules may take on one input."""
 MAX_PATTERN = 2000
+"""Characters of one `pattern`."""
+MAX_RULES = 1000
+"""Rules of one layer (`rules` plus every level's)."""
+MAX_KEYWORDS = 10_000
+"""Keywords of one layer, over all its rules."""
+MAX_PATTERN_SIZE = 200_000
+"""Size of all of one layer's patterns (keyword lists included), counted repeats expanded."""
+MAX_NESTING = 100
+"""Nested groups in one pattern (deeper nesting exhausts the regex parser's recursion)."""
 
 
 class Rule(BaseModel):
@@ -100,12 +116,87 @@ class _Compiled:
     pattern: Any  # regex.Pattern[str]; the regex module ships no type information
 
 
+_COUNTED = regex.compile(r"\{(\d*),?(\d*)\}")
+
+
+def pattern_shape(src: str) -> tuple[int, int]:
+    """(size, deepest group nesting) of a pattern, read from its text without compiling:
+    each character counts 1 and a counted repeat multiplies what it repeats (an upper
+    bound of what the `regex` module compiles it into)."""
+    stack = [0]  # the size of each open group so far
+    last = 0  # the size of the last atom: what a quantifier repeats
+    deepest = 0
+    i, n = 0, len(src)
+    while i < n:
+        c = src[i]
+        if c == "\\":
+            i, last = i + 2, 1
+            stack[-1] += 1
+            continue
+        if c == "[":  # a character class is one atom
+            j = i + 1
+            if j < n and src[j] == "^":
+                j += 1
+            if j < n and src[j] == "]":
+                j += 1
+            while j < n and src[j] != "]":
+                j += 2 if src[j] == "\\" else 1
+            i, last = j + 1, 1
+            stack[-1] += 1
+            continue
+        if c == "(":
+            stack.append(0)
+            deepest = max(deepest, len(stack) - 1)
+        elif c == ")" and len(stack) > 1:
+            last = stack.pop()
+            stack[-1] += last
+        elif c == "{" and (m := _COUNTED.match(src, i)) and (m.group(1) or m.group(2)):
+            times = max(int(m.group(1) or 0), int(m.group(2) or 0), 1)
+            stack[-1] += last * (times - 1)
+            last *= times
+            i = m.end()
+            continue
+        else:
+            last = 1
+            stack[-1] += 1
+        i += 1
+    return sum(stack), deepest
+
+
+def _check_size(options: RulesOptions, env: CoderEnv) -> None:
+    """What the layer's rules may compile to, bounded before any is compiled."""
+    every = [(f"rules[{i}]", r) for i, r in enumerate(options.rules)]
+    every += [(f"levels.{lv}[{i}]", r) for lv, rs in options.levels.items() for i, r in enumerate(rs)]
+    fix = "use fewer, broader rules (a long word list belongs in a classifier or a judge)"
+    if len(every) > MAX_RULES:
+        raise SpecError(f"the layer has {len(every)} rules, over the limit of {MAX_RULES} rules per layer",
+                        file=env.spec_file, key=env.key("rules"), hint=fix)
+    words = sum(len(r.keywords or []) for _, r in every)
+    if words > MAX_KEYWORDS:
+        raise SpecError(f"the layer's rules list {words} keywords, over the limit of {MAX_KEYWORDS} keywords per "
+                        "layer", file=env.spec_file, key=env.key("rules"), hint=fix)
+    total = 0
+    for where, r in every:
+        size, depth = pattern_shape(r.source())
+        if depth > MAX_NESTING:
+            raise SpecError(f"the pattern nests groups {depth} deep, over the limit of {MAX_NESTING}",
+                            file=env.spec_file, key=env.key(where), hint="flatten the nested groups")
+        total += size
+        if total > MAX_PATTERN_SIZE:
+            raise SpecError(f"the layer's patterns are larger than the limit of {MAX_PATTERN_SIZE} characters per "
+                            "layer (counted repeats such as x{1000} count as that many copies)", file=env.spec_file,
+                            key=env.key(where), hint=f"{fix}; or use * or + instead of a large counted repeat")
+
+
 def _compile(rule: Rule, key: str, env: CoderEnv) -> _Compiled:
     try:
         pat = regex.compile(rule.source(), regex.IGNORECASE if rule.ignore_case else 0)
     except regex.error as exc:
         raise SpecError(f"invalid regular expression: {exc}", file=env.spec_file, key=key,
                         hint="Python regular-expression syntax; quote it in single quotes in YAML") from None
+    except (RecursionError, MemoryError, OverflowError) as exc:  # within the bounds above: a last guard
+        raise SpecError(f"the regular expression is too complex to compile ({type(exc).__name__})",
+                        file=env.spec_file, key=key, hint="simplify the pattern") from None
     if rule.map is not None and pat.groups < 1:
         raise SpecError("a rule with `map` needs a capture group in its pattern", file=env.spec_file, key=key,
                         hint="wrap the answer in parentheses, e.g. '^(yes|no)\\b'")
@@ -116,6 +207,7 @@ class RulesCoder:
     def __init__(self, env: CoderEnv, options: RulesOptions) -> None:
         self.env = env
         self.o = options
+        _check_size(options, env)
         self.common = [_compile(r, env.key(f"rules[{i}]"), env) for i, r in enumerate(options.rules)]
         self.by_level = {lv: [_compile(r, env.key(f"levels.{lv}[{i}]"), env) for i, r in enumerate(rs)]
                          for lv, rs in options.levels.items()}
@@ -136,11 +228,12 @@ class RulesCoder:
         else:
             rules = self.common
         head = text[: self.o.head]
+        deadline = time.monotonic() + MATCH_TIMEOUT_S  # for all the rules together
         for i, c in enumerate(rules):
             try:
-                m = c.pattern.search(head, timeout=MATCH_TIMEOUT_S)
+                m = c.pattern.search(head, timeout=max(deadline - time.monotonic(), 1e-3))
             except TimeoutError:
-                raise SpecError(f"a rule took longer than {MATCH_TIMEOUT_S:g} s on one response",
+                raise SpecError(f"the rules took longer than {MATCH_TIMEOUT_S:g} s on one response",
                                 file=self.env.spec_file, key=self.env.key("rules"),
                                 hint="simplify the pattern (nested repetition backtracks without end)") from None
             if m is None or (c.rule.max_start is not None and m.start() >= c.rule.max_start):
