@@ -187,10 +187,10 @@ def _tensors(rows: list[Row], pad_id: int) -> tuple[Any, Any, Any, list[dict[int
     mask[:, diag, diag] = True  # padding columns too: no fully masked row
     real = np.arange(width)[None, :] < np.array([len(f) for f, _ in feds])[:, None]
     for depth in range(1, int(pos.max()) + 1):
-        b, k = np.nonzero((pos == depth) & real & (parent >= 0))
-        if b.size:
-            mask[b, k] = mask[b, parent[b, k]]
-            mask[b, k, k] = True
+        rb, k = np.nonzero((pos == depth) & real & (parent >= 0))
+        if rb.size:
+            mask[rb, k] = mask[rb, parent[rb, k]]
+            mask[rb, k, k] = True
     return torch.from_numpy(ids), torch.from_numpy(pos), torch.from_numpy(mask).unsqueeze(1), [c for _, c in feds]
 
 
