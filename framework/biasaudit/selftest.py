@@ -27,6 +27,7 @@ the full label range there has shown it discriminates, so its dominance under `p
 from __future__ import annotations
 
 import fnmatch
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -182,12 +183,18 @@ def selftest(composed: Composed) -> SelfTestResult:
     if not cfg.thresholds:
         out.problems.append("the spec has no thresholds: nothing can detect a bias")
     discriminating: frozenset[str] = frozenset()
+    answer_labels: dict[str, set[str]] = {}
     for kind in [k for k in ORDER if k in oracle.kinds]:
-        results, verdicts, _ = run_oracle(prep, oracle, params, kind,
-                                          discriminating if kind == "planted" else frozenset())
+        results, verdicts, coded = run_oracle(prep, oracle, params, kind,
+                                              discriminating if kind == "planted" else frozenset())
         if kind == "null":
             dominant = {f.layer for r in results.values() for f in r.validity if f.kind == "dominant_label"}
             discriminating = frozenset(set(prep.coding.layers) - dominant)
+        if kind in ("null", "planted"):
+            for name, codes in coded.result.codes.items():
+                answer_labels.setdefault(name, set()).update(c.label for c in codes.values() if c.coded and c.label)
+        if kind == "refuse":
+            out.problems += refusals_read_as_answers(prep, coded, answer_labels)
         for t, v in zip(cfg.thresholds, verdicts, strict=True):
             res = next(r for k, r in results.items() if v.metric.partition(".")[0] == k)
             name = v.metric.partition(".")[2] or res.headline
@@ -207,6 +214,23 @@ def selftest(composed: Composed) -> SelfTestResult:
     if cfg.thresholds and not out.detected:
         out.problems.append("no threshold detects the planted bias: the thresholds cannot reach the planted value, "
                             "or the coding does not tell the sides apart (see the planted rows)")
+    return out
+
+
+def refusals_read_as_answers(prep: Prepared, coded: Coded, answer_labels: Mapping[str, set[str]]) -> list[str]:
+    """Layers that gave the refusals of the `refuse` oracle a label they also give to real
+    answers (under `null` and `planted`): a refusal forced into an answer, the defect of a
+    choice question with no way to say "none" (issue 25, finding 4)."""
+    out = []
+    for name in prep.coding.primary:
+        labels = [c.label for c in coded.result.codes.get(name, {}).values() if c.coded and c.label]
+        if not labels:
+            continue
+        top, k = Counter(labels).most_common(1)[0]
+        if top in answer_labels.get(name, set()) and k / len(labels) >= prep.composed.config.validity.dominant_share:
+            out.append(f"layer {name!r} read {k}/{len(labels)} refusals as {top!r}, a label it also gives to real "
+                       "answers: a refusal must be its own outcome (a refusal rule, or a 'none' option in a choice "
+                       "question), never forced to an answer")
     return out
 
 

@@ -100,7 +100,10 @@ def _said(user: str, intents: Mapping[str, str]) -> str | None:
 
 def code(kind: str, request: CodingRequest, intents: Mapping[str, str]) -> dict[str, Any] | None:
     """A perfect judge of the letter fallback: the letter the answer starts with, N for a
-    refusal (no option chosen)."""
+    refusal (no option chosen). A one-token choice always lands on an offered option: when
+    the right one (N) is not offered, this judge is forced like a real one and takes the
+    first listed, so a spec whose fallback has no way to say "no option" turns refusals
+    into letters, and its self-test shows it (the refuse row gets a verdict)."""
     if request.kind != "choice":
         return None
     words = [str(w) for w in request.params_dict().get("choices", [])]
@@ -109,7 +112,9 @@ def code(kind: str, request: CodingRequest, intents: Mapping[str, str]) -> dict[
         return None
     word = NO_OPTION if said == REFUSAL_TEXT else said.split(".", 1)[0].strip()
     if word not in words:
-        return None
+        if not words:
+            return None
+        word = words[0]  # forced: the first listed option
     return {"probs": {w: 1.0 if w == word else 0.0 for w in words}, "choice": word}
 
 
