@@ -35,8 +35,11 @@ SpecLike = str | os.PathLike[str]
 def _errors() -> Iterator[None]:
     """Errors the input or the environment causes leave as `BiasAuditError` (the command
     line's one-line errors); anything else is a bug and keeps its own type and traceback."""
+    from .paths import spec_lookup_scope
+
     try:
-        yield
+        with spec_lookup_scope():
+            yield
     except BiasAuditError:
         raise
     except Exception as exc:

@@ -724,8 +724,11 @@ def main(argv: list[str] | None = None) -> int:
         from .stages import show
 
         show()  # stage messages on stderr
+    from .paths import spec_lookup_scope
+
     try:
-        return int(args.fn(args, rest))
+        with spec_lookup_scope():  # specs given as paths are this command's only
+            return int(args.fn(args, rest))
     except KeyboardInterrupt:  # outside a run (a run says how to resume itself)
         print("interrupted", file=sys.stderr)
         return 130

@@ -8,8 +8,10 @@ reads the repository's own `conf/` and `specs/`, beside `framework/`.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 PACKAGE_DIR = Path(__file__).resolve().parent
@@ -46,6 +48,24 @@ def specs_dirs() -> list[Path]:
     dirs += [Path(p).resolve() for p in extra.split(os.pathsep) if p]
     dirs.append(shipped_specs_dir())
     return dirs
+
+
+@contextlib.contextmanager
+def spec_lookup_scope() -> Iterator[None]:
+    """Spec files given as paths are registered in the environment for the command that
+    names them (and the launcher workers it starts); this scope takes them back when the
+    command (a CLI call, a Python API call) ends. Without it, in one process (a notebook,
+    a test session) a later `spec=<name>` would find the folder of an earlier spec given
+    as a path first, and run someone's copy of a shipped spec under the shipped name."""
+    saved = {k: os.environ.get(k) for k in ("BIASAUDIT_SPEC_DIRS", SPEC_FILES_ENV)}
+    try:
+        yield
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
 
 
 def find_spec_file(name: str) -> Path | None:

@@ -187,3 +187,20 @@ def test_import_is_light_and_help_shows_the_api() -> None:
     assert {"run", "plan", "validate", "compare", "RunResult"} <= set(dir(biasaudit))
     with pytest.raises(AttributeError):
         biasaudit.no_such_thing  # noqa: B018
+
+
+def test_a_spec_given_as_a_path_does_not_shadow_a_shipped_name_later(workdir: Path, cli) -> None:  # type: ignore[no-untyped-def]
+    # one process (a notebook, a test session): a copy of a shipped spec given by path,
+    # then the shipped spec by name, must be the shipped file, through the API and the CLI
+    import shutil
+
+    from tests.helpers import REPO
+
+    (workdir / "data").mkdir()
+    shutil.copy(REPO / "specs" / "data" / "crows_pairs_sample.csv", workdir / "data")
+    shutil.copy(REPO / "specs" / "crows_pairs_tp.yaml", workdir / "crows_pairs_tp.yaml")
+    assert biasaudit.validate(str(workdir / "crows_pairs_tp.yaml")).spec_file == workdir / "crows_pairs_tp.yaml"
+    assert biasaudit.validate("crows_pairs_tp").spec_file == REPO / "specs" / "crows_pairs_tp.yaml"
+    assert cli("validate", f"spec={workdir / 'crows_pairs_tp.yaml'}")[0] == 0
+    code, out, _ = cli("validate", "spec=crows_pairs_tp")
+    assert code == 0 and str(REPO / "specs" / "crows_pairs_tp.yaml") in out
