@@ -13,11 +13,12 @@ export TOKENIZERS_PARALLELISM := false
 # pip warns about every unreachable mirror location; keep real errors visible.
 QUIET_PIP := 2>&1 | { grep -v -e '^WARNING: Location' -e 'is ignored: it is neither' || true; }
 
-.PHONY: setup audit test bench lint clean help example-report
+.PHONY: setup audit test test-fast bench lint clean help example-report
 
 help:
 	@echo "make audit   set up .venv if needed and run the default audit on the embedded models"
-	@echo "make test    set up .venv if needed and run the test suite"
+	@echo "make test    set up .venv if needed and run the test suite (what CI runs)"
+	@echo "make test-fast  the unit tests without real models, subprocess reruns or the hostile catalogue"
 	@echo "make bench   run the benchmarks in bench/ (installs the bench extra: lm-eval)"
 	@echo "make lint    ruff + mypy"
 	@echo "make example-report  run the default suite and screenshot its report to reports/example-report.png"
@@ -50,7 +51,13 @@ example-report: setup
 	@echo "screenshot: reports/example-report.png"
 
 test: setup
-	$(BIN)/python -m pytest -q -p no:cacheprovider
+	$(BIN)/python -m pytest -q -p no:cacheprovider --durations=15
+
+# The inner loop: unit tests only, no real model, no crash-safety subprocess reruns, no
+# hostile catalogue (CI runs all of them through `make test`).
+test-fast: setup
+	$(BIN)/python -m pytest -q -p no:cacheprovider -m "not slow" tests/unit --ignore=tests/unit/hostile \
+	  --deselect tests/unit/test_architecture.py::test_mypy_strict_passes_on_methods_and_coding -x
 
 bench: setup
 	$(BIN)/pip install -q --disable-pip-version-check -e ".[bench]" -c bench/constraints.txt $(QUIET_PIP)
