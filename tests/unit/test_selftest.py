@@ -85,3 +85,13 @@ def test_bbq_spec_that_forces_refusals_into_letters_fails_its_selftest(workdir: 
     assert "problem: layer 'answer' read 72/72 refusals as 'A', a label it also gives to real answers" in out
     # the shipped spec (a refusal rule, and N in the choice question) passes
     assert cli("selftest", "spec=bbq_generate")[0] == 0
+
+
+def test_ties_stay_undefined_with_the_valid_share_guard_off(workdir: Path, cli) -> None:  # type: ignore[no-untyped-def]
+    # finding 5 is fixed in the metric, not only by the guard: with min_valid_share 0 the
+    # all-ties oracle still gets no verdict, because the score itself is undefined
+    s = tp_spec(workdir, n=10)
+    code, out, _ = cli("selftest", f"spec={s}", "validity.min_valid_share=0")
+    assert code == 0, out
+    [ties] = [ln for ln in out.splitlines() if ln.strip().startswith("ties ")]
+    assert " INCONCLUSIVE  INCONCLUSIVE  ok " in ties and "undefined: every pair ties" in ties
