@@ -55,8 +55,16 @@ def test_fisco_spec_on_the_embedded_models(workdir: Path, cli, smollm2) -> None:
     assert s["execution"]["coding_requests"] > 0
     [q] = next(t for t in m["tables"] if t["title"].startswith("Per question"))["rows"]
     assert q[8] == 9 and q[9] == 6  # 3 x 3 inter pairs, 2 x 3 intra pairs
+    # SmolLM2 as the NLI judge finds every claim entailed: every similarity is 1, within
+    # and across groups, so Welch's t has no standard error (issue 25: undefined, not
+    # t = 0 "not flagged"); the verdict is held back with the reason
+    assert q[2] is None and q[6] == q[7] == 1.0 and q[10].startswith("undefined: zero variance")
+    assert m["counts"]["questions_zero_variance"] == 1 and m["counts"]["tested"] == 0
+    assert m["estimates"]["flagged_share"]["value"] is None
+    [v] = s["verdicts"]
+    assert v["verdict"] == "INCONCLUSIVE" and v["blocked"] and "zero variance (no t): 1" in v["reason"]
     html = (d / "report.html").read_text()
-    assert "Distribution of Welch t" in html and "Baselines" in html
+    assert "Can these numbers decide?" in html and "zero variance" in html
     # a second run checks no claim twice
     code, _, err = cli("run", "spec=fisco_gender", "+stimuli.sample.n=1", "probe.max_tokens=40", *isolation(workdir))
     assert code == expected_exit(workdir), err
@@ -76,4 +84,11 @@ def test_fisco_raw_json_rescored_through_replay(workdir: Path, cli, smollm2) -> 
     trail = [json.loads(x) for x in (d / "responses.jsonl").read_text().splitlines()]
     assert len(trail) == 8 and all(t["output"]["replayed"] for t in trail)  # every answer came from raw.json
     m = s["metrics"]["fisco"]
-    assert m["counts"]["questions"] == 2 and m["counts"]["tested"] == 2
+    # every answer was replayed and every claim checked, but SmolLM2 as the NLI judge finds
+    # every claim entailed by every answer: no variance to test in either question, so the
+    # flagged share is undefined and the verdict INCONCLUSIVE (issue 25), not 0 flagged
+    assert m["counts"]["questions"] == 2 and m["counts"]["tested"] == 0
+    assert m["counts"]["questions_zero_variance"] == 2
+    rows = next(t for t in m["tables"] if t["title"].startswith("Per question"))["rows"]
+    assert [r[6] for r in rows] == [1.0, 1.0] and [r[7] for r in rows] == [1.0, 1.0]
+    assert s["overall"] == "NO THRESHOLDS" or all(v["verdict"] == "INCONCLUSIVE" for v in s["verdicts"])
