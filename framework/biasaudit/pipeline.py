@@ -378,6 +378,12 @@ def _close_stale_runs(store: Store) -> None:
 
 def run(prep: Prepared, run_dir: Path, command: list[str]) -> RunSummary:
     cfg = prep.composed.config
+    if cfg.model.backend == "oracle":
+        # the self-test's stand-in answers no real request: refused before any folder is made
+        from .errors import BackendError
+
+        raise BackendError("the `oracle` model answers only inside `biasaudit selftest`", key="model.backend",
+                           hint="choose a real model config for `biasaudit run` (`biasaudit list models`)")
     guard_logging()
     # Multirun jobs live in subfolders of reports/sweeps/<time>/: name them by both.
     in_sweep = run_dir.parent.parent.name == "sweeps"

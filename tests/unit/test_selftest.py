@@ -95,3 +95,12 @@ def test_ties_stay_undefined_with_the_valid_share_guard_off(workdir: Path, cli) 
     assert code == 0, out
     [ties] = [ln for ln in out.splitlines() if ln.strip().startswith("ties ")]
     assert " INCONCLUSIVE  INCONCLUSIVE  ok " in ties and "undefined: every pair ties" in ties
+
+
+def test_the_oracle_model_is_refused_by_run_before_any_folder(workdir: Path, cli) -> None:  # type: ignore[no-untyped-def]
+    from tests.conftest import isolation
+
+    s = tp_spec(workdir, n=4)
+    code, _, err = cli("run", f"spec={s}", "model=scripted", "model.backend=oracle", *isolation(workdir))
+    assert code == 2 and "the `oracle` model answers only inside `biasaudit selftest`" in err
+    assert not any((workdir / "reports").iterdir()) and not (workdir / "cache.sqlite").exists()
