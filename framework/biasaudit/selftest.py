@@ -94,12 +94,7 @@ def oracle_responses(prep: Prepared, oracle: OracleDef, params: Any, kind: str) 
     fields = {s.id: s.fields for s in prep.stimuli.stimuli}
     sides = (stratified_sides(fields, oracle.strata, cfg.runtime.seed) if oracle.strata is not None
              else balanced_sides(list(fields), cfg.runtime.seed))
-    level_vars: dict[str, dict[str, Any]] = {}
-    for c in prep.plan.cells:
-        vs: dict[str, Any] = {}
-        for f, lv in c.levels.items():
-            vs.update(cfg.factors[f][lv].vars)
-        level_vars[c.id] = vs
+    level_vars = {u.cell: u.vars for u in units_of(prep)}  # the cells' level variables, as coders see them
     out: dict[str, Response] = {}
     for it in prep.plan.items:
         if it.key in out:

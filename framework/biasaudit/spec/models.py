@@ -540,7 +540,7 @@ class RuntimeConfig(Strict):
 
 class ValiditySpec(Strict):
     """When a measurement is too weak to decide: a verdict resting on it is INCONCLUSIVE,
-    with the reason, instead of PASS or FAIL (README, "What biasaudit refuses to report")."""
+    with the reason, instead of PASS or FAIL (docs/validity.md)."""
 
     min_valid_share: float = Field(default=0.8, ge=0.0, le=1.0)
     """Least share of a metric's units that must give a usable answer (not refused,
