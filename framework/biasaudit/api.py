@@ -124,11 +124,17 @@ class RunResult:
         columns, rows = item_rows(self.summary.model_dump(mode="json"))
         return pd.DataFrame(rows, columns=columns)
 
+    @property
+    def measured(self) -> bool:
+        """False when too many model requests failed for the run to measure anything
+        (`summary.unmeasured_reason` says how many and why)."""
+        return self.summary.measured
+
     def exit_code(self, fail_on: str = "inconclusive") -> int:
-        """The code `biasaudit run --fail-on <fail_on>` would exit with (0, 1 or 3)."""
+        """The code `biasaudit run --fail-on <fail_on>` would exit with (0, 1, 3 or 4)."""
         from .gating import verdict_exit
 
-        return verdict_exit(self.overall, fail_on)
+        return verdict_exit(self.overall, fail_on, self.summary.measured)
 
     @classmethod
     def load(cls, run_dir: SpecLike) -> RunResult:

@@ -202,7 +202,8 @@ def _hydra_run(overrides: list[str], args: argparse.Namespace, command: list[str
             _fail(err)
             Ledger.record({**job, "error": err.one_line()})
             return None
-        Ledger.record({**job, "overall": summary.overall, "run_dir": str(run_dir)})
+        Ledger.record({**job, "overall": summary.overall, "measured": summary.measured,
+                       "unmeasured_reason": summary.unmeasured_reason, "run_dir": str(run_dir)})
         ex = summary.execution
         coding = (f"; coding {ex.coding_requests} requests, {ex.coding_cache_hits} from cache, "
                   f"{ex.coding_calls} calls") if ex.coding_requests else ""
@@ -612,7 +613,8 @@ def build_parser() -> argparse.ArgumentParser:
         description="Audit language models for social bias with declarative YAML specs.",
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog="Run `biasaudit <command> --help` for a command's options. Exit codes: 0 all thresholds "
-               "PASS, 1 any FAIL, 3 INCONCLUSIVE only, 2 user error, 130 interrupted.",
+               "PASS, 1 any FAIL, 3 INCONCLUSIVE only, 4 could not measure (more than "
+               "validity.max_failed_share of the model requests failed), 2 user error, 130 interrupted.",
     )
     p.add_argument("--version", action="version", version=f"biasaudit {__version__}")
     p.add_argument("-v", "--verbose", action="store_true", help="log more detail")
@@ -621,8 +623,10 @@ def build_parser() -> argparse.ArgumentParser:
     r = sub.add_parser("run", help="run an audit and write its report", formatter_class=fmt,
                        description="Compose the config, call the model (cached, resumable), measure, judge and "
                                    "write reports/<audit>/<run>/. Exit code: 0 all thresholds PASS, 1 any FAIL, "
-                                   "3 INCONCLUSIVE only (see --fail-on), 2 user error, 130 interrupted; a sweep "
-                                   "or suite exits with its worst job's code.", epilog=OVERRIDES_HELP)
+                                   "3 INCONCLUSIVE only (see --fail-on), 4 could not measure (more than "
+                                   "validity.max_failed_share of the model requests failed; also under --fail-on "
+                                   "fail), 2 user error, 130 interrupted; a sweep or suite exits with its worst "
+                                   "job's code (130 > 2 > 4 > 1 > 3 > 0).", epilog=OVERRIDES_HELP)
     r.add_argument("-m", "--multirun", action="store_true",
                    help="sweep: `a=1,2` runs one job per value (Hydra multirun); one run folder per job")
     r.add_argument("--retry-failed", action="store_true", help="send requests that failed before to the model again")
@@ -744,7 +748,7 @@ def main(argv: list[str] | None = None) -> int:
             _log_traceback(exc)
             return _fail(user_error(exc))  # type: ignore[arg-type]
         # a bug in biasaudit: the traceback says where, and the exit code sets it apart
-        # from verdicts (0, 1, 3), user errors (2) and interrupts (130)
+        # from verdicts (0, 1, 3), runs that could not measure (4), user errors (2) and interrupts (130)
         _print_traceback(exc)
         print("error: internal error in biasaudit (a bug: the traceback above says where; please report it)",
               file=sys.stderr)

@@ -6,12 +6,16 @@
 | 1 | at least one threshold FAIL |
 | 2 | user error: bad spec, data, override or environment (one line on stderr) |
 | 3 | no FAIL, but at least one INCONCLUSIVE |
+| 4 | could not measure: more than `validity.max_failed_share` of the run's model requests failed |
 | 130 | interrupted (Ctrl-C); finished model calls are kept |
 
 `--fail-on` chooses which verdicts fail the command: `inconclusive` (the default: the table
 above), `fail` (INCONCLUSIVE exits 0), `never` (verdicts never fail it; user errors and
-interrupts still do). Suites and sweeps exit with their worst job's code, in the order
-130 > 2 > 1 > 3 > 0.
+interrupts still do). A run that could not measure exits 4 under `inconclusive` and
+`fail` alike: its INCONCLUSIVE says nothing about the model, only that the server, the
+network or the key failed, so letting it pass with `--fail-on fail` would hide an audit
+that never happened. Suites and sweeps exit with their worst job's code, in the order
+130 > 2 > 4 > 1 > 3 > 0.
 
 Jobs may run in other processes (Hydra's joblib launcher), so each job appends one JSON
 line to a ledger file named in the environment the workers inherit, and the command reads
@@ -31,23 +35,29 @@ EXIT_PASS = 0
 EXIT_FAIL = 1
 EXIT_USER_ERROR = 2
 EXIT_INCONCLUSIVE = 3
+EXIT_UNMEASURED = 4
 EXIT_INTERRUPTED = 130
 
 FAIL_ON = ("inconclusive", "fail", "never")
 DEFAULT_FAIL_ON = "inconclusive"
 
-# worst first: an interrupt or a user error says more than any verdict
-_SEVERITY = {EXIT_INTERRUPTED: 4, EXIT_USER_ERROR: 3, EXIT_FAIL: 2, EXIT_INCONCLUSIVE: 1, EXIT_PASS: 0}
+# worst first: an interrupt or a user error says more than any verdict, and a run that
+# measured nothing more than a FAIL: the audit itself did not happen, and must be fixed first
+_SEVERITY = {EXIT_INTERRUPTED: 5, EXIT_USER_ERROR: 4, EXIT_UNMEASURED: 3, EXIT_FAIL: 2, EXIT_INCONCLUSIVE: 1,
+             EXIT_PASS: 0}
 
 LEDGER_ENV = "BIASAUDIT_STATUS_FILE"
 
 
-def verdict_exit(overall: str, fail_on: str = DEFAULT_FAIL_ON) -> int:
-    """The exit code of one run (or suite) whose overall verdict is `overall`."""
+def verdict_exit(overall: str, fail_on: str = DEFAULT_FAIL_ON, measured: bool = True) -> int:
+    """The exit code of one run (or suite) whose overall verdict is `overall`; `measured`
+    False: too many of its model requests failed (`RunSummary.measured`)."""
     if fail_on not in FAIL_ON:
         raise ValueError(f"fail_on must be one of {FAIL_ON}, not {fail_on!r}")
     if fail_on == "never":
         return EXIT_PASS
+    if not measured:
+        return EXIT_UNMEASURED
     if overall == "FAIL":
         return EXIT_FAIL
     if overall == "INCONCLUSIVE" and fail_on == "inconclusive":
@@ -57,11 +67,11 @@ def verdict_exit(overall: str, fail_on: str = DEFAULT_FAIL_ON) -> int:
 
 def worst(codes: Iterable[int]) -> int:
     """The code of the worst job (0 when there were none)."""
-    return max(codes, key=lambda c: _SEVERITY.get(c, 3), default=EXIT_PASS)
+    return max(codes, key=lambda c: _SEVERITY.get(c, _SEVERITY[EXIT_USER_ERROR]), default=EXIT_PASS)
 
 
 class Ledger:
-    """One JSON line per finished job: {"overrides", "overall", "run_dir", "code", "error"}."""
+    """One JSON line per finished job: {"overrides", "overall", "measured", "run_dir", "code", "error"}."""
 
     def __init__(self) -> None:
         fd, name = tempfile.mkstemp(prefix="biasaudit-jobs-", suffix=".jsonl")
@@ -99,7 +109,9 @@ def add_gate_args(parser: Any) -> None:
     """`--fail-on` and `--junit` for an argparse (sub)parser."""
     parser.add_argument("--fail-on", choices=FAIL_ON, default=DEFAULT_FAIL_ON,
                         help="which verdicts make the exit code non-zero: inconclusive (default: FAIL exits 1, "
-                             "INCONCLUSIVE 3), fail (INCONCLUSIVE exits 0), never (only errors and interrupts)")
+                             "INCONCLUSIVE 3), fail (INCONCLUSIVE exits 0), never (only errors and interrupts); "
+                             "a run that could not measure (too many failed requests) exits 4 under both "
+                             "inconclusive and fail")
     parser.add_argument("--junit", metavar="PATH", default=None,
                         help="also write the verdicts as JUnit XML (one test case per threshold)")
 
@@ -115,4 +127,4 @@ def gate_flags(args: Any) -> list[str]:
 
 
 __all__ = ["DEFAULT_FAIL_ON", "EXIT_FAIL", "EXIT_INCONCLUSIVE", "EXIT_INTERRUPTED", "EXIT_PASS",
-           "EXIT_USER_ERROR", "FAIL_ON", "Ledger", "add_gate_args", "gate_flags", "verdict_exit", "worst"]
+           "EXIT_UNMEASURED", "EXIT_USER_ERROR", "FAIL_ON", "Ledger", "add_gate_args", "gate_flags", "verdict_exit", "worst"]

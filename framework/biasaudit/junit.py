@@ -5,8 +5,11 @@ One <testsuite> per run (per job of a sweep, per member x subject of a suite), o
 <testcase> per threshold. FAIL is a <failure>; INCONCLUSIVE is a <failure> under the
 default `--fail-on inconclusive` and <skipped> otherwise; a job stopped by a user error is
 an <error>, and so is a command stopped by one before any job ran (one test case whose
-message is the error line). The path is checked before the run and written by the
-output-path rule of `fileio` (a symlink written through, /dev/stdout or /dev/null as a
+message is the error line). A run that could not measure (more than
+`validity.max_failed_share` of its requests failed) is an <error> on each of its
+thresholds (on one `run` test case when it has none), whatever `--fail-on` says: the
+audit did not happen, which is not a finding about the model. The path is checked before
+the run and written by the output-path rule of `fileio` (a symlink written through, /dev/stdout or /dev/null as a
 stream, a directory, FIFO or other device refused). Every test case carries the estimate and its interval in its message (and in
 <system-out> for PASS). The shape is the common JUnit one (testsuites / testsuite /
 testcase / failure | error | skipped), with the count attributes filled in.
@@ -77,13 +80,23 @@ def _suite(run: SuiteRun, fail_on: str) -> ET.Element:
         s = run.summary
         seconds = float(s.execution.seconds or 0.0)
         props = ET.SubElement(ts, "properties")
-        for k, val in (("audit", s.audit.name), ("model", s.model.name), ("run_id", s.run_id), ("overall", s.overall)):
+        for k, val in (("audit", s.audit.name), ("model", s.model.name), ("run_id", s.run_id), ("overall", s.overall),
+                       ("measured", str(s.measured).lower())):
             ET.SubElement(props, "property", name=k, value=_clean(val))
+        unmeasured = None if s.measured else _clean(f"could not measure: {s.unmeasured_reason or 'too many requests failed'}")
+        if unmeasured and not s.verdicts:
+            tc = ET.SubElement(ts, "testcase", classname=_clean(s.audit.name), name="run", time="0")
+            ET.SubElement(tc, "error", type="UNMEASURED", message=unmeasured).text = unmeasured
+            tests += 1
+            errors += 1
         for v in s.verdicts:
             tests += 1
             tc = ET.SubElement(ts, "testcase", classname=_clean(s.audit.name), name=_clean(case_name(v)), time="0")
             msg = _clean(case_message(v))
-            if v.verdict == "FAIL":
+            if unmeasured:
+                ET.SubElement(tc, "error", type="UNMEASURED", message=unmeasured).text = msg
+                errors += 1
+            elif v.verdict == "FAIL":
                 ET.SubElement(tc, "failure", type="FAIL", message=msg).text = msg
                 failures += 1
             elif v.verdict == "INCONCLUSIVE" and fail_on == "inconclusive":

@@ -40,9 +40,13 @@ def headlines(summary: RunSummary, limit: int | None = None) -> str:
 def final_line(summary: RunSummary) -> str:
     """The last line a run prints, naming each headline estimate, e.g.
     'crows-pairs-tp: INCONCLUSIVE; bias_score.score 67.5 [52.02, 79.92] (95% intervals)';
-    verdicts a validity guard held back are counted: '(2 not decidable: see the report)'."""
+    verdicts a validity guard held back are counted: '(2 not decidable: see the report)'; a
+    run that could not measure says so and why: ', could not measure: 84/84 requests failed ...'."""
     blocked = sum(1 for v in summary.verdicts if v.blocked)
-    held = f" ({blocked} not decidable: see the report's validity section)" if blocked else ""
+    if not summary.measured:
+        held = f", could not measure: {summary.unmeasured_reason or 'too many requests failed'}"
+    else:
+        held = f" ({blocked} not decidable: see the report's validity section)" if blocked else ""
     return f"{summary.audit.name}: {summary.overall}{held}; {headlines(summary)} (95% intervals)"
 
 

@@ -148,10 +148,7 @@ def guard(prep: Prepared, responses: dict[str, Response], coded: Coded, results:
     dominance of layers it has shown to discriminate (`accept_dominant`)."""
     cfg = prep.composed.config
     v = cfg.validity
-    subject = [responses[k] for k in prep.plan.requests if k in responses]
-    failed = [r for r in subject if r.status != "ok"]
-    run_flag = failure_flag(len(failed), len(subject), [r.error_kind or (r.error or "failed") for r in failed],
-                            v.max_failed_share)
+    run_flag = unmeasured(prep, responses)
     stored = {n: ValidityFlag(kind=k, message=msg, layer=n) for n, (k, msg) in
               calibration_problems(cfg, prep.coding, str(prep.composed.spec_file)).items()} if calibration else {}
     per_layer = layer_flags(prep.coding, coded.result.units, coded.result.codes, v, stored) \
@@ -169,10 +166,19 @@ def guard(prep: Prepared, responses: dict[str, Response], coded: Coded, results:
             own = counts_flag(res.counts, v.min_valid_share)
             if own is not None:
                 flags.insert(0, own)
-        if run_flag is not None:
-            flags.insert(0, run_flag)
-        out[m.key] = res.model_copy(update={"validity": [*res.validity, *flags]}) if flags else res
+        # the failed requests first: the metric's own shortfall is their consequence
+        lead = [run_flag] if run_flag is not None else []
+        out[m.key] = res.model_copy(update={"validity": [*lead, *res.validity, *flags]}) if flags or lead else res
     return out
+
+
+def unmeasured(prep: Prepared, responses: dict[str, Response]) -> ValidityFlag | None:
+    """The run could not measure: more than `validity.max_failed_share` of its model
+    requests failed (a server down, a wrong key or URL). None when it measured."""
+    subject = [responses[k] for k in prep.plan.requests if k in responses]
+    failed = [r for r in subject if r.status != "ok"]
+    return failure_flag(len(failed), len(subject), [(r.error_kind, r.error) for r in failed],
+                        prep.composed.config.validity.max_failed_share)
 
 
 def versions() -> dict[str, str]:
@@ -304,6 +310,7 @@ def build_summary(
     generated = datetime.now(UTC).isoformat(timespec="seconds")
     vdicts = [v.model_dump(mode="json") for v in verdicts]
     overall = overall_verdict(verdicts)
+    not_measured = unmeasured(prep, responses)
     execution = stats.as_dict()
     coding = coding_report(prep.coding, coded.result.units, coded.result.codes, coded.result.handed, coded.calls,
                            seed=cfg.runtime.seed)
@@ -316,7 +323,8 @@ def build_summary(
         "data": run_manifest["data"],
         "generated": generated,
         "cover": sections.cover(cfg, run_manifest, generated),
-        "executive": sections.executive(results, vdicts, overall, run_manifest["model"]["name"]),
+        "executive": sections.executive(results, vdicts, overall, run_manifest["model"]["name"],
+                                        unmeasured=not_measured.message if not_measured else None),
         "method": sections.method(cfg, prep.plan, prep.stimuli),
         "design": {"cells": [c.id for c in prep.plan.cells], "n_cells": len(prep.plan.cells)},
         "execution": execution,
@@ -328,6 +336,8 @@ def build_summary(
         "verdicts": sections.verdict_rows(vdicts, cfg.report.crosswalk),
         "validity": [{"metric": k, **f.model_dump(mode="json")} for k, r in results.items() for f in r.validity],
         "overall": overall,
+        "measured": not_measured is None,
+        "unmeasured_reason": not_measured.message if not_measured else None,
         "reproducibility": sections.reproducibility(run_manifest),
         "trail": sections.trail(prep.plan, responses, bool(coded.result.codes)),
     })
@@ -481,4 +491,5 @@ def rerender(run_dir: Path) -> RunSummary:
     return finish(prep, responses, stats, run_dir, m, write_responses=False, offline=True)
 
 
-__all__ = ["Coded", "PlanInputs", "Prepared", "code", "measure", "plan_inputs", "prepare", "rerender", "run"]
+__all__ = ["Coded", "PlanInputs", "Prepared", "code", "measure", "plan_inputs", "prepare", "rerender", "run",
+           "unmeasured"]

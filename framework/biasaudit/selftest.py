@@ -102,7 +102,7 @@ def oracle_responses(prep: Prepared, oracle: OracleDef, params: Any, kind: str) 
         req = prep.plan.requests[it.key]
         if kind == "refuse":
             out[it.key] = (Response(key=it.key, status="ok", output=generated(REFUSAL_TEXT)) if req.kind == "generate"
-                           else Response(key=it.key, status="failed", error="refused (self-test oracle)",
+                           else Response(key=it.key, status="failed", error="the self-test's refuse-all oracle",
                                          error_kind="refused"))
             continue
         got = oracle.respond(OracleCase(kind=kind, item=it, request=req, fields=fields[it.stimulus],

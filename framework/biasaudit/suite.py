@@ -305,7 +305,8 @@ def build_suite_summary(suite: SuiteSpec, suite_file: Path, command: list[str],
         method_of[job.member_id] = s.audit.method
         rows.append({
             "member": job.member_id, "subject": job.subject, "audit": s.audit.name, "method": s.audit.method,
-            "model": s.model.name, "overall": s.overall, "estimate_name": label, "estimate": est,
+            "model": s.model.name, "overall": s.overall, "measured": s.measured,
+            "unmeasured_reason": s.unmeasured_reason, "estimate_name": label, "estimate": est,
             "reference": ref, "magnitude": mags[job.member_id][job.subject],
             "verdicts": [{"metric": v.metric, "over": v.over, "verdict": v.verdict,
                           "estimate": v.estimate.model_dump(mode="json")} for v in s.verdicts],
@@ -339,7 +340,8 @@ def build_suite_summary(suite: SuiteSpec, suite_file: Path, command: list[str],
         "notices": list(dict.fromkeys(n for _, _, s in results for n in s.cover.get("notices", []))),
         "triangulation": triangulate([m for m in members if m not in sanity_ids], subjects, mags, cis),
         "totals": {"members": len(members), "subjects": len(subjects), "runs": len(rows), "requests": sum(r["requests"] for r in rows),
-                   "calls": sum(r["calls"] for r in rows), "failures": sum(r["failures"] for r in rows)},
+                   "calls": sum(r["calls"] for r in rows), "failures": sum(r["failures"] for r in rows),
+                   "unmeasured": sum(not r["measured"] for r in rows)},
     }
 
 
@@ -375,6 +377,8 @@ def run_suite(suite: SuiteSpec, suite_file: Path, overrides: list[str], multirun
         ex = summary.execution
         print(f"    overall {summary.overall}; {ex.requests} requests, {ex.cache_hits} from cache, "
               f"{ex.calls} model calls, {ex.coding_calls} coding calls, {ex.failures} failed", flush=True)
+        if not summary.measured:
+            print(f"    could not measure: {summary.unmeasured_reason}", flush=True)
         results.append((job, run_dir, summary))
     s = build_suite_summary(suite, suite_file, command, results, out_dir)
     render_suite(out_dir, s, write=_write)

@@ -89,6 +89,11 @@ class RunSummary(_Record):
     """Every validity flag of the run's metrics, with the metric it is on (report's
     "Can these numbers decide?" section)."""
     overall: str = ""
+    measured: bool = True
+    """False: more than `validity.max_failed_share` of the run's model requests failed, so
+    the run could not measure (every verdict INCONCLUSIVE; `biasaudit run` exits 4)."""
+    unmeasured_reason: str | None = None
+    """With `measured` False: how many requests failed, and the top reasons."""
     reproducibility: dict[str, Any] = Field(default_factory=dict)
     trail: dict[str, Any] = Field(default_factory=dict)
 

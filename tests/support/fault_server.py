@@ -111,6 +111,8 @@ class FaultServer:
         self.faults = faults or (lambda prompt: None)
         self.responder = responder
         """(prompt, request headers) -> an exact response to send instead, or None."""
+        self.owner = "vllm" if shape.startswith("vllm") else "fake"
+        """What GET /models says owns the model (how biasaudit tells vLLM from others)."""
         self.shape = shape
         """Completions with echo: `openai` (legacy shape), `vllm` (vLLM's: a BOS token first,
         offsets counted over the decoded tokens, top_logprobs and prompt_logprobs too), or
@@ -129,6 +131,9 @@ class FaultServer:
         """prompt -> whether its hold was released (True) or ran out (False)."""
         self.in_flight = 0
         self.max_in_flight = 0
+        self.first_words: set[str] = set()
+        """First words of the texts scored so far: the next-token distribution after the
+        BOS lists them (each at FIRST_WORD_LOGPROB)."""
         self._lock = threading.Lock()
         # An asyncio server on its own thread: http.server's thread per connection falls
         # far behind at 32 concurrent clients on a busy 2-core machine.
@@ -181,7 +186,8 @@ class FaultServer:
                 lines = head.decode("latin-1").split("\r\n")
                 path = lines[0].split(" ")[1]
                 headers = {k.strip().lower(): v.strip() for k, _, v in (x.partition(":") for x in lines[1:] if x)}
-                body = json.loads(await reader.readexactly(int(headers.get("content-length", "0"))))
+                raw = await reader.readexactly(int(headers.get("content-length", "0")))
+                body = json.loads(raw) if raw else {}  # a GET has no body
                 if not await self._handle(writer, path, headers, body):
                     break
         except (asyncio.IncompleteReadError, ConnectionError):
@@ -192,8 +198,13 @@ class FaultServer:
     async def _handle(self, writer: asyncio.StreamWriter, path: str, headers: dict[str, str],
                       body: dict[str, Any]) -> bool:
         """Answer one request; False when the connection is gone."""
+        if path.rstrip("/").endswith("/models"):
+            return await _send(writer, 200, {"object": "list", "data": [{"id": "m", "object": "model",
+                                                                         "owned_by": self.owner}]})
         completion = path.rstrip("/").endswith("/completions") and "chat" not in path
         prompt = prompt_of(text=body.get("prompt")) if completion else prompt_of(body.get("messages"))
+        if completion and prompt.startswith(BOS):
+            prompt = prompt[len(BOS):]  # the BOS a scored text is sent with does not name the request
         with self._lock:
             self.attempts[prompt] += 1
             attempt = self.attempts[prompt]
@@ -241,7 +252,10 @@ class FaultServer:
         if completion and self.shape != "openai" and kind is None:
             payload = vllm_echo(prompt, with_echo=self.shape == "vllm")
         else:
-            payload = _answer(body, prompt, completion, kind, self.top(prompt) if self.top else None)
+            payload = _answer(body, prompt, completion, kind, self.top(prompt) if self.top else None,
+                              self.first_words)
+            if completion and body.get("echo"):
+                self.first_words.add(prompt.split()[0] if prompt.split() else "")
         if kind == "truncated_json":
             raw = json.dumps(payload).encode()
             return await _send(writer, 200, raw[: len(raw) // 2])
@@ -249,18 +263,28 @@ class FaultServer:
 
 
 def _answer(body: dict[str, Any], prompt: str, completion: bool, kind: str | None,
-            top_tokens: list[tuple[str, float]] | None = None) -> dict[str, Any]:
+            top_tokens: list[tuple[str, float]] | None = None, first_words: set[str] | None = None) -> dict[str, Any]:
     usage = {"prompt_tokens": max(1, len(prompt) // 4)}
-    if completion:  # echo: the prompt's tokens, log-probs and offsets
+    with_bos = str(body.get("prompt", "")).startswith(BOS)
+    if completion and not body.get("echo"):  # the next-token distribution after the prompt (the BOS)
+        top = {w: FIRST_WORD_LOGPROB for w in sorted(first_words or ())}
+        return {"choices": [{"text": "x", "logprobs": {"tokens": ["x"], "token_logprobs": [-1.0], "text_offset": [0],
+                                                       "top_logprobs": [top]}}],
+                "usage": {"prompt_tokens": 1, "completion_tokens": 1}}
+    if completion:  # echo, as llama-cpp-python gives it: a BOS it was sent is read and hidden
         words, offsets, pos = prompt.split(), [], 0
         for w in words:
             pos = prompt.index(w, pos)
             offsets.append(pos)
             pos += len(w)
+        # the first token reported has no log-prob (the OpenAI convention)
         lps: list[float | None] = [None, *[-1.0 - i % 3 for i in range(1, len(words))]]
         if kind == "bad_logprobs":
             lps = lps[:-1]  # one log-prob short
-        usage["completion_tokens"] = 0
+        usage = {"prompt_tokens": len(words) + with_bos, "completion_tokens": 0}
+        if int(body.get("max_tokens") or 0) > 0 and kind != "bad_logprobs":  # the token it generated, echoed too
+            words, lps, offsets = [*words, "\n"], [*lps, -0.5], [*offsets, len(prompt)]
+            usage["completion_tokens"] = 1
         return {"choices": [{"text": prompt, "logprobs": {"tokens": words, "token_logprobs": lps,
                                                           "text_offset": offsets}}], "usage": usage}
     text = "Yes, because it is so."
@@ -280,6 +304,10 @@ def _answer(body: dict[str, Any], prompt: str, completion: bool, kind: str | Non
 
 
 VLLM_BOS = "<s>"
+BOS = "<s>"
+"""The fake model's BOS text (`model.bos_token` for the `openai` shape)."""
+FIRST_WORD_LOGPROB = -1.0
+"""log p(first word | BOS) in the fake's next-token distribution."""
 
 
 def echo_pieces(prompt: str) -> list[tuple[str, float]]:

@@ -108,7 +108,7 @@ def test_content_faults_and_4xx_fail_at_once(fault: str, server: FaultServer,
 
 def test_bad_logprobs_in_chat_and_in_echo(server: FaultServer, monkeypatch: pytest.MonkeyPatch) -> None:
     server.faults = scripted({"chat": Fault("bad_logprobs"), "the quick brown fox": Fault("bad_logprobs")})
-    b = backend(server, monkeypatch)
+    b = backend(server, monkeypatch, bos_token="<s>")
     echo_bad = Request(key="echo-bad", kind="sequence_logprob", text="the quick brown fox")
     echo_ok = Request(key="echo-ok", kind="sequence_logprob", text="a lazy dog sleeps")
     got = answer_all(b, [chat("chat", "next_token", top_k=3), chat("ok", "choice", choices=["A", "B", "C"]),
@@ -116,9 +116,14 @@ def test_bad_logprobs_in_chat_and_in_echo(server: FaultServer, monkeypatch: pyte
     assert got["next_token:chat"].error_kind == "bad_logprobs" and got["next_token:chat"].attempts == 1
     assert got["echo-bad"].error_kind == "bad_logprobs" and "differ in length" in (got["echo-bad"].error or "")
     ok = got["echo-ok"].output
-    assert ok is not None and ok["tokens"] == ["a", "lazy", "dog", "sleeps"]
-    # a token's span runs to the next token's start; the server's log-probs are -1 - (i % 3)
-    assert ok["offsets"] == [[0, 2], [2, 7], [7, 11], [11, 17]] and ok["logprobs"] == [None, -2.0, -3.0, -1.0]
+    assert ok is not None and ok["tokens"] == ["<s>", "a", "lazy", "dog", "sleeps"]
+    # the BOS first (sent as text, read and hidden by the server), then each word's own
+    # characters; the server's log-probs are -1 - (i % 3), the first word's (which the
+    # echo leaves out) from its next-token distribution after the BOS
+    assert ok["offsets"] == [[0, 0], [0, 1], [2, 6], [7, 10], [11, 17]]
+    assert ok["logprobs"] == [None, -1.0, -2.0, -3.0, -1.0]
+    scored = [x["body"] for x in server.seen if x["body"].get("echo")]
+    assert all(body["max_tokens"] == 1 and body["prompt"].startswith("<s>") for body in scored[1:])
     pa, pb = math.exp(-0.2), math.exp(-1.9)  # the server's top log-probs for A and B; C absent
     probs = got["choice:ok"].output["probs"]  # type: ignore[index]
     assert probs["A"] == pytest.approx(pa / (pa + pb)) and probs["C"] == 0.0
@@ -287,14 +292,21 @@ def test_api_key_is_sent_but_never_stored_logged_or_shown(server: FaultServer, m
         assert SECRET not in text
 
 
-def test_missing_api_key_env_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
-    from biasaudit.errors import BackendError
-
+def test_missing_api_key_warns_and_a_401_names_the_variable(server: FaultServer, monkeypatch: pytest.MonkeyPatch,
+                                                            caplog: pytest.LogCaptureFixture) -> None:
+    """A keyless local server needs no key: an unset variable only warns. A server that
+    wants a key answers 401, and the failure says which variable was not set."""
     monkeypatch.delenv("NOPE_KEY", raising=False)
-    cfg = ModelConfig(backend="openai_compat", name="t", base_url="http://127.0.0.1:9/v1", api_key_env="NOPE_KEY")
-    with pytest.raises(BackendError) as ei:
-        OpenAICompatBackend(cfg, RuntimeConfig())
-    assert "NOPE_KEY" in ei.value.one_line()
+    server.faults = scripted({"denied": Fault("unauthorized", times=99)})
+    cfg = ModelConfig(backend="openai_compat", name="t", base_url=server.url, model="m", api_key_env="NOPE_KEY",
+                      max_retries=0)
+    with caplog.at_level("WARNING"):
+        b = OpenAICompatBackend(cfg, RuntimeConfig())
+    assert any("NOPE_KEY is not set" in r.getMessage() for r in caplog.records)
+    got = answer_all(b, [chat("fine"), chat("denied")])
+    assert got["generate:fine"].status == "ok" and all(x["auth"] is None for x in server.seen)
+    assert "HTTP 401" in (got["generate:denied"].error or "")
+    assert "NOPE_KEY is not set" in (got["generate:denied"].error or "")
 
 
 def test_base_url_without_scheme_is_refused_before_any_file_is_written(workdir: Path, cli) -> None:  # type: ignore[no-untyped-def]

@@ -111,7 +111,7 @@ def test_valid_share_bound(valid: int, total: int, bound: float, flagged: bool) 
 def test_failure_flag_names_the_top_reasons() -> None:
     f = failure_flag(84, 84, ["timeout"] * 60 + ["server_error"] * 24, 0.05)
     assert f is not None and f.message.startswith("84/84 requests failed (100%")
-    assert "timeout (60); server_error (24)" in f.message
+    assert "timeout 60; server_error 24" in f.message
     assert failure_flag(4, 84, ["timeout"] * 4, 0.05) is None  # 4.8% <= 5%
 
 
@@ -123,7 +123,7 @@ def test_run_with_most_requests_failed_is_inconclusive(workdir: Path, cli) -> No
     sm = _summary(workdir)
     [v] = sm["verdicts"]
     assert v["verdict"] == "INCONCLUSIVE" and "10/20 requests failed (50%" in v["reason"]
-    assert "scripted failure (10)" in v["reason"]
+    assert "other 10 (scripted failure)" in v["reason"]
 
 
 # -- finding 6: coders that do not discriminate -------------------------------------------------------

@@ -44,8 +44,10 @@ def _score(server: FaultServer, monkeypatch: pytest.MonkeyPatch, texts: list[str
 def test_echo_logprobs_and_spans_in_vllm_shapes(vllm: FaultServer, monkeypatch: pytest.MonkeyPatch) -> None:
     texts = ["a lazy dog sleeps", "The nurse said  she would be back."]
     got = _score(vllm, monkeypatch, texts)
-    body = next(s["body"] for s in vllm.seen)
-    assert body["echo"] is True and body["max_tokens"] == 0 and body["logprobs"] == 0
+    body = next(s["body"] for s in vllm.seen if s["body"].get("prompt") == texts[0])
+    # max_tokens 1 (0 reads as "no limit" on llama.cpp); the one generated token is dropped
+    assert body["echo"] is True and body["max_tokens"] == 1 and body["logprobs"] == 0
+    assert body["prompt_logprobs"] == 0  # vLLM then names the prompt's token ids
     for text in texts:
         r = got[text]
         assert r.status == "ok", r.error

@@ -34,11 +34,24 @@ def check_probe_support(model: ModelConfig, kind: str, model_file: str | None = 
 
 
 def backend_identity(model: ModelConfig) -> dict[str, Any]:
-    return BACKENDS.get(model.backend, key="model.backend").identity(model)
+    local = BACKENDS.get(model.backend, key="model.backend").identity(model)
+    if model.serve is not None:
+        from .served import served_identity
+
+        return served_identity(model, local)
+    return local
 
 
 def build_backend(model: ModelConfig, runtime: RuntimeConfig) -> Backend:
     kind = BACKENDS.get(model.backend, key="model.backend")
+    if model.serve is not None:
+        # one engine per model for the whole process: a suite's members share it
+        from .served import ServedBackend
+
+        memo = json.dumps(["served", model.model_dump(mode="json"), runtime.threads], sort_keys=True)
+        if memo not in _LOADED:
+            _LOADED[memo] = ServedBackend(model, runtime)
+        return _LOADED[memo]
     if not kind.local or model.backend in ("scripted", "replay"):
         return kind.build(model, runtime)
     memo = json.dumps([model.model_dump(mode="json"), runtime.threads], sort_keys=True)
@@ -56,6 +69,10 @@ def build_backend(model: ModelConfig, runtime: RuntimeConfig) -> Backend:
 
 
 def unload_all() -> None:
+    for backend in _LOADED.values():
+        shutdown = getattr(backend, "shutdown", None)
+        if shutdown is not None:
+            shutdown()  # a managed engine's process
     _LOADED.clear()
 
 

@@ -49,16 +49,29 @@ from ..secrets import redact, watch_value
 from ..spec import ModelConfig, RuntimeConfig
 from .base import BACKENDS, BackendKind, Emit, Response
 from .http_limits import AIMDController, ConcurrencyGate, host_limiter
+from .http_scoring import Conditioning, align, first_logprob, output, text_tokens
 from .openai_parse import (
     OutputFault,
+    echo_arrays,
+    next_token_dist,
     parse_chat,
     parse_choice,
-    parse_echo,
     parse_top_logprobs,
     usage_tokens,
 )
 
 log = logging.getLogger(__name__)
+# httpx logs one INFO line per request; the progress bar is the output, and a failure is
+# recorded with its reason.
+logging.getLogger("httpx").setLevel(logging.WARNING)
+logging.getLogger("httpcore").setLevel(logging.WARNING)
+
+# Servers named by `owned_by` in GET /models, whose scoring quirks are known.
+_SERVERS = {"me": "llama-cpp-python", "vllm": "vllm", "llamacpp": "llama.cpp"}
+# llama-cpp-python lists the whole vocabulary for the next token when asked (the first
+# echoed token's log-prob is only there); other servers cap what they list.
+_FULL_VOCAB = 262144
+_PROBE_TEXT = "Hello world"
 
 FAILURE_KINDS = ("rate_limited", "server_error", "connection", "timeout", "malformed", "empty",
                  "content_filter", "bad_logprobs", "http_error", "unsupported")
@@ -142,22 +155,33 @@ class OpenAICompatBackend:
         self, cfg: ModelConfig, runtime: RuntimeConfig, *,
         clock: Callable[[], float] = time.monotonic,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+        tokenizer: Any = None,
+        server: str | None = None,
     ) -> None:
         if not cfg.base_url or urlsplit(cfg.base_url).scheme not in ("http", "https"):
             raise BackendError(f"openai_compat needs an http(s) `model.base_url`, got {cfg.base_url!r}",
                                key="model.base_url", hint="e.g. http://127.0.0.1:8000/v1")
         self.cfg = cfg
         self._key: _Secret | None = None
+        self._key_missing = False
         if cfg.api_key_env:
             key = os.environ.get(cfg.api_key_env)
             if key is None:
-                raise BackendError(
-                    f"environment variable {cfg.api_key_env} is not set",
-                    key="model.api_key_env",
-                    hint=f"export {cfg.api_key_env}=... (the key is never written anywhere)",
-                )
-            self._key = _Secret(key)
-            watch_value(key)  # scrubbed, in every encoding, from whatever is written
+                # a keyless local server needs none; one that wants a key answers 401 and
+                # the failure names the variable
+                self._key_missing = True
+                log.warning("environment variable %s is not set: requests go to %s without an API key "
+                            "(model.api_key_env=null for a keyless server silences this)", cfg.api_key_env,
+                            cfg.base_url)
+            else:
+                self._key = _Secret(key)
+                watch_value(key)  # scrubbed, in every encoding, from whatever is written
+        self.tokenizer = tokenizer
+        self.server = server
+        self._cond: Conditioning | None = None
+        self._scoring_refused: tuple[str, str] | None = None
+        self._first_dists: dict[str, asyncio.Future[dict[str, float]]] = {}
+        self._capped_warned = False
         self.runtime = runtime
         self.controller = AIMDController(cfg.min_concurrency, cfg.concurrency)
         self.limiter = host_limiter(urlsplit(cfg.base_url).netloc, cfg.api_key_env,
@@ -214,7 +238,10 @@ class OpenAICompatBackend:
             raise AttemptFault("http_error", f"HTTP {r.status_code}: redirect to {where[:80]} not followed (requests "
                                              "and the API key go to model.base_url only)", retry=False)
         if r.status_code >= 400:
-            raise classify_status(r.status_code, self._redact(text), parse_retry_after(r.headers.get("Retry-After")))
+            fault = classify_status(r.status_code, self._redact(text), parse_retry_after(r.headers.get("Retry-After")))
+            if r.status_code in (401, 403) and self._key_missing:
+                fault.reason = f"{fault.reason[:120]} (no API key sent: environment variable {self.cfg.api_key_env} is not set)"
+            raise fault
         try:
             data = json.loads(text)
         except ValueError:
@@ -286,37 +313,205 @@ class OpenAICompatBackend:
                 delay = self.cfg.backoff_s * 2 ** (attempt - 1) * (1 + 0.25 * self.rng.random())
             await self.sleep(min(delay, self.cfg.max_backoff_s))
 
+    def _messages(self, req: Request) -> list[dict[str, Any]]:
+        """A variant's standing system prompt goes first, as in-process, unless the
+        request brings its own system message."""
+        msgs = list(req.messages or [])
+        if self.cfg.system_prompt and not any(m.get("role") == "system" for m in msgs):
+            msgs = [{"role": "system", "content": self.cfg.system_prompt}, *msgs]
+        return msgs
+
+    def _top_k(self, req: Request) -> int:
+        asked = int(req.params.get("top_k", 20))
+        if asked > self.cfg.max_top_logprobs and not self._capped_warned:
+            self._capped_warned = True
+            log.warning("top_k %d is above what the server returns (model.max_top_logprobs %d): capped to %d",
+                        asked, self.cfg.max_top_logprobs, self.cfg.max_top_logprobs)
+        return min(asked, self.cfg.max_top_logprobs)
+
     def _body(self, req: Request) -> tuple[str, dict[str, Any], int]:
         p = req.params
-        chat: dict[str, Any] = {"model": self.cfg.model, "messages": req.messages}
+        chat: dict[str, Any] = {"model": self.cfg.model, "messages": self._messages(req)}
         if req.kind == "generate":
             body = {**chat, "temperature": p.get("temperature", 0.0), "top_p": p.get("top_p", 1.0),
                     "max_tokens": p.get("max_tokens", 128)}
             if "seed" in p:
                 body["seed"] = int(p["seed"]) + req.sample
+            if self.server == "llama-cpp-python":
+                # its defaults (repeat penalty 1.1, top-k 40, min-p 0.05) would sample from another
+                # distribution than in-process, and make even greedy answers differ
+                body.update(repeat_penalty=1.0, top_k=0, min_p=0.0)
             return "chat/completions", body, int(body["max_tokens"])
         if req.kind in ("next_token", "choice"):
-            top = min(int(p.get("top_k", 20)), 20) if req.kind == "next_token" else 20
+            top = self._top_k(req) if req.kind == "next_token" else min(20, self.cfg.max_top_logprobs)
             return "chat/completions", {**chat, "max_tokens": 1, "temperature": 0.0, "logprobs": True,
                                         "top_logprobs": top}, 1
         if req.kind == "sequence_logprob":
-            return "completions", {"model": self.cfg.model, "prompt": req.text, "max_tokens": 0,
-                                   "echo": True, "logprobs": 0, "temperature": 0.0}, 0
+            assert self._cond is not None
+            return "completions", self._echo_body(self._cond.sent(req.text or "")), 1
         raise RequestFailed("unsupported", f"openai_compat cannot do {req.kind}", 0)
+
+    def _echo_body(self, prompt: str) -> dict[str, Any]:
+        # max_tokens 1, not 0: llama.cpp reads 0 as "until the context is full"; the one
+        # generated token is dropped when the echo is read
+        body: dict[str, Any] = {"model": self.cfg.model, "prompt": prompt, "max_tokens": 1, "echo": True,
+                                "logprobs": 0, "temperature": 0.0}
+        if self.server == "vllm":
+            body["prompt_logprobs"] = 0  # vLLM then names each prompt token's id
+        return body
 
     def _parse(self, req: Request, data: dict[str, Any]) -> dict[str, Any]:
         if req.kind == "generate":
             return parse_chat(data)
         if req.kind == "next_token":
-            return parse_top_logprobs(data)
-        if req.kind == "choice":
-            return parse_choice(data, [str(w) for w in req.params.get("choices", [])])
-        return parse_echo(data, req.text or "")
+            out = parse_top_logprobs(data)
+            asked = int(req.params.get("top_k", 20))
+            if asked > self.cfg.max_top_logprobs:
+                out["top_k_capped_to"] = self.cfg.max_top_logprobs
+            return out
+        return parse_choice(data, [str(w) for w in req.params.get("choices", [])])
+
+    # -- scoring: the same tokens under the same conditioning as in-process ------------
+    def _root(self) -> str:
+        """The server's root URL (its non-OpenAI routes live there, not under /v1)."""
+        base = (self.cfg.base_url or "").rstrip("/")
+        return base[: -len("/v1")] if base.endswith("/v1") else base
+
+    async def _get_json(self, pool: _Clients, url: str) -> Any:
+        client = pool.take()
+        try:
+            async with asyncio.timeout(self.cfg.timeout):
+                r = await client.get(url)
+            if r.status_code != 200 or len(r.content) > self.runtime.limits.http_response_bytes:
+                return None
+            return r.json()
+        except (TimeoutError, httpx.HTTPError, ValueError):
+            return None
+        finally:
+            pool.give_back(client)
+
+    async def _which_server(self, pool: _Clients) -> str:
+        data = await self._get_json(pool, "models")
+        rows = data.get("data") if isinstance(data, dict) else None
+        owner = rows[0].get("owned_by") if isinstance(rows, list) and rows and isinstance(rows[0], dict) else None
+        return _SERVERS.get(str(owner), "unknown")
+
+    def _local_bos(self) -> tuple[str | None, int | None]:
+        """The BOS the in-process backend puts first (its EOS where it has none)."""
+        tok = self.tokenizer
+        if tok is None:
+            return None, None
+        if tok.bos_token_id is not None:
+            return str(tok.bos_token), int(tok.bos_token_id)
+        return str(tok.eos_token), int(tok.eos_token_id)
+
+    async def _probe_echo(self, pool: _Clients, sent: str, bos_sent: str) -> tuple[list[Any], int | None]:
+        data, _ = await self._post(pool, "completions", self._echo_body(sent), 1.0)
+        tokens, lps, _ids = echo_arrays(data)
+        usage = data.get("usage")
+        counted = usage.get("prompt_tokens") if isinstance(usage, dict) else None
+        prompt_tokens = counted if isinstance(counted, int) else None
+        return align(tokens, lps, sent, bos_sent), prompt_tokens
+
+    async def _conditioning(self, pool: _Clients) -> Conditioning:
+        """Decide once how a scored text is sent: a probe shows whether the server puts a
+        BOS first (shown as a first token, or counted in `usage` but hidden); if not, the
+        BOS text is sent and a second probe checks it was read as one special token."""
+        prefix = self.cfg.system_prompt + "\n" if self.cfg.system_prompt else ""
+        local_bos, _ = self._local_bos()
+        bos_text = self.cfg.bos_token or local_bos
+        context = "; the system prompt as context before it" if prefix else ""
+        aligned, counted = await self._probe_echo(pool, _PROBE_TEXT, "")
+        shown = bool(aligned) and aligned[0].special
+        hidden = not shown and counted is not None and counted > len(aligned)
+        if shown or hidden:
+            label = aligned[0].text if shown else (bos_text or "<bos>")
+            return Conditioning("", label, prefix, f"first word conditioned on the BOS token the server adds "
+                                                   f"({self.server} server){context}")
+        if not bos_text:
+            raise OutputFault("unsupported", f"the server ({self.server}) puts no BOS token before a scored text, so "
+                                             "its first word cannot be scored as in-process: set model.bos_token to "
+                                             "the served model's BOS text (e.g. '<|im_start|>' for SmolLM2) or "
+                                             "model.path to its local files")
+        aligned, counted = await self._probe_echo(pool, bos_text + _PROBE_TEXT, bos_text)
+        # read as one token: hidden by the server (llama-cpp-python: counted in `usage`,
+        # not echoed) or shown as one token without a log-prob (vLLM)
+        first = aligned[0] if aligned else None
+        one_token = first is not None and first.start == 0 and first.end == len(bos_text) and first.logprob is None \
+            and (first.index is not None or counted is None or counted == len(aligned))
+        if not one_token:
+            raise OutputFault("unsupported", f"the server read the BOS text {bos_text!r} as ordinary text, not as its "
+                                             "BOS token: check model.bos_token")
+        return Conditioning(bos_text, bos_text, prefix, f"first word conditioned on the BOS token {bos_text!r}, "
+                                                        f"sent before each text ({self.server} server){context}")
+
+    async def _first_dist(self, pool: _Clients, cond: Conditioning) -> dict[str, float]:
+        """The next-token log-probs after the conditioning alone, asked once: the first
+        word's log-prob where the echo leaves it out."""
+        key = cond.bos_sent + cond.prefix
+        if key not in self._first_dists:
+            fut: asyncio.Future[dict[str, float]] = asyncio.get_running_loop().create_future()
+            self._first_dists[key] = fut
+            top = _FULL_VOCAB if self.server == "llama-cpp-python" else self.cfg.max_top_logprobs
+            try:
+                data, _ = await self._post(pool, "completions", {"model": self.cfg.model, "prompt": key,
+                                                                 "max_tokens": 1, "logprobs": top,
+                                                                 "temperature": 0.0}, 1.0)
+                fut.set_result(next_token_dist(data))
+            except (RequestFailed, OutputFault) as exc:
+                del self._first_dists[key]  # the next request asks again
+                fut.set_exception(exc)
+                fut.exception()  # retrieved: raised below for this request only
+                raise
+        return await asyncio.shield(self._first_dists[key])
+
+    async def _server_ids(self, pool: _Clients, sent: str) -> list[int] | None:
+        """The server's own token ids of the text sent (llama-cpp-python's tokenizer route)."""
+        if self.server != "llama-cpp-python":
+            return None
+        try:
+            data, _ = await self._post(pool, f"{self._root()}/extras/tokenize", {"input": sent}, 0.0)
+        except RequestFailed:
+            return None
+        ids = data.get("tokens")
+        return list(ids) if isinstance(ids, list) and all(isinstance(x, int) for x in ids) else None
+
+    async def _score(self, pool: _Clients, req: Request) -> tuple[dict[str, Any], int]:
+        assert self._cond is not None
+        cond, text = self._cond, req.text or ""
+        path, body, _ = self._body(req)
+        data, attempts = await self._post(pool, path, body, estimate_tokens(req, 1))
+        tokens, lps, server_ids = echo_arrays(data)
+        aligned = align(tokens, lps, cond.sent(text), cond.bos_sent)
+        toks = text_tokens(aligned, cond)
+        if toks and toks[0].logprob is None:
+            toks[0].logprob = first_logprob(await self._first_dist(pool, cond), toks[0].text)
+        _, bos_id = self._local_bos()
+        ids: list[int] | None = None
+        if self.tokenizer is not None:
+            ids = list(self.tokenizer(text, add_special_tokens=False)["input_ids"])
+            if len(ids) != len(toks):
+                raise OutputFault("bad_logprobs", f"the server split the text into {len(toks)} tokens, the local "
+                                                  f"tokenizer (model.path) into {len(ids)}: is it the served model's?")
+        elif server_ids is not None and all(t.index is not None and t.index < len(server_ids) for t in toks):
+            ids = [server_ids[t.index] for t in toks if t.index is not None]
+        else:
+            every = await self._server_ids(pool, cond.sent(text))
+            before = sum(1 for t in aligned if t.start < cond.start or t.special)
+            if every is not None and len(every) == before + len(toks):
+                ids = every[before:]
+        return output(cond, toks, ids, bos_id), attempts
 
     async def _answer(self, pool: _Clients, req: Request) -> Response:
         t0 = time.perf_counter()
         attempts = 0
         try:
+            if req.kind == "sequence_logprob":
+                if self._scoring_refused is not None:
+                    raise OutputFault(*self._scoring_refused)
+                output, attempts = await self._score(pool, req)
+                return Response(key=req.key, status="ok", output=output, latency_s=time.perf_counter() - t0,
+                                attempts=attempts)
             path, body, max_tokens = self._body(req)
             data, attempts = await self._post(pool, path, body, estimate_tokens(req, max_tokens))
             output = self._parse(req, data)
@@ -335,6 +530,15 @@ class OpenAICompatBackend:
     async def _run(self, requests: list[Request], emit: Emit, stop: threading.Event | None = None) -> None:
         pool = _Clients(ConcurrencyGate(self.controller), self._client)
         todo = iter(requests)
+        if self.server is None:
+            self.server = await self._which_server(pool)
+        if self._cond is None and self._scoring_refused is None and any(r.kind == "sequence_logprob" for r in requests):
+            try:
+                self._cond = await self._conditioning(pool)
+            except OutputFault as exc:  # every scoring request fails with this reason, counted
+                self._scoring_refused = (exc.kind, exc.reason)
+            except RequestFailed as exc:
+                self._scoring_refused = (exc.kind, f"the scoring probe failed: {exc.reason}")
 
         async def worker() -> None:
             # one shared iterator: `next` never awaits, so no request is taken twice
@@ -429,7 +633,31 @@ class _Clients:
 
 
 def _identity(cfg: ModelConfig) -> dict[str, Any]:
-    return {"backend": "openai_compat", "base_url": cfg.base_url, "model": cfg.model}
+    # `scoring: 2`: answers cached before scored texts were conditioned on the BOS are not reused
+    ident: dict[str, Any] = {"backend": "openai_compat", "base_url": cfg.base_url, "model": cfg.model, "scoring": 2}
+    for key in ("bos_token", "system_prompt", "path"):
+        if getattr(cfg, key):
+            ident[key] = getattr(cfg, key)
+    return ident
+
+
+def _build(cfg: ModelConfig, rt: RuntimeConfig) -> OpenAICompatBackend:
+    return OpenAICompatBackend(cfg, rt, tokenizer=local_tokenizer(cfg) if cfg.path else None)
+
+
+def local_tokenizer(cfg: ModelConfig) -> Any:
+    """The served model's tokenizer from its local files (`model.path`, `gguf_file`)."""
+    from transformers import AutoTokenizer
+
+    from .base import resolve_model_path
+
+    where = resolve_model_path(cfg.path or "")
+    kwargs = {"gguf_file": cfg.gguf_file} if cfg.gguf_file else {}
+    try:
+        return AutoTokenizer.from_pretrained(str(where), **kwargs)
+    except (OSError, ValueError) as exc:
+        raise BackendError(f"cannot load the tokenizer of {cfg.path!r}: {str(exc).splitlines()[0][:200]}",
+                           key="model.path", hint="give the served model's local directory (or drop model.path)") from None
 
 
 BACKENDS.add(
@@ -437,7 +665,7 @@ BACKENDS.add(
     BackendKind(
         supports=OpenAICompatBackend.supports,
         identity=_identity,
-        build=lambda cfg, rt: OpenAICompatBackend(cfg, rt),
+        build=_build,
         local=False,
         label_logprobs=True,  # from the first token's top_logprobs (`choice`), as llm_nli reads them
     ),

@@ -115,7 +115,14 @@ def _from_prompt_logprobs(choice: dict[str, Any]) -> dict[str, Any] | None:
     for t in tokens:
         offs.append(pos)
         pos += len(t)
-    return {"tokens": tokens, "token_logprobs": lps, "text_offset": offs}
+    out: dict[str, Any] = {"tokens": tokens, "token_logprobs": lps, "text_offset": offs}
+    if isinstance(ids, list) and len(ids) == len(tokens) and all(isinstance(x, int) for x in ids):
+        out["ids"] = list(ids)
+    else:  # the ids named by each entry's key
+        keys = [next(iter(e)) if isinstance(e, dict) and e else None for e in plp]
+        if all(k is not None and str(k).isdigit() for k in keys[1:]):
+            out["ids"] = [-1, *[int(str(k)) for k in keys[1:]]] if keys and keys[0] is None else None
+    return out
 
 
 def _without_special_start(tokens: list[Any], lps: list[Any], offs: list[Any], text: str) -> list[Any]:
@@ -152,8 +159,48 @@ def parse_echo(data: dict[str, Any], text: str) -> dict[str, Any]:
     if any(v is not None and not _is_logprob(v) for v in lps[1:]):
         raise OutputFault("bad_logprobs", "a token log-prob is missing or not a number <= 0")
     ends = [*offs[1:], len(text)]
-    return {"tokens": tokens, "token_ids": list(range(len(tokens))),
+    # no token ids: positions are not ids, and `ar_shared` compares ids (it refuses an
+    # output without them rather than align positions)
+    return {"tokens": tokens, "token_ids": [],
             "logprobs": lps, "offsets": [[s, e] for s, e in zip(offs, ends, strict=True)]}
+
+
+def echo_arrays(data: dict[str, Any]) -> tuple[list[Any], list[Any], list[int] | None]:
+    """The echoed tokens, their log-probs and, where the server gives them (vLLM's
+    `prompt_logprobs`), their ids, checked for shape; what they mean is read by
+    `http_scoring.align` against the text sent."""
+    choice = _first_choice(data)
+    lp = choice.get("logprobs")
+    ids: list[int] | None = None
+    plp = _from_prompt_logprobs(choice)
+    if plp is not None:
+        ids = plp.pop("ids", None)
+    if not isinstance(lp, dict):
+        lp = plp
+    if not isinstance(lp, dict):
+        raise OutputFault("bad_logprobs", "no `logprobs` in the completion (does the server support echo?)")
+    tokens, lps = lp.get("tokens"), lp.get("token_logprobs")
+    if not (isinstance(tokens, list) and isinstance(lps, list)) or not tokens:
+        raise OutputFault("bad_logprobs", "echo log-probs lack tokens or token_logprobs")
+    if len(tokens) != len(lps):
+        raise OutputFault("bad_logprobs", f"logprob arrays differ in length: {len(tokens)} tokens, "
+                                          f"{len(lps)} log-probs")
+    if any(v is not None and not _is_logprob(v) for v in lps):
+        raise OutputFault("bad_logprobs", "a token log-prob is not a number <= 0")
+    if ids is not None and len(ids) > len(tokens):
+        ids = None  # the echo and prompt_logprobs disagree on the tokens: no ids rather than wrong ones
+    return tokens, lps, ids
+
+
+def next_token_dist(data: dict[str, Any]) -> dict[str, float]:
+    """A legacy completion's log-probs for its first generated token, by token text."""
+    choice = _first_choice(data)
+    lp = choice.get("logprobs")
+    top = lp.get("top_logprobs") if isinstance(lp, dict) else None
+    first = top[0] if isinstance(top, list) and top else None
+    if not isinstance(first, dict):
+        raise OutputFault("bad_logprobs", "no top log-probs for the next token")
+    return {str(k): float(v) for k, v in first.items() if _is_logprob(v)}
 
 
 MAX_USAGE = 10**9

@@ -1,7 +1,8 @@
 """`scripted`: a deterministic test double for fast unit tests. Never a default.
 
 Script options (model.script): `scores` (text -> total log-prob), `replies` (substring ->
-reply), `choices` (substring -> chosen answer word for `choice` requests), `fail_every` (every n-th call fails), `die_after` (SIGKILL this process on the
+reply), `choices` (substring -> chosen answer word for `choice` requests), `fail_every` (every n-th call fails;
+1: every call, a run that cannot measure), `die_after` (SIGKILL this process on the
 call after n calls, to test crash safety; once a backend with it is built, it holds for
 every scripted backend of the process and counts their calls together, so the kill can
 land in judge calls made after the subject's), `delay` (seconds per call), `calls_log`

@@ -100,6 +100,9 @@ def _evaluate(thresholds: list[ThresholdSpec], results: dict[str, MetricResult])
     for t in thresholds:
         res, name = resolve(t.metric, results)
         if t.over == "worst_cell":
+            if not res.cells.get(name) and _no_data(res, name):
+                out.append(_undefined(t, res, name, "no cell has data"))
+                continue
             if not res.cells.get(name):
                 raise SpecError(f"threshold `over: worst_cell` on {t.metric!r}: the metric reports no per-cell "
                                 f"values for estimate {name!r}", key="thresholds",
@@ -109,6 +112,11 @@ def _evaluate(thresholds: list[ThresholdSpec], results: dict[str, MetricResult])
                                      verdict=v, cell=cell, refs=t.refs, reason=why, sanity=t.sanity, note=t.note))
         elif t.over == "spread":
             sp = res.spread.get(name)
+            # a single cell with data may be the whole design (the spec's error), so only
+            # none at all counts as missing answers
+            if sp is None and _no_data(res, name) and len(res.cells.get(name, {})) != 1:
+                out.append(_undefined(t, res, name, "fewer than two cells have data"))
+                continue
             if sp is None:
                 raise SpecError(f"threshold `over: spread` on {t.metric!r}: the metric reports no spread for "
                                 f"estimate {name!r}", key="thresholds",
@@ -123,6 +131,24 @@ def _evaluate(thresholds: list[ThresholdSpec], results: dict[str, MetricResult])
             out.append(VerdictRecord(metric=t.metric, over="pooled", min=t.min, max=t.max, estimate=est,
                                      verdict=v, refs=t.refs, reason=why, sanity=t.sanity, note=t.note))
     return out
+
+
+def _no_data(res: MetricResult, name: str) -> bool:
+    """A metric with per-cell values for `name` but none now, or with no data at all (every
+    request failed): the cells are missing for want of answers, not because the spec asks
+    for a breakdown the metric never gives."""
+    return name in res.cells or not res.estimates[name].has_data
+
+
+def _undefined(t: ThresholdSpec, res: MetricResult, name: str, why: str) -> VerdictRecord:
+    """INCONCLUSIVE on a per-cell threshold with nothing to judge, on the pooled estimate
+    (whose note says why it is empty) when it has no data either."""
+    est = res.estimates[name]
+    if est.has_data:
+        est = Estimate.no_data(est.method, f"undefined: {why}")
+    v, reason = judge(est, t.min, t.max)
+    return VerdictRecord(metric=t.metric, over=t.over, min=t.min, max=t.max, estimate=est, adjust=t.adjust,
+                         verdict=v, refs=t.refs, reason=reason, sanity=t.sanity, note=t.note)
 
 
 def estimate_range(res: MetricResult, name: str) -> tuple[float, float] | None:

