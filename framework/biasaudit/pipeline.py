@@ -300,6 +300,14 @@ def finish(
     return summary
 
 
+def scoring_conventions(responses: dict[str, Response]) -> list[str]:
+    """How the scored texts' first words were conditioned over HTTP, as the backend
+    recorded it per response (in-process scoring always puts the model's BOS first)."""
+    seen = {str(r.output["conditioning"]) for r in responses.values()
+            if r.ok and isinstance(r.output, dict) and r.output.get("conditioning")}
+    return sorted(seen)
+
+
 def build_summary(
     prep: Prepared, results: dict[str, MetricResult], verdicts: list[VerdictRecord],
     stats: ExecutionStats, run_manifest: dict[str, Any], responses: dict[str, Response], coded: Coded,
@@ -322,7 +330,7 @@ def build_summary(
         "spec_sha256": run_manifest["spec_sha256"],
         "data": run_manifest["data"],
         "generated": generated,
-        "cover": sections.cover(cfg, run_manifest, generated),
+        "cover": {**sections.cover(cfg, run_manifest, generated), "scoring": scoring_conventions(responses)},
         "executive": sections.executive(results, vdicts, overall, run_manifest["model"]["name"],
                                         unmeasured=not_measured.message if not_measured else None),
         "method": sections.method(cfg, prep.plan, prep.stimuli),

