@@ -135,10 +135,24 @@ def classify_status(status: int, body: str, retry_after: float | None) -> Attemp
     if status == 408:
         return AttemptFault("timeout", "HTTP 408", retry=True, retry_after=retry_after)
     if status >= 500 or status == 409:
-        return AttemptFault("server_error", f"HTTP {status}", retry=True, retry_after=retry_after)
+        # what the server says went wrong (a server that cannot score prompts says so here)
+        said = _error_message(body)
+        return AttemptFault("server_error", f"HTTP {status}" + (f": {said}" if said else ""), retry=True,
+                            retry_after=retry_after)
     if "content_filter" in body:  # Azure OpenAI refuses filtered prompts with 400 + code content_filter
         return AttemptFault("content_filter", f"HTTP {status}: prompt blocked by the server's content filter", retry=False)
     return AttemptFault("http_error", f"HTTP {status}: {body[:200]}", retry=False)
+
+
+def _error_message(body: str) -> str:
+    """The `error.message` of an OpenAI-style error body, short; else nothing."""
+    try:
+        data = json.loads(body)
+    except (ValueError, RecursionError):
+        return ""
+    err = data.get("error") if isinstance(data, dict) else None
+    msg = err.get("message") if isinstance(err, dict) else err if isinstance(err, str) else None
+    return " ".join(str(msg).split())[:160] if msg else ""
 
 
 def estimate_tokens(req: Request, max_tokens: int) -> float:

@@ -15,7 +15,7 @@ import pytest
 
 from biasaudit import secrets
 from tests.conftest import isolation, run_dirs
-from tests.helpers import GENERATE_SPEC, write_spec
+from tests.helpers import GENERATE_SPEC, expected_exit, write_spec
 from tests.support.fault_server import FaultServer, Raw, http_response
 
 KEY = "sk-echo/Zq9+Tr=4Lm_b16e1234abcdEF"
@@ -166,7 +166,7 @@ def test_echoed_key_lands_nowhere(workdir: Path, cli, monkeypatch: pytest.Monkey
                              f"model.api_key_env={KEY_ENV}", "model.max_retries=0", "model.timeout=10",
                              *isolation(workdir))
         assert server.seen and all(s["auth"] == f"Bearer {KEY}" for s in server.seen)  # the key was sent
-    assert code == 0 and "Traceback" not in err, err
+    assert code == expected_exit(workdir) and "Traceback" not in err, err
     [run] = run_dirs(workdir)
     ex = json.loads((run / "summary.json").read_text())["execution"]
     assert ex["requests"] == 4 and ex["failures"] == (4 if name.startswith("error") else 0), ex
