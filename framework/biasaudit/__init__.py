@@ -10,6 +10,8 @@ pipeline and write the same run folders. From Python or a notebook::
     result.estimates        # pandas DataFrame: one row per estimate (pooled, per cell, per group)
     result.items            # pandas DataFrame: one row per scored item
     result.verdicts         # one typed row per threshold
+    result.verdicts_df      # pandas DataFrame: the same, one row per threshold
+    result                  # in a notebook: an HTML summary (overall, headline estimates, verdicts)
     result.summary          # the typed RunSummary (what summary.json holds)
     result.report_path      # the HTML report
 
@@ -31,7 +33,8 @@ Functions:
 (its message is the command line's one-line error, naming the file, the key and a fix);
 nothing calls `sys.exit` or configures logging. `verbose=True` prints stage messages.
 
-Importing this package is light: the API and its dependencies load on first use.
+Importing this package is light: the API and its dependencies load on first use. Neither
+importing nor calling it changes matplotlib's backend, rcParams or pyplot's figures.
 """
 
 from __future__ import annotations

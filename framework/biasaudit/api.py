@@ -6,7 +6,11 @@ Hydra overrides) and run the same pipeline, so a run started here writes the sam
 folder, and its report's "Re-run" line works on the command line. They never call
 `sys.exit`, never configure logging (stage messages go to the `biasaudit.stage` logger;
 `verbose=True` prints them on stderr) and never touch `sys.argv`, so they are safe in a
-notebook or a test.
+notebook or a test. Nor do they change matplotlib's global state (backend, rcParams,
+pyplot's figures): the report's plots are drawn outside pyplot under a local style. In a
+Jupyter kernel the progress bar is rich's notebook widget, and a result shows itself as an
+HTML summary (`_repr_html_`); its numbers are DataFrames (`estimates`, `items`,
+`verdicts_df`; a suite's `rows`).
 """
 
 from __future__ import annotations
@@ -29,6 +33,10 @@ if TYPE_CHECKING:
     from .summary import RunSummary, VerdictRow
 
 SpecLike = str | os.PathLike[str]
+
+VERDICT_COLUMNS = ["metric", "over", "cell", "min", "max", "value", "ci_low", "ci_high", "n", "level", "method", "verdict",
+                   "blocked", "would_be", "reason"]
+"""The columns of `RunResult.verdicts_df`."""
 
 
 @contextlib.contextmanager
@@ -124,6 +132,19 @@ class RunResult:
         columns, rows = item_rows(self.summary.model_dump(mode="json"))
         return pd.DataFrame(rows, columns=columns)
 
+    @cached_property
+    def verdicts_df(self) -> pd.DataFrame:
+        """`verdicts` as a table, one row per threshold: metric, over, cell ("" for the
+        pooled estimate), the bounds min and max, the estimate (value, ci_low, ci_high, n,
+        level, method), verdict, blocked, would_be and reason."""
+        import pandas as pd
+
+        rows = [{"metric": v.metric, "over": v.over, "cell": v.cell or "", "min": v.min, "max": v.max,
+                 "value": v.estimate.value, "ci_low": v.estimate.ci_low, "ci_high": v.estimate.ci_high,
+                 "n": v.estimate.n, "level": v.estimate.level, "method": v.estimate.method, "verdict": v.verdict,
+                 "blocked": v.blocked, "would_be": v.would_be, "reason": v.reason} for v in self.summary.verdicts]
+        return pd.DataFrame(rows, columns=VERDICT_COLUMNS)
+
     @property
     def measured(self) -> bool:
         """False when too many model requests failed for the run to measure anything
@@ -148,6 +169,13 @@ class RunResult:
                                      hint="give a run folder written by `biasaudit run`")
             return cls(run_dir=path, summary=RunSummary.read(path / "summary.json"))
 
+    def _repr_html_(self) -> str:
+        """What a notebook shows for a result: audit, model, overall verdict, headline
+        estimates with their intervals, and the verdicts (every name escaped)."""
+        from .notebook import run_summary_html
+
+        return run_summary_html(self.summary, self.run_dir)
+
     def __repr__(self) -> str:
         return f"RunResult({self.summary.audit.name!r}, overall={self.overall!r}, run_dir={str(self.run_dir)!r})"
 
@@ -168,6 +196,26 @@ class SuiteResult:
     def report_path(self) -> Path | None:
         p = self.out_dir / "report.html"
         return p if p.is_file() else None
+
+    @cached_property
+    def rows(self) -> pd.DataFrame:
+        """One row per run (member x subject): member, subject, audit, model, the headline
+        estimate (estimate, value, ci_low, ci_high), overall, measured and the run's report
+        (relative to `out_dir`)."""
+        import pandas as pd
+
+        out = [{"member": r["member"], "subject": r["subject"], "audit": r["audit"], "model": r["model"],
+                "estimate": r["estimate_name"], **{k: (r["estimate"] or {}).get(k) for k in ("value", "ci_low", "ci_high")},
+                "overall": r["overall"], "measured": r["measured"], "report": r["report"]}
+               for r in self.summary.get("rows") or []]
+        return pd.DataFrame(out, columns=["member", "subject", "audit", "model", "estimate", "value", "ci_low", "ci_high",
+                                          "overall", "measured", "report"])
+
+    def _repr_html_(self) -> str:
+        """The suite's overall verdict and one row per run, escaped."""
+        from .notebook import suite_summary_html
+
+        return suite_summary_html(self.summary, self.out_dir)
 
 
 def _run_dir(c: Composed) -> Path:

@@ -10,14 +10,16 @@ from pathlib import Path
 from typing import Any
 
 from .envdefaults import apply as apply_env_defaults
-from .errors import USER_ERRORS, BiasAuditError, user_error
+from .errors import USER_ERRORS, BiasAuditError, SpecError, user_error
 from .preflight import check_outputs
 from .sweeps import sweep_combinations
 
 apply_env_defaults()
 
 OVERRIDES_HELP = """overrides are Hydra's: `key=value` for any config key, `group=option` to pick a
-config group option. Examples:
+config group option. A spec file may also be given without `spec=` (`audit.yaml` is
+`spec=audit.yaml`). Examples:
+  path/to/audit.yaml                   a spec (or suite) file, the same as spec=path/to/audit.yaml
   spec=crows_pairs_tp                  a shipped spec (specs/<name>.yaml) or a path to a spec file
   model=smollm2                        the model under test (conf/model/)
   stimuli.source=/data/crows.csv       any spec key
@@ -65,6 +67,45 @@ def _error_lines(exc: BiasAuditError) -> list[str]:
     return exc.lines() if hasattr(exc, "lines") else [exc.one_line()]
 
 
+def _positional_spec(rest: list[str], command: str) -> list[str]:
+    """`biasaudit validate path/to/spec.yaml`: a spec (or suite) file given without `spec=`
+    becomes `spec=path/to/spec.yaml`. Any other argument that is not an override (no `=`,
+    not a `~key` deletion) is a one-line error."""
+    from .suite import spec_override
+
+    loose = [a for a in rest if "=" not in a and not a.startswith("~")]
+    if not loose:
+        return rest
+    hint = (f"give an existing spec file (biasaudit {command} path/to/spec.yaml), a shipped spec by name "
+            f"(spec=crows_pairs_tp) or key=value overrides; see `biasaudit {command} --help`")
+    for a in loose:
+        path = Path(a).expanduser()
+        if not path.is_file():
+            what = "a folder, not a spec file" if path.is_dir() else "neither a spec file nor an override (key=value)"
+            raise SpecError(f"{a!r} is {what}", hint=hint)
+    if len(loose) > 1:
+        raise SpecError(f"{len(loose)} spec files given ({', '.join(loose)}); a command takes one",
+                        hint="run them one by one, or sweep them with -m spec=a.yaml,b.yaml")
+    if spec_override(rest) is not None:
+        raise SpecError(f"a spec file ({loose[0]}) and spec={spec_override(rest)} both given", key="spec",
+                        hint="give the spec once")
+    return [f"spec={a}" if a == loose[0] else a for a in rest]
+
+
+def _junit_after_error(args: argparse.Namespace, line: str) -> None:
+    """`run --junit PATH` stopped by a user error that `cmd_run` wrote no JUnit file for
+    (an unknown flag, an error raised outside its checks): one errored test case."""
+    if getattr(args, "command", None) != "run" or not getattr(args, "junit", None) or getattr(args, "junit_done", False):
+        return
+    from .junit import write_junit_error
+
+    args.junit_done = True
+    try:
+        write_junit_error(args.junit, line)
+    except BiasAuditError as err:
+        _fail(err)
+
+
 def cmd_run(args: argparse.Namespace, rest: list[str]) -> int:
     from .compose import prepare_overrides
     from .gating import gate_flags
@@ -77,6 +118,7 @@ def cmd_run(args: argparse.Namespace, rest: list[str]) -> int:
         try:
             check_junit_path(args.junit)
         except BiasAuditError as exc:
+            args.junit_done = True  # nowhere to write it
             return _fail(exc)
 
     def fail(exc: BiasAuditError | None, line: str | None = None) -> int:
@@ -88,6 +130,7 @@ def cmd_run(args: argparse.Namespace, rest: list[str]) -> int:
         else:
             print(lines[0], file=sys.stderr)
         if args.junit:
+            args.junit_done = True
             more = f" (and {len(lines) - 1} more error(s))" if len(lines) > 1 else ""
             try:
                 write_junit_error(args.junit, lines[0] + more)
@@ -96,6 +139,7 @@ def cmd_run(args: argparse.Namespace, rest: list[str]) -> int:
         return 2
 
     try:
+        rest = _positional_spec(rest, "run")
         overrides = prepare_overrides(list(rest))
     except BiasAuditError as exc:
         return fail(exc)
@@ -120,10 +164,14 @@ def cmd_run(args: argparse.Namespace, rest: list[str]) -> int:
         raise
     from .sweep_caches import merge_job_caches, plan_job_caches
 
-    caches = plan_job_caches(jobs[0][1]) if args.multirun else None
+    try:
+        caches = plan_job_caches(jobs[0][1]) if args.multirun else None
+    except BiasAuditError as exc:
+        return fail(exc)
     if caches is not None:
         overrides = [*overrides, f"runtime.job_cache_dir={caches[1]}"]
     code = _hydra_run(overrides, args, typed)
+    args.junit_done = True  # the jobs' verdicts and errors are in it
     if caches is not None:
         n, added = merge_job_caches(*caches)
         print(f"merged {n} job cache(s) into {caches[0]}: {added} responses added")
@@ -272,6 +320,7 @@ def cmd_validate(args: argparse.Namespace, rest: list[str]) -> int:
         from .pipeline import prepare
         from .suite import load_suite, plan_jobs
 
+        rest = _positional_spec(rest, "validate")
         found = load_suite(list(rest))
         if found is not None:
             suite, path = found
@@ -297,7 +346,7 @@ def cmd_selftest(args: argparse.Namespace, rest: list[str]) -> int:
     from .selftest import lines, selftests
 
     try:
-        results = selftests(list(rest))
+        results = selftests(_positional_spec(rest, "selftest"))
     except BiasAuditError as exc:
         return _fail(exc)
     failed = 0
@@ -320,6 +369,7 @@ def cmd_plan(args: argparse.Namespace, rest: list[str]) -> int:
     try:
         from .suite import load_suite
 
+        rest = _positional_spec(rest, "plan")
         found = load_suite(list(rest))
         if found is not None:
             return _plan_suite(found, list(rest))
@@ -504,7 +554,7 @@ def cmd_calibrate(args: argparse.Namespace, rest: list[str]) -> int:
     from .compose import compose
 
     try:
-        composed = compose(list(rest))
+        composed = compose(_positional_spec(rest, "calibrate"))
         results = calibrate(composed, args.layer)
     except BiasAuditError as exc:
         return _fail(exc)
@@ -600,7 +650,7 @@ def _with_overrides(sp: argparse.ArgumentParser) -> None:
     """Show `[overrides...]` in the usage line: they are not argparse arguments (Hydra
     parses them), so argparse would leave them out."""
     usage = sp.format_usage().removeprefix("usage: ").strip()
-    sp.usage = " ".join(usage.split()) + " [overrides...]"
+    sp.usage = " ".join(usage.split()) + " [SPEC_FILE] [overrides...]"
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -622,7 +672,8 @@ def build_parser() -> argparse.ArgumentParser:
     fmt = argparse.RawDescriptionHelpFormatter
     r = sub.add_parser("run", help="run an audit and write its report", formatter_class=fmt,
                        description="Compose the config, call the model (cached, resumable), measure, judge and "
-                                   "write reports/<audit>/<run>/. Exit code: 0 all thresholds PASS, 1 any FAIL, "
+                                   "write reports/<audit>/<run>/ (`biasaudit run path/to/spec.yaml` is "
+                                   "`biasaudit run spec=path/to/spec.yaml`). Exit code: 0 all thresholds PASS, 1 any FAIL, "
                                    "3 INCONCLUSIVE only (see --fail-on), 4 could not measure (more than "
                                    "validity.max_failed_share of the model requests failed; also under --fail-on "
                                    "fail), 2 user error, 130 interrupted; a sweep or suite exits with its worst "
@@ -634,7 +685,9 @@ def build_parser() -> argparse.ArgumentParser:
     r.set_defaults(fn=cmd_run)
     v = sub.add_parser("validate", help="check a spec and its data without calling any model",
                        description="Compose and validate the spec, load its data and render every request; "
-                                   "no model is loaded or called. Exit code 0 when valid, 2 otherwise.",
+                                   "no model is loaded or called. The spec file may be given as is "
+                                   "(`biasaudit validate path/to/spec.yaml`) or as spec=... . "
+                                   "Exit code 0 when valid, 2 otherwise.",
                        formatter_class=fmt, epilog=OVERRIDES_HELP)
     v.set_defaults(fn=cmd_validate)
     st = sub.add_parser("selftest", help="check that a spec detects a planted bias and stays quiet on a null one",
@@ -720,7 +773,9 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     unknown_flags = [a for a in rest if a.startswith("-")]
     if unknown_flags:
-        parser.error(f"unrecognized arguments: {' '.join(unknown_flags)}")
+        msg = f"unrecognized arguments: {' '.join(unknown_flags)}"
+        _junit_after_error(args, f"error: {msg} (hint: see `biasaudit {args.command} --help`)")
+        parser.error(msg)
     from .secrets import guard_logging
 
     guard_logging()
@@ -740,7 +795,9 @@ def main(argv: list[str] | None = None) -> int:
         _log_traceback(exc)
         err = user_error(exc)
         assert err is not None
-        return _fail(err)
+        code = _fail(err)
+        _junit_after_error(args, err.one_line())
+        return code
     except Exception as exc:
         import sqlite3
 

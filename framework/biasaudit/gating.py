@@ -113,7 +113,9 @@ def add_gate_args(parser: Any) -> None:
                              "a run that could not measure (too many failed requests) exits 4 under both "
                              "inconclusive and fail")
     parser.add_argument("--junit", metavar="PATH", default=None,
-                        help="also write the verdicts as JUnit XML (one test case per threshold)")
+                        help="also write the verdicts as JUnit XML (one test case per threshold, names stable "
+                             "across runs and machines; valid against the Jenkins xUnit junit-10.xsd); a user "
+                             "error writes one errored test case with the error line")
 
 
 def gate_flags(args: Any) -> list[str]:

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from .gating import EXIT_USER_ERROR, verdict_exit, worst
-from .junit import SuiteRun, write_junit
+from .junit import SuiteRun, base_names, job_labels, unique_names, write_junit
 from .outcome import common_parent, headlines, load_summary, sweep_rows, table
 
 
@@ -27,12 +27,12 @@ def end_jobs(entries: list[dict[str, Any]], *, multirun: bool, fail_on: str, jun
         if where is not None:
             print(f"next: biasaudit compare {shlex.quote(str(where))}")
     if junit:
-        runs = []
-        for e in entries:
-            label = " ".join(e.get("overrides", [])) or "(defaults)"
-            summary = load_summary(e["run_dir"]) if e.get("run_dir") else None
-            name = f"{summary.audit.name}: {label}" if summary else label
-            runs.append(SuiteRun(name=name, summary=summary, error=e.get("error")))
+        # names that stay the same on every run and machine: no run folder, id or time
+        labels = job_labels([list(e.get("overrides", [])) for e in entries])
+        summaries = [load_summary(e["run_dir"]) if e.get("run_dir") else None for e in entries]
+        names = unique_names([f"{s.audit.name}: {label}" if s else label for s, label in zip(summaries, labels, strict=True)],
+                             [f"job {e.get('job', i)}" for i, e in enumerate(entries)])
+        runs = [SuiteRun(name=n, summary=s, error=e.get("error")) for n, s, e in zip(names, summaries, entries, strict=True)]
         write_junit(Path(junit), runs, fail_on)
         print(f"junit: {junit}")
     return worst(codes)
@@ -54,7 +54,7 @@ def end_suite(summary: dict[str, Any], out_dir: Path, *, fail_on: str, junit: st
                               f"{r.get('unmeasured_reason') or 'too many requests failed'}")
         rows.append((r["member"], r["subject"], r["overall"],
                      headlines(member, limit=1) if member else "n/a"))
-        runs.append(SuiteRun(name=f"{r['member']} on {r['subject']}", summary=member,
+        runs.append(SuiteRun(name=f"{r['member']} on {base_names(r['subject'])}", summary=member,
                              error=None if member else "no summary.json"))
     print()
     for line in table(rows, ("member", "subject", "verdict", "headline estimate [95% CI]")):

@@ -1,7 +1,8 @@
 """CI gating (issue 18, acceptance 2): exit codes for PASS, FAIL, INCONCLUSIVE, `--fail-on`,
 sweeps and suites (worst job wins), user errors; JUnit XML validated against the JUnit
-schema shape (testsuites / testsuite / testcase / failure | error | skipped) with
-consistent counts, and one test case per threshold carrying the estimate and interval."""
+schema shape (testsuites / testsuite / testcase / failure | error | skipped) and against
+the Jenkins xUnit plugin's junit-10.xsd (tests/fixtures/junit/), with consistent counts,
+and one test case per threshold carrying the estimate and interval."""
 
 from __future__ import annotations
 
@@ -22,11 +23,12 @@ from biasaudit.gating import (
 from biasaudit.junit import SuiteRun, junit_xml
 from biasaudit.outcome import num
 from biasaudit.summary import RunSummary
-from tests.conftest import isolation, run_dirs
+from tests.conftest import FIXTURES, isolation, run_dirs
 from tests.helpers import tp_spec, write_spec
 
 # The common JUnit shape (as CI systems read it): an XSD written for this test from the
-# Ant/Jenkins format. Count attributes are integers, times decimals.
+# Ant/Jenkins format, stricter than the published one (count attributes are integers,
+# times decimals, classname required); like junit-10.xsd, no `skipped` on <testsuites>.
 JUNIT_XSD = b"""<?xml version="1.0" encoding="UTF-8"?>
 <xs:schema xmlns:xs="http://www.w3.org/2001/XMLSchema">
   <xs:complexType name="outcome" mixed="true">
@@ -40,7 +42,6 @@ JUNIT_XSD = b"""<?xml version="1.0" encoding="UTF-8"?>
       <xs:attribute name="tests" type="xs:nonNegativeInteger" use="required"/>
       <xs:attribute name="failures" type="xs:nonNegativeInteger" use="required"/>
       <xs:attribute name="errors" type="xs:nonNegativeInteger" use="required"/>
-      <xs:attribute name="skipped" type="xs:nonNegativeInteger"/>
       <xs:attribute name="time" type="xs:decimal"/>
     </xs:complexType>
   </xs:element>
@@ -84,13 +85,18 @@ JUNIT_XSD = b"""<?xml version="1.0" encoding="UTF-8"?>
 """
 
 
+PUBLISHED_XSD = FIXTURES / "junit" / "junit-10.xsd"  # the Jenkins xUnit plugin's, unchanged
+
+
 def parse_junit(path: Path) -> etree._Element:
-    """Schema-valid, with every count attribute equal to what the elements hold."""
+    """Valid against both schemas, with every count attribute equal to what the elements
+    hold (<testsuites> has no skipped count: junit-10.xsd does not allow one)."""
     doc = etree.parse(str(path))
-    schema = etree.XMLSchema(etree.fromstring(JUNIT_XSD))
-    assert schema.validate(doc), schema.error_log
+    for schema in (etree.XMLSchema(etree.fromstring(JUNIT_XSD)), etree.XMLSchema(etree.parse(str(PUBLISHED_XSD)))):
+        assert schema.validate(doc), schema.error_log
     root = doc.getroot()
-    totals = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
+    assert root.get("skipped") is None
+    totals = {"tests": 0, "failures": 0, "errors": 0}
     for ts in root.iter("testsuite"):
         cases = ts.findall("testcase")
         counted = {"tests": len(cases), "failures": len(ts.findall("testcase/failure")),
@@ -166,7 +172,7 @@ def test_sweep_worst_job_wins_and_junit_has_one_case_per_threshold(workdir: Path
                        "--junit", str(junit))
     assert code == EXIT_PASS, err
     root = parse_junit(junit)
-    assert root.get("failures") == "0" and root.get("skipped") == "1"
+    assert root.get("failures") == "0" and [ts.get("skipped") for ts in root.findall("testsuite")] == ["0", "1"]
 
 
 def test_a_bad_job_in_a_sweep_exits_2_before_any_run(workdir: Path, spec: Path, cli) -> None:  # type: ignore[no-untyped-def]
@@ -215,5 +221,7 @@ def test_junit_escapes_text_and_reports_errors(tmp_path: Path) -> None:
     root = parse_junit(path)
     assert root.get("tests") == "2" and root.get("errors") == "1"
     case = root.find("testsuite/testcase")
-    assert case.get("classname") == "a<b>&?" and case.get("name") == "x (pooled) <= 1"
+    # the classname is the suite's (the job's) name, so two jobs' thresholds stay apart
+    assert case.get("classname") == "ok" and case.get("name") == "x (pooled) <= 1"
+    assert root.find("testsuite/properties/property[@name='audit']").get("value") == "a<b>&?"
     assert case.findtext("system-out").startswith("PASS: x = 0.5 [0.25, 0.75] (95% interval; wilson, n=8)")

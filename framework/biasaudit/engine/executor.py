@@ -240,6 +240,7 @@ class _Bar:
             self._advance(n - early)
 
     def close(self) -> None:
+        self.p.refresh()  # a notebook widget is redrawn only by the refresh thread: show the final count
         self.p.stop()
 
 
@@ -261,6 +262,10 @@ class _LineBar(_Bar):
 
 
 def _progress(enabled: bool, total: int, label: str) -> _Bar | None:
+    """rich's bar on a terminal and in a Jupyter notebook (where rich draws it as a widget:
+    a kernel's stderr is no terminal), stage lines elsewhere (CI logs)."""
     if not enabled or total <= 0:
         return None
-    return _Bar(total, label) if sys.stderr.isatty() else _LineBar(total, label)
+    from ..notebook import in_notebook
+
+    return _Bar(total, label) if sys.stderr.isatty() or in_notebook() else _LineBar(total, label)

@@ -1,34 +1,64 @@
-"""Plots as inline SVG (matplotlib, Agg): intervals drawn, axis labels, alt text."""
+"""Plots as inline SVG (matplotlib, Agg): intervals drawn, axis labels, alt text.
+
+Notebook-safe: nothing here touches matplotlib's global state. No `matplotlib.use`, no
+pyplot (so no figure joins pyplot's figure manager, and a notebook's `plt.show()` never
+shows one of ours), and no global rcParams: each figure is a `matplotlib.figure.Figure`
+on its own Agg canvas, drawn and saved inside `matplotlib.rc_context(STYLE)`, which puts
+the caller's settings back on the way out (tests/unit/test_notebook_safe.py).
+"""
 
 from __future__ import annotations
 
+import functools
 import io
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
+    from matplotlib.typing import RcKeyType
+
 PALETTE = ["#1f5f8b", "#c0504d", "#4f8f4f", "#8064a2", "#d08a2c", "#4a9fb5"]
 
-
-def _mpl():  # type: ignore[no-untyped-def]
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    # text.parse_math off: every label is literal text. Labels come from the data and the
-    # spec (group values, cell ids, titles), and `$...$` in one would be parsed as mathtext,
-    # where an unknown macro such as `$\\undefinedmacro$` aborts the drawing.
-    plt.rcParams.update({"svg.fonttype": "none", "font.size": 9, "axes.spines.top": False,
-                         "axes.spines.right": False, "svg.hashsalt": "biasaudit", "text.parse_math": False,
-                         "text.usetex": False})
-    return plt
+# text.parse_math off: every label is literal text. Labels come from the data and the
+# spec (group values, cell ids, titles), and `$...$` in one would be parsed as mathtext,
+# where an unknown macro such as `$\\undefinedmacro$` aborts the drawing.
+STYLE: dict[RcKeyType, Any] = {"svg.fonttype": "none", "font.size": 9, "axes.spines.top": False,
+                               "axes.spines.right": False, "svg.hashsalt": "biasaudit", "text.parse_math": False,
+                               "text.usetex": False}
 
 
-def _svg(fig: Any, alt: str) -> str:
+def _styled(render: Callable[[dict[str, Any]], str]) -> Callable[[dict[str, Any]], str]:
+    """Draw and save under the report's style, locally: rcParams are read both when the
+    figure is built and when it is saved (svg.fonttype, svg.hashsalt)."""
+
+    @functools.wraps(render)
+    def wrapper(plot: dict[str, Any]) -> str:
+        import matplotlib
+
+        with matplotlib.rc_context(STYLE):
+            return render(plot)
+
+    return wrapper
+
+
+def _figure(figsize: tuple[float, float]) -> tuple[Figure, Axes]:
+    """A figure outside pyplot, on its own Agg canvas, with one axes."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=figsize)
+    FigureCanvasAgg(fig)
+    return fig, fig.subplots()
+
+
+def _svg(fig: Figure, alt: str) -> str:
     buf = io.StringIO()
     fig.savefig(buf, format="svg", bbox_inches="tight", metadata={"Date": None})
-    _mpl().close(fig)
+    fig.clear()  # free the artists now (nothing else holds the figure)
     svg = buf.getvalue()
     svg = svg[svg.index("<svg"):]
     from markupsafe import escape
@@ -39,11 +69,11 @@ def _svg(fig: Any, alt: str) -> str:
     return svg
 
 
+@_styled
 def interval_bars(plot: dict[str, Any]) -> str:
-    plt = _mpl()
     labels = plot["labels"]
     ests = plot["estimates"]
-    fig, ax = plt.subplots(figsize=(max(4.0, 0.7 * len(labels) + 2), 3.2))
+    fig, ax = _figure((max(4.0, 0.7 * len(labels) + 2), 3.2))
     xs = list(range(len(labels)))
     vals = [e["value"] if e["value"] is not None else 0.0 for e in ests]
     lo = [max(0.0, v - (e["ci_low"] if e["ci_low"] is not None else v)) for v, e in zip(vals, ests, strict=True)]
@@ -61,9 +91,9 @@ def interval_bars(plot: dict[str, Any]) -> str:
     return _svg(fig, plot.get("alt") or plot["title"])
 
 
+@_styled
 def histogram(plot: dict[str, Any]) -> str:
-    plt = _mpl()
-    fig, ax = plt.subplots(figsize=(5.0, 3.0))
+    fig, ax = _figure((5.0, 3.0))
     vals = plot["values"]
     if vals:
         ax.hist(vals, bins=min(30, max(5, len(vals) // 3)), color=PALETTE[0], alpha=0.85)
@@ -75,9 +105,9 @@ def histogram(plot: dict[str, Any]) -> str:
     return _svg(fig, plot.get("alt") or plot["title"])
 
 
+@_styled
 def multi_histogram(plot: dict[str, Any]) -> str:
-    plt = _mpl()
-    fig, ax = plt.subplots(figsize=(5.5, 3.2))
+    fig, ax = _figure((5.5, 3.2))
     all_vals = [v for vals in plot["series"].values() for v in vals]
     if all_vals:
         lo, hi = min(all_vals), max(all_vals)
@@ -94,12 +124,12 @@ def multi_histogram(plot: dict[str, Any]) -> str:
     return _svg(fig, plot.get("alt") or plot["title"])
 
 
+@_styled
 def heatmap(plot: dict[str, Any]) -> str:
-    plt = _mpl()
     labels = plot["labels"]
     vals = np.array([[np.nan if v is None else v for v in row] for row in plot["matrix"]], dtype=float)
     # wide enough that the title clears the colour bar
-    fig, ax = plt.subplots(figsize=(0.8 * len(labels) + 4.0, 0.7 * len(labels) + 2.2))
+    fig, ax = _figure((0.8 * len(labels) + 4.0, 0.7 * len(labels) + 2.2))
     vmin = plot.get("vmin")
     vmin = 0.0 if vmin is None else vmin
     vmax = plot.get("vmax")
@@ -119,9 +149,9 @@ def heatmap(plot: dict[str, Any]) -> str:
     return _svg(fig, plot.get("alt") or plot["title"])
 
 
+@_styled
 def scatter(plot: dict[str, Any]) -> str:
-    plt = _mpl()
-    fig, ax = plt.subplots(figsize=(5.0, 3.6))
+    fig, ax = _figure((5.0, 3.6))
     pts = [(lbl, pt) for lbl, pt in zip(plot["labels"], plot["points"], strict=True) if pt[0] is not None and pt[1] is not None]
     for k, (lbl, (x, y, size)) in enumerate(pts):
         ax.scatter([x], [y], s=40 + 2000 * float(size or 0), alpha=0.6, color=PALETTE[k % len(PALETTE)], label=lbl)
@@ -134,11 +164,11 @@ def scatter(plot: dict[str, Any]) -> str:
     return _svg(fig, plot.get("alt") or plot["title"])
 
 
+@_styled
 def reliability_map(plot: dict[str, Any]) -> str:
     """(IR, DNI) per cell over the paper's regimes: reliable (IR < 0.10), over-estimation
     (DNI > 0), under-estimation (DNI < 0), and the cancellation-trap band."""
-    plt = _mpl()
-    fig, ax = plt.subplots(figsize=(5.5, 4.0))
+    fig, ax = _figure((5.5, 4.0))
     pts = [(lbl, pt) for lbl, pt in zip(plot["labels"], plot["points"], strict=True) if pt[0] is not None]
     xmax = max([0.3] + [float(pt[0]) * 1.15 for _, pt in pts])
     ymax = max([0.2] + [abs(float(pt[1])) * 1.15 for _, pt in pts])
@@ -160,9 +190,9 @@ def reliability_map(plot: dict[str, Any]) -> str:
     return _svg(fig, plot.get("alt") or plot["title"])
 
 
+@_styled
 def lines(plot: dict[str, Any]) -> str:
-    plt = _mpl()
-    fig, ax = plt.subplots(figsize=(5.0, 3.2))
+    fig, ax = _figure((5.0, 3.2))
     xs = list(range(len(plot["labels"])))
     for k, (name, vals) in enumerate(plot["series"].items()):
         ax.plot(xs, [np.nan if v is None else v for v in vals], marker="o", color=PALETTE[k % len(PALETTE)], label=name)
