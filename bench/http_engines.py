@@ -21,6 +21,7 @@ the tokenizer, the engine until it answers) is timed separately and left out of 
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import time
 from collections.abc import Callable
@@ -29,6 +30,7 @@ from typing import Any
 
 from biasaudit.backends import Response, build_backend
 from biasaudit.backends.factory import _LOADED
+from biasaudit.backends.managed_engine import VLLM_PYTHON_ENV
 from biasaudit.compose import compose
 from biasaudit.methods.token_probability.metric import ar_full
 from biasaudit.pipeline import prepare
@@ -82,13 +84,19 @@ def _answer(backend: Any, reqs: list[Request]) -> tuple[float, dict[str, Any]]:
     return secs, {r.key: r.output for r in got}
 
 
-def _wait_for_vllm(limit_s: float = 600.0) -> bool:
-    """`make setup-vllm` may still be installing: wait for its marker (at most `limit_s`)."""
-    t0 = time.monotonic()
-    while not VLLM_READY.is_file():
-        if time.monotonic() - t0 > limit_s:
-            return False
-        time.sleep(10)
+def _available(label: str) -> bool:
+    """Whether the engine of a row is installed. vLLM: `make setup-vllm` may still be
+    installing it (.venv-vllm without its marker): waited for, 10 minutes at most."""
+    overrides = GEN_ENGINES[label]
+    if "model.serve=llamacpp" in overrides:
+        return importlib.util.find_spec("llama_cpp") is not None
+    if "model.serve=vllm" in overrides:
+        if os.environ.get(VLLM_PYTHON_ENV):
+            return True
+        t0 = time.monotonic()
+        while VLLM_READY.parent.is_dir() and not VLLM_READY.is_file() and time.monotonic() - t0 < 600:
+            time.sleep(10)
+        return VLLM_READY.is_file()
     return True
 
 
@@ -105,20 +113,23 @@ def run(rounds: int = ROUNDS) -> dict[str, Any]:
     """Start every backend, then time generation and scoring on each; stop the engines."""
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     gen, score = generation_requests(), scoring_requests()
-    labels = list(GEN_ENGINES)
-    if not _wait_for_vllm():
-        labels.remove("vLLM (CPU, f32)")
+    labels = [label for label in GEN_ENGINES if _available(label)]
     backends: dict[str, Any] = {}
     startup: dict[str, float] = {}
     result: dict[str, Any] = {"n_generate": len(gen), "n_score": len(score), "rounds": rounds,
                               "subjects": list(SUBJECTS), "startup_s": startup, "skipped": sorted(set(GEN_ENGINES) - set(labels))}
+    load_before = os.getloadavg()[0]
     try:
         for label in labels:
             cfg = compose(["model=smollm2", *GEN_ENGINES[label]]).config
             t0 = time.perf_counter()
             backends[label] = build_backend(cfg.model, cfg.runtime)
             startup[label] = time.perf_counter() - t0
-            _answer(backends[label], gen[:2])  # warm-up (first-call allocations, graph capture)
+            # warm-up, not timed: first-call allocations, vLLM's first batch, the scoring probe
+            _answer(backends[label], [Request(key="warm", kind="generate", messages=gen[0].messages,
+                                              params={**gen[0].params, "max_tokens": 8})])
+            if label in SCORE_ENGINES:
+                _answer(backends[label], score[:2])
 
         # -- generation ----------------------------------------------------------------
         texts: dict[str, list[dict[str, str]]] = {label: [] for label in labels}
@@ -158,6 +169,7 @@ def run(rounds: int = ROUNDS) -> dict[str, Any]:
                     "max_abs_diff": max(abs(scored[label][k] - base[k]) for k in base)}
             for label in s_labels
         }
+        result["load_avg_1min"] = (load_before, os.getloadavg()[0])
     finally:
         for key in [k for k, b in _LOADED.items() if hasattr(b, "shutdown")]:
             _LOADED.pop(key).shutdown()  # type: ignore[attr-defined]
@@ -180,8 +192,8 @@ def print_table(r: dict[str, Any]) -> None:
         same = f"{row['identical']}/{n}" + ("" if row["stable"] else "*")
         per = ", ".join(f"{s:.1f}" for s in row["seconds"])
         print(f"  {label:<30}{n / best:>11.2f}{toks / best:>10.1f}{best0 / best:>10.2f}x{toks:>8}{same:>11}  {per}")
-    print("  (vs in-proc: in-process seconds / engine seconds for the same requests; * = texts changed between "
-          "rounds)")
+    print("  (vs in-proc: in-process seconds / engine seconds for the same requests; tokens: as each engine "
+          "counts them; same text: identical to in-process at temperature 0, * = changed between rounds)")
     s = r["scoring"]
     ns = r["n_score"]
     sbase = next(iter(s))
@@ -196,6 +208,9 @@ def print_table(r: dict[str, Any]) -> None:
     start = ", ".join(f"{label} {secs:.1f} s" for label, secs in r["startup_s"].items())
     print(f"  start-up, not in the rates (build_backend: model load / weights copy, tokenizer, engine until it "
           f"answers): {start}")
+    before, after = r["load_avg_1min"]
+    print(f"  1-minute load average before / after: {before:.2f} / {after:.2f} on {os.cpu_count()} CPUs "
+          "(other processes slow every row)")
     if r["skipped"]:
         print(f"  skipped (not installed): {', '.join(r['skipped'])}")
 

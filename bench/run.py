@@ -115,9 +115,16 @@ def section_http() -> None:
     http_throughput.print_table(http_throughput.run())
 
 
+def section_engines() -> None:
+    import http_engines
+
+    print("(f) in-process vs managed engines (model.serve=llamacpp|vllm) on SmolLM2-135M, measured in one run")
+    http_engines.print_table(http_engines.run())
+
+
 # (d) first: its peak-memory figure is the maximum over child processes waited for so far
 SECTIONS = [section_plan, section_peer, section_scoring, section_prefix, section_generation, section_cache,
-            section_http, section_bootstrap, section_pll]
+            section_http, section_engines, section_bootstrap, section_pll]
 
 
 def main() -> None:
