@@ -76,7 +76,7 @@ test-fast: setup
 	$(BIN)/python -m pytest -q -p no:cacheprovider -m "not slow" tests/unit --ignore=tests/unit/hostile \
 	  --deselect tests/unit/test_architecture.py::test_mypy_strict_passes_on_methods_and_coding -x
 
-bench: setup
+bench: setup setup-vllm
 	$(BIN)/pip install -q --disable-pip-version-check -e ".[bench]" -c bench/constraints.txt $(QUIET_PIP)
 	$(BIN)/python bench/run.py
 
