@@ -83,6 +83,8 @@ VOLATILE_KEYS: tuple[tuple[str, ...], ...] = (
     ("generated",),
     ("execution", "seconds"),
     ("execution", "model_load_s"),
+    ("execution", "coding_s"),
+    ("execution", "run_stage_s"),
     # the report's cover and manifest sections say when and where the run happened
     ("cover", "run_id"),
     ("cover", "generated"),

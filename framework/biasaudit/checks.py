@@ -15,7 +15,7 @@ from .coding.label_check import MetricLabelError
 from .coding.layers import CodingPlan, compile_coding
 from .coding.routes import check_routes
 from .errors import SpecError
-from .registry import ADAPTERS, METRICS
+from .registry import ADAPTERS, METHODS, METRICS
 from .spec import AuditConfig, RuntimeLimits, ThresholdSpec
 from .spec.errors_format import describe
 
@@ -146,6 +146,9 @@ def check_breakdowns(cfg: AuditConfig, params: dict[str, BaseModel], fields: set
 
 def check_config(cfg: AuditConfig, spec_file: str | None, choices: dict[str, str]) -> dict[str, BaseModel]:
     params = metric_params(cfg, spec_file)
+    # the method family names a registered method (its report text and defaults come from
+    # it); after the metrics, whose own error names the plugin a missing method comes from
+    METHODS.get(cfg.audit.method, file=spec_file, key="audit.method")
     if cfg.probe.max_tokens > cfg.runtime.limits.max_tokens:
         raise SpecError(f"probe.max_tokens is {cfg.probe.max_tokens}, over the limit of "
                         f"{cfg.runtime.limits.max_tokens}", file=spec_file, key="probe.max_tokens",

@@ -255,9 +255,11 @@ def _hydra_run(overrides: list[str], args: argparse.Namespace, command: list[str
         ex = summary.execution
         coding = (f"; coding {ex.coding_requests} requests, {ex.coding_cache_hits} from cache, "
                   f"{ex.coding_calls} calls") if ex.coding_requests else ""
+        # the run stage: model calls and the coding stage together
+        coding_s = f" (coding {ex.coding_s:.2f}s)" if ex.coding_s else ""
         print(
             f"{summary.audit.name}: {ex.requests} requests, {ex.cache_hits} from cache, {ex.calls} model calls, "
-            f"{ex.failures} failed{_kinds(ex.failures_by_kind)}{coding}; run stage {ex.seconds:.2f}s"
+            f"{ex.failures} failed{_kinds(ex.failures_by_kind)}{coding}; run stage {ex.run_stage_s:.2f}s{coding_s}"
         )
         print(f"report: {run_dir / 'report.html'}")
         print(final_line(summary), flush=True)

@@ -38,6 +38,11 @@ def _is_path(value: str) -> bool:
     return "/" in value or value.endswith((".yaml", ".yml"))
 
 
+# The audit section's optional free-text keys, settable on the command line (`audit.auditor="Jane Doe"`)
+# though the spec may not write them: Hydra overrides only keys the composed config has.
+SIGNOFF_KEYS = ("audit.scope", "audit.limitations", "audit.auditor", "audit.date")
+
+
 def prepare_overrides(overrides: list[str]) -> list[str]:
     """Rewrite `spec=<file path>` into `spec=<name>`, the name registered for that file.
 
@@ -59,6 +64,10 @@ def prepare_overrides(overrides: list[str]) -> list[str]:
                     claimed[item.strip()] = ""
     for ov in overrides:
         key, sep, value = ov.partition("=")
+        if key in SIGNOFF_KEYS and sep:
+            # optional sign-off text most specs leave out: set it whether the spec has it or not
+            out.append(f"++{ov}")
+            continue
         if key.lstrip("+~") != "spec" or not sep:
             out.append(ov)
             continue

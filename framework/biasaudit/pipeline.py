@@ -122,10 +122,13 @@ def code(prep: Prepared, responses: dict[str, Response], stats: ExecutionStats |
     if not prep.coding.layers:
         return Coded(CodingResult(codes={}, units=[]), {})
     answerer = StoreAnswerer(prep.composed.config, offline=offline, stats=stats)
+    t0 = time.perf_counter()
     try:
         result = run_coding(prep.coding, units_of(prep), responses, answerer)
     finally:
         answerer.close()
+        if stats is not None and not offline:  # a re-render keeps the run's own timing
+            stats.coding_s += time.perf_counter() - t0
     return Coded(result, dict(answerer.per_layer))
 
 
@@ -273,6 +276,11 @@ def finish(
     if prep.coding.layers:
         stage("coding: %s", ", ".join(f"{n} ({lay.coder_name})" for n, lay in prep.coding.layers.items()))
     coded = code(prep, responses, stats, offline=offline)
+    # the run stage is the model calls and the coding calls together
+    stats.run_stage_s = stats.seconds + stats.coding_s
+    if not offline:
+        run_manifest["run_stage_s"] = round(stats.run_stage_s, 3)
+        run_manifest["execution"] = stats.as_dict()
     stage("measuring: %s", ", ".join(m.key for m in cfg.metrics))
     results = measure(prep, responses, coded)
     verdicts = evaluate(cfg.thresholds, results)
@@ -294,7 +302,10 @@ def finish(
         else:
             _write(path, text)
 
-    render_all(run_dir, summary.model_dump(mode="json"), results, verdicts, cfg, write=write)
+    from .report.answers import item_texts
+
+    render_all(run_dir, summary.model_dump(mode="json"), results, verdicts, cfg, write=write,
+               item_texts=item_texts(prep.plan, responses, results))
     for path, text in held.items():
         _write(path, text)
     return summary
@@ -313,6 +324,7 @@ def build_summary(
     stats: ExecutionStats, run_manifest: dict[str, Any], responses: dict[str, Response], coded: Coded,
 ) -> RunSummary:
     from .report import sections
+    from .report.answers import answers_section
 
     cfg = prep.composed.config
     generated = datetime.now(UTC).isoformat(timespec="seconds")
@@ -348,6 +360,7 @@ def build_summary(
         "unmeasured_reason": not_measured.message if not_measured else None,
         "reproducibility": sections.reproducibility(run_manifest),
         "trail": sections.trail(prep.plan, responses, bool(coded.result.codes)),
+        "answers": answers_section(prep.plan, responses, results, coded.result.units, coded.result.codes),
     })
 
 
@@ -494,7 +507,7 @@ def rerender(run_dir: Path) -> RunSummary:
     finally:
         store.close()
     if "execution" in m:
-        for k in ("calls", "seconds", "model_load_s", "new_failures"):
+        for k in ("calls", "seconds", "model_load_s", "new_failures", "coding_s"):
             setattr(stats, k, m["execution"].get(k, getattr(stats, k)))
     return finish(prep, responses, stats, run_dir, m, write_responses=False, offline=True)
 

@@ -21,9 +21,10 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from .errors import BiasAuditError, SpecError
 from .paths import find_spec_file
-from .report.sections import SANITY_TEXT
+from .report.sections import SANITY_TEXT, signoff
 from .spec.errors_format import describe
 from .spec.load import read_yaml
+from .spec.models import SignOff
 from .summary import RunSummary
 
 
@@ -46,7 +47,9 @@ class SuiteMember(BaseModel):
     the overall verdict and of triangulation."""
 
 
-class SuiteSpec(BaseModel):
+class SuiteSpec(SignOff):
+    """A suite file; `scope`, `limitations`, `auditor` and `date` sign the combined report."""
+
     model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True, strict=True)
     name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
     """Short identifier; names the suite's report folder."""
@@ -328,7 +331,7 @@ def build_suite_summary(suite: SuiteSpec, suite_file: Path, command: list[str],
             overall = "INCONCLUSIVE"
     return {
         "suite": {"name": suite.name, "title": suite.title or suite.name, "description": suite.description,
-                  "file": _shown_path(suite_file)},
+                  "file": _shown_path(suite_file), **signoff(suite)},
         "generated": datetime.now(UTC).isoformat(timespec="seconds"),
         "command": shlex.join(command),
         "members": [{"id": m, "method": method_of.get(m, "")} for m in members],

@@ -96,6 +96,10 @@ class RunSummary(_Record):
     """With `measured` False: how many requests failed, and the top reasons."""
     reproducibility: dict[str, Any] = Field(default_factory=dict)
     trail: dict[str, Any] = Field(default_factory=dict)
+    answers: dict[str, Any] = Field(default_factory=dict)
+    """The report's "What the model said": a few answers per group with their codes
+    (`samples`) and the items that differ most with their texts (`largest`),
+    report/answers.py; texts cut, counts bounded."""
 
     def to_json(self) -> str:
         return json.dumps(self.model_dump(mode="json"), indent=2, allow_nan=False, default=str)

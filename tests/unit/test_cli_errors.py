@@ -34,7 +34,7 @@ def test_unknown_spec_key(workdir: Path, cli) -> None:  # type: ignore[no-untype
 def test_undefined_level(workdir: Path, cli) -> None:  # type: ignore[no-untyped-def]
     tp_spec(workdir, 3)
     spec = write_spec(workdir / "f.yaml", """
-audit: {name: f, method: x}
+audit: {name: f, method: token_probability}
 stimuli: {source: pairs.csv, format: crows_pairs}
 factors:
   frame: {plain: {vars: {p: ""}}, quoted: {vars: {p: "'"}}}
@@ -48,7 +48,7 @@ metrics: [{name: bias_score}]
 def test_undefined_factor(workdir: Path, cli) -> None:  # type: ignore[no-untyped-def]
     tp_spec(workdir, 3)
     spec = write_spec(workdir / "g.yaml", """
-audit: {name: g, method: x}
+audit: {name: g, method: token_probability}
 stimuli: {source: pairs.csv, format: crows_pairs}
 factors:
   frame: {plain: {}}

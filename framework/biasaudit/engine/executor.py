@@ -53,6 +53,10 @@ class ExecutionStats:
     embedding_calls: int = 0
     """Strings sent to the embedder (not the model under test) in this run."""
     embedding_cache_hits: int = 0
+    coding_s: float = 0.0
+    """Seconds of the coding stage (judges, NLI, embedder, rules), measured around it."""
+    run_stage_s: float = 0.0
+    """Seconds of the whole run stage: the model calls (`seconds`) and the coding stage."""
 
     def as_dict(self) -> dict[str, float | int | dict[str, int]]:
         return asdict(self)

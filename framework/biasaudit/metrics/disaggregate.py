@@ -21,9 +21,13 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..stats import Estimate, cluster_bootstrap, mean_t, wilson, wilson_clustered
+from ..stats.contrasts import MAX_GROUPS, ContrastFamily, pairwise_contrasts
+
+if TYPE_CHECKING:
+    from .base import Table
 
 
 @dataclass(frozen=True)
@@ -126,6 +130,73 @@ def by_group(rows: Sequence[Obs], field_name: str, estimator: Estimator = propor
     return out
 
 
+def group_contrasts(rows: Sequence[Obs], field_name: str, *, match: Callable[[Obs], str | None] | None = None,
+                    paired_units: str = "", max_groups: int = MAX_GROUPS) -> ContrastFamily | None:
+    """Every pairwise difference between the groups of a stimulus field (0/1 values; see
+    `stats.contrasts`): Newcombe intervals on each group's effective sample size (rows of
+    one stimulus clustered), z tests, Holm across the pairs. With `match` (the unit a row
+    belongs to across groups, e.g. a template id or, for factor levels, the stimulus), a
+    paired contrast too. None when no row has the field (the breakdown is skipped)."""
+    if not rows or not any(field_name in r.fields for r in rows):
+        return None
+    groups = split(rows, lambda r: str(r.fields.get(field_name, "")))
+    return pairwise_contrasts({g: [r.value for r in rs] for g, rs in groups.items()},
+                              {g: [r.cluster for r in rs] for g, rs in groups.items()},
+                              {g: [match(r) for r in rs] for g, rs in groups.items()} if match is not None else None,
+                              max_groups=max_groups, paired_units=paired_units)
+
+
+def contrast_estimates(fam: ContrastFamily | None, field_name: str, *, scale: float = 1.0) -> dict[str, Estimate]:
+    """`contrast.<field>.<a>-<b>` (independent groups) and `contrast.<field>.<a>-<b>.paired`."""
+    out: dict[str, Estimate] = {}
+    for c in fam.contrasts if fam is not None else []:
+        key = f"contrast.{field_name}.{c.a}-{c.b}"
+        out[key] = c.difference.scaled(scale) if scale != 1.0 else c.difference
+        if c.paired is not None:
+            out[f"{key}.paired"] = c.paired.scaled(scale) if scale != 1.0 else c.paired
+    return out
+
+
+def contrast_table(fam: ContrastFamily | None, field_name: str, what: str, *, scale: float = 1.0) -> Table | None:
+    """One row per pair of groups, both named (`group` minus `vs`)."""
+    from .base import Table
+
+    if fam is None or not fam.contrasts:
+        return None
+
+    def s(x: float | None) -> float | None:
+        return None if x is None else x * scale
+
+    paired = any(c.paired is not None for c in fam.contrasts)
+    cols = ["group", "vs", "n", "n vs", "difference", "CI low", "CI high", "p", "Holm p"]
+    if paired:
+        cols += [f"paired {fam.paired_units or 'units'}", "paired difference", "paired CI low", "paired CI high",
+                 "paired p", "paired Holm p"]
+    rows = []
+    for c in fam.contrasts:
+        d = c.difference
+        row: list[Any] = [c.a, c.b, fam.groups[c.a].clusters, fam.groups[c.b].clusters, s(d.value), s(d.ci_low),
+                          s(d.ci_high), c.p_value, c.p_holm]
+        if paired:
+            e = c.paired
+            row += [e.n, s(e.value), s(e.ci_low), s(e.ci_high), c.paired_p, c.paired_p_holm] if e is not None \
+                else [0, None, None, None, None, None]
+        rows.append(row)
+    title = f"Pairwise differences of {what} by {field_name}" if fam.all_pairs \
+        else f"Largest minus smallest {what} by {field_name}"
+    return Table(title=title, columns=cols, rows=rows,
+                 note=f"difference: {what} of `group` minus that of `vs`; n: stimuli per group. {fam.note}")
+
+
+def group_table(ests: Mapping[str, Estimate], field_name: str, what: str) -> Table:
+    """One row per group of a breakdown, the group named in its first column."""
+    from .base import Table
+
+    return Table(title=f"{what} by {field_name}", columns=["group", "n", what, "CI low", "CI high", "method"],
+                 rows=[[g, e.n, e.value, e.ci_low, e.ci_high, e.method] for g, e in ests.items()],
+                 note=f"group: the value of {field_name}; n: stimuli (the independent units) of the group.")
+
+
 @dataclass
 class Breakdown:
     pooled: Estimate
@@ -142,4 +213,5 @@ def breakdown(rows: Sequence[Obs], estimator: Estimator = proportion, *, by: Seq
 
 
 __all__ = ["MISSING_GROUP", "Breakdown", "Estimator", "Obs", "breakdown", "by_cell", "by_group", "clustered",
-           "mean", "pooled", "proportion", "split"]
+           "contrast_estimates", "contrast_table", "group_contrasts", "group_table", "mean", "pooled", "proportion",
+           "split"]

@@ -4,7 +4,10 @@ the numbers the report shows.
 
 estimates.csv: one row per estimate, pooled and per cell, and per group where an estimate
 has a breakdown. items.csv: one row per scored item (pair, triple, question...) of each
-metric, with the item's fields and its per-item value.
+metric, with the item's fields and its per-item value, then (when the run passes them)
+the item's `prompt` and the model's `answer` (report/answers.py: the texts are kept out
+of summary.json; a stimulus field already named so keeps its name and the texts take
+`model_prompt` / `model_answer`).
 """
 
 from __future__ import annotations
@@ -38,12 +41,16 @@ def estimate_rows(summary: dict[str, Any]) -> list[dict[str, Any]]:
     return rows
 
 
-def item_rows(summary: dict[str, Any]) -> tuple[list[str], list[dict[str, Any]]]:
-    """Columns (metric first, then every item field in first-seen order) and rows."""
+def item_rows(summary: dict[str, Any], texts: dict[str, list[dict[str, str]]] | None = None,
+              ) -> tuple[list[str], list[dict[str, Any]]]:
+    """Columns (metric first, then every item field in first-seen order) and rows; with
+    `texts` (metric id -> one {prompt, answer} per item), the two text columns last."""
     columns: dict[str, None] = {"metric": None}
     rows = []
+    attached: list[tuple[dict[str, Any], dict[str, str]]] = []
     for mid, m in summary["metrics"].items():
-        for item in m.get("items") or []:
+        per_item = (texts or {}).get(mid) or []
+        for n, item in enumerate(m.get("items") or []):
             row = {"metric": mid}
             for k, v in item.items():
                 if k == "levels" and isinstance(v, dict):  # one column per factor: filterable in a spreadsheet
@@ -54,6 +61,15 @@ def item_rows(summary: dict[str, Any]) -> tuple[list[str], list[dict[str, Any]]]
                 columns.setdefault(k, None)
                 row[k] = json.dumps(v, ensure_ascii=False) if isinstance(v, dict | list) else v
             rows.append(row)
+            if texts is not None:
+                attached.append((row, per_item[n] if n < len(per_item) else {}))
+    if texts is not None:
+        names = {k: k if k not in columns else f"model_{k}" for k in ("prompt", "answer")}
+        for k in names.values():
+            columns.setdefault(k, None)
+        for row, t in attached:
+            for k, col in names.items():
+                row[col] = t.get(k, "")
     return list(columns), rows
 
 
@@ -84,9 +100,10 @@ def _is_number(s: str) -> bool:
     return True
 
 
-def write_csvs(run_dir: Path, summary: dict[str, Any], write: Callable[[Path, str], None]) -> None:
+def write_csvs(run_dir: Path, summary: dict[str, Any], write: Callable[[Path, str], None],
+               texts: dict[str, list[dict[str, str]]] | None = None) -> None:
     write(run_dir / "estimates.csv", _csv(ESTIMATE_COLUMNS, estimate_rows(summary)))
-    columns, rows = item_rows(summary)
+    columns, rows = item_rows(summary, texts)
     write(run_dir / "items.csv", _csv(columns, rows))
 
 

@@ -69,6 +69,23 @@ def md_text(x: Any) -> str:
     return _MD_SPECIAL.sub(lambda m: _MD_ESCAPES[m.group()], x if isinstance(x, str) else str(x))
 
 
+_MD_BLOCK_MARK = re.compile(r"^([#>+*=~`-])")
+_MD_ORDERED = re.compile(r"^(\d+)([.)])")
+
+
+def md_lines(x: Any) -> list[str]:
+    """Free text of several lines (audit.scope, audit.limitations) as Markdown lines that
+    open no heading, list, quote or code block: leading spaces go and a leading marker is
+    backslash-escaped. Each line then goes through `md_text` like every printed value."""
+    text = x if isinstance(x, str) else str(x)
+    out = []
+    for line in text.splitlines():
+        line = line.strip()
+        if line:
+            out.append(_MD_ORDERED.sub(r"\1\\\2", _MD_BLOCK_MARK.sub(r"\\\1", line)))
+    return out
+
+
 def _env(autoescape: bool) -> Environment:
     env = Environment(
         loader=PackageLoader("biasaudit.report", "templates"),
@@ -78,24 +95,26 @@ def _env(autoescape: bool) -> Environment:
         trim_blocks=True,
         lstrip_blocks=True,
     )
-    env.filters.update(num=fmt_num, est=fmt_est, md=md_cell)
+    env.filters.update(num=fmt_num, est=fmt_est, md=md_cell, md_lines=md_lines)
     return env
 
 
 def render_all(
     run_dir: Path, summary: dict[str, Any], results: Any, verdicts: Any, cfg: Any,
-    *, write: Callable[[Path, str], None],
+    *, write: Callable[[Path, str], None], item_texts: dict[str, list[dict[str, str]]] | None = None,
 ) -> None:
+    """`item_texts`: metric id -> one {prompt, answer} per item, items.csv's text columns."""
     formats = set(cfg.report.formats) | {"json"}
     write(run_dir / "summary.json", json.dumps(summary, indent=2, allow_nan=False, default=str))
-    write_csvs(run_dir, summary, write)
+    write_csvs(run_dir, summary, write, item_texts)
     plot_files: dict[str, list[dict[str, str]]] = {}
     if formats & {"html", "pdf"}:
         plots = {mid: [render_plot(p) for p in m["plots"]] for mid, m in summary["metrics"].items()}
         condition_plots = [render_plot(c["plot"]) for c in summary.get("conditions", {}).get("spreads", [])
                            if c.get("plot")]
         html = _env(True).get_template("report.html.j2").render(s=summary, plots=plots,
-                                                                condition_plots=condition_plots)
+                                                                condition_plots=condition_plots,
+                                                                paper=_PAPER[cfg.report.paper])
         write(run_dir / "report.html", html)
         if "md" in formats:
             # Markdown cannot inline SVG: the same drawings as files beside it (only when
@@ -108,6 +127,10 @@ def render_all(
         from .pdf import html_to_pdf
 
         html_to_pdf(run_dir / "report.html", run_dir / "report.pdf")
+
+
+# CSS `@page { size }` of report.paper: Chromium prints the page size the CSS asks for.
+_PAPER = {"a4": "A4", "letter": "letter"}
 
 
 def _write_plot_files(run_dir: Path, summary: dict[str, Any], plots: dict[str, list[str]],

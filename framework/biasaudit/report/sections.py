@@ -59,7 +59,15 @@ def cover(cfg: Any, manifest: dict[str, Any], generated: str) -> dict[str, Any]:
         "generated": generated,
         "tool_version": manifest["versions"].get("biasaudit", ""),
         "run_id": manifest["run_id"],
+        **signoff(cfg.audit),
     }
+
+
+def signoff(audit: Any) -> dict[str, Any]:
+    """The scope, limitations and sign-off the auditor wrote (`audit.scope`, ...), as
+    given: the templates escape them and print "not stated" for an empty one."""
+    return {"scope": getattr(audit, "scope", "") or "", "limitations": getattr(audit, "limitations", "") or "",
+            "auditor": getattr(audit, "auditor", "") or "", "signoff_date": getattr(audit, "date", None) or ""}
 
 
 def verdict_rows(verdicts: list[dict[str, Any]], crosswalk: str | None) -> list[dict[str, Any]]:

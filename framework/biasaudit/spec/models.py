@@ -35,7 +35,41 @@ class Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True, strict=True)
 
 
-class AuditMeta(Strict):
+class SignOff(Strict):
+    """The auditor's own account, printed in the report's scope, limitations and sign-off
+    block (as text: markup is escaped)."""
+
+    scope: str = Field(default="", max_length=5000)
+    """What the audit covers and what it does not (model use, populations, languages),
+    shown in the report's sign-off block; "not stated" when empty. At most 5000 characters."""
+    limitations: str = Field(default="", max_length=5000)
+    """Known limits of this audit's evidence (data coverage, coder validity, sample size),
+    shown in the report's sign-off block; "not stated" when empty. At most 5000 characters."""
+    auditor: str = Field(default="", max_length=200)
+    """Who is responsible for the audit (a person or a team), shown in the sign-off block;
+    e.g. `audit.auditor="Jane Doe"` on the command line. At most 200 characters."""
+    date: str | None = Field(default=None, pattern=r"^\d{4}-\d{2}-\d{2}$", json_schema_extra={"format": "date"})
+    """The sign-off date, an ISO date (`2026-01-31`); not the run's date, which the report
+    records on its own."""
+
+    @field_validator("date", mode="before")
+    @classmethod
+    def _iso_date(cls, v: Any) -> Any:
+        import datetime as dt
+
+        if isinstance(v, dt.datetime):
+            raise ValueError("give a date without a time, e.g. 2026-01-31")
+        if isinstance(v, dt.date):  # YAML reads an unquoted 2026-01-31 as a date
+            return v.isoformat()
+        if isinstance(v, str) and re.fullmatch(r"\d{4}-\d{2}-\d{2}", v):
+            try:
+                dt.date.fromisoformat(v)
+            except ValueError:
+                raise ValueError(f"{v!r} is not a calendar date (YYYY-MM-DD)") from None
+        return v
+
+
+class AuditMeta(SignOff):
     name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$", max_length=100)
     """Short identifier; names the report folder (at most 100 characters: folder names
     are limited to 255 bytes, and sweep folders add the model name)."""
@@ -300,6 +334,8 @@ class ReportSpec(Strict):
     """Rows shown in per-item tables (the full data is in responses.jsonl)."""
     crosswalk: str | None = None
     """An extra crosswalk YAML (reference key -> clause) merged over conf/crosswalk.yaml."""
+    paper: Literal["a4", "letter"] = "a4"
+    """Page size of the PDF report: `a4` (210 x 297 mm) or `letter` (8.5 x 11 in)."""
 
 
 # Settings of a model loaded in this process, meaningless for a model behind a server.

@@ -7,6 +7,7 @@ linear fit, effect sizes, agreement, mutual information, sample-size planning.
 
 from .agreement import cohen_kappa, fleiss_kappa, krippendorff_alpha_nominal
 from .bootstrap import bootstrap, bootstrap_difference, cluster_bootstrap
+from .contrasts import MAX_GROUPS, Contrast, ContrastFamily, pairwise_contrasts
 from .correlation import LinearFit, correlation, linear_fit
 from .effects import TwoWayEta, cohens_d, eta_squared, eta_squared_two_way, variance_ratio
 from .estimate import Estimate
@@ -27,6 +28,10 @@ from .significance import (
 from .spread import Spread, cell_spread
 
 __all__ = [
+    "MAX_GROUPS",
+    "Contrast",
+    "ContrastFamily",
+    "pairwise_contrasts",
     "Estimate",
     "Spread",
     "cell_spread",

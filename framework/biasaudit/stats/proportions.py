@@ -64,6 +64,24 @@ def wilson_clustered(values: Sequence[float], clusters: Sequence[object], level:
     n = int(x.size)
     if n == 0:
         return Estimate.no_data("wilson-design-effect")
+    p = float(x.sum() / n)
+    n_eff, k, deff = _design(x, clusters)
+    lo, hi = _wilson_bounds(p, n_eff, level)
+    note = (f"{k} clusters, design effect {deff:.3f}, effective n {n_eff:.1f}" if np.isfinite(deff)
+            else f"{k} clusters; design effect undefined at p = {p:g}: effective n = {k}")
+    return Estimate(value=p, ci_low=lo, ci_high=hi, n=n, method="wilson-design-effect", level=level, note=note,
+                    clusters=k)
+
+
+def effective_n(values: Sequence[float] | np.ndarray, clusters: Sequence[object]) -> tuple[float, int]:
+    """(effective sample size, clusters) of clustered 0/1 rows, as `wilson_clustered` uses them."""
+    n_eff, k, _ = _design(np.asarray(values, dtype=np.float64), clusters)
+    return n_eff, k
+
+
+def _design(x: np.ndarray, clusters: Sequence[object]) -> tuple[float, int, float]:
+    """(n_eff, clusters, design effect) of the rows `x` (see `wilson_clustered`)."""
+    n = int(x.size)
     labels, inverse = np.unique(np.asarray(clusters, dtype=object).astype(str), return_inverse=True)
     k = len(labels)
     sums = np.bincount(inverse, weights=x)
@@ -77,11 +95,7 @@ def wilson_clustered(values: Sequence[float], clusters: Sequence[object], level:
     else:
         deff = float("nan")
         n_eff = float(k)
-    lo, hi = _wilson_bounds(p, n_eff, level)
-    note = (f"{k} clusters, design effect {deff:.3f}, effective n {n_eff:.1f}" if np.isfinite(deff)
-            else f"{k} clusters; design effect undefined at p = {p:g}: effective n = {k}")
-    return Estimate(value=p, ci_low=lo, ci_high=hi, n=n, method="wilson-design-effect", level=level, note=note,
-                    clusters=k)
+    return n_eff, k, deff
 
 
 def _wilson_bounds(p: float, n: float, level: float) -> tuple[float, float]:

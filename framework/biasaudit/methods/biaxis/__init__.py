@@ -90,7 +90,7 @@ def check_spec(params: BaseModel, cfg: AuditConfig) -> str | None:
 METRICS.add("biaxis", MetricDef(compute=compute, params=BiaxisParams, probe_kinds=frozenset({"generate"}),
                                 title="BiAxisAudit", method="biaxis", check=check, layers=_layers,
                                 default_coding=default_coding, check_spec=check_spec,
-    bounds=(("dni", (-1.0, 1.0)), ("*", (0.0, 1.0)))))
+    bounds=(("dni", (-1.0, 1.0)), ("contrast.*", (-1.0, 1.0)), ("*", (0.0, 1.0)))))
 METHODS.add("biaxis", MethodDef(
     name="biaxis",
     metrics=("biaxis",),

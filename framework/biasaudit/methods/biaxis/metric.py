@@ -22,7 +22,14 @@ from pydantic import BaseModel, ConfigDict
 
 from ...coding.base import Code
 from ...metrics.base import MetricContext, MetricResult, PlotSpec, ReliabilityItem, Table
-from ...metrics.disaggregate import Obs, pooled, proportion
+from ...metrics.disaggregate import (
+    Obs,
+    contrast_estimates,
+    contrast_table,
+    group_contrasts,
+    pooled,
+    proportion,
+)
 from ...outputs import GenerateOutput, parse_output
 from ...spec import CalibrationSpec
 from ...stats import (
@@ -180,6 +187,7 @@ def compute(ctx: MetricContext, metric_id: str, params: BaseModel) -> MetricResu
                       alt="Each prompt condition placed by its inconsistency rate and net imbalance; shaded: reliable "
                           "(IR < 0.10), over-estimation (DNI > 0), under-estimation (DNI < 0), and the cancellation-trap band.")]
     spread_rows = []
+    contrast_tables: list[Table] = []
     union_of = [c.a + c.b - c.a * c.b for c in elig]
     for fname in ctx.config.factors:
         slice_ = _slice(ctx, fname, elig)
@@ -193,6 +201,16 @@ def compute(ctx: MetricContext, metric_id: str, params: BaseModel) -> MetricResu
                 est[f"union.{fname}.{lv}"] = le
                 lv_labels.append(lv)
                 lv_ests.append(le)
+        # every pair of levels: independent-groups Newcombe and the paired within-statement contrast
+        levels_cf = group_contrasts([Obs(cell=c.cell, cluster=c.stimulus, value=c.a + c.b - c.a * c.b,
+                                   fields={fname: c.levels.get(fname)}) for c in slice_ if fname in c.levels],
+                              fname, match=lambda o: o.cluster, paired_units="statement")
+        est.update(contrast_estimates(levels_cf, fname))
+        ct = contrast_table(levels_cf, fname, "BER_union")
+        if ct is not None:
+            contrast_tables.append(ct.model_copy(update={"note": ct.note + (
+                " The levels share statements, so the independent-groups interval ignores the pairing (it is "
+                "conservative when a statement's levels agree); the paired columns use it.")}))
         vals = [x.value for x in lv_ests if x.value is not None]
         eta = eta_squared([c.a + c.b - c.a * c.b for c in slice_], [c.levels.get(fname) for c in slice_]) if slice_ else None
         rng_ = (max(vals) - min(vals)) if vals else None
@@ -206,6 +224,7 @@ def compute(ctx: MetricContext, metric_id: str, params: BaseModel) -> MetricResu
     tables.append(Table(title="Horizontal spread per factor", columns=["factor", "levels", "range of BER_union",
                                                                        "eta^2 (one-way)", "responses"], rows=spread_rows,
                         note="On OAT designs each factor is read within its own sweep (the other factors at baseline)."))
+    tables += contrast_tables
     if ctx.config.design.kind in ("full", "fractional") and len(ctx.config.factors) >= 2:
         two = []
         for fa, fb in itertools.combinations(ctx.config.factors, 2):

@@ -35,17 +35,18 @@ def check_spec(params: BaseModel, cfg: AuditConfig) -> str | None:
     check_estimate_labels(cfg, ids, "share.", own, params.layer)
     for i, t in enumerate(cfg.thresholds):
         mid, _, est = t.metric.partition(".")
-        if mid in ids and est and est != "rate" and not est.startswith(("rate.", "share.")):
+        if mid in ids and est and est != "rate" and not est.startswith(("rate.", "share.", "contrast.")):
             close = closest(est, own) if own is not None else None  # `<id>.refuse` for `<id>.share.refuse`
             raise SpecError(f"metric {mid!r} gives no estimate {est!r}", key=f"thresholds[{i}].metric",
                             hint=(f"did you mean '{mid}.share.{close}'? " if close else "")
-                            + "estimates: rate, share.<label>, rate.<by field>.<group>")
+                            + "estimates: rate, share.<label>, rate.<by field>.<group>, "
+                            "contrast.<by field>.<group>-<group>[.paired]")
     return None
 
 
 METRICS.add("label_rate", MetricDef(compute=compute, params=LabelRateParams, probe_kinds=frozenset({"generate"}),
                                     title="Label rate", method="label_rates", layers=_layers, check_spec=check_spec,
-                                    bounds=(("*", (0.0, 1.0)),)))
+                                    bounds=(("contrast.*", (-1.0, 1.0)), ("*", (0.0, 1.0)))))
 METHODS.add("label_rates", MethodDef(
     name="label_rates",
     metrics=("label_rate",),

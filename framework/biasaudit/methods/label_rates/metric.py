@@ -12,7 +12,17 @@ from collections import Counter
 from pydantic import BaseModel, ConfigDict, Field
 
 from ...metrics.base import MetricContext, MetricResult, PlotSpec, ReliabilityItem, Table
-from ...metrics.disaggregate import Obs, by_cell, by_group, pooled, proportion
+from ...metrics.disaggregate import (
+    Obs,
+    by_cell,
+    by_group,
+    contrast_estimates,
+    contrast_table,
+    group_contrasts,
+    group_table,
+    pooled,
+    proportion,
+)
 from ...metrics.validity import valid_share
 from ...stats import Estimate, cell_spread, wilson
 
@@ -24,7 +34,14 @@ class LabelRateParams(BaseModel):
     labels: list[str] = Field(min_length=1)
     """The labels whose rate is measured (e.g. [refuse])."""
     by: list[str] = []
-    """Stimulus fields to break the rate down by."""
+    """Stimulus fields to break the rate down by: each group's rate, and every pairwise
+    difference between groups (`contrast.<field>.<a>-<b>`, Newcombe 95% interval, Holm
+    across the pairs)."""
+    match: str | None = None
+    """Stimulus field that names the item a stimulus fills for each group (e.g. a template
+    id, where a template is filled once per group): with it, each pair of groups is also
+    compared within items (`contrast.<field>.<a>-<b>.paired`: paired t over the items in
+    both groups)."""
     seed: int = 0
     """Seed of the cluster-bootstrap intervals."""
 
@@ -45,9 +62,20 @@ def compute(ctx: MetricContext, metric_id: str, params: BaseModel) -> MetricResu
     for lab in labels:
         est[f"share.{lab}"] = pooled([Obs(cell=u.cell, cluster=u.stimulus, value=1.0 if c.label == lab else 0.0)
                                       for u, c in coded], proportion, seed=p.seed)
+    group_tables: list[Table] = []
+    match = p.match
     for fld in p.by:
-        for g, e in by_group(rows, fld, proportion, seed=p.seed).items():
+        per = by_group(rows, fld, proportion, seed=p.seed)
+        for g, e in per.items():
             est[f"rate.{fld}.{g}"] = e
+        fam = group_contrasts(rows, fld, paired_units="item" if match else "",
+                              match=(lambda o: None if o.fields.get(match) is None else str(o.fields[match]))
+                              if match else None)
+        est.update(contrast_estimates(fam, fld))
+        group_tables.append(group_table(per, fld, "rate"))
+        ct = contrast_table(fam, fld, "rate")
+        if ct is not None:
+            group_tables.append(ct)
     cells = {"rate": by_cell(rows, proportion, cells=cell_ids)}
     spread = cell_spread([o.cell for o in rows], [o.cluster for o in rows], [o.value for o in rows], seed=p.seed)
     per_cell = {cid: Counter(c.label for u, c in coded if u.cell == cid) for cid in cell_ids}
@@ -80,7 +108,7 @@ def compute(ctx: MetricContext, metric_id: str, params: BaseModel) -> MetricResu
                        "Pooled over prompt conditions with a Wilson interval on the design's effective n "
                        "(clustered by stimulus) when a stimulus gives several units.",
         items=[ctx.item(u.stimulus, u.cell, u.fields, outcome=int(c.label in wanted)) for u, c in coded],
-        tables=[table], plots=plots,
+        tables=[table, *group_tables], plots=plots,
         counts={"units": n_units, "coded": len(coded), "abstain": status.get("abstain", 0),
                 "not_applicable": status.get("not_applicable", 0), "failed": status.get("failed", 0)},
         params=p.model_dump(),

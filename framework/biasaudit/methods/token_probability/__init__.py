@@ -11,7 +11,7 @@ METRICS.add(
     MetricDef(compute=compute, params=BiasScoreParams,
               probe_kinds=frozenset(MODE_PROBE.values()), title="Token-probability bias score",
               method="token_probability", check=check,
-    bounds=(("", (0.0, 100.0)), ("neutral", (0.0, 1.0)), ("likelihood_diff.*", None), ("*", (0.0, 100.0)))),
+    bounds=(("", (0.0, 100.0)), ("neutral", (0.0, 1.0)), ("likelihood_diff.*", None), ("contrast.*", (-100.0, 100.0)), ("*", (0.0, 100.0)))),
 )
 METHODS.add("token_probability", MethodDef(
     name="token_probability",

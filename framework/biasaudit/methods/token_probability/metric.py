@@ -14,7 +14,17 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict
 
 from ...metrics.base import MetricContext, MetricResult, PlotSpec, ReliabilityItem, Table
-from ...metrics.disaggregate import Obs, by_cell, by_group, mean, pooled, proportion
+from ...metrics.disaggregate import (
+    Obs,
+    by_cell,
+    by_group,
+    contrast_estimates,
+    contrast_table,
+    group_contrasts,
+    mean,
+    pooled,
+    proportion,
+)
 from ...metrics.validity import valid_share
 from ...outputs import ScoredTokens, parse_output
 from ...stats import Estimate, cell_spread, mean_t, wilson
@@ -198,6 +208,11 @@ def compute(ctx: MetricContext, metric_id: str, params: BaseModel) -> MetricResu
                             note="Wilson 95% intervals (cluster bootstrap over stimuli when a stimulus gives several "
                              "pairs); 50 = parity; ties count in N."))
         if field != "direction":
+            fam = group_contrasts(_obs(pairs), field)
+            estimates.update(contrast_estimates(fam, field, scale=100.0))
+            ct = contrast_table(fam, field, "bias score", scale=100.0)
+            if ct is not None:
+                tables.append(ct)
             plots.append(PlotSpec(
                 kind="interval_bars", title=f"Bias score by {field} (95% Wilson CI)",
                 xlabel=field, ylabel="bias score (% preferring the stereotyping sentence)",

@@ -1,0 +1,268 @@
+"""What the model said: the texts behind the numbers (issue 29, point 2).
+
+Two things are made here from the plan, the responses and the codes:
+
+* `item_texts`: for every row of a metric's `items` (summary.json), the prompt it was
+  asked and the model's answer, written as the `prompt` and `answer` columns of
+  items.csv (appended after the item's own columns). They stay out of summary.json's
+  items, which would otherwise grow by two texts per item.
+* `answers_section`: the report's "What the model said" section, kept in summary.json
+  under `answers` (bounded: a few answers per group, a few items per metric, texts cut).
+
+A model's answer is untrusted input: every text is cut to a bound with a marker saying
+how much was left out; the HTML report escapes it (autoescape), the Markdown report
+through its `finalize`, and items.csv quotes a cell a spreadsheet would run as a
+formula (`csv_export._cell`).
+
+Which plan items an item row stands for: items carry their stimulus and cell, not the
+plan item (a pair item spans two slots, sampled decoding gives several answers). The
+plan items of the item's stimulus and cell (of its stimulus only when no cell matches,
+as for methods that report items outside the design's cells) are joined with ` || `, each text
+labelled by what tells them apart (slot, variant, sample); when a metric has as many
+rows for a stimulus and cell as there are plan items, the rows are taken in plan order,
+one plan item each.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from ..coding.base import Code
+from ..metrics.base import MetricResult
+from ..outputs import Response
+from ..plan import Plan, PlanItem
+from ..plan.requests import Request
+
+CSV_CHARS = 2000
+"""Most characters of a prompt or answer in an items.csv cell."""
+SHOW_CHARS = 500
+"""Most characters of a prompt or answer in the report."""
+SAMPLES_PER_GROUP = 3
+MAX_GROUPS = 12
+"""Groups shown per breakdown field (the rest are counted, not shown)."""
+TOP_ITEMS = 5
+JOIN = " || "
+"""Between the labelled texts of an item's several plan items (on one line: an item whose
+texts have no line break stays one line of items.csv)."""
+MAX_SIDES = 4
+"""Texts shown per largest-difference item (its slots)."""
+
+
+def clip(text: str, limit: int) -> str:
+    """`text` cut to `limit` characters, with a marker saying how many were left out."""
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]} [... {len(text) - limit} more characters cut]"
+
+
+def prompt_text(req: Request | None) -> str:
+    """The rendered prompt: a chat request's messages (`role: content`, one a line), or
+    the raw text (with the hypothesis of an NLI pair on its own line)."""
+    if req is None:
+        return ""
+    if req.messages:
+        return "\n".join(f"{m.get('role', '')}: {m.get('content', '')}" for m in req.messages)
+    return "\n".join(t for t in (req.text, req.text_pair) if t)
+
+
+def answer_text(req: Request | None, resp: Response | None) -> str:
+    """What the model answered: a generation's text, a classification's label (the most
+    probable one), a choice's option; empty for scoring probes (their output is numbers:
+    the scored text is the prompt) and failed requests."""
+    if req is None or resp is None or not resp.ok or not isinstance(resp.output, dict):
+        return ""
+    out = resp.output
+    if req.kind == "generate":
+        return str(out.get("text") or "")
+    if req.kind == "choice":
+        return str(out.get("choice") or "")
+    if req.kind in ("classify", "classify_nli"):
+        probs = out.get("probs")
+        if isinstance(probs, dict) and probs:
+            return str(max(probs.items(), key=lambda kv: float(kv[1]))[0])
+    return ""
+
+
+def _label(it: PlanItem, varies: set[str]) -> str:
+    parts = []
+    if "slot" in varies:
+        parts.append(it.slot)
+    if "variant" in varies:
+        parts.append(f"variant {it.variant}")
+    if "sample" in varies:
+        parts.append(f"sample {it.sample}")
+    return ", ".join(parts)
+
+
+def _joined(its: Sequence[PlanItem], plan: Plan, responses: Mapping[str, Response]) -> tuple[str, str]:
+    """(prompt, answer) of one or several plan items; several are labelled and joined,
+    identical prompts once."""
+    if not its:
+        return "", ""
+    reqs = [plan.requests.get(it.key) for it in its]
+    if len(its) == 1:
+        return prompt_text(reqs[0]), answer_text(reqs[0], responses.get(its[0].key))
+    varies = {f for f in ("slot", "variant", "sample") if len({getattr(it, f) for it in its}) > 1}
+    prompts: dict[str, list[str]] = {}
+    answers = []
+    for it, req in zip(its, reqs, strict=True):
+        lab = _label(it, varies)
+        prompts.setdefault(prompt_text(req), []).append(lab)
+        a = answer_text(req, responses.get(it.key))
+        if a:
+            answers.append(f"[{lab}] {a}")
+    if len(prompts) == 1:
+        prompt = next(iter(prompts))
+    else:
+        prompt = JOIN.join(f"[{'; '.join(labs)}] {p}" for p, labs in prompts.items())
+    return prompt, JOIN.join(answers)
+
+
+class _Index:
+    def __init__(self, plan: Plan) -> None:
+        self.by_cell: dict[tuple[str, str], list[PlanItem]] = defaultdict(list)
+        self.by_stimulus: dict[str, list[PlanItem]] = defaultdict(list)
+        for it in plan.items:
+            self.by_cell[(it.stimulus, it.cell)].append(it)
+            self.by_stimulus[it.stimulus].append(it)
+
+    def of(self, stimulus: str, cell: str) -> list[PlanItem]:
+        return self.by_cell.get((stimulus, cell)) or self.by_stimulus.get(stimulus) or []
+
+
+def _item_plan_items(items: Sequence[Mapping[str, Any]], index: _Index) -> list[list[PlanItem]]:
+    """The plan items behind each item row (see the module docstring)."""
+    rows = Counter((str(i.get("stimulus", "")), str(i.get("cell", ""))) for i in items)
+    seen: Counter[tuple[str, str]] = Counter()
+    out = []
+    for i in items:
+        k = (str(i.get("stimulus", "")), str(i.get("cell", "")))
+        its = index.of(*k)
+        if len(its) > 1 and rows[k] == len(its):
+            its = [its[seen[k]]]
+        seen[k] += 1
+        out.append(its)
+    return out
+
+
+def item_texts(plan: Plan, responses: Mapping[str, Response],
+               results: Mapping[str, MetricResult]) -> dict[str, list[dict[str, str]]]:
+    """Metric id -> one {prompt, answer} per row of its `items`, each cut to CSV_CHARS."""
+    index = _Index(plan)
+    out: dict[str, list[dict[str, str]]] = {}
+    for mid, r in results.items():
+        rows = []
+        for its in _item_plan_items(r.items, index):
+            prompt, answer = _joined(its, plan, responses)
+            rows.append({"prompt": clip(prompt, CSV_CHARS), "answer": clip(answer, CSV_CHARS)})
+        out[mid] = rows
+    return out
+
+
+def _code(c: Code | None) -> str | float | None:
+    if c is None:
+        return None
+    if c.status != "coded":
+        return c.status.replace("_", " ")
+    if c.label is not None:
+        return c.label
+    return c.value
+
+
+def _samples(plan: Plan, responses: Mapping[str, Response], results: Mapping[str, MetricResult],
+             units: Sequence[Any], codes: Mapping[str, Mapping[str, Code]]) -> list[dict[str, Any]]:
+    """Per group (each metric's `by` field; the design's cells when no metric breaks
+    down), the first SAMPLES_PER_GROUP answers in plan order, one per stimulus first."""
+    answered = [it for it in plan.items if (r := responses.get(it.key)) is not None and r.ok]
+    if not answered:
+        return []
+    fields = {s.id: s.fields for s in plan.stimuli.stimuli}
+    unit_of = {(u.cell, u.stimulus, u.slot, u.variant, u.sample): u.id for u in units}
+    by = list(dict.fromkeys(str(f) for r in results.values() for f in (r.params.get("by") or [])
+                            if isinstance(f, str)))
+    breakdowns: list[tuple[str, dict[str, list[PlanItem]]]] = []
+    for f in by:
+        groups: dict[str, list[PlanItem]] = {}
+        for it in answered:
+            v = fields.get(it.stimulus, {}).get(f)
+            if v is not None and v != "":
+                groups.setdefault(str(v), []).append(it)
+        if groups:
+            breakdowns.append((f, groups))
+    if not breakdowns:
+        groups = {}
+        for it in answered:
+            groups.setdefault(it.cell, []).append(it)
+        breakdowns.append(("cell", groups))
+    out = []
+    for f, groups in breakdowns:
+        for g in list(groups)[:MAX_GROUPS]:
+            its = groups[g]
+            seen: set[str] = set()
+            pick: list[PlanItem] = []
+            for it in its:  # one per stimulus first, then the rest in plan order
+                if it.stimulus not in seen and len(pick) < SAMPLES_PER_GROUP:
+                    pick.append(it)
+                    seen.add(it.stimulus)
+            pick += [it for it in its if it not in pick][:SAMPLES_PER_GROUP - len(pick)]
+            shown = []
+            for it in pick:
+                req = plan.requests.get(it.key)
+                uid = unit_of.get((it.cell, it.stimulus, it.slot, it.variant, it.sample))
+                shown.append({
+                    "stimulus": it.stimulus, "cell": it.cell,
+                    "prompt": clip(prompt_text(req), SHOW_CHARS),
+                    "answer": clip(answer_text(req, responses.get(it.key)), SHOW_CHARS),
+                    "codes": [{"layer": lay, "code": _code(cs.get(uid) if uid else None)}
+                              for lay, cs in codes.items()],
+                })
+            out.append({"by": f, "group": g, "n": len(its), "shown": len(shown), "groups": len(groups),
+                        "answers": shown})
+    return out
+
+
+def _largest(plan: Plan, responses: Mapping[str, Response],
+             results: Mapping[str, MetricResult]) -> list[dict[str, Any]]:
+    """Per metric whose items carry a per-item difference (`diff`), the TOP_ITEMS items
+    with the largest absolute difference (ties: by stimulus id, then cell), with the
+    texts of every side."""
+    index = _Index(plan)
+    out = []
+    for mid, r in results.items():
+        scored = [i for i in r.items if isinstance(i.get("diff"), int | float) and not isinstance(i.get("diff"), bool)
+                  and i["diff"] == i["diff"]]
+        if not scored:
+            continue
+        top = sorted(scored, key=lambda i: (-abs(float(i["diff"])), str(i.get("stimulus", "")),
+                                            str(i.get("cell", ""))))[:TOP_ITEMS]
+        rows = []
+        for i in top:
+            its = index.of(str(i.get("stimulus", "")), str(i.get("cell", "")))
+            sides: dict[str, dict[str, str]] = {}
+            for it in its:  # one text per slot (its first variant and sample)
+                if it.slot not in sides and len(sides) < MAX_SIDES:
+                    req = plan.requests.get(it.key)
+                    sides[it.slot] = {"slot": it.slot, "text": clip(prompt_text(req), SHOW_CHARS),
+                                      "answer": clip(answer_text(req, responses.get(it.key)), SHOW_CHARS)}
+            rows.append({"stimulus": str(i.get("stimulus", "")), "cell": str(i.get("cell", "")),
+                         "diff": float(i["diff"]), "sides": list(sides.values())})
+        out.append({"metric": mid, "title": r.title or r.name, "n_items": len(scored), "shown": len(rows),
+                    "rows": rows})
+    return out
+
+
+def answers_section(plan: Plan, responses: Mapping[str, Response], results: Mapping[str, MetricResult],
+                    units: Sequence[Any], codes: Mapping[str, Mapping[str, Code]]) -> dict[str, Any]:
+    """summary.json's `answers`: `samples` (generate probes: a few answers per group with
+    their codes per layer) and `largest` (metrics with per-item differences: the items
+    that differ most, with their texts)."""
+    return {
+        "samples": _samples(plan, responses, results, units, codes) if plan.kind == "generate" else [],
+        "largest": _largest(plan, responses, results),
+        "limits": {"per_group": SAMPLES_PER_GROUP, "groups": MAX_GROUPS, "items": TOP_ITEMS, "chars": SHOW_CHARS},
+    }
+
+
+__all__ = ["CSV_CHARS", "answer_text", "answers_section", "clip", "item_texts", "prompt_text"]

@@ -1,0 +1,219 @@
+"""Pairwise contrasts between groups of 0/1 outcomes: every pair's difference with a 95%
+interval and a test, Holm-adjusted across the pairs, and a paired (within-unit) contrast
+where the design matches units across groups.
+
+Independent groups (a stimulus belongs to one group): the difference p_a - p_b with
+Newcombe's hybrid score interval (Newcombe 1998, method 10: the two Wilson intervals
+combined by the square-and-add rule; statsmodels `confint_proportions_2indep`,
+method="newcomb"). When a group's rows come in clusters (a stimulus asked under several
+prompt conditions), each Wilson interval is the design-effect one (`wilson_clustered`):
+the same square-and-add rule on the effective sample sizes (Zou and Donner's MOVER). The
+test is the pooled two-proportion z test on the same (effective) sample sizes
+(statsmodels `proportions_ztest` when rows are independent).
+
+Matched units (the same item under each group: a template filled with each group, a
+stimulus under each level of a prompt factor): per unit, the mean of its rows in group a
+minus that in group b; the mean difference with a t interval and the paired t test
+(scipy `ttest_rel`) over the units present in both groups.
+
+The per-pair intervals are each at 95% (not simultaneous); the p-values are Holm-adjusted
+across the pairs of one family (statsmodels `multipletests(method="holm")`), so "some pair
+differs" is controlled at 5% family-wise. With more than `MAX_GROUPS` groups only the
+largest minus the smallest group is reported (a pair chosen after looking: its interval
+is not corrected for that choice).
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.stats import norm
+
+from .estimate import Estimate
+from .means import mean_t
+from .proportions import _wilson_bounds, effective_n
+from .significance import holm, paired_t
+
+MAX_GROUPS = 10
+"""At most this many groups get every pairwise contrast (45 pairs); beyond, only max - min."""
+
+
+@dataclass(frozen=True)
+class GroupRate:
+    """One group's share of 1s: `n` rows, `clusters` stimuli, `n_eff` effective units."""
+
+    value: float
+    n: int
+    clusters: int
+    n_eff: float
+
+
+@dataclass(frozen=True)
+class Contrast:
+    """Group `a` minus group `b`."""
+
+    a: str
+    b: str
+    difference: Estimate
+    """Independent-groups difference (Newcombe hybrid score interval)."""
+    p_value: float | None
+    p_holm: float | None = None
+    paired: Estimate | None = None
+    """Within-unit difference over the units in both groups (t interval); None when no unit is matched."""
+    paired_p: float | None = None
+    paired_p_holm: float | None = None
+
+
+@dataclass(frozen=True)
+class ContrastFamily:
+    groups: dict[str, GroupRate]
+    contrasts: list[Contrast]
+    note: str
+    all_pairs: bool = True
+    """False when the groups exceeded `MAX_GROUPS` and only max - min is reported."""
+    paired_units: str = ""
+    """What a paired contrast matches on (empty: no paired contrast)."""
+
+
+def group_rate(values: Sequence[float], clusters: Sequence[object] | None = None) -> GroupRate:
+    x = np.asarray(values, dtype=np.float64)
+    p = float(x.mean()) if x.size else float("nan")
+    if clusters is None or len(set(map(str, clusters))) == x.size:
+        return GroupRate(value=p, n=int(x.size), clusters=int(x.size), n_eff=float(x.size))
+    n_eff, k = effective_n(x, clusters)
+    return GroupRate(value=p, n=int(x.size), clusters=k, n_eff=n_eff)
+
+
+def newcombe(ra: GroupRate, rb: GroupRate, level: float = 0.95) -> Estimate:
+    """p_a - p_b with Newcombe's hybrid score interval on the (effective) sample sizes."""
+    if ra.n == 0 or rb.n == 0:
+        return Estimate.no_data("newcombe-hybrid-score", "a group has no data")
+    la, ua = _wilson_bounds(ra.value, ra.n_eff, level)
+    lb, ub = _wilson_bounds(rb.value, rb.n_eff, level)
+    d = ra.value - rb.value
+    lo = d - math.sqrt((ra.value - la) ** 2 + (ub - rb.value) ** 2)
+    hi = d + math.sqrt((ua - ra.value) ** 2 + (rb.value - lb) ** 2)
+    clustered = ra.n_eff < ra.n or rb.n_eff < rb.n or ra.clusters < ra.n or rb.clusters < rb.n
+    note = (f"effective n {ra.n_eff:.1f} vs {rb.n_eff:.1f} (clustered by stimulus)" if clustered else "")
+    return Estimate(value=d, ci_low=max(-1.0, lo), ci_high=min(1.0, hi), n=ra.clusters + rb.clusters,
+                    rows=ra.n + rb.n if clustered else None, method="newcombe-hybrid-score", level=level, note=note)
+
+
+def two_proportion_z(ra: GroupRate, rb: GroupRate) -> float | None:
+    """Two-sided p of the pooled two-proportion z test on the (effective) sample sizes."""
+    if ra.n == 0 or rb.n == 0:
+        return None
+    pool = (ra.value * ra.n_eff + rb.value * rb.n_eff) / (ra.n_eff + rb.n_eff)
+    var = pool * (1 - pool) * (1 / ra.n_eff + 1 / rb.n_eff)
+    if var <= 0:
+        return 1.0  # both groups all 0 or all 1: no difference
+    z = (ra.value - rb.value) / math.sqrt(var)
+    return float(2 * norm.sf(abs(z)))
+
+
+def paired_difference_t(a: Sequence[float], b: Sequence[float], level: float = 0.95) -> tuple[Estimate, float | None]:
+    """Mean of a - b over matched units with a t interval, and the paired t test's p
+    (scipy `ttest_rel`)."""
+    d = np.asarray(a, dtype=np.float64) - np.asarray(b, dtype=np.float64)
+    if d.size == 0:
+        return Estimate.no_data("paired-t", "no unit in both groups"), None
+    e = mean_t(d, level).model_copy(update={"method": "paired-t"})
+    t = paired_t(list(a), list(b))
+    return e, (t.p_value if d.size >= 2 else None)
+
+
+def _unit_means(values: Sequence[float], units: Sequence[str | None]) -> dict[str, float]:
+    sums: dict[str, list[float]] = {}
+    for v, u in zip(values, units, strict=True):
+        if u is not None:
+            sums.setdefault(u, []).append(float(v))
+    return {u: sum(vs) / len(vs) for u, vs in sums.items()}
+
+
+def _adjust(ps: list[float | None]) -> list[float | None]:
+    idx = [i for i, p in enumerate(ps) if p is not None]
+    out: list[float | None] = [None] * len(ps)
+    if idx:
+        _, adj = holm([ps[i] for i in idx])  # type: ignore[misc]
+        for i, q in zip(idx, adj, strict=True):
+            out[i] = float(q)
+    return out
+
+
+def pairwise_contrasts(values: Mapping[str, Sequence[float]], clusters: Mapping[str, Sequence[object]] | None = None,
+                       units: Mapping[str, Sequence[str | None]] | None = None, *, level: float = 0.95,
+                       max_groups: int = MAX_GROUPS, paired_units: str = "") -> ContrastFamily:
+    """Every pair (a, b) of groups (a before b in the mapping's order) of 0/1 `values`:
+    a - b with Newcombe's interval and a z test; `clusters` (per group, per row) make the
+    intervals and tests use each group's effective sample size; `units` (per group, per
+    row: the matched unit, None for none) add a paired contrast. Holm across the pairs."""
+    names = [g for g in values if len(values[g])]
+    rates = {g: group_rate(values[g], clusters[g] if clusters is not None else None) for g in names}
+    all_pairs = len(names) <= max_groups
+    if all_pairs:
+        pairs = list(itertools.combinations(names, 2))
+    else:
+        hi = max(names, key=lambda g: rates[g].value)
+        lo = min(names, key=lambda g: rates[g].value)
+        pairs = [(hi, lo)] if hi != lo else []
+    diffs = [newcombe(rates[a], rates[b], level) for a, b in pairs]
+    ps = [two_proportion_z(rates[a], rates[b]) for a, b in pairs]
+    paired: list[Estimate | None] = []
+    pps: list[float | None] = []
+    for a, b in pairs:
+        if units is None:
+            paired.append(None)
+            pps.append(None)
+            continue
+        ma, mb = _unit_means(values[a], units[a]), _unit_means(values[b], units[b])
+        common = sorted(set(ma) & set(mb))
+        if not common:
+            paired.append(None)
+            pps.append(None)
+            continue
+        e, p = paired_difference_t([ma[u] for u in common], [mb[u] for u in common], level)
+        paired.append(e)
+        pps.append(p)
+    q, pq = (_adjust(ps), _adjust(pps)) if all_pairs else (ps, pps)
+    k = len(pairs)
+    out = []
+    for i, (a, b) in enumerate(pairs):
+        diff = diffs[i].model_copy(update={"note": _join(diffs[i].note, _p_note(ps[i], q[i], k, all_pairs))})
+        pe = paired[i]
+        if pe is not None:
+            pe = pe.model_copy(update={"note": _join(f"{pe.n} {paired_units or 'units'} in both groups",
+                                                     _p_note(pps[i], pq[i], k, all_pairs, test="paired t"))})
+        out.append(Contrast(a=a, b=b, difference=diff, p_value=ps[i], p_holm=q[i] if all_pairs else None,
+                            paired=pe, paired_p=pps[i], paired_p_holm=pq[i] if all_pairs else None))
+    if all_pairs:
+        note = (f"{k} pair{'s' if k != 1 else ''} of {len(names)} groups: each difference with its own "
+                f"{level:.0%} interval (Newcombe hybrid score); p-values Holm-adjusted across the {k} pairs "
+                "(family-wise error 5%).")
+    else:
+        note = (f"{len(names)} groups: {len(names) * (len(names) - 1) // 2} pairs exceed the bound of "
+                f"{max_groups * (max_groups - 1) // 2} ({max_groups} groups); only the largest minus the smallest "
+                "group (max - min) is reported, its interval not corrected for picking that pair.")
+    if units is not None and paired_units:
+        note += (f" Paired: the mean within-{paired_units} difference over the {paired_units}s present in both "
+                 "groups, t interval and paired t test (Holm across the pairs).")
+    return ContrastFamily(groups=rates, contrasts=out, note=note, all_pairs=all_pairs, paired_units=paired_units)
+
+
+def _p_note(p: float | None, q: float | None, k: int, all_pairs: bool, test: str = "z") -> str:
+    if p is None:
+        return ""
+    if not all_pairs:
+        return f"{test} p = {p:.4g} (max - min pair, picked after looking)"
+    return f"{test} p = {p:.4g}, Holm p = {q:.4g} over {k} pairs" if q is not None else f"{test} p = {p:.4g}"
+
+
+def _join(a: str, b: str) -> str:
+    return "; ".join(x for x in (a, b) if x)
+
+
+__all__ = ["MAX_GROUPS", "Contrast", "ContrastFamily", "GroupRate", "group_rate", "newcombe", "paired_difference_t",
+           "pairwise_contrasts", "two_proportion_z"]
