@@ -181,3 +181,16 @@ def test_biaxis_contrasts_factor_levels_within_statements(workdir: Path, cli) ->
     tables = {t["title"]: t for t in m["tables"]}
     t = tables["Pairwise differences of BER_union by task"]
     assert t["rows"][0][:2] == ["bj", "explain"] and "paired statement" in t["columns"]
+
+
+def test_a_paired_contrast_without_spread_is_undefined_not_a_zero_width_interval() -> None:
+    """One matched unit, or every unit differing by the same amount, gives a t interval of
+    no width: undefined (value None, the reason in the note), so no threshold decides on it."""
+    from biasaudit.stats.contrasts import paired_difference_t
+
+    one, p1 = paired_difference_t([1.0], [0.0])
+    same, p2 = paired_difference_t([1.0, 1.0, 0.5], [0.5, 0.5, 0.0])
+    assert one.value is None and p1 is None and "one matched unit" in one.note
+    assert same.value is None and p2 is None and "differ by the same amount" in same.note and same.n == 3
+    spread, p3 = paired_difference_t([1.0, 0.0, 1.0], [0.0, 0.0, 0.5])
+    assert spread.value == pytest.approx(0.5) and spread.ci_low is not None and p3 is not None

@@ -121,6 +121,12 @@ def paired_difference_t(a: Sequence[float], b: Sequence[float], level: float = 0
     d = np.asarray(a, dtype=np.float64) - np.asarray(b, dtype=np.float64)
     if d.size == 0:
         return Estimate.no_data("paired-t", "no unit in both groups"), None
+    if d.size < 2 or float(d.std(ddof=1)) == 0.0:
+        # one unit, or every unit differing by the same amount: a zero-width t interval is
+        # no measurement of uncertainty, and a threshold must not PASS or FAIL on it
+        why = "one matched unit" if d.size < 2 else f"all {d.size} matched units differ by the same amount"
+        return Estimate(value=None, ci_low=None, ci_high=None, n=int(d.size), method="paired-t", level=level,
+                        note=f"undefined: {why}, so the t interval has no width"), None
     e = mean_t(d, level).model_copy(update={"method": "paired-t"})
     t = paired_t(list(a), list(b))
     return e, (t.p_value if d.size >= 2 else None)
