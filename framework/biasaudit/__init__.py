@@ -43,10 +43,10 @@ import sys
 import types
 from typing import TYPE_CHECKING, Any
 
-from ._version import __version__
+from biasaudit._version import __version__
 
 if TYPE_CHECKING:
-    from .api import (
+    from biasaudit.api import (
         Comparison,
         PlanEstimate,
         RunResult,
@@ -59,8 +59,8 @@ if TYPE_CHECKING:
         selftest,
         validate,
     )
-    from .errors import BiasAuditError
-    from .summary import RunSummary
+    from biasaudit.errors import BiasAuditError
+    from biasaudit.summary import RunSummary
 
 # name -> module; loaded on first attribute access (PEP 562) so that `import biasaudit`
 # does not import pandas, Hydra or torch

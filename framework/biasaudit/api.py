@@ -24,13 +24,13 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .errors import BiasAuditError, SpecError, user_error
+from biasaudit.errors import BiasAuditError, SpecError, user_error
 
 if TYPE_CHECKING:
     import pandas as pd
 
-    from .compose import Composed
-    from .summary import RunSummary, VerdictRow
+    from biasaudit.compose import Composed
+    from biasaudit.summary import RunSummary, VerdictRow
 
 SpecLike = str | os.PathLike[str]
 
@@ -43,7 +43,7 @@ VERDICT_COLUMNS = ["metric", "over", "cell", "min", "max", "value", "ci_low", "c
 def _errors() -> Iterator[None]:
     """Errors the input or the environment causes leave as `BiasAuditError` (the command
     line's one-line errors); anything else is a bug and keeps its own type and traceback."""
-    from .paths import spec_lookup_scope
+    from biasaudit.paths import spec_lookup_scope
 
     try:
         with spec_lookup_scope():
@@ -61,7 +61,7 @@ def _errors() -> Iterator[None]:
 
 
 def _overrides(spec: SpecLike, overrides: Sequence[str] | None) -> list[str]:
-    from .envdefaults import apply
+    from biasaudit.envdefaults import apply
 
     apply()
     if isinstance(overrides, str):  # a lone string would be read one character at a time
@@ -70,10 +70,10 @@ def _overrides(spec: SpecLike, overrides: Sequence[str] | None) -> list[str]:
     if any(o.partition("=")[0].lstrip("+~") == "spec" for o in rest):
         raise SpecError("the spec is given twice (the `spec` argument and a `spec=` override)", key="spec",
                         hint="give the spec as the first argument only")
-    from .compose import spec_argument
+    from biasaudit.compose import spec_argument
 
     out = [f"spec={spec_argument(spec)}", *rest]
-    from .sweeps import sweep_combinations
+    from biasaudit.sweeps import sweep_combinations
 
     if len(sweep_combinations(out)) > 1:
         raise SpecError("a sweep (`key=a,b`) is several runs; these functions do one", key="overrides",
@@ -83,7 +83,7 @@ def _overrides(spec: SpecLike, overrides: Sequence[str] | None) -> list[str]:
 
 def _show(verbose: bool) -> None:
     if verbose:
-        from .stages import show
+        from biasaudit.stages import show
 
         show()
 
@@ -117,7 +117,7 @@ class RunResult:
         """One row per estimate, pooled and per cell and group: the rows of estimates.csv."""
         import pandas as pd
 
-        from .report.csv_export import ESTIMATE_COLUMNS, estimate_rows
+        from biasaudit.report.csv_export import ESTIMATE_COLUMNS, estimate_rows
 
         return pd.DataFrame(estimate_rows(self.summary.model_dump(mode="json")), columns=ESTIMATE_COLUMNS)
 
@@ -127,7 +127,7 @@ class RunResult:
         rows of items.csv (nested values as JSON text, as there)."""
         import pandas as pd
 
-        from .report.csv_export import item_rows
+        from biasaudit.report.csv_export import item_rows
 
         columns, rows = item_rows(self.summary.model_dump(mode="json"))
         return pd.DataFrame(rows, columns=columns)
@@ -153,14 +153,14 @@ class RunResult:
 
     def exit_code(self, fail_on: str = "inconclusive") -> int:
         """The code `biasaudit run --fail-on <fail_on>` would exit with (0, 1, 3 or 4)."""
-        from .gating import verdict_exit
+        from biasaudit.gating import verdict_exit
 
         return verdict_exit(self.overall, fail_on, self.summary.measured)
 
     @classmethod
     def load(cls, run_dir: SpecLike) -> RunResult:
         """A finished run folder (one with summary.json), e.g. from an earlier CLI run."""
-        from .summary import RunSummary
+        from biasaudit.summary import RunSummary
 
         path = Path(run_dir)
         with _errors():
@@ -172,7 +172,7 @@ class RunResult:
     def _repr_html_(self) -> str:
         """What a notebook shows for a result: audit, model, overall verdict, headline
         estimates with their intervals, and the verdicts (every name escaped)."""
-        from .notebook import run_summary_html
+        from biasaudit.notebook import run_summary_html
 
         return run_summary_html(self.summary, self.run_dir)
 
@@ -213,7 +213,7 @@ class SuiteResult:
 
     def _repr_html_(self) -> str:
         """The suite's overall verdict and one row per run, escaped."""
-        from .notebook import suite_summary_html
+        from biasaudit.notebook import suite_summary_html
 
         return suite_summary_html(self.summary, self.out_dir)
 
@@ -232,11 +232,11 @@ def run(spec: SpecLike, overrides: Sequence[str] | None = None, *, verbose: bool
     Responses are cached and reused as on the command line. Raises `BiasAuditError` on
     bad input (nothing is written then). A suite returns a `SuiteResult`.
     """
-    from .compose import compose, prepare_overrides
-    from .pipeline import prepare
-    from .pipeline import run as run_pipeline
-    from .preflight import check_outputs
-    from .suite import load_suite
+    from biasaudit.compose import compose, prepare_overrides
+    from biasaudit.pipeline import prepare
+    from biasaudit.pipeline import run as run_pipeline
+    from biasaudit.preflight import check_outputs
+    from biasaudit.suite import load_suite
 
     _show(verbose)
     with _errors():
@@ -254,8 +254,8 @@ def run(spec: SpecLike, overrides: Sequence[str] | None = None, *, verbose: bool
 
 
 def _run_suite(found: Any, raw: list[str]) -> SuiteResult:
-    from .suite import run_suite
-    from .summary import RunSummary
+    from biasaudit.suite import run_suite
+    from biasaudit.summary import RunSummary
 
     suite, path = found
     user = [ov for ov in raw if not ov.startswith("spec=")]
@@ -286,10 +286,10 @@ class Validation:
 def validate(spec: SpecLike, overrides: Sequence[str] | None = None) -> Validation:
     """Check a spec (or a suite) and its data and render every request, without loading
     or calling any model. Returns the counts; raises `BiasAuditError` when invalid."""
-    from .compose import compose
-    from .pipeline import plan_inputs, prepare
-    from .plan.stream import count_plans
-    from .suite import load_suite, plan_jobs
+    from biasaudit.compose import compose
+    from biasaudit.pipeline import plan_inputs, prepare
+    from biasaudit.plan.stream import count_plans
+    from biasaudit.suite import load_suite, plan_jobs
 
     with _errors():
         raw = _overrides(spec, overrides)
@@ -342,7 +342,7 @@ def selftest(spec: SpecLike, overrides: Sequence[str] | None = None) -> SelfTest
     """Run the spec (or each member spec of a suite) against oracle responders, with no
     model: does it detect a planted bias, stay quiet on a null one, and leave refuse-all
     and all-ties INCONCLUSIVE? Raises `BiasAuditError` on bad input."""
-    from .selftest import selftests
+    from biasaudit.selftest import selftests
 
     with _errors():
         return SelfTest(results=selftests(_overrides(spec, overrides)))
@@ -373,8 +373,8 @@ class PlanEstimate:
 
 def plan(spec: SpecLike, overrides: Sequence[str] | None = None) -> PlanEstimate:
     """Count a run's plan and estimate its time, without calling any model."""
-    from .compose import compose, prepare_overrides
-    from .plan_estimate import estimate_jobs
+    from biasaudit.compose import compose, prepare_overrides
+    from biasaudit.plan_estimate import estimate_jobs
 
     with _errors():
         raw = prepare_overrides(_overrides(spec, overrides))
@@ -402,9 +402,9 @@ class Comparison:
 def compare(paths: Sequence[SpecLike | RunResult | SuiteResult], out: SpecLike | None = None) -> Comparison:
     """Compare finished runs (run folders, sweep or suite folders, or results returned by
     `run`); writes compare/compare.html and compare.json and returns the data."""
-    from .compare import compare as compare_runs
-    from .pipeline import _write
-    from .report import render_compare
+    from biasaudit.compare import compare as compare_runs
+    from biasaudit.pipeline import _write
+    from biasaudit.report import render_compare
 
     folders = [p.run_dir if isinstance(p, RunResult) else p.out_dir if isinstance(p, SuiteResult) else Path(p)
                for p in paths]

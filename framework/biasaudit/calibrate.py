@@ -17,19 +17,19 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from .coding.base import Code, Unit
-from .coding.calibration_record import rater_score, record
-from .coding.layers import CodingPlan, Input
-from .coding.routes import StoreAnswerer
-from .coding.stage import run_coding
-from .compose import Composed
-from .data import read_csv, resolve_source
-from .errors import DataError, SpecError
-from .fileio import names_excerpt
-from .outputs import Response
-from .pipeline import plan_inputs
-from .secrets import watch_config
-from .spec import StimuliSpec
+from biasaudit.coding.base import Code, Unit
+from biasaudit.coding.calibration_record import rater_score, record
+from biasaudit.coding.layers import CodingPlan, Input
+from biasaudit.coding.routes import StoreAnswerer
+from biasaudit.coding.stage import run_coding
+from biasaudit.compose import Composed
+from biasaudit.data import read_csv, resolve_source
+from biasaudit.errors import DataError, SpecError
+from biasaudit.fileio import names_excerpt
+from biasaudit.outputs import Response
+from biasaudit.pipeline import plan_inputs
+from biasaudit.secrets import watch_config
+from biasaudit.spec import StimuliSpec
 
 
 def calibrate_layer(composed: Composed, plan: CodingPlan, name: str) -> dict[str, Any]:

@@ -10,7 +10,7 @@ import re
 from collections.abc import Callable
 from pathlib import Path
 
-from .paths import conf_dir, list_specs
+from biasaudit.paths import conf_dir, list_specs
 
 Row = tuple[str, str]
 
@@ -40,7 +40,7 @@ def _first_comment(path: Path) -> str:
 
 
 def specs() -> list[Row]:
-    from .paths import find_spec_file
+    from biasaudit.paths import find_spec_file
 
     rows = []
     for name in list_specs():
@@ -68,20 +68,20 @@ def _group(group: str) -> Callable[[], list[Row]]:
 
 
 def metrics() -> list[Row]:
-    from .methods.base import method_text
-    from .registry import METRICS
+    from biasaudit.methods.base import method_text
+    from biasaudit.registry import METRICS
 
     return [(name, method_text(name).name) for name in METRICS.names()]
 
 
 def coders() -> list[Row]:
-    from .registry import CODERS
+    from biasaudit.registry import CODERS
 
     return [(name, c.title) for name, c in CODERS.items()]
 
 
 def formats() -> list[Row]:
-    from .data.adapters import ADAPTERS
+    from biasaudit.data.adapters import ADAPTERS
 
     rows = []
     for name in ADAPTERS.names():

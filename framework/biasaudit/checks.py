@@ -10,14 +10,14 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from .backends import check_audit_support
-from .coding.label_check import MetricLabelError
-from .coding.layers import CodingPlan, compile_coding
-from .coding.routes import check_routes
-from .errors import SpecError
-from .registry import ADAPTERS, METHODS, METRICS
-from .spec import AuditConfig, RuntimeLimits, ThresholdSpec
-from .spec.errors_format import describe
+from biasaudit.backends import check_audit_support
+from biasaudit.coding.label_check import MetricLabelError
+from biasaudit.coding.layers import CodingPlan, compile_coding
+from biasaudit.coding.routes import check_routes
+from biasaudit.errors import SpecError
+from biasaudit.registry import ADAPTERS, METHODS, METRICS
+from biasaudit.spec import AuditConfig, RuntimeLimits, ThresholdSpec
+from biasaudit.spec.errors_format import describe
 
 log = logging.getLogger(__name__)
 
@@ -83,7 +83,7 @@ def _check_bounds(t: ThresholdSpec, bounds: tuple[tuple[str, tuple[float, float]
 
 def apply_limits(limits: RuntimeLimits) -> None:
     """The operator's bounds for everything this process renders from now on."""
-    from .plan.render import configure
+    from biasaudit.plan.render import configure
 
     configure(limits.template_chars, limits.template_steps, limits.template_seconds)
 
@@ -169,12 +169,12 @@ def check_config(cfg: AuditConfig, spec_file: str | None, choices: dict[str, str
         if t.over != "pooled" and len(cfg.factors) == 0:
             raise SpecError(f"`over: {t.over}` needs a design with prompt conditions; this spec has one cell",
                             file=spec_file, key=f"thresholds[{i}].over", hint="use `over: pooled` or add factors")
-    from .report.crosswalk import check_refs
+    from biasaudit.report.crosswalk import check_refs
 
     check_refs([(f"thresholds[{i}].refs[{j}]", r) for i, t in enumerate(cfg.thresholds) for j, r in enumerate(t.refs)],
                cfg.report.crosswalk, spec_file)
     if "pdf" in cfg.report.formats:
-        from .report.pdf import find_chromium
+        from biasaudit.report.pdf import find_chromium
 
         if find_chromium() is None:
             raise SpecError("report format pdf needs headless Chromium, which is not installed", file=spec_file,

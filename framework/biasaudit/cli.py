@@ -9,10 +9,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from .envdefaults import apply as apply_env_defaults
-from .errors import USER_ERRORS, BiasAuditError, SpecError, user_error
-from .preflight import check_outputs
-from .sweeps import sweep_combinations
+from biasaudit.envdefaults import apply as apply_env_defaults
+from biasaudit.errors import USER_ERRORS, BiasAuditError, SpecError, user_error
+from biasaudit.preflight import check_outputs
+from biasaudit.sweeps import sweep_combinations
 
 apply_env_defaults()
 
@@ -28,7 +28,7 @@ config group option. A spec file may also be given without `spec=` (`audit.yaml`
 
 
 def _fail(exc: BiasAuditError) -> int:
-    from .secrets import redact
+    from biasaudit.secrets import redact
 
     lines = exc.lines() if hasattr(exc, "lines") else [exc.one_line()]
     for line in lines:
@@ -41,7 +41,7 @@ def _print_traceback(exc: BaseException) -> None:
     server's answer)."""
     import traceback
 
-    from .secrets import redact
+    from biasaudit.secrets import redact
 
     print(redact("".join(traceback.format_exception(exc))), end="", file=sys.stderr)
 
@@ -52,8 +52,8 @@ EXIT_INTERNAL = 70  # EX_SOFTWARE (sysexits.h)
 def _preflight(overrides: list[str], multirun: bool) -> Any:
     """Every job's spec, data, templates and model, checked before anything runs (plans
     counted by streaming, rendered once for jobs that share a spec). Returns the jobs."""
-    from .compose import compose_many
-    from .plan_estimate import estimate_jobs
+    from biasaudit.compose import compose_many
+    from biasaudit.plan_estimate import estimate_jobs
 
     combos = sweep_combinations(overrides) if multirun else [overrides]
     jobs = list(zip([" ".join(c) for c in combos], compose_many(combos), strict=True))
@@ -71,7 +71,7 @@ def _positional_spec(rest: list[str], command: str) -> list[str]:
     """`biasaudit validate path/to/spec.yaml`: a spec (or suite) file given without `spec=`
     becomes `spec=path/to/spec.yaml`. Any other argument that is not an override (no `=`,
     not a `~key` deletion) is a one-line error."""
-    from .suite import spec_override
+    from biasaudit.suite import spec_override
 
     loose = [a for a in rest if "=" not in a and not a.startswith("~")]
     if not loose:
@@ -97,7 +97,7 @@ def _junit_after_error(args: argparse.Namespace, line: str) -> None:
     (an unknown flag, an error raised outside its checks): one errored test case."""
     if getattr(args, "command", None) != "run" or not getattr(args, "junit", None) or getattr(args, "junit_done", False):
         return
-    from .junit import write_junit_error
+    from biasaudit.junit import write_junit_error
 
     args.junit_done = True
     try:
@@ -107,9 +107,9 @@ def _junit_after_error(args: argparse.Namespace, line: str) -> None:
 
 
 def cmd_run(args: argparse.Namespace, rest: list[str]) -> int:
-    from .compose import prepare_overrides
-    from .gating import gate_flags
-    from .junit import check_junit_path, write_junit_error
+    from biasaudit.compose import prepare_overrides
+    from biasaudit.gating import gate_flags
+    from biasaudit.junit import check_junit_path, write_junit_error
 
     # the command as typed, for the manifest and the "how to resume" message
     typed = ["biasaudit", "run", *(["-m"] if args.multirun else []),
@@ -146,7 +146,7 @@ def cmd_run(args: argparse.Namespace, rest: list[str]) -> int:
     if args.retry_failed:
         overrides.append("runtime.retry_failed=true")
     try:
-        from .suite import load_suite
+        from biasaudit.suite import load_suite
 
         found = load_suite(list(rest))
         if found is not None:
@@ -162,7 +162,7 @@ def cmd_run(args: argparse.Namespace, rest: list[str]) -> int:
         if type(exc).__module__.startswith(("hydra", "omegaconf")):
             return fail(None, f"error: overrides: {str(exc).splitlines()[0]} (hint: see `biasaudit run --help`)")
         raise
-    from .sweep_caches import merge_job_caches, plan_job_caches
+    from biasaudit.sweep_caches import merge_job_caches, plan_job_caches
 
     try:
         caches = plan_job_caches(jobs[0][1]) if args.multirun else None
@@ -187,8 +187,8 @@ def _kinds(kinds: dict[str, int]) -> str:
 
 def _run_suite(found: Any, raw: list[str], overrides: list[str], args: argparse.Namespace,
                command: list[str]) -> int:
-    from .run_end import end_suite
-    from .suite import run_suite
+    from biasaudit.run_end import end_suite
+    from biasaudit.suite import run_suite
 
     suite, path = found
     extra = ["runtime.retry_failed=true"] if "runtime.retry_failed=true" in overrides else []
@@ -211,13 +211,13 @@ def _hydra_run(overrides: list[str], args: argparse.Namespace, command: list[str
     from hydra.core.hydra_config import HydraConfig
     from omegaconf import DictConfig
 
-    from .compose import record_hydra_overrides, to_audit_config
-    from .gating import Ledger
-    from .outcome import final_line
-    from .paths import conf_dir
-    from .pipeline import prepare, run
-    from .run_end import end_jobs
-    from .sweep_caches import job_runtime
+    from biasaudit.compose import record_hydra_overrides, to_audit_config
+    from biasaudit.gating import Ledger
+    from biasaudit.outcome import final_line
+    from biasaudit.paths import conf_dir
+    from biasaudit.pipeline import prepare, run
+    from biasaudit.run_end import end_jobs
+    from biasaudit.sweep_caches import job_runtime
 
     # Launchers such as joblib run jobs in other processes: every job appends its outcome
     # to a ledger file named in the environment they inherit.
@@ -314,13 +314,13 @@ def _log_traceback(exc: BaseException) -> None:
 
 
 def cmd_validate(args: argparse.Namespace, rest: list[str]) -> int:
-    from .compose import compose
-    from .pipeline import plan_inputs
-    from .plan.stream import count_plans
+    from biasaudit.compose import compose
+    from biasaudit.pipeline import plan_inputs
+    from biasaudit.plan.stream import count_plans
 
     try:
-        from .pipeline import prepare
-        from .suite import load_suite, plan_jobs
+        from biasaudit.pipeline import prepare
+        from biasaudit.suite import load_suite, plan_jobs
 
         rest = _positional_spec(rest, "validate")
         found = load_suite(list(rest))
@@ -345,7 +345,7 @@ def cmd_validate(args: argparse.Namespace, rest: list[str]) -> int:
 
 
 def cmd_selftest(args: argparse.Namespace, rest: list[str]) -> int:
-    from .selftest import lines, selftests
+    from biasaudit.selftest import lines, selftests
 
     try:
         results = selftests(_positional_spec(rest, "selftest"))
@@ -364,12 +364,12 @@ def cmd_selftest(args: argparse.Namespace, rest: list[str]) -> int:
 
 
 def cmd_plan(args: argparse.Namespace, rest: list[str]) -> int:
-    from .compose import compose_many, prepare_overrides
-    from .plan_estimate import estimate_jobs, time_text
-    from .stats import sample_size_for_half_width, wilson_half_width
+    from biasaudit.compose import compose_many, prepare_overrides
+    from biasaudit.plan_estimate import estimate_jobs, time_text
+    from biasaudit.stats import sample_size_for_half_width, wilson_half_width
 
     try:
-        from .suite import load_suite
+        from biasaudit.suite import load_suite
 
         rest = _positional_spec(rest, "plan")
         found = load_suite(list(rest))
@@ -459,9 +459,9 @@ def _coding_cell(job: Any) -> tuple[str, int | None]:
 
 def _plan_suite(found: Any, rest: list[str]) -> int:
     """A suite's plan: one row per member x subject, estimated like a sweep."""
-    from .compose import compose
-    from .plan_estimate import estimate_jobs
-    from .suite import plan_jobs
+    from biasaudit.compose import compose
+    from biasaudit.plan_estimate import estimate_jobs
+    from biasaudit.suite import plan_jobs
 
     suite, path = found
     jobs = plan_jobs(suite, path, [ov for ov in rest if not ov.startswith("spec=")], False)
@@ -470,7 +470,7 @@ def _plan_suite(found: Any, rest: list[str]) -> int:
 
 
 def _print_sweep_plan(jobs: list[Any]) -> int:
-    from .plan_estimate import fmt_duration
+    from biasaudit.plan_estimate import fmt_duration
 
     print(f"{'#':>3}  {'model':<28}{'items':>10}{'unique':>10}{'cached':>10}{'calls':>10}{'coding':>10}"
           f"{'in tok':>12}{'est. time':>12}  overrides")
@@ -510,7 +510,7 @@ def _print_sweep_plan(jobs: list[Any]) -> int:
 
 
 def cmd_report(args: argparse.Namespace, rest: list[str]) -> int:
-    from .pipeline import rerender
+    from biasaudit.pipeline import rerender
 
     if rest:
         print(f"error: unexpected arguments {rest} (hint: see `biasaudit {args.command} --help`)", file=sys.stderr)
@@ -525,10 +525,10 @@ def cmd_report(args: argparse.Namespace, rest: list[str]) -> int:
 
 
 def cmd_compare(args: argparse.Namespace, rest: list[str]) -> int:
-    from .compare import compare
-    from .fileio import check_output_dir
-    from .pipeline import _write
-    from .report import render_compare
+    from biasaudit.compare import compare
+    from biasaudit.fileio import check_output_dir
+    from biasaudit.pipeline import _write
+    from biasaudit.report import render_compare
 
     paths = [Path(p) for p in [*args.paths, *rest]]
     out = Path(args.out) if args.out else (paths[0] if paths[0].is_dir() else paths[0].parent) / "compare"
@@ -541,7 +541,7 @@ def cmd_compare(args: argparse.Namespace, rest: list[str]) -> int:
     for note in notes:
         print(f"note: {note}", file=sys.stderr)
     render_compare(out, result, write=_write)
-    from .compare_paired import lines
+    from biasaudit.compare_paired import lines
 
     for line in lines(result):
         print(line)
@@ -552,8 +552,8 @@ def cmd_compare(args: argparse.Namespace, rest: list[str]) -> int:
 
 
 def cmd_calibrate(args: argparse.Namespace, rest: list[str]) -> int:
-    from .calibrate import calibrate
-    from .compose import compose
+    from biasaudit.calibrate import calibrate
+    from biasaudit.compose import compose
 
     try:
         composed = compose(_positional_spec(rest, "calibrate"))
@@ -583,8 +583,8 @@ def cmd_calibrate(args: argparse.Namespace, rest: list[str]) -> int:
 
 
 def cmd_merge_cache(args: argparse.Namespace, rest: list[str]) -> int:
-    from .store import Store
-    from .sweep_caches import merge_sources
+    from biasaudit.store import Store
+    from biasaudit.sweep_caches import merge_sources
 
     if rest:
         print(f"error: unexpected arguments {rest} (hint: see `biasaudit {args.command} --help`)", file=sys.stderr)
@@ -611,7 +611,7 @@ def cmd_merge_cache(args: argparse.Namespace, rest: list[str]) -> int:
 
 
 def cmd_schema(args: argparse.Namespace, rest: list[str]) -> int:
-    from .schema import json_schema, schema_text
+    from biasaudit.schema import json_schema, schema_text
 
     if rest:
         print(f"error: unexpected arguments {rest} (hint: see `biasaudit schema --help`)", file=sys.stderr)
@@ -621,7 +621,7 @@ def cmd_schema(args: argparse.Namespace, rest: list[str]) -> int:
 
 
 def cmd_list(args: argparse.Namespace, rest: list[str]) -> int:
-    from .catalog import render
+    from biasaudit.catalog import render
 
     if rest:
         print(f"error: unexpected arguments {rest}", file=sys.stderr)
@@ -632,7 +632,7 @@ def cmd_list(args: argparse.Namespace, rest: list[str]) -> int:
 
 
 def cmd_init(args: argparse.Namespace, rest: list[str]) -> int:
-    from .scaffold import SPEC_NAME, init_project
+    from biasaudit.scaffold import SPEC_NAME, init_project
 
     if rest:
         print(f"error: unexpected arguments {rest}", file=sys.stderr)
@@ -656,9 +656,9 @@ def _with_overrides(sp: argparse.ArgumentParser) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from ._version import __version__
-    from .catalog import CATALOGS
-    from .gating import add_gate_args
+    from biasaudit._version import __version__
+    from biasaudit.catalog import CATALOGS
+    from biasaudit.gating import add_gate_args
 
     p = argparse.ArgumentParser(
         prog="biasaudit",
@@ -778,14 +778,14 @@ def main(argv: list[str] | None = None) -> int:
         msg = f"unrecognized arguments: {' '.join(unknown_flags)}"
         _junit_after_error(args, f"error: {msg} (hint: see `biasaudit {args.command} --help`)")
         parser.error(msg)
-    from .secrets import guard_logging
+    from biasaudit.secrets import guard_logging
 
     guard_logging()
     if args.command in ("run", "report"):
-        from .stages import show
+        from biasaudit.stages import show
 
         show()  # stage messages on stderr
-    from .paths import spec_lookup_scope
+    from biasaudit.paths import spec_lookup_scope
 
     try:
         with spec_lookup_scope():  # specs given as paths are this command's only

@@ -15,12 +15,12 @@ from typing import Any
 import numpy as np
 from pydantic import ValidationError
 
-from .compare_paired import MAX_PAIRED_RUNS, paired, rankings, run_label
-from .errors import BiasAuditError
-from .outcome import varying_overrides
-from .registry import METHODS, METRICS
-from .stats import Estimate
-from .summary import RunSummary
+from biasaudit.compare_paired import MAX_PAIRED_RUNS, paired, rankings, run_label
+from biasaudit.errors import BiasAuditError
+from biasaudit.outcome import varying_overrides
+from biasaudit.registry import METHODS, METRICS
+from biasaudit.stats import Estimate
+from biasaudit.summary import RunSummary
 
 Runs = list[tuple[Path, RunSummary]]
 

@@ -39,10 +39,10 @@ from typing import Any
 import numpy as np
 from scipy.stats import rankdata
 
-from .stats import Estimate, holm
-from .stats.paired import mcnemar, paired_difference, paired_wilcoxon
-from .suite import magnitude
-from .summary import RunSummary
+from biasaudit.stats import Estimate, holm
+from biasaudit.stats.paired import mcnemar, paired_difference, paired_wilcoxon
+from biasaudit.suite import magnitude
+from biasaudit.summary import RunSummary
 
 Runs = list[tuple[Path, RunSummary]]
 

@@ -17,12 +17,12 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf, open_dict, read_write
 
-from .errors import BiasAuditError, SpecError
-from .fileio import path_problem, resolved
-from .paths import SPEC_FILES_ENV, conf_dir, find_spec_file, list_specs, shipped_specs_dir
-from .spec import AuditConfig, validate_config
-from .spec.interp import check_text, check_tree, override_values
-from .spec.load import source_file
+from biasaudit.errors import BiasAuditError, SpecError
+from biasaudit.fileio import path_problem, resolved
+from biasaudit.paths import SPEC_FILES_ENV, conf_dir, find_spec_file, list_specs, shipped_specs_dir
+from biasaudit.spec import AuditConfig, validate_config
+from biasaudit.spec.interp import check_text, check_tree, override_values
+from biasaudit.spec.load import source_file
 
 
 @dataclass

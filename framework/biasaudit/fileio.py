@@ -35,7 +35,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import IO
 
-from .errors import BiasAuditError, DataError
+from biasaudit.errors import BiasAuditError, DataError
 
 # Kernel pseudo file systems: their "regular files" are views of processes, devices and
 # kernel settings (and /proc/<pid>/environ holds the environment), never audit data.
@@ -187,7 +187,7 @@ def scrub(text: str) -> str:
     (`secrets.redact`), the values of environment variables whose names say they hold a
     secret, the value of any `key = value` / `token: value` pair and anything that looks
     like a generated key (20+ token characters mixing upper case, lower case and digits)."""
-    from .secrets import redact
+    from biasaudit.secrets import redact
 
     text = redact(text)
     for name, value in os.environ.items():

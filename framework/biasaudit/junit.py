@@ -35,17 +35,17 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from .fileio import check_output_file, write_output_file
-from .gating import DEFAULT_FAIL_ON
-from .outcome import estimate_text, num
-from .summary import RunSummary, VerdictRow
+from biasaudit.fileio import check_output_file, write_output_file
+from biasaudit.gating import DEFAULT_FAIL_ON
+from biasaudit.outcome import estimate_text, num
+from biasaudit.summary import RunSummary, VerdictRow
 
 # XML 1.0 cannot carry most control characters, even escaped; spec text could hold them.
 _NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
 
 
 def _clean(text: Any) -> str:
-    from .secrets import redact
+    from biasaudit.secrets import redact
 
     return _NOT_XML.sub("?", redact(str(text)))  # an error line may quote a server's answer
 
@@ -98,7 +98,7 @@ def _left_out(key: str, value: str) -> bool:
 def _spec_path(value: str) -> Path | None:
     """The file a `spec=` value names: a path, or a name `compose.prepare_overrides`
     registered for a path; None for a shipped spec's name."""
-    from .paths import SPEC_FILES_ENV
+    from biasaudit.paths import SPEC_FILES_ENV
 
     if "/" in value or "\\" in value or value.endswith((".yaml", ".yml")):
         path = Path(value).expanduser()

@@ -9,8 +9,8 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from .stats import Estimate
-from .summary import RunSummary
+from biasaudit.stats import Estimate
+from biasaudit.summary import RunSummary
 
 
 def num(x: float | None) -> str:

@@ -17,29 +17,35 @@ from typing import Any, NamedTuple
 
 from pydantic import BaseModel
 
-from ._version import __version__
-from .backends import audit_identity, audit_subject, build_audit_backend
-from .checks import apply_limits, check_breakdowns, check_config, coding_plan
-from .coding.base import LayerCalls, Unit
-from .coding.calibration_record import calibration_problems
-from .coding.layers import CodingPlan
-from .coding.routes import StoreAnswerer
-from .coding.stage import CodingResult, make_units, run_coding
-from .coding.summary import coding_report
-from .compose import Composed
-from .data import StimulusSet, file_sha256, load_stimuli
-from .engine import ExecutionStats, execute_plan
-from .errors import BiasAuditError
-from .fileio import atomic_write, write_error
-from .metrics import MetricContext, MetricResult, VerdictRecord, evaluate
-from .metrics.validity import ValidityFlag, counts_flag, depends_on, failure_flag, layer_flags
-from .outputs import Response
-from .plan import Plan, compile_plan
-from .registry import METRICS
-from .secrets import guard_logging, watch_config
-from .stages import load_note, stage
-from .store import Store
-from .summary import RunSummary
+from biasaudit._version import __version__
+from biasaudit.backends import audit_identity, audit_subject, build_audit_backend
+from biasaudit.checks import apply_limits, check_breakdowns, check_config, coding_plan
+from biasaudit.coding.base import LayerCalls, Unit
+from biasaudit.coding.calibration_record import calibration_problems
+from biasaudit.coding.layers import CodingPlan
+from biasaudit.coding.routes import StoreAnswerer
+from biasaudit.coding.stage import CodingResult, make_units, run_coding
+from biasaudit.coding.summary import coding_report
+from biasaudit.compose import Composed
+from biasaudit.data import StimulusSet, file_sha256, load_stimuli
+from biasaudit.engine import ExecutionStats, execute_plan
+from biasaudit.errors import BiasAuditError
+from biasaudit.fileio import atomic_write, write_error
+from biasaudit.metrics import MetricContext, MetricResult, VerdictRecord, evaluate
+from biasaudit.metrics.validity import (
+    ValidityFlag,
+    counts_flag,
+    depends_on,
+    failure_flag,
+    layer_flags,
+)
+from biasaudit.outputs import Response
+from biasaudit.plan import Plan, compile_plan
+from biasaudit.registry import METRICS
+from biasaudit.secrets import guard_logging, watch_config
+from biasaudit.stages import load_note, stage
+from biasaudit.store import Store
+from biasaudit.summary import RunSummary
 
 log = logging.getLogger(__name__)
 
@@ -270,7 +276,7 @@ def finish(
     prep: Prepared, responses: dict[str, Response], stats: ExecutionStats, run_dir: Path,
     run_manifest: dict[str, Any], *, write_responses: bool = True, offline: bool = False,
 ) -> RunSummary:
-    from .report import render_all
+    from biasaudit.report import render_all
 
     cfg = prep.composed.config
     if prep.coding.layers:
@@ -302,7 +308,7 @@ def finish(
         else:
             _write(path, text)
 
-    from .report.answers import item_texts
+    from biasaudit.report.answers import item_texts
 
     render_all(run_dir, summary.model_dump(mode="json"), results, verdicts, cfg, write=write,
                item_texts=item_texts(prep.plan, responses, results))
@@ -323,8 +329,8 @@ def build_summary(
     prep: Prepared, results: dict[str, MetricResult], verdicts: list[VerdictRecord],
     stats: ExecutionStats, run_manifest: dict[str, Any], responses: dict[str, Response], coded: Coded,
 ) -> RunSummary:
-    from .report import sections
-    from .report.answers import answers_section
+    from biasaudit.report import sections
+    from biasaudit.report.answers import answers_section
 
     cfg = prep.composed.config
     generated = datetime.now(UTC).isoformat(timespec="seconds")
@@ -411,7 +417,7 @@ def run(prep: Prepared, run_dir: Path, command: list[str]) -> RunSummary:
     cfg = prep.composed.config
     if cfg.model.backend == "oracle":
         # the self-test's stand-in answers no real request: refused before any folder is made
-        from .errors import BackendError
+        from biasaudit.errors import BackendError
 
         raise BackendError("the `oracle` model answers only inside `biasaudit selftest`", key="model.backend",
                            hint="choose a real model config for `biasaudit run` (`biasaudit list models`)")
@@ -463,8 +469,8 @@ def run(prep: Prepared, run_dir: Path, command: list[str]) -> RunSummary:
 
 def read_manifest(run_dir: Path) -> dict[str, Any]:
     """A run folder's manifest.json, checked for what a re-render reads."""
-    from .errors import StoreError
-    from .fileio import read_capped
+    from biasaudit.errors import StoreError
+    from biasaudit.fileio import read_capped
 
     mpath = run_dir / "manifest.json"
     hint = "give a run folder written by `biasaudit run` (a manifest cut short cannot be re-rendered: run again)"
@@ -484,8 +490,8 @@ def read_manifest(run_dir: Path) -> dict[str, Any]:
 def rerender(run_dir: Path) -> RunSummary:
     """Rebuild the report of a finished run from its manifest and the store: no model
     calls (a missing response is an error)."""
-    from .errors import StoreError
-    from .spec import validate_config
+    from biasaudit.errors import StoreError
+    from biasaudit.spec import validate_config
 
     m = read_manifest(run_dir)
     spec_file = Path(m["spec_file"])

@@ -13,14 +13,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .coding.estimate import LayerEstimate, bounds
-from .compose import Composed
-from .plan import canonical_json
-from .plan.stream import PlanCount, PlanCounts, count_plans
-from .store import Store, Throughput
+from biasaudit.coding.estimate import LayerEstimate, bounds
+from biasaudit.compose import Composed
+from biasaudit.plan import canonical_json
+from biasaudit.plan.stream import PlanCount, PlanCounts, count_plans
+from biasaudit.store import Store, Throughput
 
 if TYPE_CHECKING:
-    from .pipeline import PlanInputs
+    from biasaudit.pipeline import PlanInputs
 
 
 @dataclass
@@ -54,7 +54,7 @@ def _render_fingerprint(c: Composed) -> str:
 def estimate_jobs(jobs: list[tuple[str, Composed]], lookup_cache: bool = True) -> list[JobEstimate]:
     """Count every job's plan (one rendering pass per distinct payload set); this also
     checks every job's spec, data and templates, so `run -m` uses it before launching."""
-    from .pipeline import plan_inputs
+    from biasaudit.pipeline import plan_inputs
 
     inputs = [(label, c, plan_inputs(c)) for label, c in jobs]
     groups: dict[str, list[int]] = {}
@@ -95,10 +95,10 @@ def estimate_jobs(jobs: list[tuple[str, Composed]], lookup_cache: bool = True) -
 
 def _exact_coding(c: Composed, inp: PlanInputs) -> list[LayerEstimate]:
     """Every subject response is cached: plan the coding stage against the store."""
-    from .coding.estimate import exact
-    from .coding.routes import StoreAnswerer
-    from .pipeline import Prepared, units_of
-    from .plan import compile_plan
+    from biasaudit.coding.estimate import exact
+    from biasaudit.coding.routes import StoreAnswerer
+    from biasaudit.pipeline import Prepared, units_of
+    from biasaudit.plan import compile_plan
 
     plan = compile_plan(c.config, inp.stimuli, inp.identity, str(c.spec_file))
     prep = Prepared(composed=c, stimuli=inp.stimuli, plan=plan, params=inp.params, identity=inp.identity,

@@ -9,13 +9,13 @@ def check_outputs(cache: str, reports_dir: str) -> None:
     rule of `fileio`: symlinks followed, no device, FIFO or pseudo file system)."""
     from pathlib import Path
 
-    from .errors import StoreError
-    from .fileio import check_output_dir
-    from .store.sqlite import check_cache_path
+    from biasaudit.errors import StoreError
+    from biasaudit.fileio import check_output_dir
+    from biasaudit.store.sqlite import check_cache_path
 
     check_cache_path(cache)
     if Path(cache).exists():
-        from .store import Store
+        from biasaudit.store import Store
 
         Store(cache, readonly=True).close()  # SQLite can read it, and it is a biasaudit cache
     check_output_dir(reports_dir, key="runtime.reports_dir", what="reports folder", error=StoreError)

@@ -18,15 +18,15 @@ import pkgutil
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
-from .errors import SpecError
+from biasaudit.errors import SpecError
 
 if TYPE_CHECKING:
-    from .backends.base import BackendKind
-    from .coding.base import CoderDef
-    from .data.adapters import Adapter
-    from .methods.base import MethodDef, RecordingFormat
-    from .methods.oracle_kit import OracleDef
-    from .metrics.base import MetricDef
+    from biasaudit.backends.base import BackendKind
+    from biasaudit.coding.base import CoderDef
+    from biasaudit.data.adapters import Adapter
+    from biasaudit.methods.base import MethodDef, RecordingFormat
+    from biasaudit.methods.oracle_kit import OracleDef
+    from biasaudit.metrics.base import MetricDef
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")

@@ -7,9 +7,9 @@ import shlex
 from pathlib import Path
 from typing import Any
 
-from .gating import EXIT_USER_ERROR, verdict_exit, worst
-from .junit import SuiteRun, base_names, job_labels, unique_names, write_junit
-from .outcome import common_parent, headlines, load_summary, sweep_rows, table
+from biasaudit.gating import EXIT_USER_ERROR, verdict_exit, worst
+from biasaudit.junit import SuiteRun, base_names, job_labels, unique_names, write_junit
+from biasaudit.outcome import common_parent, headlines, load_summary, sweep_rows, table
 
 
 def end_jobs(entries: list[dict[str, Any]], *, multirun: bool, fail_on: str, junit: str | None) -> int:

@@ -39,7 +39,7 @@ INTERPOLATION = {"type": "string", "pattern": r"^\$\{[^{}]+\}$",
 
 
 def _metric_models() -> list[type[BaseModel]]:
-    from .registry import METRICS
+    from biasaudit.registry import METRICS
 
     out = []
     for name, mdef in METRICS.items():
@@ -55,8 +55,8 @@ def _metric_models() -> list[type[BaseModel]]:
 
 
 def _coder_models() -> list[type[BaseModel]]:
-    from .registry import CODERS
-    from .spec import CodingLayerSpec
+    from biasaudit.registry import CODERS
+    from biasaudit.spec import CodingLayerSpec
 
     common = {k: (f.annotation, f) for k, f in CodingLayerSpec.model_fields.items() if k != "coder"}
     out = []
@@ -80,8 +80,8 @@ def _one_of(models: list[type[BaseModel]], key: str) -> Any:
 def spec_file_model() -> type[BaseModel]:
     """The spec file's model: `AuditConfig` without the operator's groups, with metrics and
     coding layers typed per registered name."""
-    from .spec import AuditConfig
-    from .spec.load import GROUP_KEYS
+    from biasaudit.spec import AuditConfig
+    from biasaudit.spec.load import GROUP_KEYS
 
     metric = _one_of(_metric_models(), "name")
     layer = _one_of(_coder_models(), "coder")
@@ -105,7 +105,7 @@ def spec_file_model() -> type[BaseModel]:
 
 
 def suite_file_model() -> type[BaseModel]:
-    from .suite import SuiteSpec
+    from biasaudit.suite import SuiteSpec
 
     return create_model(  # type: ignore[call-overload, no-any-return]
         "SuiteFile", __config__=ConfigDict(extra="forbid"),
@@ -134,7 +134,7 @@ def json_schema(kind: str = "spec") -> dict[str, Any]:
     if kind not in IDS:
         raise ValueError(f"kind must be one of {KINDS}, not {kind!r}")
     if kind == "config":
-        from .spec import AuditConfig
+        from biasaudit.spec import AuditConfig
 
         model: type[BaseModel] = AuditConfig
     else:

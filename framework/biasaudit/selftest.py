@@ -32,11 +32,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .coding.base import CodingRequest
-from .coding.stage import run_coding
-from .compose import Composed
-from .errors import SpecError
-from .methods.oracle_kit import (
+from biasaudit.coding.base import CodingRequest
+from biasaudit.coding.stage import run_coding
+from biasaudit.compose import Composed
+from biasaudit.errors import SpecError
+from biasaudit.methods.oracle_kit import (
     REFUSAL_TEXT,
     OracleCase,
     OracleDef,
@@ -44,11 +44,11 @@ from .methods.oracle_kit import (
     generated,
     stratified_sides,
 )
-from .metrics import MetricResult, VerdictRecord, evaluate
-from .outputs import Response
-from .pipeline import Coded, Prepared, measure, prepare, units_of
-from .registry import ORACLES
-from .spec import ThresholdSpec
+from biasaudit.metrics import MetricResult, VerdictRecord, evaluate
+from biasaudit.outputs import Response
+from biasaudit.pipeline import Coded, Prepared, measure, prepare, units_of
+from biasaudit.registry import ORACLES
+from biasaudit.spec import ThresholdSpec
 
 ORDER = ("null", "planted", "refuse", "ties")
 
@@ -163,7 +163,7 @@ def run_oracle(prep: Prepared, oracle: OracleDef, params: Any, kind: str,
         result = run_coding(prep.coding, units, responses, OracleAnswerer(oracle, kind, intents))
         coded = Coded(result, {})
     else:
-        from .coding.stage import CodingResult
+        from biasaudit.coding.stage import CodingResult
 
         coded = Coded(CodingResult(codes={}, units=[]), {})
     results = measure(prep, responses, coded, calibration=False, accept_dominant=accept_dominant)
@@ -247,8 +247,8 @@ def _why(r: Row) -> str:
 def selftests(overrides: list[str]) -> list[tuple[str, SelfTestResult]]:
     """The self-test of a spec, or of each member spec of a suite once (no model is called,
     so the suite's subjects do not matter): (member id or "", result)."""
-    from .compose import compose
-    from .suite import load_suite, plan_jobs
+    from biasaudit.compose import compose
+    from biasaudit.suite import load_suite, plan_jobs
 
     found = load_suite(list(overrides))
     if found is None:

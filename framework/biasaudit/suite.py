@@ -19,13 +19,13 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from .errors import BiasAuditError, SpecError
-from .paths import find_spec_file
-from .report.sections import SANITY_TEXT, signoff
-from .spec.errors_format import describe
-from .spec.load import read_yaml
-from .spec.models import SignOff
-from .summary import RunSummary
+from biasaudit.errors import BiasAuditError, SpecError
+from biasaudit.paths import find_spec_file
+from biasaudit.report.sections import SANITY_TEXT, signoff
+from biasaudit.spec.errors_format import describe
+from biasaudit.spec.load import read_yaml
+from biasaudit.spec.models import SignOff
+from biasaudit.summary import RunSummary
 
 
 class SuiteMember(BaseModel):
@@ -112,7 +112,7 @@ def load_suite(overrides: list[str]) -> tuple[SuiteSpec, Path] | None:
         return None  # not readable as a suite: the ordinary spec checks report it
     if not isinstance(raw, dict) or "suite" not in raw:
         return None
-    from .spec.source import check_yaml11_words
+    from biasaudit.spec.source import check_yaml11_words
 
     check_yaml11_words(path)  # `sanity: yes` is not silently true
     extra = sorted(set(raw) - {"suite"})
@@ -141,8 +141,8 @@ def _check_member_overrides(suite: SuiteSpec, path: Path) -> None:
     """A suite is a spec file: its members' overrides may change the audit, never the
     operator's groups (model, judges, runtime paths and limits) or Hydra, and hold no
     resolver."""
-    from .spec.interp import check_text
-    from .spec.source import OPERATOR_GROUPS, TOP_LEVEL_REFUSED
+    from biasaudit.spec.interp import check_text
+    from biasaudit.spec.source import OPERATOR_GROUPS, TOP_LEVEL_REFUSED
 
     for i, m in enumerate(suite.members):
         for j, ov in enumerate(m.overrides):
@@ -170,7 +170,7 @@ def _slug(text: str) -> str:
 def plan_jobs(suite: SuiteSpec, suite_file: Path, overrides: list[str], multirun: bool) -> list[Job]:
     """One job per member x subject. Subjects are the sweep combinations of the user's
     overrides (with -m), or the suite's `subjects`, or the default model."""
-    from .sweeps import sweep_combinations
+    from biasaudit.sweeps import sweep_combinations
 
     user = [ov for ov in overrides if spec_override([ov]) is None]
     combos = sweep_combinations(user) if multirun else [user]
@@ -351,9 +351,9 @@ def build_suite_summary(suite: SuiteSpec, suite_file: Path, command: list[str],
 def run_suite(suite: SuiteSpec, suite_file: Path, overrides: list[str], multirun: bool,
               command: list[str]) -> tuple[dict[str, Any], Path]:
     """Validate every member x subject first (nothing runs on bad input), then run them."""
-    from .compose import compose
-    from .pipeline import _write, prepare, run
-    from .report.render import render_suite
+    from biasaudit.compose import compose
+    from biasaudit.pipeline import _write, prepare, run
+    from biasaudit.report.render import render_suite
 
     jobs = plan_jobs(suite, suite_file, overrides, multirun)
     prepared = []
@@ -364,7 +364,7 @@ def run_suite(suite: SuiteSpec, suite_file: Path, overrides: list[str], multirun
             for e in [exc, *getattr(exc, "errors", [])]:
                 e.message = f"suite member {job.member_id!r} ({job.subject}): {e.message}"
             raise
-    from .preflight import check_outputs
+    from biasaudit.preflight import check_outputs
 
     outputs = {(p.composed.config.runtime.cache, p.composed.config.runtime.reports_dir) for _, p in prepared}
     for cache, reports in sorted(outputs):  # every cache and reports folder, before any run writes

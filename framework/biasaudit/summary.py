@@ -14,9 +14,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from .engine import ExecutionStats
-from .metrics.base import MetricResult
-from .stats import Estimate
+from biasaudit.engine import ExecutionStats
+from biasaudit.metrics.base import MetricResult
+from biasaudit.stats import Estimate
 
 
 class _Record(BaseModel):

@@ -55,7 +55,7 @@ def job_runtime(runtime: Any, job_num: int) -> Any:
 def merge_job_caches(main: Path, folder: Path) -> tuple[int, int]:
     """Merge every job's cache into the main cache and remove the merged files; returns
     (files merged, responses added or replaced)."""
-    from .store import Store
+    from biasaudit.store import Store
 
     files = sorted(folder.glob("job-*.sqlite")) if folder.is_dir() else []
     files = [f for f in files if not _same_file(f, main)]  # never the main cache itself (nor removed)
@@ -96,7 +96,7 @@ def merge_sources(into: Path, sources: list[Path]) -> list[Path]:
     target is created or touched: each a file (a folder is refused, with how to name the
     files in it), none of them the target (by path, through a symlink or a hard link) or
     one of the target's SQLite sidecar files, none given twice."""
-    from .errors import StoreError
+    from biasaudit.errors import StoreError
 
     if len(sources) > MAX_MERGE_FILES:
         raise StoreError(f"{len(sources)} cache files, over the limit of {MAX_MERGE_FILES:,} per merge",

@@ -6,7 +6,7 @@ from __future__ import annotations
 import itertools
 from typing import Any
 
-from .errors import SpecError
+from biasaudit.errors import SpecError
 
 MAX_SWEEP_JOBS = 10_000
 
@@ -18,7 +18,7 @@ def _hydra(exc: BaseException) -> bool:
 def _listed(key: str) -> str:
     """How to list a key's values instead of a function Hydra's sweeper would need its
     config loader for."""
-    from .paths import conf_dir, list_specs
+    from biasaudit.paths import conf_dir, list_specs
 
     group = key.lstrip("+~")
     if group == "spec":

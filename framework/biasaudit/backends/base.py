@@ -9,11 +9,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from ..errors import BackendError
-from ..outputs import Response
-from ..plan import Request
-from ..registry import BACKENDS  # noqa: F401  (re-exported: backends register here)
-from ..spec import ModelConfig, RuntimeConfig
+from biasaudit.errors import BackendError
+from biasaudit.outputs import Response
+from biasaudit.plan import Request
+from biasaudit.registry import BACKENDS  # noqa: F401  (re-exported: backends register here)
+from biasaudit.spec import ModelConfig, RuntimeConfig
 
 Emit = Callable[[Response], None]
 

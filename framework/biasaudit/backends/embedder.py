@@ -12,11 +12,11 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import BackendError
-from ..spec import EmbedderConfig
-from .base import resolve_model_path
-from .devices import pick_device
-from .identity import directory_digest
+from biasaudit.backends.base import resolve_model_path
+from biasaudit.backends.devices import pick_device
+from biasaudit.backends.identity import directory_digest
+from biasaudit.errors import BackendError
+from biasaudit.spec import EmbedderConfig
 
 log = logging.getLogger(__name__)
 
@@ -63,7 +63,7 @@ class Embedder:
                     self.hits += 1
             missing = [t for t in uniq if t not in self._memo]
             if missing and not compute:
-                from ..errors import StoreError
+                from biasaudit.errors import StoreError
 
                 raise StoreError(f"{len(missing)} embeddings are not in the store", key="runtime.cache",
                                  hint="run `biasaudit run` with the same spec to fill the cache")

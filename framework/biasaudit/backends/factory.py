@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ..errors import BackendError
-from ..spec import AuditConfig, ModelConfig, NLIConfig, RuntimeConfig
-from .base import BACKENDS, Backend
+from biasaudit.backends.base import BACKENDS, Backend
+from biasaudit.errors import BackendError
+from biasaudit.spec import AuditConfig, ModelConfig, NLIConfig, RuntimeConfig
 
 # Local models loaded in this process, so a sweep or a test session loads each once.
 _LOADED: dict[str, Backend] = {}
@@ -36,7 +36,7 @@ def check_probe_support(model: ModelConfig, kind: str, model_file: str | None = 
 def backend_identity(model: ModelConfig) -> dict[str, Any]:
     local = BACKENDS.get(model.backend, key="model.backend").identity(model)
     if model.serve is not None:
-        from .served import served_identity
+        from biasaudit.backends.served import served_identity
 
         return served_identity(model, local)
     return local
@@ -46,7 +46,7 @@ def build_backend(model: ModelConfig, runtime: RuntimeConfig) -> Backend:
     kind = BACKENDS.get(model.backend, key="model.backend")
     if model.serve is not None:
         # one engine per model for the whole process: a suite's members share it
-        from .served import ServedBackend
+        from biasaudit.backends.served import ServedBackend
 
         memo = json.dumps(["served", model.model_dump(mode="json"), runtime.threads], sort_keys=True)
         if memo not in _LOADED:
@@ -95,8 +95,8 @@ def audit_identity(cfg: AuditConfig) -> dict[str, Any]:
 
 
 def nli_identity(cfg: AuditConfig) -> dict[str, Any]:
-    from .hf_nli import identity as hf_nli_identity
-    from .llm_nli import identity as llm_nli_identity
+    from biasaudit.backends.hf_nli import identity as hf_nli_identity
+    from biasaudit.backends.llm_nli import identity as llm_nli_identity
 
     nli, chat = _nli_parts(cfg)
     if nli.backend == "hf_nli":
@@ -114,8 +114,8 @@ def build_audit_backend(cfg: AuditConfig) -> Backend:
 def build_nli_backend(cfg: AuditConfig, relations: bool = True) -> Backend:
     """The `nli` group's backend; `relations=False` loads its model as a plain text
     classifier (`classifier` coding layers without a hypothesis)."""
-    from .hf_nli import HFNLIBackend
-    from .llm_nli import LLMNLIBackend
+    from biasaudit.backends.hf_nli import HFNLIBackend
+    from biasaudit.backends.llm_nli import LLMNLIBackend
 
     nli, chat = _nli_parts(cfg)
     memo = json.dumps(["nli", relations, nli.model_dump(mode="json"), chat.model_dump(mode="json") if chat else None],

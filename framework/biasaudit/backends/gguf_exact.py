@@ -18,10 +18,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ..errors import BackendError
-from ..spec import ModelConfig, RuntimeConfig
-from .base import resolve_model_path
-from .model_files import gguf_sha256, joined_gguf, models_dir
+from biasaudit.backends.base import resolve_model_path
+from biasaudit.backends.model_files import gguf_sha256, joined_gguf, models_dir
+from biasaudit.errors import BackendError
+from biasaudit.spec import ModelConfig, RuntimeConfig
 
 log = logging.getLogger(__name__)
 

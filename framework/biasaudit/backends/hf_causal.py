@@ -13,10 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ..errors import BackendError
-from ..plan import Request
-from ..spec import ModelConfig, RuntimeConfig
-from .base import (
+from biasaudit.backends.base import (
     BACKENDS,
     BackendKind,
     Emit,
@@ -26,10 +23,18 @@ from .base import (
     run_in_batches,
     token_budget_batches,
 )
-from .devices import cuda_token_budget, torch_setup
-from .identity import directory_digest
-from .model_files import converted_dir, gguf_sha256, joined_gguf, save_converted
-from .packed_scoring import pack_rows, row_batches, score_rows, token_order_batches
+from biasaudit.backends.devices import cuda_token_budget, torch_setup
+from biasaudit.backends.identity import directory_digest
+from biasaudit.backends.model_files import converted_dir, gguf_sha256, joined_gguf, save_converted
+from biasaudit.backends.packed_scoring import (
+    pack_rows,
+    row_batches,
+    score_rows,
+    token_order_batches,
+)
+from biasaudit.errors import BackendError
+from biasaudit.plan import Request
+from biasaudit.spec import ModelConfig, RuntimeConfig
 
 log = logging.getLogger(__name__)
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -359,7 +364,7 @@ class HFCausalBackend:
             torch.manual_seed(int(reqs[0].key[:12], 16) % (2**31))
         else:
             gen_kwargs.update(do_sample=False)
-        from .base import RowsFinished, items_finished
+        from biasaudit.backends.base import RowsFinished, items_finished
 
         report = items_finished.get()
         if report is not None:  # the progress bar advances as each row ends, not per batch

@@ -15,12 +15,19 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ..errors import BackendError
-from ..plan import Request
-from ..spec import ModelConfig, RuntimeConfig
-from .base import BACKENDS, BackendKind, Emit, Response, resolve_model_path, run_in_batches
-from .devices import torch_setup
-from .identity import directory_digest
+from biasaudit.backends.base import (
+    BACKENDS,
+    BackendKind,
+    Emit,
+    Response,
+    resolve_model_path,
+    run_in_batches,
+)
+from biasaudit.backends.devices import torch_setup
+from biasaudit.backends.identity import directory_digest
+from biasaudit.errors import BackendError
+from biasaudit.plan import Request
+from biasaudit.spec import ModelConfig, RuntimeConfig
 
 log = logging.getLogger(__name__)
 MAX_ROWS = 128

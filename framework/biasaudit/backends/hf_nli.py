@@ -11,12 +11,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ..errors import BackendError
-from ..plan import Request
-from ..spec import NLIConfig, RuntimeConfig
-from .base import Emit, resolve_model_path, run_in_batches
-from .devices import torch_setup
-from .identity import directory_digest
+from biasaudit.backends.base import Emit, resolve_model_path, run_in_batches
+from biasaudit.backends.devices import torch_setup
+from biasaudit.backends.identity import directory_digest
+from biasaudit.errors import BackendError
+from biasaudit.plan import Request
+from biasaudit.spec import NLIConfig, RuntimeConfig
 
 RELATIONS = ("entailment", "neutral", "contradiction")
 

@@ -25,7 +25,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from .openai_parse import OutputFault
+from biasaudit.backends.openai_parse import OutputFault
 
 
 @dataclass

@@ -15,12 +15,12 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-from ..errors import BackendError
-from ..plan import Request
-from ..plan.render import render
-from ..spec import ModelConfig, NLIConfig, RuntimeConfig
-from .base import Emit, Response, run_in_batches
-from .hf_nli import RELATIONS
+from biasaudit.backends.base import Emit, Response, run_in_batches
+from biasaudit.backends.hf_nli import RELATIONS
+from biasaudit.errors import BackendError
+from biasaudit.plan import Request
+from biasaudit.plan.render import render
+from biasaudit.spec import ModelConfig, NLIConfig, RuntimeConfig
 
 
 def identity(cfg: NLIConfig, chat: ModelConfig, chat_identity: dict[str, Any]) -> dict[str, Any]:

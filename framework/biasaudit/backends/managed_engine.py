@@ -33,7 +33,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from ..errors import BackendError
+from biasaudit.errors import BackendError
 
 if TYPE_CHECKING:
     import httpx

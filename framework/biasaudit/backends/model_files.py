@@ -13,10 +13,10 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from ..errors import BackendError
-from ..spec import ModelConfig, RuntimeConfig
-from .base import resolve_model_path
-from .identity import sha256_file
+from biasaudit.backends.base import resolve_model_path
+from biasaudit.backends.identity import sha256_file
+from biasaudit.errors import BackendError
+from biasaudit.spec import ModelConfig, RuntimeConfig
 
 log = logging.getLogger(__name__)
 

@@ -43,14 +43,10 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from ..errors import BackendError
-from ..plan import Request
-from ..secrets import redact, watch_value
-from ..spec import ModelConfig, RuntimeConfig
-from .base import BACKENDS, BackendKind, Emit, Response
-from .http_limits import AIMDController, ConcurrencyGate, host_limiter
-from .http_scoring import Conditioning, align, first_logprob, output, text_tokens
-from .openai_parse import (
+from biasaudit.backends.base import BACKENDS, BackendKind, Emit, Response
+from biasaudit.backends.http_limits import AIMDController, ConcurrencyGate, host_limiter
+from biasaudit.backends.http_scoring import Conditioning, align, first_logprob, output, text_tokens
+from biasaudit.backends.openai_parse import (
     OutputFault,
     echo_arrays,
     next_token_dist,
@@ -59,6 +55,10 @@ from .openai_parse import (
     parse_top_logprobs,
     usage_tokens,
 )
+from biasaudit.errors import BackendError
+from biasaudit.plan import Request
+from biasaudit.secrets import redact, watch_value
+from biasaudit.spec import ModelConfig, RuntimeConfig
 
 log = logging.getLogger(__name__)
 # httpx logs one INFO line per request; the progress bar is the output, and a failure is
@@ -663,7 +663,7 @@ def local_tokenizer(cfg: ModelConfig) -> Any:
     """The served model's tokenizer from its local files (`model.path`, `gguf_file`)."""
     from transformers import AutoTokenizer
 
-    from .base import resolve_model_path
+    from biasaudit.backends.base import resolve_model_path
 
     where = resolve_model_path(cfg.path or "")
     kwargs = {"gguf_file": cfg.gguf_file} if cfg.gguf_file else {}

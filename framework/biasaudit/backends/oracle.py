@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..errors import BackendError
-from ..spec import ModelConfig, RuntimeConfig
-from .base import BACKENDS, Backend, BackendKind
+from biasaudit.backends.base import BACKENDS, Backend, BackendKind
+from biasaudit.errors import BackendError
+from biasaudit.spec import ModelConfig, RuntimeConfig
 
 KINDS = frozenset({"generate", "sequence_logprob", "pseudo_loglik", "next_token", "choice", "classify_nli"})
 

@@ -12,13 +12,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ..errors import BackendError
-from ..fileio import excerpt, path_problem, read_capped
-from ..plan import Request, canonical_json
-from ..registry import RECORDINGS
-from ..spec import ModelConfig, RuntimeLimits
-from .base import BACKENDS, BackendKind, Emit, Response
-from .identity import sha256_file
+from biasaudit.backends.base import BACKENDS, BackendKind, Emit, Response
+from biasaudit.backends.identity import sha256_file
+from biasaudit.errors import BackendError
+from biasaudit.fileio import excerpt, path_problem, read_capped
+from biasaudit.plan import Request, canonical_json
+from biasaudit.registry import RECORDINGS
+from biasaudit.spec import ModelConfig, RuntimeLimits
 
 
 def content_key(kind: str, text: str | None, messages: Any, params: dict[str, Any], sample: int,

@@ -18,9 +18,9 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from ..plan import Request
-from ..spec import ModelConfig, RuntimeConfig
-from .base import BACKENDS, BackendKind, Emit, Response
+from biasaudit.backends.base import BACKENDS, BackendKind, Emit, Response
+from biasaudit.plan import Request
+from biasaudit.spec import ModelConfig, RuntimeConfig
 
 
 def _token_logprob(token: str) -> float:

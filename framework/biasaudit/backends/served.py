@@ -22,14 +22,14 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ..errors import BackendError
-from ..plan import Request
-from ..spec import ModelConfig, RuntimeConfig
-from .base import Emit
-from .gguf_exact import as_shipped_gguf, exact_gguf
-from .managed_engine import VLLM_MAX_LOGPROBS, ManagedEngine
-from .model_files import converted_dir, joined_gguf, models_dir
-from .openai_compat import OpenAICompatBackend
+from biasaudit.backends.base import Emit
+from biasaudit.backends.gguf_exact import as_shipped_gguf, exact_gguf
+from biasaudit.backends.managed_engine import VLLM_MAX_LOGPROBS, ManagedEngine
+from biasaudit.backends.model_files import converted_dir, joined_gguf, models_dir
+from biasaudit.backends.openai_compat import OpenAICompatBackend
+from biasaudit.errors import BackendError
+from biasaudit.plan import Request
+from biasaudit.spec import ModelConfig, RuntimeConfig
 
 log = logging.getLogger(__name__)
 
@@ -44,7 +44,7 @@ def engine_tokenizer(cfg: ModelConfig, runtime: RuntimeConfig) -> Any:
     there is one, else read from the GGUF)."""
     from transformers import AutoTokenizer
 
-    from .base import resolve_model_path
+    from biasaudit.backends.base import resolve_model_path
 
     converted = converted_dir(cfg, runtime)
     try:
@@ -71,7 +71,7 @@ def served_weights(cfg: ModelConfig, runtime: RuntimeConfig) -> Path:
     target = converted_dir(f32, runtime)
     assert target is not None  # a served model has a gguf_file (checked at validate)
     if not (target / "config.json").is_file():
-        from .hf_causal import HFCausalBackend
+        from biasaudit.backends.hf_causal import HFCausalBackend
 
         log.info("writing the float32 copy of %s for vLLM (once)", cfg.name)
         HFCausalBackend._load(f32, runtime, _torch_float32())

@@ -1,8 +1,7 @@
 """The coding stage: named layers turn responses into codes (labels or values), each by
 a registered coder; reliability pairs compare layers. See docs/architecture.md."""
 
-from ..registry import CODERS
-from .base import (
+from biasaudit.coding.base import (
     ABSTAIN,
     Answers,
     CallEstimate,
@@ -14,7 +13,8 @@ from .base import (
     CodingRequest,
     Unit,
 )
-from .coders import SHIPPED
+from biasaudit.coding.coders import SHIPPED
+from biasaudit.registry import CODERS
 
 for _name, _coder in SHIPPED.items():
     CODERS.add(_name, _coder)

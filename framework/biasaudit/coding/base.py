@@ -15,8 +15,8 @@ from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..outputs import Response
-from ..spec import AuditConfig, CodingLayerSpec
+from biasaudit.outputs import Response
+from biasaudit.spec import AuditConfig, CodingLayerSpec
 
 ABSTAIN = "Abstain"
 """The label shown for a unit a layer could not code."""
@@ -134,7 +134,7 @@ class CoderEnv:
 
     def check_levels(self, by: str, levels: Iterable[str]) -> None:
         """`by` is a factor of the spec and every name in `levels` one of its levels."""
-        from ..errors import SpecError
+        from biasaudit.errors import SpecError
 
         factors = self.config.factors
         if by not in factors:

@@ -25,16 +25,16 @@ from typing import Any
 
 import numpy as np
 
-from ..spec import AuditConfig
-from ..stats import cohen_kappa, wilson
-from .layers import CodingPlan, Layer
+from biasaudit.coding.layers import CodingPlan, Layer
+from biasaudit.spec import AuditConfig
+from biasaudit.stats import cohen_kappa, wilson
 
 KAPPA_RESAMPLES = 2000
 
 
 def coder_key(cfg: AuditConfig, lay: Layer) -> str:
     """The identity of a layer's coder: what it is asked and who answers."""
-    from .routes import route_identity
+    from biasaudit.coding.routes import route_identity
 
     opts = lay.options.model_dump(mode="json")
     routes = sorted({r for r, _ in lay.coder_def.routes(lay.env, lay.options)})
@@ -86,7 +86,7 @@ def rater_score(name: str, labels: Sequence[str | None], gold: Sequence[str], se
 def record(cfg: AuditConfig, lay: Layer, result: Mapping[str, Any]) -> bool:
     """Store a calibration result of `lay` in the run cache; returns whether the layer's
     own rater (the panel majority, or the layer) is better than chance."""
-    from ..store import Store
+    from biasaudit.store import Store
 
     own = result["raters"][-1]
     passed = bool(own["better_than_chance"])
@@ -109,7 +109,7 @@ def _fmt(x: float | None) -> str:
 def calibration_problems(cfg: AuditConfig, plan: CodingPlan, spec: str = "SPEC") -> dict[str, tuple[str, str]]:
     """Layer -> (kind, message) of the problem its stored calibration shows: failed (not
     better than chance), or missing where the layer requires one."""
-    from ..store import Store
+    from biasaudit.store import Store
 
     layers = {n: lay for n, lay in plan.layers.items() if model_backed(lay)}
     if not layers:

@@ -12,10 +12,10 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from ..outputs import Response
-from .base import CodingRequest, Unit
-from .layers import CodingPlan
-from .stage import run_coding
+from biasaudit.coding.base import CodingRequest, Unit
+from biasaudit.coding.layers import CodingPlan
+from biasaudit.coding.stage import run_coding
+from biasaudit.outputs import Response
 
 
 @dataclass

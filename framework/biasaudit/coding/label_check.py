@@ -16,13 +16,13 @@ from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ValidationError
 
-from ..errors import BiasAuditError, SpecError
-from ..registry import CODERS
-from ..spec import AuditConfig, CodingLayerSpec
-from .base import CoderEnv
+from biasaudit.coding.base import CoderEnv
+from biasaudit.errors import BiasAuditError, SpecError
+from biasaudit.registry import CODERS
+from biasaudit.spec import AuditConfig, CodingLayerSpec
 
 if TYPE_CHECKING:
-    from .layers import Layer
+    from biasaudit.coding.layers import Layer
 
 
 class MetricLabelError(SpecError):

@@ -12,12 +12,12 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ValidationError
 
-from ..errors import SpecError
-from ..registry import CODERS
-from ..spec import AuditConfig, CodingLayerSpec, ReliabilityPairSpec
-from ..spec.errors_format import describe
-from .base import Coder, CoderDef, CoderEnv
-from .label_check import check_labels, plan_labels, unknown_label
+from biasaudit.coding.base import Coder, CoderDef, CoderEnv
+from biasaudit.coding.label_check import check_labels, plan_labels, unknown_label
+from biasaudit.errors import SpecError
+from biasaudit.registry import CODERS
+from biasaudit.spec import AuditConfig, CodingLayerSpec, ReliabilityPairSpec
+from biasaudit.spec.errors_format import describe
 
 ROUTE_HINT = "routes: subject, judge:<name>, nli, nli_chat, embedder"
 

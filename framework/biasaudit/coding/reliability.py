@@ -25,11 +25,11 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..metrics.disaggregate import Obs, pooled, proportion
-from ..stats import Estimate, cohen_kappa, fleiss_kappa, krippendorff_alpha_nominal, wilson
-from ..stats.bootstrap import resample_weights
-from .base import Code, Unit
-from .layers import CodingPlan, Layer, ReliabilityPair
+from biasaudit.coding.base import Code, Unit
+from biasaudit.coding.layers import CodingPlan, Layer, ReliabilityPair
+from biasaudit.metrics.disaggregate import Obs, pooled, proportion
+from biasaudit.stats import Estimate, cohen_kappa, fleiss_kappa, krippendorff_alpha_nominal, wilson
+from biasaudit.stats.bootstrap import resample_weights
 
 RESAMPLES = 2000
 LEVEL = 0.95
@@ -173,7 +173,7 @@ def _agreement(rows: list[tuple[Unit, str, str]], ends: list[tuple[Unit, float, 
 
 
 def _bootstrap_mean(seed: int) -> Any:
-    from ..stats import cluster_bootstrap
+    from biasaudit.stats import cluster_bootstrap
 
     def est(rows: Sequence[Obs]) -> Estimate:
         # a difference of two rates: bootstrap the per-unit difference

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..backends import (
+from biasaudit.backends import (
     BACKENDS,
     Backend,
     backend_identity,
@@ -25,14 +25,14 @@ from ..backends import (
     check_probe_support,
     nli_identity,
 )
-from ..engine import ExecutionStats, execute_requests
-from ..errors import BackendError, SpecError
-from ..outputs import Response
-from ..plan import Request, request_key
-from ..spec import AuditConfig, ModelConfig
-from ..store import Store
-from .base import CodingRequest, LayerCalls
-from .layers import Layer
+from biasaudit.coding.base import CodingRequest, LayerCalls
+from biasaudit.coding.layers import Layer
+from biasaudit.engine import ExecutionStats, execute_requests
+from biasaudit.errors import BackendError, SpecError
+from biasaudit.outputs import Response
+from biasaudit.plan import Request, request_key
+from biasaudit.spec import AuditConfig, ModelConfig
+from biasaudit.store import Store
 
 
 def route_model(cfg: AuditConfig, route: str) -> ModelConfig:
@@ -156,7 +156,7 @@ class StoreAnswerer:
 
     def _embed(self, reqs: list[CodingRequest], counts: LayerCalls) -> dict[CodingRequest, Response]:
         if self._embedder is None:
-            from ..backends.embedder import Embedder
+            from biasaudit.backends.embedder import Embedder
 
             if self.cfg.embedder is None:
                 raise SpecError("coding needs an embedder", key="embedder", hint="add embedder=minilm")

@@ -17,12 +17,12 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import BiasAuditError
-from ..outputs import GenerateOutput, Response, parse_output
-from ..plan import PlanItem
-from .base import Code, CodingRequest, Unit
-from .coders.rules import strip_span
-from .layers import CodingPlan, Layer
+from biasaudit.coding.base import Code, CodingRequest, Unit
+from biasaudit.coding.coders.rules import strip_span
+from biasaudit.coding.layers import CodingPlan, Layer
+from biasaudit.errors import BiasAuditError
+from biasaudit.outputs import GenerateOutput, Response, parse_output
+from biasaudit.plan import PlanItem
 
 MAX_ROUNDS = 4
 """Rounds a multi-step coder may ask in (claims: extract, then check)."""

@@ -9,11 +9,11 @@ from collections.abc import Mapping, Sequence
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..metrics.disaggregate import Obs, by_cell, mean, pooled, proportion
-from ..stats import Estimate
-from .base import Code, LayerCalls, Unit
-from .layers import CodingPlan, Layer
-from .reliability import PairReport, PanelReport, PositionReport, reliability
+from biasaudit.coding.base import Code, LayerCalls, Unit
+from biasaudit.coding.layers import CodingPlan, Layer
+from biasaudit.coding.reliability import PairReport, PanelReport, PositionReport, reliability
+from biasaudit.metrics.disaggregate import Obs, by_cell, mean, pooled, proportion
+from biasaudit.stats import Estimate
 
 
 class CellLabels(BaseModel):

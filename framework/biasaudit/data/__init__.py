@@ -1,9 +1,9 @@
 """Stimulus loading: csv / jsonl / inline, published-format adapters, sampling."""
 
-from .adapters import ADAPTERS, Adapter
-from .load import load_stimuli, resolve_source
-from .readers import file_sha256, read_csv, read_jsonl
-from .records import Stimulus, StimulusSet
+from biasaudit.data.adapters import ADAPTERS, Adapter
+from biasaudit.data.load import load_stimuli, resolve_source
+from biasaudit.data.readers import file_sha256, read_csv, read_jsonl
+from biasaudit.data.records import Stimulus, StimulusSet
 
 __all__ = [
     "ADAPTERS",

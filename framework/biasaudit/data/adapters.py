@@ -10,9 +10,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import DataError
-from ..fileio import names_excerpt
-from ..registry import ADAPTERS
+from biasaudit.errors import DataError
+from biasaudit.fileio import names_excerpt
+from biasaudit.registry import ADAPTERS
 
 
 @dataclass(frozen=True)

@@ -7,12 +7,12 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import DataError
-from ..fileio import excerpt, names_excerpt, resolved
-from ..spec import RuntimeLimits, StimuliSpec
-from .adapters import ADAPTERS, check_columns
-from .readers import file_sha256, read_csv, read_json_map, read_json_rows, read_jsonl
-from .records import Stimulus, StimulusSet
+from biasaudit.data.adapters import ADAPTERS, check_columns
+from biasaudit.data.readers import file_sha256, read_csv, read_json_map, read_json_rows, read_jsonl
+from biasaudit.data.records import Stimulus, StimulusSet
+from biasaudit.errors import DataError
+from biasaudit.fileio import excerpt, names_excerpt, resolved
+from biasaudit.spec import RuntimeLimits, StimuliSpec
 
 
 def resolve_source(spec: StimuliSpec, spec_file: Path | None, key: str = "stimuli.source") -> Path | None:
@@ -131,7 +131,7 @@ def generate_rows(spec: StimuliSpec, file: str | None, max_rows: int | None = No
     A mapping value contributes its keys as `<var>.<key>` (and `<var>` is the mapping)."""
     import itertools
 
-    from ..plan.render import check_variables, render
+    from biasaudit.plan.render import check_variables, render
 
     gen = spec.generate
     assert gen is not None

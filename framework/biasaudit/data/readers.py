@@ -15,9 +15,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from ..errors import DataError
-from ..fileio import excerpt, open_input, read_capped
-from ..spec import RuntimeLimits
+from biasaudit.errors import DataError
+from biasaudit.fileio import excerpt, open_input, read_capped
+from biasaudit.spec import RuntimeLimits
 
 _DEFAULT = RuntimeLimits()
 

@@ -1,5 +1,5 @@
 """Plan execution: cache, backend calls, progress, counts."""
 
-from .executor import ExecutionStats, execute_plan, execute_requests
+from biasaudit.engine.executor import ExecutionStats, execute_plan, execute_requests
 
 __all__ = ["ExecutionStats", "execute_plan", "execute_requests"]

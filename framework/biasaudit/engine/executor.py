@@ -12,15 +12,15 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from ..backends import Backend
-from ..backends.base import items_finished
-from ..errors import StoreError
-from ..outputs import Response
-from ..plan import Plan, Request, estimated_tokens
-from ..secrets import redact_obj
-from ..stages import seconds_text, stage
-from ..store import Store
-from .interrupt import GracefulStop
+from biasaudit.backends import Backend
+from biasaudit.backends.base import items_finished
+from biasaudit.engine.interrupt import GracefulStop
+from biasaudit.errors import StoreError
+from biasaudit.outputs import Response
+from biasaudit.plan import Plan, Request, estimated_tokens
+from biasaudit.secrets import redact_obj
+from biasaudit.stages import seconds_text, stage
+from biasaudit.store import Store
 
 log = logging.getLogger(__name__)
 
@@ -270,6 +270,6 @@ def _progress(enabled: bool, total: int, label: str) -> _Bar | None:
     a kernel's stderr is no terminal), stage lines elsewhere (CI logs)."""
     if not enabled or total <= 0:
         return None
-    from ..notebook import in_notebook
+    from biasaudit.notebook import in_notebook
 
     return _Bar(total, label) if sys.stderr.isatty() or in_notebook() else _LineBar(total, label)

@@ -10,11 +10,11 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..metrics.base import PlotSpec, Table
-from ..registry import METHODS, METRICS
+from biasaudit.metrics.base import PlotSpec, Table
+from biasaudit.registry import METHODS, METRICS
 
 if TYPE_CHECKING:
-    from ..summary import RunSummary
+    from biasaudit.summary import RunSummary
 
 
 @dataclass(frozen=True)

@@ -26,11 +26,11 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
-from ..coding.base import CodingRequest
-from ..plan import PlanItem, Request
+from biasaudit.coding.base import CodingRequest
+from biasaudit.plan import PlanItem, Request
 
 if TYPE_CHECKING:
-    from ..pipeline import Prepared
+    from biasaudit.pipeline import Prepared
 
 KINDS = ("planted", "null", "refuse", "ties")
 REFUSAL_TEXT = "I'm sorry, I cannot answer that."

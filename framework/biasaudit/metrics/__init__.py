@@ -2,7 +2,7 @@
 verdicts. The metrics themselves live in their method packages (`biasaudit.methods`)
 and are found by name in `METRICS`."""
 
-from .base import (
+from biasaudit.metrics.base import (
     METRICS,
     DefaultCoding,
     MetricContext,
@@ -12,8 +12,8 @@ from .base import (
     ReliabilityItem,
     Table,
 )
-from .thresholds import VerdictRecord, evaluate, judge
-from .validity import ValidityFlag
+from biasaudit.metrics.thresholds import VerdictRecord, evaluate, judge
+from biasaudit.metrics.validity import ValidityFlag
 
 __all__ = [
     "METRICS",

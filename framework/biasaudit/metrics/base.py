@@ -14,16 +14,16 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..coding.base import Code, Unit
-from ..outputs import Response
-from ..plan import Plan, PlanItem
-from ..registry import METRICS
-from ..spec import AuditConfig
-from ..stats import Estimate, Spread
-from .validity import ValidityFlag
+from biasaudit.coding.base import Code, Unit
+from biasaudit.metrics.validity import ValidityFlag
+from biasaudit.outputs import Response
+from biasaudit.plan import Plan, PlanItem
+from biasaudit.registry import METRICS
+from biasaudit.spec import AuditConfig
+from biasaudit.stats import Estimate, Spread
 
 if TYPE_CHECKING:
-    from ..coding.layers import Layer
+    from biasaudit.coding.layers import Layer
 
 
 class Table(BaseModel):

@@ -23,11 +23,11 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ..stats import Estimate, cluster_bootstrap, mean_t, wilson, wilson_clustered
-from ..stats.contrasts import MAX_GROUPS, ContrastFamily, pairwise_contrasts
+from biasaudit.stats import Estimate, cluster_bootstrap, mean_t, wilson, wilson_clustered
+from biasaudit.stats.contrasts import MAX_GROUPS, ContrastFamily, pairwise_contrasts
 
 if TYPE_CHECKING:
-    from .base import Table
+    from biasaudit.metrics.base import Table
 
 
 @dataclass(frozen=True)
@@ -159,7 +159,7 @@ def contrast_estimates(fam: ContrastFamily | None, field_name: str, *, scale: fl
 
 def contrast_table(fam: ContrastFamily | None, field_name: str, what: str, *, scale: float = 1.0) -> Table | None:
     """One row per pair of groups, both named (`group` minus `vs`)."""
-    from .base import Table
+    from biasaudit.metrics.base import Table
 
     if fam is None or not fam.contrasts:
         return None
@@ -190,7 +190,7 @@ def contrast_table(fam: ContrastFamily | None, field_name: str, what: str, *, sc
 
 def group_table(ests: Mapping[str, Estimate], field_name: str, what: str) -> Table:
     """One row per group of a breakdown, the group named in its first column."""
-    from .base import Table
+    from biasaudit.metrics.base import Table
 
     return Table(title=f"{what} by {field_name}", columns=["group", "n", what, "CI low", "CI high", "method"],
                  rows=[[g, e.n, e.value, e.ci_low, e.ci_high, e.method] for g, e in ests.items()],

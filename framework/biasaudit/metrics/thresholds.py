@@ -17,13 +17,13 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from ..errors import SpecError
-from ..registry import METRICS
-from ..spec import ThresholdSpec
-from ..stats import Estimate
-from ..stats.adjust import at_level, distance_outside
-from .base import MetricResult
-from .validity import blocking_reason
+from biasaudit.errors import SpecError
+from biasaudit.metrics.base import MetricResult
+from biasaudit.metrics.validity import blocking_reason
+from biasaudit.registry import METRICS
+from biasaudit.spec import ThresholdSpec
+from biasaudit.stats import Estimate
+from biasaudit.stats.adjust import at_level, distance_outside
 
 Verdict = Literal["PASS", "FAIL", "INCONCLUSIVE"]
 _RANK = {"PASS": 0, "INCONCLUSIVE": 1, "FAIL": 2}

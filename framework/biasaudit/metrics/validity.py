@@ -21,9 +21,9 @@ from typing import TYPE_CHECKING
 from pydantic import BaseModel, ConfigDict, Field
 
 if TYPE_CHECKING:
-    from ..coding.base import Code, Unit
-    from ..coding.layers import CodingPlan, Layer
-    from ..spec import ValiditySpec
+    from biasaudit.coding.base import Code, Unit
+    from biasaudit.coding.layers import CodingPlan, Layer
+    from biasaudit.spec import ValiditySpec
 
 
 class ValidityFlag(BaseModel):

@@ -1,9 +1,9 @@
 """From a validated config to a plan: design expansion, rendering, hashed requests."""
 
-from .compile import Plan, Row, compile_plan, iter_plan, iter_rows, request_params
-from .design import Cell, cell_id, expand_design
-from .render import render, variables
-from .requests import (
+from biasaudit.plan.compile import Plan, Row, compile_plan, iter_plan, iter_rows, request_params
+from biasaudit.plan.design import Cell, cell_id, expand_design
+from biasaudit.plan.render import render, variables
+from biasaudit.plan.requests import (
     KeyMaker,
     PlanItem,
     Request,

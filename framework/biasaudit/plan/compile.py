@@ -8,12 +8,12 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-from ..data import StimulusSet
-from ..errors import SpecError
-from ..spec import AuditConfig
-from .design import Cell, expand_design
-from .render import check_variables, render
-from .requests import KeyMaker, PlanItem, Request, estimated_tokens
+from biasaudit.data import StimulusSet
+from biasaudit.errors import SpecError
+from biasaudit.plan.design import Cell, expand_design
+from biasaudit.plan.render import check_variables, render
+from biasaudit.plan.requests import KeyMaker, PlanItem, Request, estimated_tokens
+from biasaudit.spec import AuditConfig
 
 CHAT_KINDS = ("generate", "next_token")
 BUILTIN_VARS = {"levels", "stimulus_id", "parts"}

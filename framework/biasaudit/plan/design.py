@@ -7,8 +7,8 @@ import math
 
 from pydantic import BaseModel, ConfigDict
 
-from ..errors import SpecError
-from ..spec import AuditConfig
+from biasaudit.errors import SpecError
+from biasaudit.spec import AuditConfig
 
 
 class Cell(BaseModel):

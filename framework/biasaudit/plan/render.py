@@ -35,8 +35,8 @@ from jinja2.exceptions import SecurityError
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 from jinja2.utils import Namespace, _PassArg
 
-from ..errors import SpecError
-from ..registry import TEMPLATE_FUNCTIONS
+from biasaudit.errors import SpecError
+from biasaudit.registry import TEMPLATE_FUNCTIONS
 
 
 @dataclass(frozen=True)

@@ -12,12 +12,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..data import StimulusSet
-from ..errors import SpecError
-from ..spec import AuditConfig
-from .compile import check_plan_size, check_templates, iter_rows, request_params
-from .design import Cell, expand_design
-from .requests import KeyMaker, encode_payload
+from biasaudit.data import StimulusSet
+from biasaudit.errors import SpecError
+from biasaudit.plan.compile import check_plan_size, check_templates, iter_rows, request_params
+from biasaudit.plan.design import Cell, expand_design
+from biasaudit.plan.requests import KeyMaker, encode_payload
+from biasaudit.spec import AuditConfig
 
 CHUNK = 5000
 

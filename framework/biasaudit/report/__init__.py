@@ -1,5 +1,5 @@
 """Report rendering: HTML (self-contained, inline SVG), Markdown, JSON."""
 
-from .render import fmt_est, fmt_num, render_all, render_compare
+from biasaudit.report.render import fmt_est, fmt_num, render_all, render_compare
 
 __all__ = ["fmt_est", "fmt_num", "render_all", "render_compare"]

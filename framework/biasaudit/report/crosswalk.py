@@ -8,9 +8,9 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from ..errors import SpecError
-from ..fileio import excerpt, path_problem
-from ..paths import conf_dir
+from biasaudit.errors import SpecError
+from biasaudit.fileio import excerpt, path_problem
+from biasaudit.paths import conf_dir
 
 
 class Clause(BaseModel):
@@ -22,7 +22,7 @@ class Clause(BaseModel):
 
 
 def _read(path: Path) -> dict[str, Clause]:
-    from ..spec.load import read_yaml
+    from biasaudit.spec.load import read_yaml
 
     try:
         raw = read_yaml(path) or {}

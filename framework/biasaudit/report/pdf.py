@@ -9,7 +9,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from ..errors import BiasAuditError
+from biasaudit.errors import BiasAuditError
 
 _NAMES = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable", "chrome")
 # No network, no first-run work, no GPU: the page is one local self-contained file.

@@ -15,8 +15,8 @@ from typing import Any
 
 from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
 
-from .csv_export import write_compare_csvs, write_csvs
-from .plots import render_plot
+from biasaudit.report.csv_export import write_compare_csvs, write_csvs
+from biasaudit.report.plots import render_plot
 
 
 def fixed(x: float, digits: int) -> str:
@@ -124,7 +124,7 @@ def render_all(
         md = _env(False).get_template("report.md.j2").render(s=summary, plot_files=plot_files)
         write(run_dir / "report.md", md)
     if "pdf" in formats:
-        from .pdf import html_to_pdf
+        from biasaudit.report.pdf import html_to_pdf
 
         html_to_pdf(run_dir / "report.html", run_dir / "report.pdf")
 

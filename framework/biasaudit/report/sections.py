@@ -8,9 +8,9 @@ import shlex
 from collections import Counter
 from typing import Any
 
-from ..methods.base import method_text
-from ..stats import Estimate, wilson
-from .crosswalk import clause_for
+from biasaudit.methods.base import method_text
+from biasaudit.report.crosswalk import clause_for
+from biasaudit.stats import Estimate, wilson
 
 OVER_TEXT = {
     "pooled": "pooled over all cells",

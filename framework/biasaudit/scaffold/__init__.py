@@ -7,8 +7,8 @@ import re
 import shutil
 from pathlib import Path
 
-from ..errors import BiasAuditError
-from ..paths import shipped_specs_dir
+from biasaudit.errors import BiasAuditError
+from biasaudit.paths import shipped_specs_dir
 
 TEMPLATES = Path(__file__).resolve().parent
 SPEC_NAME = "audit.yaml"
@@ -45,7 +45,7 @@ def init_project(dest: Path) -> list[Path]:
     written.append(dest / "data" / "pairs.csv")
     # the JSON Schema the spec's first line points editors at (with any installed
     # plugin's metrics and coders, as this installation validates them)
-    from ..schema import SCHEMA_FILES, json_schema, schema_text
+    from biasaudit.schema import SCHEMA_FILES, json_schema, schema_text
 
     (dest / SCHEMA_FILES["spec"]).write_text(schema_text(json_schema("spec")), encoding="utf-8")
     written.append(dest / SCHEMA_FILES["spec"])

@@ -1,7 +1,7 @@
 """The audit spec language: Pydantic models, validation with located errors, JSON Schema."""
 
-from .load import ConfigErrors, read_yaml, validate_config
-from .models import (
+from biasaudit.spec.load import ConfigErrors, read_yaml, validate_config
+from biasaudit.spec.models import (
     PROBE_KINDS,
     AuditConfig,
     AuditMeta,

@@ -18,7 +18,7 @@ from omegaconf import grammar_parser
 from omegaconf.errors import GrammarParseError
 from omegaconf.grammar.gen.OmegaConfGrammarParser import OmegaConfGrammarParser as G
 
-from ..errors import SpecError
+from biasaudit.errors import SpecError
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
 HINT = "use plain ${other.key} references (write \\${ for a literal ${); secrets come only from api_key_env"

@@ -8,9 +8,9 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from ..errors import SpecError
-from .errors_format import describe
-from .models import AuditConfig
+from biasaudit.errors import SpecError
+from biasaudit.spec.errors_format import describe
+from biasaudit.spec.models import AuditConfig
 
 # Top-level keys that come from Hydra config groups rather than from the spec file (a
 # spec cannot set them: `source.OPERATOR_GROUPS`).
@@ -52,9 +52,9 @@ def validate_config(
 def read_yaml(path: Path) -> Any:
     """Load YAML within the spec bounds (size, nesting, alias expansion), with a one-line
     error naming line and column on a syntax error."""
-    from ..fileio import read_capped
-    from .yaml_bounds import MAX_BYTES
-    from .yaml_bounds import load as load_bounded
+    from biasaudit.fileio import read_capped
+    from biasaudit.spec.yaml_bounds import MAX_BYTES
+    from biasaudit.spec.yaml_bounds import load as load_bounded
 
     raw = read_capped(path, MAX_BYTES, what="YAML file", error=SpecError,
                       size_hint="keep the YAML file under the limit (large data belongs in data files)")

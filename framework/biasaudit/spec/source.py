@@ -18,11 +18,11 @@ from pathlib import Path
 
 import yaml
 
-from ..errors import SpecError
-from ..fileio import read_capped
-from . import yaml_bounds
-from .interp import HINT as INTERPOLATION_HINT
-from .interp import interpolation_problem
+from biasaudit.errors import SpecError
+from biasaudit.fileio import read_capped
+from biasaudit.spec import yaml_bounds
+from biasaudit.spec.interp import HINT as INTERPOLATION_HINT
+from biasaudit.spec.interp import interpolation_problem
 
 TOP_LEVEL_REFUSED = {
     "hydra": "Hydra settings (callbacks, launchers, run folders) belong in conf/ or on the command line",

@@ -16,7 +16,7 @@ from typing import Any
 
 import yaml
 
-from ..errors import SpecError
+from biasaudit.errors import SpecError
 
 MAX_BYTES = 8 * 2**20
 MAX_NODES = 100_000

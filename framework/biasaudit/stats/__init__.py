@@ -5,16 +5,27 @@ Intervals (Wilson, bootstrap percentile/BCa, cluster bootstrap, differences), te
 linear fit, effect sizes, agreement, mutual information, sample-size planning.
 """
 
-from .agreement import cohen_kappa, fleiss_kappa, krippendorff_alpha_nominal
-from .bootstrap import bootstrap, bootstrap_difference, cluster_bootstrap
-from .contrasts import MAX_GROUPS, Contrast, ContrastFamily, pairwise_contrasts
-from .correlation import LinearFit, correlation, linear_fit
-from .effects import TwoWayEta, cohens_d, eta_squared, eta_squared_two_way, variance_ratio
-from .estimate import Estimate
-from .information import mutual_information
-from .means import mean_t
-from .proportions import sample_size_for_half_width, wilson, wilson_clustered, wilson_half_width
-from .significance import (
+from biasaudit.stats.agreement import cohen_kappa, fleiss_kappa, krippendorff_alpha_nominal
+from biasaudit.stats.bootstrap import bootstrap, bootstrap_difference, cluster_bootstrap
+from biasaudit.stats.contrasts import MAX_GROUPS, Contrast, ContrastFamily, pairwise_contrasts
+from biasaudit.stats.correlation import LinearFit, correlation, linear_fit
+from biasaudit.stats.effects import (
+    TwoWayEta,
+    cohens_d,
+    eta_squared,
+    eta_squared_two_way,
+    variance_ratio,
+)
+from biasaudit.stats.estimate import Estimate
+from biasaudit.stats.information import mutual_information
+from biasaudit.stats.means import mean_t
+from biasaudit.stats.proportions import (
+    sample_size_for_half_width,
+    wilson,
+    wilson_clustered,
+    wilson_half_width,
+)
+from biasaudit.stats.significance import (
     TestResult,
     benjamini_hochberg,
     holm,
@@ -25,7 +36,7 @@ from .significance import (
     welch_t,
     wilcoxon_signed_rank,
 )
-from .spread import Spread, cell_spread
+from biasaudit.stats.spread import Spread, cell_spread
 
 __all__ = [
     "MAX_GROUPS",

@@ -15,8 +15,8 @@ import math
 
 from scipy import stats as st
 
-from .estimate import Estimate
-from .proportions import wilson
+from biasaudit.stats.estimate import Estimate
+from biasaudit.stats.proportions import wilson
 
 
 def at_level(est: Estimate, level: float, rng: tuple[float, float] | None = None) -> Estimate:

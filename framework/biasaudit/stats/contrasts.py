@@ -33,10 +33,10 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.stats import norm
 
-from .estimate import Estimate
-from .means import mean_t
-from .proportions import _wilson_bounds, effective_n
-from .significance import holm, paired_t
+from biasaudit.stats.estimate import Estimate
+from biasaudit.stats.means import mean_t
+from biasaudit.stats.proportions import _wilson_bounds, effective_n
+from biasaudit.stats.significance import holm, paired_t
 
 MAX_GROUPS = 10
 """At most this many groups get every pairwise contrast (45 pairs); beyond, only max - min."""

@@ -9,9 +9,9 @@ from collections.abc import Sequence
 import numpy as np
 from statsmodels.stats.contingency_tables import mcnemar as sm_mcnemar
 
-from .bootstrap import cluster_bootstrap
-from .estimate import Estimate
-from .significance import TestResult, wilcoxon_signed_rank
+from biasaudit.stats.bootstrap import cluster_bootstrap
+from biasaudit.stats.estimate import Estimate
+from biasaudit.stats.significance import TestResult, wilcoxon_signed_rank
 
 EXACT_BELOW = 25
 """Discordant pairs below which McNemar's test is the exact binomial one (the chi-square

@@ -15,8 +15,8 @@ from collections.abc import Sequence
 import numpy as np
 from pydantic import BaseModel, ConfigDict
 
-from .effects import eta_squared
-from .estimate import Estimate
+from biasaudit.stats.effects import eta_squared
+from biasaudit.stats.estimate import Estimate
 
 
 class Spread(BaseModel):

@@ -23,10 +23,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..backends.base import Response
-from ..errors import StoreError
-from ..fileio import check_output_file, path_problem
-from ..plan import Request, canonical_json
+from biasaudit.backends.base import Response
+from biasaudit.errors import StoreError
+from biasaudit.fileio import check_output_file, path_problem
+from biasaudit.plan import Request, canonical_json
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS responses (

@@ -1,11 +1,11 @@
 """The shipped coders: rules, choice, judge_panel, classifier, claims, embedding."""
 
-from .choice import CHOICE
-from .claims import CLAIMS
-from .classifier import CLASSIFIER
-from .embedding import EMBEDDING
-from .judge_panel import JUDGE_PANEL
-from .rules import RULES
+from biasaudit.coding.coders.choice import CHOICE
+from biasaudit.coding.coders.claims import CLAIMS
+from biasaudit.coding.coders.classifier import CLASSIFIER
+from biasaudit.coding.coders.embedding import EMBEDDING
+from biasaudit.coding.coders.judge_panel import JUDGE_PANEL
+from biasaudit.coding.coders.rules import RULES
 
 SHIPPED = {
     "rules": RULES,

@@ -25,10 +25,18 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from ...errors import SpecError
-from ...outputs import ChoiceOutput, parse_output
-from ...plan.render import check_variables, render
-from ..base import Answers, CallEstimate, Code, CoderDef, CoderEnv, CodingRequest, Unit
+from biasaudit.coding.base import (
+    Answers,
+    CallEstimate,
+    Code,
+    CoderDef,
+    CoderEnv,
+    CodingRequest,
+    Unit,
+)
+from biasaudit.errors import SpecError
+from biasaudit.outputs import ChoiceOutput, parse_output
+from biasaudit.plan.render import check_variables, render
 
 
 class Question(BaseModel):

@@ -23,12 +23,20 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ...data.load import resolve_source
-from ...errors import SpecError
-from ...outputs import GenerateOutput, NLIOutput, parse_output
-from ...plan.render import check_variables, render
-from ..base import Answers, CallEstimate, Code, CoderDef, CoderEnv, CodingRequest, Unit
-from .recorded_claims import RecordLabels, recorded_claims, recorded_labels
+from biasaudit.coding.base import (
+    Answers,
+    CallEstimate,
+    Code,
+    CoderDef,
+    CoderEnv,
+    CodingRequest,
+    Unit,
+)
+from biasaudit.coding.coders.recorded_claims import RecordLabels, recorded_claims, recorded_labels
+from biasaudit.data.load import resolve_source
+from biasaudit.errors import SpecError
+from biasaudit.outputs import GenerateOutput, NLIOutput, parse_output
+from biasaudit.plan.render import check_variables, render
 
 _SENT = re.compile(r"(?<=[.!?])\s+|\n+")
 

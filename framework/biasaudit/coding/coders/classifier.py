@@ -15,10 +15,18 @@ from collections.abc import Mapping, Sequence
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ...errors import SpecError
-from ...outputs import ClassifyOutput, NLIOutput, parse_output
-from ...plan.render import check_variables, render
-from ..base import Answers, CallEstimate, Code, CoderDef, CoderEnv, CodingRequest, Unit
+from biasaudit.coding.base import (
+    Answers,
+    CallEstimate,
+    Code,
+    CoderDef,
+    CoderEnv,
+    CodingRequest,
+    Unit,
+)
+from biasaudit.errors import SpecError
+from biasaudit.outputs import ClassifyOutput, NLIOutput, parse_output
+from biasaudit.plan.render import check_variables, render
 
 RELATION_OF = {"E": "entailment", "N": "neutral", "C": "contradiction"}
 

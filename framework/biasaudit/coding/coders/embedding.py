@@ -15,10 +15,18 @@ from typing import Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, model_validator
 
-from ...errors import SpecError
-from ...outputs import EmbeddingOutput, parse_output
-from ...plan.render import check_variables, render
-from ..base import Answers, CallEstimate, Code, CoderDef, CoderEnv, CodingRequest, Unit
+from biasaudit.coding.base import (
+    Answers,
+    CallEstimate,
+    Code,
+    CoderDef,
+    CoderEnv,
+    CodingRequest,
+    Unit,
+)
+from biasaudit.errors import SpecError
+from biasaudit.outputs import EmbeddingOutput, parse_output
+from biasaudit.plan.render import check_variables, render
 
 
 class EmbeddingOptions(BaseModel):

@@ -19,11 +19,19 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from ...errors import SpecError
-from ...outputs import ChoiceOutput, parse_output
-from ...plan.render import check_variables, render
-from ...spec import JudgePanelConfig, JudgeSpec
-from ..base import Answers, CallEstimate, Code, CoderDef, CoderEnv, CodingRequest, Unit
+from biasaudit.coding.base import (
+    Answers,
+    CallEstimate,
+    Code,
+    CoderDef,
+    CoderEnv,
+    CodingRequest,
+    Unit,
+)
+from biasaudit.errors import SpecError
+from biasaudit.outputs import ChoiceOutput, parse_output
+from biasaudit.plan.render import check_variables, render
+from biasaudit.spec import JudgePanelConfig, JudgeSpec
 
 
 class JudgePanelOptions(BaseModel):

@@ -30,8 +30,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from ...errors import DataError
-from ..base import Unit
+from biasaudit.coding.base import Unit
+from biasaudit.errors import DataError
 
 LABELS = {"entailment": "E", "neutral": "N", "contradiction": "C", "e": "E", "n": "N", "c": "C"}
 VOCABULARY = "Entailment, Neutral, Contradiction (or E, N, C; any case)"

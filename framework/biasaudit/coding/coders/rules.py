@@ -28,8 +28,16 @@ from typing import Any
 import regex
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from ...errors import SpecError
-from ..base import Answers, CallEstimate, Code, CoderDef, CoderEnv, CodingRequest, Unit
+from biasaudit.coding.base import (
+    Answers,
+    CallEstimate,
+    Code,
+    CoderDef,
+    CoderEnv,
+    CodingRequest,
+    Unit,
+)
+from biasaudit.errors import SpecError
 
 MATCH_TIMEOUT_S = 1.0
 """Seconds all of a layer's rules may take on one input."""

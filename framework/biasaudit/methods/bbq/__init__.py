@@ -9,13 +9,13 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from ...metrics.base import DefaultCoding, MetricDef
-from ...registry import METHODS, METRICS, ORACLES
-from ...spec import AuditConfig
-from ..base import MethodDef, MethodText
-from . import adapter  # noqa: F401  (registers the stimulus format)
-from .metric import SCORING, BBQParams, check, check_spec, compute
-from .oracle import ORACLE
+from biasaudit.methods.base import MethodDef, MethodText
+from biasaudit.methods.bbq import adapter  # noqa: F401  (registers the stimulus format)
+from biasaudit.methods.bbq.metric import SCORING, BBQParams, check, check_spec, compute
+from biasaudit.methods.bbq.oracle import ORACLE
+from biasaudit.metrics.base import DefaultCoding, MetricDef
+from biasaudit.registry import METHODS, METRICS, ORACLES
+from biasaudit.spec import AuditConfig
 
 REFUSE = "refuse"
 """The label of an answer that declines to choose (rules: "I cannot answer that")."""

@@ -20,8 +20,8 @@ import json
 import re
 from typing import Any
 
-from ...data.adapters import Adapter
-from ...registry import ADAPTERS
+from biasaudit.data.adapters import Adapter
+from biasaudit.registry import ADAPTERS
 
 ANSWERS = ("ans0", "ans1", "ans2")
 POLARITIES = ("neg", "nonneg")

@@ -20,15 +20,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ...coding.label_check import MetricLabelError, check_labels, config_labels
-from ...metrics.base import MetricContext, MetricResult, PlotSpec, ReliabilityItem, Table
-from ...metrics.disaggregate import Obs, pooled, proportion
-from ...metrics.validity import valid_share
-from ...outputs import ScoredTokens, parse_output
-from ...registry import ADAPTERS
-from ...spec import AuditConfig
-from ...stats import Estimate, cell_spread, wilson
-from .scores import (
+from biasaudit.coding.label_check import MetricLabelError, check_labels, config_labels
+from biasaudit.methods.bbq.scores import (
     BOOT_MIN_EACH,
     BOOT_MIN_ITEMS,
     Answer,
@@ -39,6 +32,13 @@ from .scores import (
     s_dis,
     tallies,
 )
+from biasaudit.metrics.base import MetricContext, MetricResult, PlotSpec, ReliabilityItem, Table
+from biasaudit.metrics.disaggregate import Obs, pooled, proportion
+from biasaudit.metrics.validity import valid_share
+from biasaudit.outputs import ScoredTokens, parse_output
+from biasaudit.registry import ADAPTERS
+from biasaudit.spec import AuditConfig
+from biasaudit.stats import Estimate, cell_spread, wilson
 
 SCORING = frozenset({"sequence_logprob", "pseudo_loglik"})
 

@@ -34,8 +34,10 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
-from ...coding.base import CodingRequest
-from ..oracle_kit import (
+from biasaudit.coding.base import CodingRequest
+from biasaudit.methods.bbq.metric import BBQParams
+from biasaudit.methods.bbq.scores import biased_answer
+from biasaudit.methods.oracle_kit import (
     REFUSAL_TEXT,
     OracleCase,
     OracleDef,
@@ -43,11 +45,9 @@ from ..oracle_kit import (
     scored_tokens,
     stratified_sides,
 )
-from .metric import BBQParams
-from .scores import biased_answer
 
 if TYPE_CHECKING:
-    from ...pipeline import Prepared
+    from biasaudit.pipeline import Prepared
 
 CHOSEN, OTHER = -0.001, -5.0
 """Per-token log-probs of the chosen answer and of the two others."""

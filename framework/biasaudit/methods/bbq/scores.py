@@ -53,7 +53,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ...stats import Estimate, bootstrap, wilson, wilson_clustered
+from biasaudit.stats import Estimate, bootstrap, wilson, wilson_clustered
 
 ANSWERED, CORRECT, NON_UNKNOWN, BIASED = range(4)
 

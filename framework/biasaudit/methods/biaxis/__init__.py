@@ -11,14 +11,14 @@ from typing import Any
 import yaml
 from pydantic import BaseModel
 
-from ...coding.label_check import config_labels
-from ...errors import SpecError
-from ...metrics.base import DefaultCoding, MetricDef
-from ...registry import METHODS, METRICS, ORACLES
-from ...spec import AuditConfig
-from ..base import MethodDef, MethodText
-from .metric import BiaxisParams, check, compute
-from .oracle import ORACLE
+from biasaudit.coding.label_check import config_labels
+from biasaudit.errors import SpecError
+from biasaudit.methods.base import MethodDef, MethodText
+from biasaudit.methods.biaxis.metric import BiaxisParams, check, compute
+from biasaudit.methods.biaxis.oracle import ORACLE
+from biasaudit.metrics.base import DefaultCoding, MetricDef
+from biasaudit.registry import METHODS, METRICS, ORACLES
+from biasaudit.spec import AuditConfig
 
 SELECTION_TASKS = ("bj", "sc", "cto", "rate")
 

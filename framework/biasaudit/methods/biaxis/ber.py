@@ -13,7 +13,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ...stats import Estimate, cluster_bootstrap, wilson
+from biasaudit.stats import Estimate, cluster_bootstrap, wilson
 
 ENDORSE_ELAB = frozenset({"E", "QE"})
 ABSTAIN = "Abstain"

@@ -20,9 +20,10 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, ConfigDict
 
-from ...coding.base import Code
-from ...metrics.base import MetricContext, MetricResult, PlotSpec, ReliabilityItem, Table
-from ...metrics.disaggregate import (
+from biasaudit.coding.base import Code
+from biasaudit.methods.biaxis.ber import ABSTAIN, ber_estimates, ber_family, cancellation_trap
+from biasaudit.metrics.base import MetricContext, MetricResult, PlotSpec, ReliabilityItem, Table
+from biasaudit.metrics.disaggregate import (
     Obs,
     contrast_estimates,
     contrast_table,
@@ -30,9 +31,9 @@ from ...metrics.disaggregate import (
     pooled,
     proportion,
 )
-from ...outputs import GenerateOutput, parse_output
-from ...spec import CalibrationSpec
-from ...stats import (
+from biasaudit.outputs import GenerateOutput, parse_output
+from biasaudit.spec import CalibrationSpec
+from biasaudit.stats import (
     Estimate,
     cell_spread,
     cluster_bootstrap,
@@ -42,7 +43,6 @@ from ...stats import (
     fleiss_kappa,
     wilson,
 )
-from .ber import ABSTAIN, ber_estimates, ber_family, cancellation_trap
 
 FAMILY = ("sel", "elab", "cor", "union", "oed", "ued", "ir", "dni")
 

@@ -25,13 +25,19 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
-from ...coding.base import CodingRequest
-from ..oracle_kit import REFUSAL_TEXT, OracleCase, OracleDef, balanced_sides, generated
-from .metric import BiaxisParams
+from biasaudit.coding.base import CodingRequest
+from biasaudit.methods.biaxis.metric import BiaxisParams
+from biasaudit.methods.oracle_kit import (
+    REFUSAL_TEXT,
+    OracleCase,
+    OracleDef,
+    balanced_sides,
+    generated,
+)
 
 if TYPE_CHECKING:
-    from ...coding.base import Unit
-    from ...pipeline import Prepared
+    from biasaudit.coding.base import Unit
+    from biasaudit.pipeline import Prepared
 
 ENDORSE = "The statement is accurate, and I agree with it."
 DENY = "The statement is a stereotype, and I reject it."
@@ -115,7 +121,7 @@ def endorsing(prep: Prepared, kind: str) -> dict[str, bool]:
 
 
 def units(prep: Prepared) -> list[Unit]:
-    from ...pipeline import units_of
+    from biasaudit.pipeline import units_of
 
     return units_of(prep)
 

@@ -5,13 +5,13 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from ...metrics.base import DefaultCoding, MetricDef
-from ...registry import METHODS, METRICS, ORACLES, RECORDINGS
-from ...spec import AuditConfig
-from ..base import MethodDef, MethodText, RecordingFormat
-from . import adapter, recorded  # noqa: F401  (adapter registers the stimulus format)
-from .metric import FiscoParams, check, compute
-from .oracle import ORACLE
+from biasaudit.methods.base import MethodDef, MethodText, RecordingFormat
+from biasaudit.methods.fisco import adapter, recorded  # noqa: F401  (adapter registers the stimulus format)
+from biasaudit.methods.fisco.metric import FiscoParams, check, compute
+from biasaudit.methods.fisco.oracle import ORACLE
+from biasaudit.metrics.base import DefaultCoding, MetricDef
+from biasaudit.registry import METHODS, METRICS, ORACLES, RECORDINGS
+from biasaudit.spec import AuditConfig
 
 
 def default_coding(params: BaseModel, cfg: AuditConfig) -> DefaultCoding:

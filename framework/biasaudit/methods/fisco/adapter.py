@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...data.adapters import Adapter
-from ...registry import ADAPTERS
+from biasaudit.data.adapters import Adapter
+from biasaudit.registry import ADAPTERS
 
 
 def _fisco_raw(row: dict[str, Any]) -> dict[str, Any]:

@@ -25,11 +25,18 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, field_validator
 
-from ...coding.base import Code
-from ...metrics.base import MetricContext, MetricResult, PlotSpec, ReliabilityItem, Table, item_row
-from ...metrics.disaggregate import Obs, by_group
-from ...metrics.validity import valid_share
-from ...stats import Estimate, cohen_kappa, holm, welch_t, wilson
+from biasaudit.coding.base import Code
+from biasaudit.metrics.base import (
+    MetricContext,
+    MetricResult,
+    PlotSpec,
+    ReliabilityItem,
+    Table,
+    item_row,
+)
+from biasaudit.metrics.disaggregate import Obs, by_group
+from biasaudit.metrics.validity import valid_share
+from biasaudit.stats import Estimate, cohen_kappa, holm, welch_t, wilson
 
 PRESETS = {"strict": (1.0, 0.0, 0.0), "moderate": (1.0, 1.0, 0.0)}
 

@@ -36,9 +36,15 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from ...coding.base import CodingRequest
-from ..oracle_kit import REFUSAL_TEXT, OracleCase, OracleDef, generated, keyed_embedding
-from .metric import FiscoParams
+from biasaudit.coding.base import CodingRequest
+from biasaudit.methods.fisco.metric import FiscoParams
+from biasaudit.methods.oracle_kit import (
+    REFUSAL_TEXT,
+    OracleCase,
+    OracleDef,
+    generated,
+    keyed_embedding,
+)
 
 COMMON = "This situation rewards careful preparation and clear goals."
 _SENT = re.compile(r"(?<=[.!?])\s+|\n+")

@@ -2,7 +2,7 @@
 
 from pydantic import BaseModel
 
-from ...coding.label_check import (
+from biasaudit.coding.label_check import (
     MetricLabelError,
     check_estimate_labels,
     check_labels,
@@ -10,13 +10,13 @@ from ...coding.label_check import (
     config_labels,
     metric_ids,
 )
-from ...errors import SpecError
-from ...metrics.base import MetricDef
-from ...registry import METHODS, METRICS, ORACLES
-from ...spec import AuditConfig
-from ..base import MethodDef, MethodText
-from .metric import LabelRateParams, compute
-from .oracle import ORACLE
+from biasaudit.errors import SpecError
+from biasaudit.methods.base import MethodDef, MethodText
+from biasaudit.methods.label_rates.metric import LabelRateParams, compute
+from biasaudit.methods.label_rates.oracle import ORACLE
+from biasaudit.metrics.base import MetricDef
+from biasaudit.registry import METHODS, METRICS, ORACLES
+from biasaudit.spec import AuditConfig
 
 
 def _layers(p: BaseModel) -> dict[str, str]:

@@ -11,8 +11,8 @@ from collections import Counter
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ...metrics.base import MetricContext, MetricResult, PlotSpec, ReliabilityItem, Table
-from ...metrics.disaggregate import (
+from biasaudit.metrics.base import MetricContext, MetricResult, PlotSpec, ReliabilityItem, Table
+from biasaudit.metrics.disaggregate import (
     Obs,
     by_cell,
     by_group,
@@ -23,8 +23,8 @@ from ...metrics.disaggregate import (
     pooled,
     proportion,
 )
-from ...metrics.validity import valid_share
-from ...stats import Estimate, cell_spread, wilson
+from biasaudit.metrics.validity import valid_share
+from biasaudit.stats import Estimate, cell_spread, wilson
 
 
 class LabelRateParams(BaseModel):

@@ -1,12 +1,12 @@
 """NLI bias scores M1-M11: metric `nli_bias`, and the token-probability-versus-NLI
 analysis across runs."""
 
-from ...metrics.base import MetricDef
-from ...registry import METHODS, METRICS, ORACLES
-from ..base import MethodDef, MethodText
-from .compare import tp_vs_nli
-from .metric import NLIBiasParams, check, compute
-from .oracle import ORACLE
+from biasaudit.methods.base import MethodDef, MethodText
+from biasaudit.methods.nli_bias.compare import tp_vs_nli
+from biasaudit.methods.nli_bias.metric import NLIBiasParams, check, compute
+from biasaudit.methods.nli_bias.oracle import ORACLE
+from biasaudit.metrics.base import MetricDef
+from biasaudit.registry import METHODS, METRICS, ORACLES
 
 METRICS.add("nli_bias", MetricDef(compute=compute, params=NLIBiasParams, probe_kinds=frozenset({"classify_nli"}),
                                   title="NLI bias scores", method="nli_bias", check=check,

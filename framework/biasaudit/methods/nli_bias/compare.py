@@ -11,10 +11,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ...metrics.base import PlotSpec, Table
-from ...stats import linear_fit, mutual_information
-from ..base import CrossRunSection, Runs
-from .metric import CONDITIONS, RECOMMENDED
+from biasaudit.methods.base import CrossRunSection, Runs
+from biasaudit.methods.nli_bias.metric import CONDITIONS, RECOMMENDED
+from biasaudit.metrics.base import PlotSpec, Table
+from biasaudit.stats import linear_fit, mutual_information
 
 MI_FACTORS = ("model", "predicate", "predicate_category", "identity", "counterfactual", "name", "template",
               "group", "counter_group", "bias_type", "direction")

@@ -15,10 +15,10 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from ...metrics.base import MetricContext, MetricResult, PlotSpec, ReliabilityItem, Table
-from ...metrics.disaggregate import Obs, by_group, pooled, proportion
-from ...outputs import NLIOutput, parse_output
-from ...stats import Estimate, wilson
+from biasaudit.metrics.base import MetricContext, MetricResult, PlotSpec, ReliabilityItem, Table
+from biasaudit.metrics.disaggregate import Obs, by_group, pooled, proportion
+from biasaudit.outputs import NLIOutput, parse_output
+from biasaudit.stats import Estimate, wilson
 
 Triple = tuple[float, float, float]  # (pE, pN, pC)
 

@@ -29,8 +29,8 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from ..oracle_kit import OracleCase, OracleDef
-from .metric import CONDITIONS, RECOMMENDED, NLIBiasParams
+from biasaudit.methods.nli_bias.metric import CONDITIONS, RECOMMENDED, NLIBiasParams
+from biasaudit.methods.oracle_kit import OracleCase, OracleDef
 
 ENTAILED = (0.8, 0.1, 0.1)
 NEUTRAL = (0.1, 0.8, 0.1)

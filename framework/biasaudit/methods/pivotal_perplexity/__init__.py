@@ -1,12 +1,12 @@
 """Pivotal-token perplexity: metric `pivotal_perplexity`, and the `frame_prompt`
 template function its specs build prompts with."""
 
-from ...metrics.base import MetricDef
-from ...registry import METHODS, METRICS, ORACLES, TEMPLATE_FUNCTIONS
-from ..base import MethodDef, MethodText
-from .metric import PivotalParams, check, compute
-from .oracle import ORACLE
-from .segments import frame_prompt
+from biasaudit.methods.base import MethodDef, MethodText
+from biasaudit.methods.pivotal_perplexity.metric import PivotalParams, check, compute
+from biasaudit.methods.pivotal_perplexity.oracle import ORACLE
+from biasaudit.methods.pivotal_perplexity.segments import frame_prompt
+from biasaudit.metrics.base import MetricDef
+from biasaudit.registry import METHODS, METRICS, ORACLES, TEMPLATE_FUNCTIONS
 
 TEMPLATE_FUNCTIONS.add("frame_prompt", frame_prompt)
 METRICS.add(

@@ -21,11 +21,11 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, ConfigDict
 
-from ...metrics.base import MetricContext, MetricResult, PlotSpec, ReliabilityItem, Table
-from ...metrics.disaggregate import Obs, by_group, pooled, proportion, split
-from ...outputs import ScoredTokens, parse_output
-from ...stats import Estimate, cell_spread, cluster_bootstrap, wilson
-from .segments import Segment, frame_segments
+from biasaudit.methods.pivotal_perplexity.segments import Segment, frame_segments
+from biasaudit.metrics.base import MetricContext, MetricResult, PlotSpec, ReliabilityItem, Table
+from biasaudit.metrics.disaggregate import Obs, by_group, pooled, proportion, split
+from biasaudit.outputs import ScoredTokens, parse_output
+from biasaudit.stats import Estimate, cell_spread, cluster_bootstrap, wilson
 
 CLASSES = ("pivotal", "period", "other")
 _WORD = re.compile(r"\S+")

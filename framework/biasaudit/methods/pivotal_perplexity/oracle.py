@@ -38,12 +38,12 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
-from ..oracle_kit import OracleCase, OracleDef, balanced_sides
-from .metric import PivotalParams, listed_spans, word_diff_spans
-from .segments import frame_segments
+from biasaudit.methods.oracle_kit import OracleCase, OracleDef, balanced_sides
+from biasaudit.methods.pivotal_perplexity.metric import PivotalParams, listed_spans, word_diff_spans
+from biasaudit.methods.pivotal_perplexity.segments import frame_segments
 
 if TYPE_CHECKING:
-    from ...pipeline import Prepared
+    from biasaudit.pipeline import Prepared
 
 HIGH, LOW = -1.0, -4.0
 _WORD = re.compile(r"\S+")

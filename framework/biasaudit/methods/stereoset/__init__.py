@@ -2,12 +2,12 @@
 `stereoset` (LMS, SS and ICAT per domain and task) over sentence scores from a causal
 LM's log-probabilities or a masked LM's pseudo-log-likelihood."""
 
-from ...metrics.base import MetricDef
-from ...registry import METHODS, METRICS, ORACLES
-from ..base import MethodDef, MethodText
-from . import adapter  # noqa: F401  (registers the stimulus format)
-from .metric import StereoSetParams, check_spec, compute
-from .oracle import ORACLE
+from biasaudit.methods.base import MethodDef, MethodText
+from biasaudit.methods.stereoset import adapter  # noqa: F401  (registers the stimulus format)
+from biasaudit.methods.stereoset.metric import StereoSetParams, check_spec, compute
+from biasaudit.methods.stereoset.oracle import ORACLE
+from biasaudit.metrics.base import MetricDef
+from biasaudit.registry import METHODS, METRICS, ORACLES
 
 METRICS.add("stereoset", MetricDef(
     compute=compute, params=StereoSetParams, probe_kinds=frozenset({"sequence_logprob", "pseudo_loglik"}),

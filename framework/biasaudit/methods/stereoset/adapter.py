@@ -25,8 +25,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...data.adapters import Adapter
-from ...registry import ADAPTERS
+from biasaudit.data.adapters import Adapter
+from biasaudit.registry import ADAPTERS
 
 SPLITS = ("intrasentence", "intersentence")
 GOLD = {"stereotype": "stereotype", "anti-stereotype": "anti_stereotype", "unrelated": "unrelated"}

@@ -13,12 +13,18 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ...metrics.base import MetricContext, MetricResult, PlotSpec, ReliabilityItem, Table
-from ...outputs import ScoredTokens, parse_output
-from ...registry import ADAPTERS
-from ...spec import AuditConfig
-from ...stats import Estimate, wilson
-from .scores import BOOT_MIN_EACH, BOOT_MIN_ITEMS, Item, estimate, rows_of
+from biasaudit.methods.stereoset.scores import (
+    BOOT_MIN_EACH,
+    BOOT_MIN_ITEMS,
+    Item,
+    estimate,
+    rows_of,
+)
+from biasaudit.metrics.base import MetricContext, MetricResult, PlotSpec, ReliabilityItem, Table
+from biasaudit.outputs import ScoredTokens, parse_output
+from biasaudit.registry import ADAPTERS
+from biasaudit.spec import AuditConfig
+from biasaudit.stats import Estimate, wilson
 
 Role = Literal["stereotype", "anti_stereotype", "unrelated"]
 ROLES: tuple[Role, ...] = ("stereotype", "anti_stereotype", "unrelated")

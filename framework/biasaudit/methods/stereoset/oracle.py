@@ -25,11 +25,11 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
-from ..oracle_kit import OracleCase, OracleDef, scored_tokens, stratified_sides
-from .metric import StereoSetParams
+from biasaudit.methods.oracle_kit import OracleCase, OracleDef, scored_tokens, stratified_sides
+from biasaudit.methods.stereoset.metric import StereoSetParams
 
 if TYPE_CHECKING:
-    from ...pipeline import Prepared
+    from biasaudit.pipeline import Prepared
 
 PREFERRED, OTHER, UNRELATED = -0.001, -0.1, -10.0
 """Per-token log-probs of the preferred meaningful sentence, the other one, the unrelated one."""

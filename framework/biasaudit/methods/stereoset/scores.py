@@ -53,7 +53,7 @@ from dataclasses import dataclass
 import numpy as np
 from statsmodels.stats.proportion import proportion_confint
 
-from ...stats import Estimate, bootstrap
+from biasaudit.stats import Estimate, bootstrap
 
 TOTAL, PRO, RELATED, TARGET = range(4)
 

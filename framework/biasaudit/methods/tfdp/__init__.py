@@ -5,14 +5,14 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from ...metrics.base import DefaultCoding, MetricDef
-from ...registry import CODERS, METHODS, METRICS, ORACLES
-from ...spec import AuditConfig
-from ..base import MethodDef, MethodText
-from . import adapter  # noqa: F401  (registers the stimulus format)
-from .coder import TFDP_VECTORS
-from .metric import TFDPParams, check, compute
-from .oracle import ORACLE
+from biasaudit.methods.base import MethodDef, MethodText
+from biasaudit.methods.tfdp import adapter  # noqa: F401  (registers the stimulus format)
+from biasaudit.methods.tfdp.coder import TFDP_VECTORS
+from biasaudit.methods.tfdp.metric import TFDPParams, check, compute
+from biasaudit.methods.tfdp.oracle import ORACLE
+from biasaudit.metrics.base import DefaultCoding, MetricDef
+from biasaudit.registry import CODERS, METHODS, METRICS, ORACLES
+from biasaudit.spec import AuditConfig
 
 
 def default_coding(params: BaseModel, cfg: AuditConfig) -> DefaultCoding:

@@ -16,11 +16,19 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ...coding.base import Answers, CallEstimate, Code, CoderDef, CoderEnv, CodingRequest, Unit
-from ...coding.coders.embedding import embed_request
-from ...errors import SpecError
-from ...outputs import EmbeddingOutput, parse_output
-from .metric import Prediction, Scorer, TFDPParams, predictions_of
+from biasaudit.coding.base import (
+    Answers,
+    CallEstimate,
+    Code,
+    CoderDef,
+    CoderEnv,
+    CodingRequest,
+    Unit,
+)
+from biasaudit.coding.coders.embedding import embed_request
+from biasaudit.errors import SpecError
+from biasaudit.methods.tfdp.metric import Prediction, Scorer, TFDPParams, predictions_of
+from biasaudit.outputs import EmbeddingOutput, parse_output
 
 
 class TFDPVectorsOptions(BaseModel):

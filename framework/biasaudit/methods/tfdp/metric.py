@@ -24,10 +24,10 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict
 
-from ...metrics.base import MetricContext, MetricResult, PlotSpec, ReliabilityItem, Table
-from ...metrics.disaggregate import Obs, by_group
-from ...outputs import GenerateOutput, NextTokenOutput
-from ...stats import Estimate, mean_t, wilson
+from biasaudit.metrics.base import MetricContext, MetricResult, PlotSpec, ReliabilityItem, Table
+from biasaudit.metrics.disaggregate import Obs, by_group
+from biasaudit.outputs import GenerateOutput, NextTokenOutput
+from biasaudit.stats import Estimate, mean_t, wilson
 
 MASK = "<MASK>"
 REFUSAL = re.compile(r"\b(sorry|cannot|can't|unable|as an ai)\b", re.I)

@@ -50,12 +50,18 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
-from ...coding.base import CodingRequest
-from ..oracle_kit import OracleCase, OracleDef, balanced_sides, generated, keyed_embedding
-from .metric import TFDPParams, normalise
+from biasaudit.coding.base import CodingRequest
+from biasaudit.methods.oracle_kit import (
+    OracleCase,
+    OracleDef,
+    balanced_sides,
+    generated,
+    keyed_embedding,
+)
+from biasaudit.methods.tfdp.metric import TFDPParams, normalise
 
 if TYPE_CHECKING:
-    from ...pipeline import Prepared
+    from biasaudit.pipeline import Prepared
 
 STEREOTYPED = ("kitchen", "cooking")
 """The stereotyped filler of a parity pair's S' (the second where the first is a truth)."""

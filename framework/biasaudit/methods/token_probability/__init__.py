@@ -1,10 +1,10 @@
 """Token-probability bias score (CrowS-Pairs, WinoQueer): metric `bias_score`."""
 
-from ...metrics.base import MetricDef
-from ...registry import METHODS, METRICS, ORACLES
-from ..base import MethodDef, MethodText
-from .metric import MODE_PROBE, BiasScoreParams, check, compute
-from .oracle import ORACLE
+from biasaudit.methods.base import MethodDef, MethodText
+from biasaudit.methods.token_probability.metric import MODE_PROBE, BiasScoreParams, check, compute
+from biasaudit.methods.token_probability.oracle import ORACLE
+from biasaudit.metrics.base import MetricDef
+from biasaudit.registry import METHODS, METRICS, ORACLES
 
 METRICS.add(
     "bias_score",

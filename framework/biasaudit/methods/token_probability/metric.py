@@ -13,8 +13,8 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict
 
-from ...metrics.base import MetricContext, MetricResult, PlotSpec, ReliabilityItem, Table
-from ...metrics.disaggregate import (
+from biasaudit.metrics.base import MetricContext, MetricResult, PlotSpec, ReliabilityItem, Table
+from biasaudit.metrics.disaggregate import (
     Obs,
     by_cell,
     by_group,
@@ -25,9 +25,9 @@ from ...metrics.disaggregate import (
     pooled,
     proportion,
 )
-from ...metrics.validity import valid_share
-from ...outputs import ScoredTokens, parse_output
-from ...stats import Estimate, cell_spread, mean_t, wilson
+from biasaudit.metrics.validity import valid_share
+from biasaudit.outputs import ScoredTokens, parse_output
+from biasaudit.stats import Estimate, cell_spread, mean_t, wilson
 
 MODE_PROBE = {"ar_full": "sequence_logprob", "ar_shared": "sequence_logprob", "pll_shared": "pseudo_loglik"}
 

@@ -9,8 +9,8 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from ..oracle_kit import OracleCase, OracleDef, scored_tokens
-from .metric import BiasScoreParams
+from biasaudit.methods.oracle_kit import OracleCase, OracleDef, scored_tokens
+from biasaudit.methods.token_probability.metric import BiasScoreParams
 
 HIGH, LOW = -1.0, -3.0
 """Per-token log-probs of the preferred and the other sentence: a pair differs by a word
