@@ -13,13 +13,14 @@ export TOKENIZERS_PARALLELISM := false
 # pip warns about every unreachable mirror location; keep real errors visible.
 QUIET_PIP := 2>&1 | { grep -v -e '^WARNING: Location' -e 'is ignored: it is neither' || true; }
 
-.PHONY: setup setup-vllm audit test test-fast bench lint clean help example-report
+.PHONY: setup setup-vllm audit test test-fast bench docs lint clean help example-report
 
 help:
 	@echo "make audit   set up .venv if needed and run the default audit on the embedded models"
 	@echo "make test    set up .venv if needed and run the test suite (what CI runs)"
 	@echo "make test-fast  the unit tests without real models, subprocess reruns or the hostile catalogue"
-	@echo "make bench   run the benchmarks in bench/ (installs the bench extra: lm-eval)"
+	@echo "make bench   run the benchmarks in bench/ (installs the bench extra: lm-eval) and write their figures into docs/benchmarks.md"
+	@echo "make docs    regenerate the method pages docs/methods/*.md from each method's MethodText"
 	@echo "make lint    ruff + mypy"
 	@echo "make example-report  run the default suite and screenshot its report to reports/example-report.png"
 
@@ -78,7 +79,14 @@ test-fast: setup
 
 bench: setup setup-vllm
 	$(BIN)/pip install -q --disable-pip-version-check -e ".[bench]" -c bench/constraints.txt $(QUIET_PIP)
-	$(BIN)/python bench/run.py
+	@mkdir -p bench/results
+	$(BIN)/python bench/run.py | tee bench/results/output.txt
+	$(BIN)/python bench/write_docs.py bench/results/output.txt docs/benchmarks.md
+
+# The method pages docs/methods/*.md, generated from each method's MethodText (the report's
+# method section): edit the text in framework/biasaudit/methods/<name>/__init__.py, not the pages.
+docs: setup
+	$(BIN)/python docs/tools/method_pages.py
 
 lint: setup
 	$(BIN)/ruff check framework tests bench

@@ -11,8 +11,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from biasaudit.cli import main
-from biasaudit.compose import compose
+from biasaudit.cli.app import main
+from biasaudit.spec.compose import compose
 
 
 def run() -> list[tuple[str, float, int, int]]:

@@ -7,9 +7,9 @@ import time
 from typing import Any
 
 from biasaudit.backends import Response, build_backend
-from biasaudit.compose import compose
 from biasaudit.data import load_stimuli
 from biasaudit.plan import Request, request_key
+from biasaudit.spec.compose import compose
 
 PARAMS = {"temperature": 0.0, "top_p": 1.0, "max_tokens": 32}
 

@@ -31,10 +31,10 @@ from typing import Any
 from biasaudit.backends import Response, build_backend
 from biasaudit.backends.factory import _LOADED
 from biasaudit.backends.managed_engine import VLLM_PYTHON_ENV
-from biasaudit.compose import compose
 from biasaudit.methods.token_probability.metric import ar_full
-from biasaudit.pipeline import prepare
 from biasaudit.plan import Request
+from biasaudit.runner.pipeline import prepare
+from biasaudit.spec.compose import compose
 
 ROOT = Path(__file__).resolve().parents[1]
 SUBJECTS = ("smollm2", "smollm2_fair", "smollm2_cynic")

@@ -24,7 +24,7 @@ from scoring import sentences
 from scoring_paths import bias_score, lm_eval_peer, ours
 
 from biasaudit.backends import build_backend
-from biasaudit.compose import compose
+from biasaudit.spec.compose import compose
 
 
 def transformers_loop(backend: Any) -> Any:

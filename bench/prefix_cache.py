@@ -10,7 +10,7 @@ import time
 from scoring import sentences
 
 from biasaudit.backends import build_backend
-from biasaudit.compose import compose
+from biasaudit.spec.compose import compose
 
 
 def run(repeats: int = 2) -> list[tuple[str, float, float]]:

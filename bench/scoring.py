@@ -9,8 +9,8 @@ from __future__ import annotations
 import time
 
 from biasaudit.backends import build_backend
-from biasaudit.compose import compose
 from biasaudit.data import load_stimuli
+from biasaudit.spec.compose import compose
 
 
 def sentences() -> list[str]:

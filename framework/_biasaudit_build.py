@@ -3,7 +3,7 @@
 The Hydra config tree and the shipped specs (with their sample data) live at the top of
 the repository, where auditors read and edit them. A wheel must carry them too, so that
 an installed `biasaudit` runs without the checkout: `build_py` copies both folders into
-the built package as `biasaudit/shipped/{conf,specs}` (found by `biasaudit.paths`), with
+the built package as `biasaudit/shipped/{conf,specs}` (found by `biasaudit._util.paths`), with
 the specs' JSON Schemas as `biasaudit/shipped/docs/schema`, and `sdist` adds them to
 the source archive so a wheel built from it gets them as well. An editable (development)
 install copies nothing: it reads the repository's folders.

@@ -6,9 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from biasaudit.coding.base import Unit
 from biasaudit.coding.layers import CodingPlan, compile_coding
-from biasaudit.outputs import Response
+from biasaudit.records.codes import Unit
+from biasaudit.records.responses import Response
 from biasaudit.spec import AuditConfig, validate_config
 
 SCRIPTED = {"backend": "scripted", "name": "m"}

@@ -31,7 +31,7 @@ def isolation(workdir: Path) -> list[str]:
 @pytest.fixture
 def cli(capsys: pytest.CaptureFixture[str]):  # type: ignore[no-untyped-def]
     """Run `biasaudit` in-process; returns (exit code, stdout, stderr)."""
-    from biasaudit.cli import main
+    from biasaudit.cli.app import main
 
     def _run(*args: str) -> tuple[int, str, str]:
         code = main(list(args))

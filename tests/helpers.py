@@ -207,7 +207,7 @@ def verdict_code(run_dir: Path) -> int:
     verdict under the default `--fail-on inconclusive`; 4 when it could not measure)."""
     import json
 
-    from biasaudit.gating import verdict_exit
+    from biasaudit.verdicts.gating import verdict_exit
 
     summary = json.loads((run_dir / "summary.json").read_text(encoding="utf-8"))
     return verdict_exit(summary["overall"], measured=summary.get("measured", True))
@@ -218,7 +218,7 @@ def expected_exit(workdir: Path, jobs: int = 1) -> int:
     the `jobs` newest run folders under `workdir/reports` (suite summaries left out)."""
     import json
 
-    from biasaudit.gating import worst
+    from biasaudit.verdicts.gating import worst
 
     runs = []
     for f in (workdir / "reports").rglob("summary.json"):

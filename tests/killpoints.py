@@ -35,7 +35,7 @@ def _kill_on(n: int, fn: Callable[..., Any], after: bool) -> Callable[..., Any]:
 
 def main(argv: list[str]) -> int:
     point, n, rest = argv[0], int(argv[1]), argv[2:]
-    import biasaudit.pipeline as pipeline
+    import biasaudit.runner.pipeline as pipeline
     from biasaudit.store import Store
 
     targets: dict[str, tuple[Any, str, bool]] = {
@@ -47,7 +47,7 @@ def main(argv: list[str]) -> int:
     }
     owner, name, after = targets[point]
     setattr(owner, name, _kill_on(n, getattr(owner, name), after))
-    from biasaudit.cli import main as cli_main
+    from biasaudit.cli.app import main as cli_main
 
     return cli_main(rest)
 

@@ -60,13 +60,13 @@ if TYPE_CHECKING:
         validate,
     )
     from biasaudit.errors import BiasAuditError
-    from biasaudit.summary import RunSummary
+    from biasaudit.records.summary import RunSummary
 
 # name -> module; loaded on first attribute access (PEP 562) so that `import biasaudit`
 # does not import pandas, Hydra or torch
 _LAZY = {
     "run": "api", "plan": "api", "validate": "api", "compare": "api", "RunResult": "api", "SuiteResult": "api",
-    "Validation": "api", "PlanEstimate": "api", "selftest": "api", "SelfTest": "api", "Comparison": "api", "BiasAuditError": "errors", "RunSummary": "summary",
+    "Validation": "api", "PlanEstimate": "api", "selftest": "api", "SelfTest": "api", "Comparison": "api", "BiasAuditError": "errors", "RunSummary": "records.summary",
 }
 
 __all__ = ["BiasAuditError", "Comparison", "PlanEstimate", "RunResult", "RunSummary", "SelfTest", "SuiteResult",
@@ -76,7 +76,7 @@ __all__ = ["BiasAuditError", "Comparison", "PlanEstimate", "RunResult", "RunSumm
 
 
 class _Package(types.ModuleType):
-    """`biasaudit.plan` and `biasaudit.compare` are API functions and also the names of
+    """`biasaudit.plan`, `biasaudit.run` and `biasaudit.compare` are API functions and also the names of
     submodules (the plan compiler, the run comparison). Importing a submodule sets the
     package attribute of its name, which would replace the function; this package keeps
     the function. The submodules stay importable by their full names (`from

@@ -29,8 +29,8 @@ from biasaudit.errors import BiasAuditError, SpecError, user_error
 if TYPE_CHECKING:
     import pandas as pd
 
-    from biasaudit.compose import Composed
-    from biasaudit.summary import RunSummary, VerdictRow
+    from biasaudit.records.summary import RunSummary, VerdictRow
+    from biasaudit.spec.compose import Composed
 
 SpecLike = str | os.PathLike[str]
 
@@ -43,7 +43,7 @@ VERDICT_COLUMNS = ["metric", "over", "cell", "min", "max", "value", "ci_low", "c
 def _errors() -> Iterator[None]:
     """Errors the input or the environment causes leave as `BiasAuditError` (the command
     line's one-line errors); anything else is a bug and keeps its own type and traceback."""
-    from biasaudit.paths import spec_lookup_scope
+    from biasaudit._util.paths import spec_lookup_scope
 
     try:
         with spec_lookup_scope():
@@ -61,7 +61,7 @@ def _errors() -> Iterator[None]:
 
 
 def _overrides(spec: SpecLike, overrides: Sequence[str] | None) -> list[str]:
-    from biasaudit.envdefaults import apply
+    from biasaudit._util.envdefaults import apply
 
     apply()
     if isinstance(overrides, str):  # a lone string would be read one character at a time
@@ -70,10 +70,10 @@ def _overrides(spec: SpecLike, overrides: Sequence[str] | None) -> list[str]:
     if any(o.partition("=")[0].lstrip("+~") == "spec" for o in rest):
         raise SpecError("the spec is given twice (the `spec` argument and a `spec=` override)", key="spec",
                         hint="give the spec as the first argument only")
-    from biasaudit.compose import spec_argument
+    from biasaudit.spec.compose import spec_argument
 
     out = [f"spec={spec_argument(spec)}", *rest]
-    from biasaudit.sweeps import sweep_combinations
+    from biasaudit.runner.sweeps import sweep_combinations
 
     if len(sweep_combinations(out)) > 1:
         raise SpecError("a sweep (`key=a,b`) is several runs; these functions do one", key="overrides",
@@ -83,7 +83,7 @@ def _overrides(spec: SpecLike, overrides: Sequence[str] | None) -> list[str]:
 
 def _show(verbose: bool) -> None:
     if verbose:
-        from biasaudit.stages import show
+        from biasaudit._util.progress import show
 
         show()
 
@@ -94,7 +94,7 @@ class RunResult:
 
     run_dir: Path
     summary: RunSummary
-    """Everything `summary.json` holds, typed (`biasaudit.summary.RunSummary`)."""
+    """Everything `summary.json` holds, typed (`biasaudit.records.summary.RunSummary`)."""
 
     @property
     def overall(self) -> str:
@@ -153,14 +153,14 @@ class RunResult:
 
     def exit_code(self, fail_on: str = "inconclusive") -> int:
         """The code `biasaudit run --fail-on <fail_on>` would exit with (0, 1, 3 or 4)."""
-        from biasaudit.gating import verdict_exit
+        from biasaudit.verdicts.gating import verdict_exit
 
         return verdict_exit(self.overall, fail_on, self.summary.measured)
 
     @classmethod
     def load(cls, run_dir: SpecLike) -> RunResult:
         """A finished run folder (one with summary.json), e.g. from an earlier CLI run."""
-        from biasaudit.summary import RunSummary
+        from biasaudit.records.summary import RunSummary
 
         path = Path(run_dir)
         with _errors():
@@ -172,7 +172,7 @@ class RunResult:
     def _repr_html_(self) -> str:
         """What a notebook shows for a result: audit, model, overall verdict, headline
         estimates with their intervals, and the verdicts (every name escaped)."""
-        from biasaudit.notebook import run_summary_html
+        from biasaudit.report.notebook import run_summary_html
 
         return run_summary_html(self.summary, self.run_dir)
 
@@ -213,7 +213,7 @@ class SuiteResult:
 
     def _repr_html_(self) -> str:
         """The suite's overall verdict and one row per run, escaped."""
-        from biasaudit.notebook import suite_summary_html
+        from biasaudit.report.notebook import suite_summary_html
 
         return suite_summary_html(self.summary, self.out_dir)
 
@@ -232,11 +232,11 @@ def run(spec: SpecLike, overrides: Sequence[str] | None = None, *, verbose: bool
     Responses are cached and reused as on the command line. Raises `BiasAuditError` on
     bad input (nothing is written then). A suite returns a `SuiteResult`.
     """
-    from biasaudit.compose import compose, prepare_overrides
-    from biasaudit.pipeline import prepare
-    from biasaudit.pipeline import run as run_pipeline
-    from biasaudit.preflight import check_outputs
-    from biasaudit.suite import load_suite
+    from biasaudit.runner.pipeline import prepare
+    from biasaudit.runner.pipeline import run as run_pipeline
+    from biasaudit.runner.preflight import check_outputs
+    from biasaudit.spec.compose import compose, prepare_overrides
+    from biasaudit.spec.suite import load_suite
 
     _show(verbose)
     with _errors():
@@ -254,8 +254,8 @@ def run(spec: SpecLike, overrides: Sequence[str] | None = None, *, verbose: bool
 
 
 def _run_suite(found: Any, raw: list[str]) -> SuiteResult:
-    from biasaudit.suite import run_suite
-    from biasaudit.summary import RunSummary
+    from biasaudit.records.summary import RunSummary
+    from biasaudit.runner.suite import run_suite
 
     suite, path = found
     user = [ov for ov in raw if not ov.startswith("spec=")]
@@ -286,10 +286,11 @@ class Validation:
 def validate(spec: SpecLike, overrides: Sequence[str] | None = None) -> Validation:
     """Check a spec (or a suite) and its data and render every request, without loading
     or calling any model. Returns the counts; raises `BiasAuditError` when invalid."""
-    from biasaudit.compose import compose
-    from biasaudit.pipeline import plan_inputs, prepare
     from biasaudit.plan.stream import count_plans
-    from biasaudit.suite import load_suite, plan_jobs
+    from biasaudit.runner.pipeline import plan_inputs, prepare
+    from biasaudit.runner.suite import plan_jobs
+    from biasaudit.spec.compose import compose
+    from biasaudit.spec.suite import load_suite
 
     with _errors():
         raw = _overrides(spec, overrides)
@@ -342,7 +343,7 @@ def selftest(spec: SpecLike, overrides: Sequence[str] | None = None) -> SelfTest
     """Run the spec (or each member spec of a suite) against oracle responders, with no
     model: does it detect a planted bias, stay quiet on a null one, and leave refuse-all
     and all-ties INCONCLUSIVE? Raises `BiasAuditError` on bad input."""
-    from biasaudit.selftest import selftests
+    from biasaudit.runner.selftest import selftests
 
     with _errors():
         return SelfTest(results=selftests(_overrides(spec, overrides)))
@@ -373,8 +374,8 @@ class PlanEstimate:
 
 def plan(spec: SpecLike, overrides: Sequence[str] | None = None) -> PlanEstimate:
     """Count a run's plan and estimate its time, without calling any model."""
-    from biasaudit.compose import compose, prepare_overrides
-    from biasaudit.plan_estimate import estimate_jobs
+    from biasaudit.runner.cost import estimate_jobs
+    from biasaudit.spec.compose import compose, prepare_overrides
 
     with _errors():
         raw = prepare_overrides(_overrides(spec, overrides))
@@ -402,9 +403,9 @@ class Comparison:
 def compare(paths: Sequence[SpecLike | RunResult | SuiteResult], out: SpecLike | None = None) -> Comparison:
     """Compare finished runs (run folders, sweep or suite folders, or results returned by
     `run`); writes compare/compare.html and compare.json and returns the data."""
-    from biasaudit.compare import compare as compare_runs
-    from biasaudit.pipeline import _write
+    from biasaudit.comparison.runs import compare as compare_runs
     from biasaudit.report import render_compare
+    from biasaudit.runner.pipeline import _write
 
     folders = [p.run_dir if isinstance(p, RunResult) else p.out_dir if isinstance(p, SuiteResult) else Path(p)
                for p in paths]

@@ -4,7 +4,7 @@ import pytest
 
 from biasaudit.backends import build_backend
 from biasaudit.backends.hf_causal import HFCausalBackend
-from biasaudit.compose import compose
+from biasaudit.spec.compose import compose
 
 
 @pytest.fixture(scope="session")

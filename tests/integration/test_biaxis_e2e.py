@@ -63,7 +63,7 @@ def check_layers_against_the_legacy_rules(d: Path) -> None:
 
 
 def rerun_from_the_warm_cache(workdir: Path, first: Path, s: dict) -> None:  # type: ignore[type-arg]
-    from biasaudit.cli import main
+    from biasaudit.cli.app import main
     from tests.conftest import isolation as iso
 
     code = main(["run", "spec=biaxis_oat", "stimuli.sample.n=1", "probe.max_tokens=24", *iso(workdir)])

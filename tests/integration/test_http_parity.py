@@ -21,10 +21,10 @@ import pytest
 
 from biasaudit.backends import Response, build_backend
 from biasaudit.backends.factory import _LOADED
-from biasaudit.compose import compose
 from biasaudit.methods.token_probability.metric import ar_full, ar_shared
-from biasaudit.pipeline import prepare
 from biasaudit.plan import Request
+from biasaudit.runner.pipeline import prepare
+from biasaudit.spec.compose import compose
 from tests.helpers import REPO as REPO_ROOT
 
 pytestmark = pytest.mark.slow

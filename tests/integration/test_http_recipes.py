@@ -21,7 +21,7 @@ import httpx
 import pytest
 
 from biasaudit.backends.served import served_weights
-from biasaudit.compose import compose
+from biasaudit.spec.compose import compose
 from tests.conftest import isolation, run_dirs
 from tests.helpers import REPO
 from tests.support.fault_server import FaultServer
@@ -30,7 +30,7 @@ pytestmark = pytest.mark.slow
 
 
 def recipe(name: str) -> list[str]:
-    text = (REPO / "README.md").read_text()
+    text = (REPO / "docs" / "models-and-servers.md").read_text()
     m = re.search(rf"<!-- recipe: {name} -->\n```\n(.*?)\n```", text, re.S)
     assert m, f"README has no recipe {name!r}"
     return [line for line in m.group(1).splitlines() if line.strip()]

@@ -61,7 +61,7 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str,
 def _share_models(folder: Path) -> None:
     """The session's converted SmolLM2 (the default `.biasaudit/models` of the folder a
     run starts in), so the runs below load in seconds instead of dequantizing again."""
-    from biasaudit.compose import compose
+    from biasaudit.spec.compose import compose
 
     converted = (REPO / Path(compose([]).config.runtime.cache).parent / "models").resolve()
     if converted.is_dir():
@@ -75,7 +75,7 @@ def test_wheel_runs_a_shipped_spec_and_an_init_project_outside_the_checkout(
     outside = tmp_path / "outside"
     outside.mkdir()
     _share_models(outside)
-    where = _run([str(bin_dir / "python"), "-c", "import biasaudit, biasaudit.paths as p, hydra_plugins.biasaudit_specs"
+    where = _run([str(bin_dir / "python"), "-c", "import biasaudit, biasaudit._util.paths as p, hydra_plugins.biasaudit_specs"
                   " as h, sys; print(biasaudit.__file__, h.__file__, p.conf_dir(), p.shipped_specs_dir());"
                   " print(any(x in sys.argv[1:] for x in sys.path))", str(REPO), str(REPO / "framework")],
                  outside, env)
@@ -86,7 +86,7 @@ def test_wheel_runs_a_shipped_spec_and_an_init_project_outside_the_checkout(
 
     # the shipped specs' `$schema=` line resolves inside the installed package too, and
     # the Python API works from the wheel
-    api = _run([str(bin_dir / "python"), "-c", "import biasaudit, biasaudit.paths as p, json; "
+    api = _run([str(bin_dir / "python"), "-c", "import biasaudit, biasaudit._util.paths as p, json; "
                 "f = p.shipped_specs_dir() / 'crows_pairs_tp.yaml'; line = f.read_text().splitlines()[0]; "
                 "s = json.loads((f.parent / line.split('=', 1)[1]).read_text()); "
                 "print(s['$id'], biasaudit.validate('crows_pairs_tp').requests)"], outside, env)
@@ -117,7 +117,7 @@ def test_wheel_ships_the_bbq_and_stereoset_specs_and_their_data(installed: tuple
     """Issue 20: the specs and samples of the two added methods travel in the wheel, and the
     installed package finds their stimulus formats and metrics (validate needs no model)."""
     bin_dir, env = installed
-    where = _run([str(bin_dir / "python"), "-c", "import biasaudit.paths as p; print(p.shipped_specs_dir())"],
+    where = _run([str(bin_dir / "python"), "-c", "import biasaudit._util.paths as p; print(p.shipped_specs_dir())"],
                  tmp_path, env)
     specs = Path(where.stdout.strip())
     for name in ("bbq.yaml", "bbq_generate.yaml", "stereoset.yaml", "stereoset_mlm.yaml",

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from biasaudit.backends import build_audit_backend
-from biasaudit.compose import compose
 from biasaudit.plan import Request
+from biasaudit.spec.compose import compose
 from tests.conftest import isolation
 from tests.helpers import expected_exit
 from tests.report_checks import check_in_browser, check_report

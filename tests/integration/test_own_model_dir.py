@@ -13,7 +13,7 @@ import torch
 
 from biasaudit.backends import build_backend
 from biasaudit.backends.hf_causal import HFCausalBackend
-from biasaudit.compose import compose
+from biasaudit.spec.compose import compose
 from tests.conftest import isolation, run_dirs
 from tests.helpers import tp_spec
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from biasaudit.compose import compose
+from biasaudit.spec.compose import compose
 from tests.conftest import isolation, run_dirs
 from tests.helpers import GENERATE_SPEC, comparable_summary, expected_exit, tp_spec, write_spec
 
@@ -32,7 +32,7 @@ def share_converted_model(workdir: Path) -> None:
 def biasaudit(workdir: Path, args: list[str], *, hash_seed: int, kill_at: tuple[str, int] | None = None
               ) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "PYTHONPATH": str(REPO), "PYTHONHASHSEED": str(hash_seed), "HF_HUB_OFFLINE": "1"}
-    head = ["-m", "tests.killpoints", kill_at[0], str(kill_at[1])] if kill_at else ["-m", "biasaudit.cli"]
+    head = ["-m", "tests.killpoints", kill_at[0], str(kill_at[1])] if kill_at else ["-m", "biasaudit.cli.app"]
     return subprocess.run([sys.executable, *head, *args], cwd=workdir, env=env, capture_output=True, text=True,
                           timeout=900)
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from biasaudit.gating import verdict_exit, worst
+from biasaudit.verdicts.gating import verdict_exit, worst
 from tests.conftest import isolation
 from tests.report_checks import check_in_browser, check_report, unexplained_numbers
 

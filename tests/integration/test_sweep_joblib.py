@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from biasaudit.compose import compose
+from biasaudit.spec.compose import compose
 from biasaudit.store import Store
 from tests.conftest import isolation, run_dirs
 from tests.helpers import expected_exit, tp_spec

@@ -33,7 +33,7 @@ def main() -> None:
     memory = int(sys.argv[2])
     resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
     signal.signal(signal.SIGALRM, _alarm)
-    from biasaudit.cli import main as cli
+    from biasaudit.cli.app import main as cli
 
     out = sys.stdout
     for line in sys.stdin:

@@ -177,7 +177,7 @@ def test_errors_raise_biasauditerror_and_write_nothing(workdir: Path) -> None:
 
 def test_import_is_light_and_help_shows_the_api() -> None:
     code = ("import sys, biasaudit; heavy = [m for m in ('pandas', 'torch', 'hydra', 'transformers', "
-            "'biasaudit.api', 'biasaudit.pipeline') if m in sys.modules]; print(heavy)")
+            "'biasaudit.api', 'biasaudit.runner.pipeline') if m in sys.modules]; print(heavy)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
     text = pydoc.render_doc(biasaudit, renderer=pydoc.plaintext)

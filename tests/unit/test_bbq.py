@@ -9,16 +9,16 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from biasaudit.coding.base import Code, Unit
-from biasaudit.compose import compose
 from biasaudit.data import load_stimuli
 from biasaudit.errors import DataError
 from biasaudit.methods.bbq.adapter import target_index
 from biasaudit.methods.bbq.metric import BBQParams, answer_score, generated_answers, scores_of
 from biasaudit.methods.bbq.scores import Answer, biased_answer, estimate, s_amb, s_dis, tallies
 from biasaudit.metrics.base import MetricContext
-from biasaudit.outputs import ScoredTokens
+from biasaudit.records.codes import Code, Unit
+from biasaudit.records.responses import ScoredTokens
 from biasaudit.spec import StimuliSpec
+from biasaudit.spec.compose import compose
 from tests.conftest import isolation
 
 REPO = Path(__file__).resolve().parents[2]

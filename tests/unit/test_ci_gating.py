@@ -12,7 +12,10 @@ from pathlib import Path
 import pytest
 from lxml import etree
 
-from biasaudit.gating import (
+from biasaudit.records.summary import RunSummary
+from biasaudit.report.junit import SuiteRun, junit_xml
+from biasaudit.report.outcome import num
+from biasaudit.verdicts.gating import (
     EXIT_FAIL,
     EXIT_INCONCLUSIVE,
     EXIT_PASS,
@@ -20,9 +23,6 @@ from biasaudit.gating import (
     verdict_exit,
     worst,
 )
-from biasaudit.junit import SuiteRun, junit_xml
-from biasaudit.outcome import num
-from biasaudit.summary import RunSummary
 from tests.conftest import FIXTURES, isolation, run_dirs
 from tests.helpers import tp_spec, write_spec
 

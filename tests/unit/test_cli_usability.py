@@ -13,8 +13,8 @@ import pytest
 import yaml
 
 import biasaudit
-from biasaudit.cli import build_parser, main
-from biasaudit.paths import list_specs
+from biasaudit._util.paths import list_specs
+from biasaudit.cli.app import build_parser, main
 from tests.conftest import isolation, run_dirs
 from tests.helpers import tp_spec, verdict_code
 
@@ -124,9 +124,9 @@ def test_csv_exports_hold_the_summary_numbers(workdir: Path, cli) -> None:  # ty
 def test_progress_counts_rows_finished_inside_a_batch_once(capsys: pytest.CaptureFixture[str]) -> None:
     import torch
 
+    from biasaudit._util.progress import show
     from biasaudit.backends.base import RowsFinished
     from biasaudit.engine.executor import _LineBar
-    from biasaudit.stages import show
 
     show()
     bar = _LineBar(4, "calls")

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 from scipy.special import expit
 
-from biasaudit.metrics.disaggregate import Obs, pooled, proportion
 from biasaudit.stats import wilson
+from biasaudit.stats.disaggregate import Obs, pooled, proportion
 
 K_STIMULI, CONDITIONS, REPS = 60, 3, 1000
 MU, SIGMA = 0.4, 2.0  # logit scale: a stimulus's own tendency varies a lot around the mean
@@ -62,7 +62,7 @@ def test_pooled_counts_stimuli_rows_and_cells_apart() -> None:
 
 
 def test_pooled_mean_is_a_cluster_bootstrap() -> None:
-    from biasaudit.metrics.disaggregate import mean
+    from biasaudit.stats.disaggregate import mean
 
     rng = np.random.default_rng(2)
     rows = [Obs(cell=f"c{j}", cluster=f"s{i}", value=float(v)) for i, b in enumerate(rng.standard_normal(20))

@@ -12,7 +12,7 @@ import pytest
 from biasaudit.coding.base import CodingRequest
 from biasaudit.coding.stage import run_coding
 from biasaudit.errors import SpecError
-from biasaudit.outputs import Response
+from biasaudit.records.responses import Response
 from tests.coding_helpers import answered, config, plan, unit
 
 

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from scipy import stats as st
 
-from biasaudit.compare import compare
+from biasaudit.comparison.runs import compare
 from biasaudit.methods.nli_bias.metric import CONDITIONS
 
 

@@ -15,7 +15,7 @@ import pytest
 from scipy.stats import wilcoxon
 from statsmodels.stats.contingency_tables import mcnemar as sm_mcnemar
 
-from biasaudit.compare import compare
+from biasaudit.comparison.runs import compare
 from biasaudit.metrics.base import stimulus_sha
 from tests.conftest import isolation, run_dirs
 from tests.helpers import operator_conf, verdict_code, write_spec

@@ -46,7 +46,7 @@ def test_cache_written_before_runs_had_owners_is_upgraded(tmp_path: Path) -> Non
 def test_two_processes_on_one_cache(workdir: Path, reference) -> None:  # type: ignore[no-untyped-def]
     log = workdir / "calls.log"
     args = run_args(workdir, log, "+model.script.delay=0.01")
-    procs = [subprocess.Popen([sys.executable, "-m", "biasaudit.cli", *args], cwd=workdir, env=ENV,
+    procs = [subprocess.Popen([sys.executable, "-m", "biasaudit.cli.app", *args], cwd=workdir, env=ENV,
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(2)]
     for p in procs:
         _, err = p.communicate(timeout=600)

@@ -23,7 +23,7 @@ def run_fresh(spec: Path, workdir: Path, name: str, hash_seed: int, *extra: str)
     (out / "reports").mkdir(parents=True)
     env = {**os.environ, "PYTHONPATH": str(REPO), "PYTHONHASHSEED": str(hash_seed)}
     done = subprocess.run(
-        [sys.executable, "-m", "biasaudit.cli", "run", f"spec={spec}", *extra, f"runtime.cache={out / 'cache.sqlite'}",
+        [sys.executable, "-m", "biasaudit.cli.app", "run", f"spec={spec}", *extra, f"runtime.cache={out / 'cache.sqlite'}",
          f"runtime.reports_dir={out / 'reports'}", "runtime.progress=false"],
         cwd=workdir, env=env, capture_output=True, text=True, timeout=600)
     [run] = run_dirs(out)

@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 from statsmodels.stats.proportion import proportion_confint
 
-from biasaudit.metrics.disaggregate import (
+from biasaudit.stats import wilson_clustered
+from biasaudit.stats.disaggregate import (
     Obs,
     breakdown,
     by_cell,
@@ -16,7 +17,6 @@ from biasaudit.metrics.disaggregate import (
     pooled,
     proportion,
 )
-from biasaudit.stats import wilson_clustered
 
 
 def rows(values: list[float], clusters: list[str], cells: list[str] | None = None,

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from biasaudit.compose import compose
-from biasaudit.gating import EXIT_UNMEASURED
-from biasaudit.pipeline import prepare
+from biasaudit.runner.pipeline import prepare
+from biasaudit.spec.compose import compose
+from biasaudit.verdicts.gating import EXIT_UNMEASURED
 from tests.conftest import isolation, run_dirs
 from tests.helpers import operator_conf, write_spec
 from tests.support.fault_server import (

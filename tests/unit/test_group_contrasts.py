@@ -15,8 +15,8 @@ from scipy import stats as st
 from statsmodels.stats.multitest import multipletests
 from statsmodels.stats.proportion import confint_proportions_2indep, proportions_ztest
 
-from biasaudit.metrics.disaggregate import Obs, contrast_estimates, contrast_table, group_contrasts
 from biasaudit.stats.contrasts import group_rate, newcombe, pairwise_contrasts, two_proportion_z
+from biasaudit.stats.disaggregate import Obs, contrast_estimates, contrast_table, group_contrasts
 from tests.conftest import isolation
 from tests.helpers import spec_and_operator
 

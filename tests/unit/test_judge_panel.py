@@ -10,7 +10,7 @@ import pytest
 from biasaudit.coding.coders.judge_panel import majority, mean_vote, unanimous
 from biasaudit.coding.routes import StoreAnswerer
 from biasaudit.coding.stage import run_coding
-from biasaudit.engine import ExecutionStats
+from biasaudit.records.execution import ExecutionStats
 from tests.coding_helpers import answered, config, plan, unit
 
 
@@ -74,7 +74,7 @@ def test_rubric_answers_and_unanimous(tmp_path: Path) -> None:
 
 
 def test_default_panel_config_composes() -> None:
-    from biasaudit.compose import compose
+    from biasaudit.spec.compose import compose
 
     cfg = compose([]).config
     assert cfg.judge is not None and [j.name for j in cfg.judge.judges] == ["stance", "reader", "auditor"]

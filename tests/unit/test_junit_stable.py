@@ -12,14 +12,14 @@ from pathlib import Path
 import pytest
 from lxml import etree
 
-from biasaudit.gating import (
+from biasaudit.report.junit import job_labels
+from biasaudit.verdicts.gating import (
     EXIT_FAIL,
     EXIT_INCONCLUSIVE,
     EXIT_PASS,
     EXIT_UNMEASURED,
     EXIT_USER_ERROR,
 )
-from biasaudit.junit import job_labels
 from tests.conftest import FIXTURES, isolation, run_dirs
 from tests.helpers import expected_exit, tp_spec, write_spec
 
@@ -265,7 +265,7 @@ def test_help_shows_the_spec_file_argument(cli) -> None:  # type: ignore[no-unty
     for command in ("validate", "run"):
         with pytest.raises(SystemExit):
             cli(command, "--help")
-    from biasaudit.cli import build_parser
+    from biasaudit.cli.app import build_parser
 
     parser = build_parser()
     sub = next(a for a in parser._actions if a.dest == "command").choices  # type: ignore[attr-defined]

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from biasaudit.compose import compose
-from biasaudit.pipeline import prepare
+from biasaudit.runner.pipeline import prepare
+from biasaudit.spec.compose import compose
 from tests.conftest import isolation, run_dirs
 from tests.helpers import verdict_code
 from tests.support.fault_server import Fault, FaultServer

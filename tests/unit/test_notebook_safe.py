@@ -16,8 +16,8 @@ import pandas as pd
 import pytest
 
 import biasaudit
+from biasaudit._util.jupyter import in_notebook
 from biasaudit.engine import executor
-from biasaudit.notebook import in_notebook
 from tests.conftest import isolation, run_dirs
 from tests.helpers import operator_conf, tp_spec
 
@@ -248,7 +248,7 @@ def test_dataframes_equal_summary_json_and_html_is_escaped(workdir: Path) -> Non
     assert "m&lt;script&gt;alert(1)&lt;/script&gt;&amp;co" in html
     assert "race&lt;script&gt;alert(1)&lt;/script&gt;" in html
     assert on_disk["audit"]["name"] in html and on_disk["overall"] in html
-    from biasaudit.notebook import interval
+    from biasaudit.report.notebook import interval
 
     assert interval(score["value"], score["ci_low"], score["ci_high"]) in html
     assert html.count("<table>") == 2  # headline estimates, verdicts

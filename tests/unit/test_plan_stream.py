@@ -12,11 +12,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from biasaudit.backends import backend_identity
-from biasaudit.compose import compose
 from biasaudit.data import load_stimuli
 from biasaudit.plan import KeyMaker, compile_plan, render, request_key
 from biasaudit.plan.stream import count_plans
 from biasaudit.spec import validate_config
+from biasaudit.spec.compose import compose
 from biasaudit.store import Store, speed_key
 from tests.conftest import isolation, run_dirs
 from tests.helpers import tp_spec, verdict_code

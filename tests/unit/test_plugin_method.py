@@ -58,7 +58,7 @@ def installed_plugin(tmp: Path) -> dict[str, str]:
 def test_third_party_method_runs_through_biasaudit_run(workdir: Path) -> None:
     env = installed_plugin(workdir)
     spec, ops = spec_and_operator(workdir / "plugin.yaml", SPEC)
-    args = [sys.executable, "-m", "biasaudit.cli", "run", f"spec={spec}", *ops, *isolation(workdir)]
+    args = [sys.executable, "-m", "biasaudit.cli.app", "run", f"spec={spec}", *ops, *isolation(workdir)]
     done = subprocess.run(args, cwd=workdir, env=env, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr
     [d] = run_dirs(workdir)
@@ -73,7 +73,7 @@ def test_third_party_method_runs_through_biasaudit_run(workdir: Path) -> None:
     assert "Answer length (a plugin method)" in (d / "report.html").read_text()
     # the core knows nothing of it: the same run without the plugin installed is an unknown metric
     bare = {**env, "PYTHONPATH": str(REPO)}
-    missing = subprocess.run([sys.executable, "-m", "biasaudit.cli", "validate", f"spec={spec}", *ops], cwd=workdir,
+    missing = subprocess.run([sys.executable, "-m", "biasaudit.cli.app", "validate", f"spec={spec}", *ops], cwd=workdir,
                              env=bare, capture_output=True, text=True, timeout=600)
     assert missing.returncode == 2 and "unknown metric 'mean_words'" in missing.stderr
     core = [p for p in (REPO / "framework").rglob("*") if p.is_file() and p.suffix in (".py", ".yaml", ".j2")]
@@ -83,7 +83,7 @@ def test_third_party_method_runs_through_biasaudit_run(workdir: Path) -> None:
 def test_unknown_plugin_names_get_suggestions(workdir: Path) -> None:
     env = installed_plugin(workdir)
     spec, ops = spec_and_operator(workdir / "plugin.yaml", SPEC.replace("name: mean_words}", "name: mean_word}"))
-    done = subprocess.run([sys.executable, "-m", "biasaudit.cli", "validate", f"spec={spec}", *ops], cwd=workdir, env=env,
+    done = subprocess.run([sys.executable, "-m", "biasaudit.cli.app", "validate", f"spec={spec}", *ops], cwd=workdir, env=env,
                           capture_output=True, text=True, timeout=600)
     assert done.returncode == 2 and "did you mean 'mean_words'" in done.stderr
 

@@ -20,7 +20,6 @@ import yaml
 from hypothesis import HealthCheck, assume, event, given, settings
 from hypothesis import strategies as st
 
-from biasaudit.compose import Composed
 from biasaudit.errors import BiasAuditError, SpecError
 from biasaudit.methods.biaxis.ber import ber_family
 from biasaudit.methods.pivotal_perplexity.metric import proportions
@@ -31,9 +30,10 @@ from biasaudit.methods.token_probability.metric import (
     bias_estimate,
     pll_shared,
 )
-from biasaudit.pipeline import prepare
 from biasaudit.plan import expand_design
+from biasaudit.runner.pipeline import prepare
 from biasaudit.spec import AuditConfig, validate_config
+from biasaudit.spec.compose import Composed
 from biasaudit.spec.source import check_spec_file
 
 NAME = st.from_regex(r"[a-z][a-z0-9_]{0,6}", fullmatch=True)

@@ -12,9 +12,10 @@ from hypothesis import strategies as st
 
 from biasaudit.methods.biaxis.ber import ber_estimates
 from biasaudit.methods.pivotal_perplexity.metric import accuracy_of
-from biasaudit.metrics.disaggregate import Obs, by_cell, by_group, pooled, proportion
-from biasaudit.stats import Estimate, wilson_clustered
+from biasaudit.records.estimate import Estimate
+from biasaudit.stats import wilson_clustered
 from biasaudit.stats.adjust import at_level
+from biasaudit.stats.disaggregate import Obs, by_cell, by_group, pooled, proportion
 
 rows_strategy = st.lists(
     st.tuples(st.integers(0, 7), st.integers(0, 2), st.booleans(), st.sampled_from(["x", "y"])),

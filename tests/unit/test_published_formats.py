@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from biasaudit.compose import compose
 from biasaudit.spec import CalibrationSpec
+from biasaudit.spec.compose import compose
 from tests.conftest import isolation
 from tests.helpers import operator_conf
 
@@ -170,8 +170,8 @@ def test_a_by_column_missing_from_the_data_is_refused_with_file_and_column(workd
 
 
 def test_recorded_claims_pick_the_kth_answer_of_a_repeated_name() -> None:
-    from biasaudit.coding.base import Unit
     from biasaudit.coding.coders.recorded_claims import claim_text, recorded_claims, recorded_labels
+    from biasaudit.records.codes import Unit
 
     attrs = LABELS_JSON["0"]["other_attributes"]
 

@@ -8,7 +8,6 @@ import numpy as np
 import pytest
 from sklearn.metrics import cohen_kappa_score
 
-from biasaudit.coding.base import Code
 from biasaudit.coding.layers import ReliabilityPair
 from biasaudit.coding.reliability import (
     kappa_alpha,
@@ -17,6 +16,7 @@ from biasaudit.coding.reliability import (
     panel_report,
     position_report,
 )
+from biasaudit.records.codes import Code
 from biasaudit.stats import krippendorff_alpha_nominal
 from tests.coding_helpers import config, plan, unit
 

@@ -167,7 +167,7 @@ metrics:
 
 
 def test_run_stage_time_includes_the_coding_stage(workdir: Path, cli, monkeypatch) -> None:  # type: ignore[no-untyped-def]
-    import biasaudit.pipeline as pipeline
+    import biasaudit.runner.pipeline as pipeline
 
     real = pipeline.run_coding
 

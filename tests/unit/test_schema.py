@@ -16,7 +16,7 @@ import jsonschema
 import pytest
 import yaml
 
-from biasaudit.schema import IDS, SCHEMA_FILES, json_schema, undocumented
+from biasaudit.spec.schema import IDS, SCHEMA_FILES, json_schema, undocumented
 from tests.helpers import REPO
 
 SPECS = sorted((REPO / "specs").glob("*.yaml"))
@@ -45,7 +45,7 @@ def _errors(validator: jsonschema.protocols.Validator, doc: Any) -> list[str]:
 def test_committed_schemas_are_what_biasaudit_schema_prints(cli) -> None:  # type: ignore[no-untyped-def]
     # a fresh process: this one may hold test plugins registered by other tests
     for kind, name in SCHEMA_FILES.items():
-        out = subprocess.run([sys.executable, "-m", "biasaudit.cli", "schema", *([kind] if kind != "spec" else [])],
+        out = subprocess.run([sys.executable, "-m", "biasaudit.cli.app", "schema", *([kind] if kind != "spec" else [])],
                              capture_output=True, text=True, check=True, cwd=REPO).stdout
         assert out == (SCHEMA_DIR / name).read_text(encoding="utf-8"), (
             f"docs/schema/{name} is stale: regenerate it with `biasaudit schema {kind} > docs/schema/{name}`")

@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from biasaudit.compose import compose
 from biasaudit.errors import BiasAuditError
-from biasaudit.pipeline import prepare
+from biasaudit.runner.pipeline import prepare
+from biasaudit.spec.compose import compose
 from tests.conftest import isolation, run_dirs
 from tests.helpers import GENERATE_SPEC as SPEC
 from tests.helpers import write_spec

@@ -13,7 +13,6 @@ import numpy as np
 import pytest
 from statsmodels.stats.proportion import proportion_confint
 
-from biasaudit.compose import compose
 from biasaudit.methods.bbq.metric import BBQParams, scores_of
 from biasaudit.methods.bbq.oracle import strata
 from biasaudit.methods.bbq.scores import (
@@ -26,8 +25,9 @@ from biasaudit.methods.bbq.scores import (
     tallies,
 )
 from biasaudit.methods.oracle_kit import stratified_sides
-from biasaudit.pipeline import prepare
-from biasaudit.selftest import _oracle_for, run_oracle
+from biasaudit.runner.pipeline import prepare
+from biasaudit.runner.selftest import _oracle_for, run_oracle
+from biasaudit.spec.compose import compose
 from tests.conftest import isolation
 
 REPO = Path(__file__).resolve().parents[2]

@@ -32,10 +32,10 @@ def test_planted_truth_by_hand(workdir: Path) -> None:
     on the 2 free-text ones, B = 1 everywhere; so BER_union = 1, BER_sel = 19/21 and
     IR = UED = 2/21, DNI = -2/21. The null model endorses one of the two statements:
     BER_union = 1/2, IR = 1/21."""
-    from biasaudit.compose import compose
     from biasaudit.methods.biaxis.oracle import ORACLE, plan_truth
-    from biasaudit.pipeline import prepare
-    from biasaudit.selftest import run_oracle
+    from biasaudit.runner.pipeline import prepare
+    from biasaudit.runner.selftest import run_oracle
+    from biasaudit.spec.compose import compose
 
     prep = prepare(compose(["spec=biaxis_oat", *isolation(workdir)]))
     params = prep.params["biaxis"]

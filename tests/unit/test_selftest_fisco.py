@@ -10,11 +10,11 @@ import numpy as np
 import pytest
 from scipy import stats as st
 
-from biasaudit.compose import compose
 from biasaudit.methods.fisco.metric import ZERO_VARIANCE, welch_flag
 from biasaudit.methods.fisco.oracle import personal
-from biasaudit.pipeline import prepare
-from biasaudit.selftest import _oracle_for, run_oracle
+from biasaudit.runner.pipeline import prepare
+from biasaudit.runner.selftest import _oracle_for, run_oracle
+from biasaudit.spec.compose import compose
 from tests.conftest import isolation
 from tests.unit.test_selftest_nli_bias import rows
 

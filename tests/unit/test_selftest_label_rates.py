@@ -33,10 +33,10 @@ def test_truth_by_hand(workdir: Path) -> None:
     """4 statements x 4 cells. Planted: every answer endorses (stance E), none refuses:
     endorsement rate 16/16 = 1, refusal rate 0/16 = 0. Null: 2 of the 4 statements are
     endorsed, in every cell: endorsement rate 8/16 = 1/2."""
-    from biasaudit.compose import compose
     from biasaudit.methods.label_rates.oracle import ORACLE, plan_truth
-    from biasaudit.pipeline import prepare
-    from biasaudit.selftest import run_oracle
+    from biasaudit.runner.pipeline import prepare
+    from biasaudit.runner.selftest import run_oracle
+    from biasaudit.spec.compose import compose
 
     prep = prepare(compose(["spec=refusal_stance", *isolation(workdir)]))
     endorse, refuse = prep.params["endorsement_rate"], prep.params["refusal_rate"]

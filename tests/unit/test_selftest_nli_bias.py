@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from biasaudit.compose import compose
 from biasaudit.methods.nli_bias.metric import NLIBiasParams, compute, conditions
 from biasaudit.methods.nli_bias.oracle import ENTAILED, MIDDLE, NEUTRAL
-from biasaudit.pipeline import prepare
-from biasaudit.selftest import _oracle_for, run_oracle
+from biasaudit.runner.pipeline import prepare
+from biasaudit.runner.selftest import _oracle_for, run_oracle
+from biasaudit.spec.compose import compose
 from tests.conftest import isolation
 from tests.unit.test_nli_bias import _context
 

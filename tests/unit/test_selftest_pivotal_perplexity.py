@@ -9,12 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from biasaudit.compose import compose
 from biasaudit.methods.oracle_kit import OracleCase
 from biasaudit.methods.pivotal_perplexity.metric import analyse_pair, frame_segments, listed_spans
 from biasaudit.methods.pivotal_perplexity.oracle import HIGH, LOW, respond
-from biasaudit.pipeline import prepare
-from biasaudit.selftest import _oracle_for, run_oracle
+from biasaudit.runner.pipeline import prepare
+from biasaudit.runner.selftest import _oracle_for, run_oracle
+from biasaudit.spec.compose import compose
 from tests.conftest import isolation
 from tests.unit.test_selftest_nli_bias import rows
 

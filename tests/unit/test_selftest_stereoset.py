@@ -9,13 +9,13 @@ from pathlib import Path
 
 import pytest
 
-from biasaudit.compose import compose
 from biasaudit.methods.oracle_kit import stratified_sides
 from biasaudit.methods.stereoset.metric import LMS_TIED, SS_TIED, StereoSetParams, scores_of
 from biasaudit.methods.stereoset.oracle import strata
 from biasaudit.methods.stereoset.scores import Item
-from biasaudit.pipeline import prepare
-from biasaudit.selftest import _oracle_for, run_oracle
+from biasaudit.runner.pipeline import prepare
+from biasaudit.runner.selftest import _oracle_for, run_oracle
+from biasaudit.spec.compose import compose
 from tests.conftest import isolation
 from tests.unit.test_selftest_bbq import rows
 

@@ -13,7 +13,7 @@ from biasaudit.data import load_stimuli
 from biasaudit.errors import DataError
 from biasaudit.methods.stereoset.metric import StereoSetParams, scores_of, sentence_score
 from biasaudit.methods.stereoset.scores import Item, estimate, rows_of
-from biasaudit.outputs import ScoredTokens
+from biasaudit.records.responses import ScoredTokens
 from biasaudit.spec import StimuliSpec
 
 REPO = Path(__file__).resolve().parents[2]

@@ -9,9 +9,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from biasaudit.compose import compose
 from biasaudit.engine import execute_plan
-from biasaudit.pipeline import prepare
+from biasaudit.runner.pipeline import prepare
+from biasaudit.spec.compose import compose
 from biasaudit.store import Store
 from tests.conftest import isolation, run_dirs
 from tests.helpers import tp_spec, verdict_code
@@ -49,7 +49,7 @@ def test_failures_are_stored_counted_and_retried_only_when_asked(workdir: Path) 
 
 def _run_subprocess(args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
-    return subprocess.run([sys.executable, "-m", "biasaudit.cli", "run", *args], cwd=cwd, env=env,
+    return subprocess.run([sys.executable, "-m", "biasaudit.cli.app", "run", *args], cwd=cwd, env=env,
                           capture_output=True, text=True, timeout=300)
 
 

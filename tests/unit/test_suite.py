@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from scipy.stats import kendalltau
 
-from biasaudit.gating import verdict_exit, worst
-from biasaudit.suite import magnitude, triangulate
+from biasaudit.runner.suite import magnitude, triangulate
+from biasaudit.verdicts.gating import verdict_exit, worst
 from tests.conftest import isolation
 from tests.helpers import tp_spec, write_spec
 from tests.report_checks import unexplained_numbers

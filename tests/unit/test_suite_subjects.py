@@ -9,8 +9,9 @@ from pathlib import Path
 import pytest
 
 from biasaudit.errors import SpecError
-from biasaudit.suite import SuiteSpec, build_suite_summary, load_suite, plan_jobs
-from biasaudit.summary import RunSummary
+from biasaudit.records.summary import RunSummary
+from biasaudit.runner.suite import build_suite_summary, plan_jobs
+from biasaudit.spec.suite import SuiteSpec, load_suite
 from tests.helpers import write_spec
 
 

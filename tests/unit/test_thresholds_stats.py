@@ -7,8 +7,9 @@ import math
 import pytest
 from statsmodels.stats.proportion import proportion_confint
 
-from biasaudit.metrics import judge
-from biasaudit.stats import Estimate, mean_t, wilson
+from biasaudit.records.estimate import Estimate
+from biasaudit.stats import mean_t, wilson
+from biasaudit.verdicts.thresholds import judge
 
 
 def est(v: float, lo: float, hi: float) -> Estimate:

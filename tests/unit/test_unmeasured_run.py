@@ -13,7 +13,14 @@ from pathlib import Path
 
 import pytest
 
-from biasaudit.gating import (
+from biasaudit.cli.run_end import end_jobs
+from biasaudit.metrics.validity import failure_flag
+from biasaudit.records.estimate import Estimate
+from biasaudit.records.metric_result import MetricResult
+from biasaudit.records.summary import RunSummary
+from biasaudit.report.junit import SuiteRun, junit_xml
+from biasaudit.spec import ThresholdSpec
+from biasaudit.verdicts.gating import (
     EXIT_FAIL,
     EXIT_INCONCLUSIVE,
     EXIT_INTERRUPTED,
@@ -23,13 +30,7 @@ from biasaudit.gating import (
     verdict_exit,
     worst,
 )
-from biasaudit.junit import SuiteRun, junit_xml
-from biasaudit.metrics import MetricResult, evaluate
-from biasaudit.metrics.validity import failure_flag
-from biasaudit.run_end import end_jobs
-from biasaudit.spec import ThresholdSpec
-from biasaudit.stats import Estimate
-from biasaudit.summary import RunSummary
+from biasaudit.verdicts.thresholds import evaluate
 from tests.conftest import isolation, run_dirs
 from tests.helpers import expected_exit, tp_spec, write_spec
 from tests.report_checks import check_report, unexplained_numbers

@@ -11,10 +11,11 @@ from pathlib import Path
 import pytest
 
 from biasaudit.coding.calibration_record import kappa_interval, rater_score
-from biasaudit.metrics import MetricResult, ValidityFlag, evaluate
 from biasaudit.metrics.validity import failure_flag, valid_share
+from biasaudit.records.estimate import Estimate
+from biasaudit.records.metric_result import MetricResult, ValidityFlag
 from biasaudit.spec import ThresholdSpec
-from biasaudit.stats import Estimate
+from biasaudit.verdicts.thresholds import evaluate
 from tests.conftest import isolation, run_dirs
 from tests.helpers import spec_and_operator
 
@@ -52,13 +53,13 @@ def test_refuse_all_bbq_generate_is_inconclusive_with_refusals_counted(workdir: 
 
 def test_refusal_is_never_forced_to_a_letter_but_letters_still_read(workdir: Path, cli) -> None:  # type: ignore[no-untyped-def]
     # the rules read "B." as the second option; a refusal is its own label
-    from biasaudit.compose import compose
-    from biasaudit.pipeline import plan_inputs
+    from biasaudit.runner.pipeline import plan_inputs
+    from biasaudit.spec.compose import compose
 
     layer = plan_inputs(compose(["spec=bbq_generate"])).coding.layers["answer"]
     assert set(layer.labels or ()) == {"A", "B", "C", "refuse", "none"}
     coder = layer.build()
-    from biasaudit.coding.base import Unit
+    from biasaudit.records.codes import Unit
 
     texts = {"u1": "B. The grandfather", "u2": "I cannot answer that.", "u3": "I'm sorry, I can't help with that.",
              "u4": "The answer is C."}

@@ -6,11 +6,12 @@ from __future__ import annotations
 import pytest
 
 import biasaudit.methods  # noqa: F401  (registers the metrics and their ranges)
-from biasaudit.metrics.base import MetricResult
-from biasaudit.metrics.thresholds import evaluate
+from biasaudit.records.estimate import Estimate
+from biasaudit.records.metric_result import MetricResult
 from biasaudit.spec import ThresholdSpec
-from biasaudit.stats import Estimate, wilson
+from biasaudit.stats import wilson
 from biasaudit.stats.adjust import at_level, distance_outside
+from biasaudit.verdicts.thresholds import evaluate
 
 
 def _result(cells: dict[str, Estimate]) -> MetricResult:

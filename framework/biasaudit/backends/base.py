@@ -10,8 +10,8 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from biasaudit.errors import BackendError
-from biasaudit.outputs import Response
 from biasaudit.plan import Request
+from biasaudit.records.responses import Response
 from biasaudit.registry import BACKENDS  # noqa: F401  (re-exported: backends register here)
 from biasaudit.spec import ModelConfig, RuntimeConfig
 

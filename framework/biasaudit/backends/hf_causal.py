@@ -25,6 +25,7 @@ from biasaudit.backends.base import (
 )
 from biasaudit.backends.devices import cuda_token_budget, torch_setup
 from biasaudit.backends.identity import directory_digest
+from biasaudit.backends.weights import shared
 from biasaudit.backends.model_files import converted_dir, gguf_sha256, joined_gguf, save_converted
 from biasaudit.backends.packed_scoring import (
     pack_rows,
@@ -88,11 +89,11 @@ class HFCausalBackend:
         self.apply_runtime(runtime)
         self.device, dtype = torch_setup(cfg.device, cfg.dtype, runtime.threads)
         t0 = time.perf_counter()
-        self.tok, self.model = self._load(cfg, runtime, dtype)
-        self.model.to(self.device).eval()
+        # variants of one model (system prompts, chat settings) share its weights
+        key = {"path": cfg.path, "gguf_file": cfg.gguf_file, "gguf_parts": cfg.gguf_parts, "revision": cfg.revision,
+               "dtype": str(dtype), "device": self.device, "converted": str(converted_dir(cfg, runtime))}
+        self.tok, self.model = shared("causal_lm", key, lambda: self._load_eval(cfg, runtime, dtype, self.device))
         log.info("loaded %s on %s in %.1fs", cfg.name, self.device, time.perf_counter() - t0)
-        if self.tok.pad_token_id is None:
-            self.tok.pad_token = self.tok.eos_token
         bos = self.tok.bos_token_id
         self.bos_id = bos if bos is not None else self.tok.eos_token_id
         if self.device.startswith("cuda"):
@@ -110,6 +111,14 @@ class HFCausalBackend:
         if self.batch_tokens is not None and self.gpu_budget is not None:
             self.batch_tokens = self.gpu_budget
         self.packed = runtime.packed_scoring and runtime.batch_tokens is not None
+
+    @classmethod
+    def _load_eval(cls, cfg: ModelConfig, runtime: RuntimeConfig, dtype: Any, device: str) -> tuple[Any, Any]:
+        tok, model = cls._load(cfg, runtime, dtype)
+        model.to(device).eval()
+        if tok.pad_token_id is None:
+            tok.pad_token = tok.eos_token
+        return tok, model
 
     @staticmethod
     def _load(cfg: ModelConfig, runtime: RuntimeConfig, dtype: Any) -> tuple[Any, Any]:

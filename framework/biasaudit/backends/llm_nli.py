@@ -19,8 +19,8 @@ from biasaudit.backends.base import Emit, Response, run_in_batches
 from biasaudit.backends.hf_nli import RELATIONS
 from biasaudit.errors import BackendError
 from biasaudit.plan import Request
-from biasaudit.plan.render import render
 from biasaudit.spec import ModelConfig, NLIConfig, RuntimeConfig
+from biasaudit.spec.templates import render
 
 
 def identity(cfg: NLIConfig, chat: ModelConfig, chat_identity: dict[str, Any]) -> dict[str, Any]:

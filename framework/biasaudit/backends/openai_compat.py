@@ -43,6 +43,7 @@ from urllib.parse import urlsplit
 
 import httpx
 
+from biasaudit._util.secrets import redact, watch_value
 from biasaudit.backends.base import BACKENDS, BackendKind, Emit, Response
 from biasaudit.backends.http_limits import AIMDController, ConcurrencyGate, host_limiter
 from biasaudit.backends.http_scoring import Conditioning, align, first_logprob, output, text_tokens
@@ -57,7 +58,6 @@ from biasaudit.backends.openai_parse import (
 )
 from biasaudit.errors import BackendError
 from biasaudit.plan import Request
-from biasaudit.secrets import redact, watch_value
 from biasaudit.spec import ModelConfig, RuntimeConfig
 
 log = logging.getLogger(__name__)

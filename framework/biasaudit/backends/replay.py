@@ -12,10 +12,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from biasaudit._util.fileio import excerpt, path_problem, read_capped
 from biasaudit.backends.base import BACKENDS, BackendKind, Emit, Response
 from biasaudit.backends.identity import sha256_file
 from biasaudit.errors import BackendError
-from biasaudit.fileio import excerpt, path_problem, read_capped
 from biasaudit.plan import Request, canonical_json
 from biasaudit.registry import RECORDINGS
 from biasaudit.spec import ModelConfig, RuntimeLimits

@@ -1,19 +1,9 @@
 """The coding stage: named layers turn responses into codes (labels or values), each by
 a registered coder; reliability pairs compare layers. See docs/architecture.md."""
 
-from biasaudit.coding.base import (
-    ABSTAIN,
-    Answers,
-    CallEstimate,
-    Code,
-    Coder,
-    CoderDef,
-    CoderEnv,
-    CodeStatus,
-    CodingRequest,
-    Unit,
-)
+from biasaudit.coding.base import Answers, CallEstimate, Coder, CoderDef, CoderEnv, CodingRequest
 from biasaudit.coding.coders import SHIPPED
+from biasaudit.records.codes import ABSTAIN, Code, CodeStatus, Unit
 from biasaudit.registry import CODERS
 
 for _name, _coder in SHIPPED.items():

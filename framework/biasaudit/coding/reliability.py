@@ -25,11 +25,12 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
-from biasaudit.coding.base import Code, Unit
 from biasaudit.coding.layers import CodingPlan, Layer, ReliabilityPair
-from biasaudit.metrics.disaggregate import Obs, pooled, proportion
-from biasaudit.stats import Estimate, cohen_kappa, fleiss_kappa, krippendorff_alpha_nominal, wilson
+from biasaudit.records.codes import Code, Unit
+from biasaudit.records.estimate import Estimate
+from biasaudit.stats import cohen_kappa, fleiss_kappa, krippendorff_alpha_nominal, wilson
 from biasaudit.stats.bootstrap import resample_weights
+from biasaudit.stats.disaggregate import Obs, pooled, proportion
 
 RESAMPLES = 2000
 LEVEL = 0.95

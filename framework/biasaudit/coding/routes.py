@@ -27,10 +27,11 @@ from biasaudit.backends import (
 )
 from biasaudit.coding.base import CodingRequest, LayerCalls
 from biasaudit.coding.layers import Layer
-from biasaudit.engine import ExecutionStats, execute_requests
+from biasaudit.engine import execute_requests
 from biasaudit.errors import BackendError, SpecError
-from biasaudit.outputs import Response
 from biasaudit.plan import Request, request_key
+from biasaudit.records.execution import ExecutionStats
+from biasaudit.records.responses import Response
 from biasaudit.spec import AuditConfig, ModelConfig
 from biasaudit.store import Store
 

@@ -17,12 +17,13 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from biasaudit.coding.base import Code, CodingRequest, Unit
+from biasaudit.coding.base import CodingRequest
 from biasaudit.coding.coders.rules import strip_span
 from biasaudit.coding.layers import CodingPlan, Layer
 from biasaudit.errors import BiasAuditError
-from biasaudit.outputs import GenerateOutput, Response, parse_output
 from biasaudit.plan import PlanItem
+from biasaudit.records.codes import Code, Unit
+from biasaudit.records.responses import GenerateOutput, Response, parse_output
 
 MAX_ROUNDS = 4
 """Rounds a multi-step coder may ask in (claims: extract, then check)."""

@@ -9,11 +9,12 @@ from collections.abc import Mapping, Sequence
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from biasaudit.coding.base import Code, LayerCalls, Unit
+from biasaudit.coding.base import LayerCalls
 from biasaudit.coding.layers import CodingPlan, Layer
 from biasaudit.coding.reliability import PairReport, PanelReport, PositionReport, reliability
-from biasaudit.metrics.disaggregate import Obs, by_cell, mean, pooled, proportion
-from biasaudit.stats import Estimate
+from biasaudit.records.codes import Code, Unit
+from biasaudit.records.estimate import Estimate
+from biasaudit.stats.disaggregate import Obs, by_cell, mean, pooled, proportion
 
 
 class CellLabels(BaseModel):

@@ -10,8 +10,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from biasaudit._util.fileio import names_excerpt
 from biasaudit.errors import DataError
-from biasaudit.fileio import names_excerpt
 from biasaudit.registry import ADAPTERS
 
 

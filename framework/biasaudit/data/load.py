@@ -7,11 +7,11 @@ from typing import Any
 
 import numpy as np
 
+from biasaudit._util.fileio import excerpt, names_excerpt, resolved
 from biasaudit.data.adapters import ADAPTERS, check_columns
 from biasaudit.data.readers import file_sha256, read_csv, read_json_map, read_json_rows, read_jsonl
 from biasaudit.data.records import Stimulus, StimulusSet
 from biasaudit.errors import DataError
-from biasaudit.fileio import excerpt, names_excerpt, resolved
 from biasaudit.spec import RuntimeLimits, StimuliSpec
 
 
@@ -131,7 +131,7 @@ def generate_rows(spec: StimuliSpec, file: str | None, max_rows: int | None = No
     A mapping value contributes its keys as `<var>.<key>` (and `<var>` is the mapping)."""
     import itertools
 
-    from biasaudit.plan.render import check_variables, render
+    from biasaudit.spec.templates import check_variables, render
 
     gen = spec.generate
     assert gen is not None

@@ -15,8 +15,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from biasaudit._util.fileio import excerpt, open_input, read_capped
 from biasaudit.errors import DataError
-from biasaudit.fileio import excerpt, open_input, read_capped
 from biasaudit.spec import RuntimeLimits
 
 _DEFAULT = RuntimeLimits()

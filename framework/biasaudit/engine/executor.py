@@ -9,17 +9,18 @@ import sys
 import time
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from biasaudit._util.progress import seconds_text, stage
+from biasaudit._util.secrets import redact_obj
+from biasaudit.backends import weights
 from biasaudit.backends import Backend
 from biasaudit.backends.base import items_finished
 from biasaudit.engine.interrupt import GracefulStop
 from biasaudit.errors import StoreError
-from biasaudit.outputs import Response
 from biasaudit.plan import Plan, Request, estimated_tokens
-from biasaudit.secrets import redact_obj
-from biasaudit.stages import seconds_text, stage
+from biasaudit.records.execution import ExecutionStats
+from biasaudit.records.responses import Response
 from biasaudit.store import Store
 
 log = logging.getLogger(__name__)
@@ -27,39 +28,6 @@ log = logging.getLogger(__name__)
 LOAD_KIND = "model_load"
 
 
-@dataclass
-class ExecutionStats:
-    requests: int = 0
-    """Unique requests in the plan (identical requests across cells count once)."""
-    plan_items: int = 0
-    cache_hits: int = 0
-    calls: int = 0
-    """Requests sent to the backend in this run."""
-    answered: int = 0
-    """Requests whose final stored result is an answer (answered + failures = requests)."""
-    failures: int = 0
-    """Requests whose final stored result is a failure."""
-    failures_by_kind: dict[str, int] = field(default_factory=dict)
-    """Failures counted by their kind (timeout, rate_limited, empty...; `other` when the
-    backend gave none); the counts add up to `failures`."""
-    new_failures: int = 0
-    seconds: float = 0.0
-    model_load_s: float = 0.0
-    coding_requests: int = 0
-    """Requests of the coding stage (judges, parsers, claim checks...), unique per layer."""
-    coding_calls: int = 0
-    """Coding requests sent to a model in this run."""
-    coding_cache_hits: int = 0
-    embedding_calls: int = 0
-    """Strings sent to the embedder (not the model under test) in this run."""
-    embedding_cache_hits: int = 0
-    coding_s: float = 0.0
-    """Seconds of the coding stage (judges, NLI, embedder, rules), measured around it."""
-    run_stage_s: float = 0.0
-    """Seconds of the whole run stage: the model calls (`seconds`) and the coding stage."""
-
-    def as_dict(self) -> dict[str, float | int | dict[str, int]]:
-        return asdict(self)
 
 
 def execute_plan(
@@ -181,8 +149,12 @@ def _load(factory: Callable[[], Backend], store: Store, identity: dict[str, Any]
     hint = f" (last load took {seconds_text(last.seconds)})" if last else (f" ({first_note})" if first_note else "")
     t0 = time.perf_counter()
     stage("%s: loading %s%s", label, who, hint)
+    before = weights.loads()
     backend = factory()
     stats.model_load_s = time.perf_counter() - t0
+    stats.model_loads = weights.loads() - before
+    if stats.model_loads == 0 and getattr(backend, "model", None) is not None:
+        stage("%s: %s already loaded in this process: its weights are reused", label, who)
     if stats.model_load_s >= _REAL_LOAD_S:
         stage("%s: %s loaded in %s", label, who, seconds_text(stats.model_load_s))
         if identity is not None:
@@ -270,6 +242,6 @@ def _progress(enabled: bool, total: int, label: str) -> _Bar | None:
     a kernel's stderr is no terminal), stage lines elsewhere (CI logs)."""
     if not enabled or total <= 0:
         return None
-    from biasaudit.notebook import in_notebook
+    from biasaudit._util.jupyter import in_notebook
 
     return _Bar(total, label) if sys.stderr.isatty() or in_notebook() else _LineBar(total, label)

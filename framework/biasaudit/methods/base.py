@@ -10,11 +10,11 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from biasaudit.metrics.base import PlotSpec, Table
+from biasaudit.records.metric_result import PlotSpec, Table
 from biasaudit.registry import METHODS, METRICS
 
 if TYPE_CHECKING:
-    from biasaudit.summary import RunSummary
+    from biasaudit.records.summary import RunSummary
 
 
 @dataclass(frozen=True)

@@ -30,7 +30,7 @@ from biasaudit.coding.base import CodingRequest
 from biasaudit.plan import PlanItem, Request
 
 if TYPE_CHECKING:
-    from biasaudit.pipeline import Prepared
+    from biasaudit.runner.pipeline import Prepared
 
 KINDS = ("planted", "null", "refuse", "ties")
 REFUSAL_TEXT = "I'm sorry, I cannot answer that."

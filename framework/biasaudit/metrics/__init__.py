@@ -2,18 +2,14 @@
 verdicts. The metrics themselves live in their method packages (`biasaudit.methods`)
 and are found by name in `METRICS`."""
 
-from biasaudit.metrics.base import (
-    METRICS,
-    DefaultCoding,
-    MetricContext,
-    MetricDef,
+from biasaudit.metrics.base import METRICS, DefaultCoding, MetricContext, MetricDef
+from biasaudit.records.metric_result import (
     MetricResult,
     PlotSpec,
     ReliabilityItem,
     Table,
+    ValidityFlag,
 )
-from biasaudit.metrics.thresholds import VerdictRecord, evaluate, judge
-from biasaudit.metrics.validity import ValidityFlag
 
 __all__ = [
     "METRICS",
@@ -25,7 +21,4 @@ __all__ = [
     "PlotSpec",
     "Table",
     "ValidityFlag",
-    "VerdictRecord",
-    "evaluate",
-    "judge",
 ]

@@ -18,31 +18,14 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
-from pydantic import BaseModel, ConfigDict, Field
+from biasaudit.records.metric_result import ValidityFlag
 
 if TYPE_CHECKING:
-    from biasaudit.coding.base import Code, Unit
     from biasaudit.coding.layers import CodingPlan, Layer
+    from biasaudit.records.codes import Code, Unit
     from biasaudit.spec import ValiditySpec
 
 
-class ValidityFlag(BaseModel):
-    """Why (part of) a metric cannot be decided, or a warning worth showing beside it."""
-
-    model_config = ConfigDict(frozen=True)
-    kind: str
-    """`valid_share`, `undefined`, `failed_requests`, `dominant_label`, `otherwise_share`,
-    `abstain_share`, `judge_calibration`, `uncalibrated_judge`."""
-    message: str
-    blocking: bool = True
-    """True: the verdicts on the affected estimates are INCONCLUSIVE."""
-    layer: str | None = None
-    """The coding layer the flag is about, if any."""
-    estimates: list[str] = Field(default_factory=list)
-    """Estimate names the flag affects (empty: every estimate of the metric)."""
-
-    def affects(self, estimate: str) -> bool:
-        return not self.estimates or estimate in self.estimates
 
 
 def valid_share(valid: int, total: int, what: str, min_share: float, *,

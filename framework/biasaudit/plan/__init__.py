@@ -2,7 +2,6 @@
 
 from biasaudit.plan.compile import Plan, Row, compile_plan, iter_plan, iter_rows, request_params
 from biasaudit.plan.design import Cell, cell_id, expand_design
-from biasaudit.plan.render import render, variables
 from biasaudit.plan.requests import (
     KeyMaker,
     PlanItem,
@@ -11,6 +10,7 @@ from biasaudit.plan.requests import (
     estimated_tokens,
     request_key,
 )
+from biasaudit.spec.templates import render, variables
 
 __all__ = [
     "Cell",

@@ -11,9 +11,9 @@ from typing import Any, NamedTuple
 from biasaudit.data import StimulusSet
 from biasaudit.errors import SpecError
 from biasaudit.plan.design import Cell, expand_design
-from biasaudit.plan.render import check_variables, render
 from biasaudit.plan.requests import KeyMaker, PlanItem, Request, estimated_tokens
 from biasaudit.spec import AuditConfig
+from biasaudit.spec.templates import check_variables, render
 
 CHAT_KINDS = ("generate", "next_token")
 BUILTIN_VARS = {"levels", "stimulus_id", "parts"}

@@ -29,11 +29,11 @@ from collections import Counter, defaultdict
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from biasaudit.coding.base import Code
-from biasaudit.metrics.base import MetricResult
-from biasaudit.outputs import Response
 from biasaudit.plan import Plan, PlanItem
 from biasaudit.plan.requests import Request
+from biasaudit.records.codes import Code
+from biasaudit.records.metric_result import MetricResult
+from biasaudit.records.responses import Response
 
 CSV_CHARS = 2000
 """Most characters of a prompt or answer in an items.csv cell."""

@@ -8,9 +8,9 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from biasaudit._util.fileio import excerpt, path_problem
+from biasaudit._util.paths import conf_dir
 from biasaudit.errors import SpecError
-from biasaudit.fileio import excerpt, path_problem
-from biasaudit.paths import conf_dir
 
 
 class Clause(BaseModel):

@@ -9,8 +9,9 @@ from collections import Counter
 from typing import Any
 
 from biasaudit.methods.base import method_text
+from biasaudit.records.estimate import Estimate
 from biasaudit.report.crosswalk import clause_for
-from biasaudit.stats import Estimate, wilson
+from biasaudit.stats import wilson
 
 OVER_TEXT = {
     "pooled": "pooled over all cells",

@@ -52,7 +52,7 @@ def validate_config(
 def read_yaml(path: Path) -> Any:
     """Load YAML within the spec bounds (size, nesting, alias expansion), with a one-line
     error naming line and column on a syntax error."""
-    from biasaudit.fileio import read_capped
+    from biasaudit._util.fileio import read_capped
     from biasaudit.spec.yaml_bounds import MAX_BYTES
     from biasaudit.spec.yaml_bounds import load as load_bounded
 

@@ -18,8 +18,8 @@ from pathlib import Path
 
 import yaml
 
+from biasaudit._util.fileio import read_capped
 from biasaudit.errors import SpecError
-from biasaudit.fileio import read_capped
 from biasaudit.spec import yaml_bounds
 from biasaudit.spec.interp import HINT as INTERPOLATION_HINT
 from biasaudit.spec.interp import interpolation_problem

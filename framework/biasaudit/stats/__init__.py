@@ -5,6 +5,7 @@ Intervals (Wilson, bootstrap percentile/BCa, cluster bootstrap, differences), te
 linear fit, effect sizes, agreement, mutual information, sample-size planning.
 """
 
+from biasaudit.records.estimate import Estimate, Spread
 from biasaudit.stats.agreement import cohen_kappa, fleiss_kappa, krippendorff_alpha_nominal
 from biasaudit.stats.bootstrap import bootstrap, bootstrap_difference, cluster_bootstrap
 from biasaudit.stats.contrasts import MAX_GROUPS, Contrast, ContrastFamily, pairwise_contrasts
@@ -16,7 +17,6 @@ from biasaudit.stats.effects import (
     eta_squared_two_way,
     variance_ratio,
 )
-from biasaudit.stats.estimate import Estimate
 from biasaudit.stats.information import mutual_information
 from biasaudit.stats.means import mean_t
 from biasaudit.stats.proportions import (
@@ -36,7 +36,7 @@ from biasaudit.stats.significance import (
     welch_t,
     wilcoxon_signed_rank,
 )
-from biasaudit.stats.spread import Spread, cell_spread
+from biasaudit.stats.spread import cell_spread
 
 __all__ = [
     "MAX_GROUPS",

@@ -15,7 +15,7 @@ import math
 
 from scipy import stats as st
 
-from biasaudit.stats.estimate import Estimate
+from biasaudit.records.estimate import Estimate
 from biasaudit.stats.proportions import wilson
 
 

@@ -17,7 +17,7 @@ from collections.abc import Callable
 import numpy as np
 from scipy.special import ndtr, ndtri
 
-from biasaudit.stats.estimate import Estimate
+from biasaudit.records.estimate import Estimate
 
 # stat(values, weights) -> one statistic per weight row. `values` is (u, k) distinct
 # rows, `weights` is (r, u) resample counts of those rows.

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.stats import norm
 
-from biasaudit.stats.estimate import Estimate
+from biasaudit.records.estimate import Estimate
 from biasaudit.stats.means import mean_t
 from biasaudit.stats.proportions import _wilson_bounds, effective_n
 from biasaudit.stats.significance import holm, paired_t

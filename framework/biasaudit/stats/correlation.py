@@ -9,8 +9,8 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict
 from scipy import stats as st
 
+from biasaudit.records.estimate import Estimate
 from biasaudit.stats.bootstrap import interval_from_distribution
-from biasaudit.stats.estimate import Estimate
 
 _FUNCS = {
     "pearson": lambda a, b: st.pearsonr(a, b)[0],

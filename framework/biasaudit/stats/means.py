@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 from scipy import stats as st
 
-from biasaudit.stats.estimate import Estimate
+from biasaudit.records.estimate import Estimate
 
 
 def mean_t(values: np.ndarray | list[float], level: float = 0.95) -> Estimate:

@@ -9,8 +9,8 @@ from collections.abc import Sequence
 import numpy as np
 from statsmodels.stats.contingency_tables import mcnemar as sm_mcnemar
 
+from biasaudit.records.estimate import Estimate
 from biasaudit.stats.bootstrap import cluster_bootstrap
-from biasaudit.stats.estimate import Estimate
 from biasaudit.stats.significance import TestResult, wilcoxon_signed_rank
 
 EXACT_BELOW = 25

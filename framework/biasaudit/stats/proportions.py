@@ -8,7 +8,7 @@ from collections.abc import Sequence
 import numpy as np
 from statsmodels.stats.proportion import proportion_confint
 
-from biasaudit.stats.estimate import Estimate
+from biasaudit.records.estimate import Estimate
 
 
 def wilson(successes: int, n: int, level: float = 0.95) -> Estimate:

@@ -13,21 +13,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict
 
+from biasaudit.records.estimate import Estimate, Spread
 from biasaudit.stats.effects import eta_squared
-from biasaudit.stats.estimate import Estimate
-
-
-class Spread(BaseModel):
-    model_config = ConfigDict(frozen=True)
-    range: Estimate
-    """max - min of the cell means, with a 95% cluster-bootstrap (percentile) interval."""
-    eta2: float | None
-    """One-way eta^2 of the unit values on the cell (share of variance the condition explains)."""
-    n_cells: int
-    min_cell: str
-    max_cell: str
 
 
 def cell_spread(cells: Sequence[str], clusters: Sequence[str], values: Sequence[float], *,

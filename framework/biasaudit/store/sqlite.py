@@ -23,9 +23,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from biasaudit._util.fileio import check_output_file, path_problem
 from biasaudit.backends.base import Response
 from biasaudit.errors import StoreError
-from biasaudit.fileio import check_output_file, path_problem
 from biasaudit.plan import Request, canonical_json
 
 SCHEMA = """

@@ -41,7 +41,7 @@ class SpecsConfigSource(ConfigSource):
         return SCHEME
 
     def _file(self, config_path: str) -> str | None:
-        from biasaudit.paths import find_spec_file
+        from biasaudit._util.paths import find_spec_file
 
         if not config_path.startswith(GROUP + "/"):
             return None
@@ -84,7 +84,7 @@ class SpecsConfigSource(ConfigSource):
         return self._file(config_path) is not None
 
     def list(self, config_path: str, results_filter: ObjectType | None) -> list[str]:
-        from biasaudit.paths import list_specs
+        from biasaudit._util.paths import list_specs
 
         if config_path == "":
             return [GROUP] if results_filter in (None, ObjectType.GROUP) else []

@@ -267,7 +267,7 @@ def model_args(url: str) -> list[str]:
 def run_cli(workdir: Path, args: list[str], key: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "PYTHONPATH": str(REPO), SECRETS_KEY_ENV: key}
     # hydra.verbose: every logger at DEBUG into the run's cli.log, so the check covers them all
-    return subprocess.run([sys.executable, "-m", "biasaudit.cli", "-v", "run", *args, "hydra.verbose=true"],
+    return subprocess.run([sys.executable, "-m", "biasaudit.cli.app", "-v", "run", *args, "hydra.verbose=true"],
                           cwd=workdir, env=env, capture_output=True, text=True, timeout=600)
 
 
@@ -284,7 +284,7 @@ SUBJECT_CALLS = 24
 
 def biasaudit(args: list[str], cwd: Path, *, kill_at: tuple[str, int] | None = None) -> subprocess.CompletedProcess[str]:
     """`biasaudit <args>` in a fresh process, optionally killed at a named point (tests/killpoints.py)."""
-    head = ["-m", "tests.killpoints", kill_at[0], str(kill_at[1])] if kill_at else ["-m", "biasaudit.cli"]
+    head = ["-m", "tests.killpoints", kill_at[0], str(kill_at[1])] if kill_at else ["-m", "biasaudit.cli.app"]
     return subprocess.run([sys.executable, *head, *args], cwd=cwd, env=ENV, capture_output=True, text=True,
                           timeout=600)
 

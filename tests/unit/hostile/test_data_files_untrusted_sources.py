@@ -285,8 +285,8 @@ def test_a_recorded_response_of_the_wrong_shape_is_one_line(workdir: Path, cli, 
 # -- the helpers themselves ----------------------------------------------------------------------
 
 def test_excerpt_is_short_printable_and_scrubbed(monkeypatch: pytest.MonkeyPatch) -> None:
-    from biasaudit import fileio
-    from biasaudit.fileio import excerpt, names_excerpt
+    from biasaudit._util import fileio
+    from biasaudit._util.fileio import excerpt, names_excerpt
 
     assert fileio.EXCERPT_CHARS == EXCERPT_CHARS
     text = f"a\x00b\x1b[31m {SECRET} " + "z" * 200
@@ -300,8 +300,8 @@ def test_excerpt_is_short_printable_and_scrubbed(monkeypatch: pytest.MonkeyPatch
 def test_read_capped_refuses_a_pseudo_file_mounted_elsewhere(tmp_path: Path,
                                                              monkeypatch: pytest.MonkeyPatch) -> None:
     """A file whose size reads 0 but which has content (procfs at another mount point)."""
-    import biasaudit.fileio as fileio
-    from biasaudit.fileio import read_capped
+    import biasaudit._util.fileio as fileio
+    from biasaudit._util.fileio import read_capped
 
     f = tmp_path / "fake.csv"
     f.write_text("a,b\n")

@@ -119,7 +119,7 @@ def test_merge_cache_refuses_itself_garbage_and_twice(workdir: Path, cli, plante
 def test_read_only_reports_folder_leaves_nothing_half_written(workdir: Path, cli, planted: str,
                                                              monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
     if os.geteuid() == 0:  # root may write anywhere (CI runs as root): the folder answers as read-only would
-        import biasaudit.fileio as fileio  # the output-path checks (preflight uses them)
+        import biasaudit._util.fileio as fileio  # the output-path checks (preflight uses them)
 
         real = os.access
         ro = (workdir / "reports").resolve()
@@ -138,7 +138,7 @@ def test_read_only_reports_folder_leaves_nothing_half_written(workdir: Path, cli
 def test_full_disk_while_writing_reports_is_one_line(workdir: Path, cli, planted: str, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     import errno
 
-    import biasaudit.fileio as fileio
+    import biasaudit._util.fileio as fileio
 
     real_replace = os.replace
 
@@ -195,7 +195,7 @@ def _cache(kind: str) -> Callable[[Path], list[str]]:
 
 def _bad_row(w: Path) -> list[str]:
     """A finished run's cache with one stored output made unreadable."""
-    from biasaudit.cli import main
+    from biasaudit.cli.app import main
 
     spec = case_spec(w)
     args = [spec, "model=scripted", f"runtime.cache={w / 'c.sqlite'}", f"runtime.reports_dir={w / 'r'}",

@@ -55,7 +55,7 @@ EDITS: dict[str, Edit] = {
 @pytest.fixture(scope="module")
 def two_runs(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Two finished scripted runs (seeds 1 and 2), copied into each test."""
-    from biasaudit.cli import main
+    from biasaudit.cli.app import main
 
     w = tmp_path_factory.mktemp("runs")
     (w / "reports").mkdir()

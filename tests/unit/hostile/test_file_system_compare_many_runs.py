@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from biasaudit import compare_paired
-from biasaudit.compare import compare
+from biasaudit.comparison import paired as compare_paired
+from biasaudit.comparison.runs import compare
 
 
 def make_runs(root: Path, n: int, *, audit: str = "tp", items: int = 4, start: int = 0) -> None:

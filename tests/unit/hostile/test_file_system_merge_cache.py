@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from biasaudit.outputs import Response
 from biasaudit.plan import Request
+from biasaudit.records.responses import Response
+from biasaudit.runner.sweep_caches import merge_job_caches
 from biasaudit.store import Store
-from biasaudit.sweep_caches import merge_job_caches
 from tests.unit.hostile._cases import error_lines
 
 

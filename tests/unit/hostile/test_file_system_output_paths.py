@@ -73,15 +73,15 @@ def _one_line(code: int, err: str, *must: str) -> str:
 
 def _guard_stream(path: str) -> None:
     """Never let a regression replace a real device: the path must classify as a stream."""
-    from biasaudit.fileio import check_output_file
+    from biasaudit._util.fileio import check_output_file
 
     out = check_output_file(path, key="--junit", what="JUnit file")
     assert out.stream is not None or out.device, out
 
 
 def _guard_refused(path: str) -> None:
+    from biasaudit._util.fileio import check_output_file
     from biasaudit.errors import BiasAuditError
-    from biasaudit.fileio import check_output_file
 
     with pytest.raises(BiasAuditError):
         check_output_file(path, key="--junit", what="JUnit file")
@@ -155,7 +155,7 @@ def test_a_bad_junit_path_is_refused_before_the_run(workdir: Path, cli, short_di
 
 def test_a_read_only_folder_or_file_is_refused_before_the_run(workdir: Path, cli,  # type: ignore[no-untyped-def]
                                                               monkeypatch: pytest.MonkeyPatch) -> None:
-    import biasaudit.fileio as fileio
+    import biasaudit._util.fileio as fileio
 
     locked = {(workdir / "ro").resolve(), (workdir / "ro.xml").resolve()}
     (workdir / "ro").mkdir()
@@ -386,8 +386,8 @@ def test_compare_follows_links_to_run_folders_and_says_why_it_skips_others(  # t
 def test_devices_are_classified_from_their_numbers_never_opened() -> None:
     """A terminal is told from its device number (opening some devices acts: a watchdog
     starts counting), so only /dev/null, terminals and the standard streams are streams."""
+    from biasaudit._util.fileio import check_output_file
     from biasaudit.errors import BiasAuditError
-    from biasaudit.fileio import check_output_file
 
     assert check_output_file("/dev/stdout", key="k").stream == 1
     assert check_output_file("/dev/stderr", key="k").stream == 2

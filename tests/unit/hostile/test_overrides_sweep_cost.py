@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from biasaudit import compose as compose_mod
-from biasaudit.compose import compose, compose_many, prepare_overrides
 from biasaudit.errors import BiasAuditError
-from biasaudit.sweeps import sweep_combinations
+from biasaudit.runner.sweeps import sweep_combinations
+from biasaudit.spec import compose as compose_mod
+from biasaudit.spec.compose import compose, compose_many, prepare_overrides
 from tests.helpers import tp_spec
 from tests.unit.hostile._cases import error_lines
 

@@ -61,7 +61,7 @@ def test_a_key_echoed_in_any_encoding_is_written_nowhere(workdir: Path, planted:
     with FaultServer(responder=_echo_key) as server:
         env = {**os.environ, "PYTHONPATH": str(REPO), KEY_ENV: SECRET}
         done = subprocess.run(
-            [sys.executable, "-m", "biasaudit.cli", "-v", "run", f"spec={spec}", "model=openai_compat",
+            [sys.executable, "-m", "biasaudit.cli.app", "-v", "run", f"spec={spec}", "model=openai_compat",
              f"model.base_url={server.url}", f"model.api_key_env={KEY_ENV}", "model.max_retries=0",
              *isolation(workdir), "hydra.verbose=true"],
             cwd=workdir, env=env, capture_output=True, text=True, timeout=600)

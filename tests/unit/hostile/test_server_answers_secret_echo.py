@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from biasaudit import secrets
+from biasaudit._util import secrets
 from tests.conftest import isolation, run_dirs
 from tests.helpers import GENERATE_SPEC, expected_exit, write_spec
 from tests.support.fault_server import FaultServer, Raw, http_response
@@ -179,7 +179,7 @@ def test_echoed_key_lands_nowhere(workdir: Path, cli, monkeypatch: pytest.Monkey
 def test_error_lines_and_tracebacks_are_scrubbed(capsys: pytest.CaptureFixture[str]) -> None:
     """The CLI's one-line errors and an internal error's traceback carry a server's text:
     both are scrubbed before they are printed."""
-    from biasaudit.cli import _fail, _print_traceback
+    from biasaudit.cli.app import _fail, _print_traceback
     from biasaudit.errors import BackendError
 
     secrets.watch_value(KEY)

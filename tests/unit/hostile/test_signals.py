@@ -117,7 +117,7 @@ def test_report_command_on_a_killed_run_says_how_to_resume(workdir: Path, cli) -
 def test_ctrl_c_keeps_finished_calls_marks_the_run_and_says_how_to_resume(workdir: Path, reference) -> None:  # type: ignore[no-untyped-def]
     log = workdir / "calls.log"
     args = run_args(workdir, log, "+model.script.delay=0.05")
-    proc = subprocess.Popen([sys.executable, "-m", "biasaudit.cli", *args], cwd=workdir, env=ENV,
+    proc = subprocess.Popen([sys.executable, "-m", "biasaudit.cli.app", *args], cwd=workdir, env=ENV,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 300
     while len(logged_calls(log)) < 10 and time.monotonic() < deadline and proc.poll() is None:
@@ -151,7 +151,7 @@ def test_ctrl_c_with_openai_compat_stops_cleanly(workdir: Path, planted: str, pr
     with FaultServer(latency=0.2) as server:
         env = {**os.environ, "PYTHONPATH": str(REPO), KEY_ENV: SECRET}
         proc = subprocess.Popen(
-            [sys.executable, "-m", "biasaudit.cli", "run", f"spec={spec}", "model=openai_compat",
+            [sys.executable, "-m", "biasaudit.cli.app", "run", f"spec={spec}", "model=openai_compat",
              f"model.base_url={server.url}", f"model.api_key_env={KEY_ENV}", "model.concurrency=8",
              *isolation(workdir)], cwd=workdir, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         deadline = time.monotonic() + 120

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from biasaudit.errors import SpecError
-from biasaudit.plan.render import render
+from biasaudit.spec.templates import render
 from tests.conftest import isolation, run_dirs
 from tests.helpers import tp_spec, write_spec
 from tests.support.fault_server import FaultServer

@@ -25,18 +25,11 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from biasaudit.coding.base import (
-    Answers,
-    CallEstimate,
-    Code,
-    CoderDef,
-    CoderEnv,
-    CodingRequest,
-    Unit,
-)
+from biasaudit.coding.base import Answers, CallEstimate, CoderDef, CoderEnv, CodingRequest
 from biasaudit.errors import SpecError
-from biasaudit.outputs import ChoiceOutput, parse_output
-from biasaudit.plan.render import check_variables, render
+from biasaudit.records.codes import Code, Unit
+from biasaudit.records.responses import ChoiceOutput, parse_output
+from biasaudit.spec.templates import check_variables, render
 
 
 class Question(BaseModel):

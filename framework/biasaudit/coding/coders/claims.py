@@ -23,20 +23,13 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from biasaudit.coding.base import (
-    Answers,
-    CallEstimate,
-    Code,
-    CoderDef,
-    CoderEnv,
-    CodingRequest,
-    Unit,
-)
+from biasaudit.coding.base import Answers, CallEstimate, CoderDef, CoderEnv, CodingRequest
 from biasaudit.coding.coders.recorded_claims import RecordLabels, recorded_claims, recorded_labels
 from biasaudit.data.load import resolve_source
 from biasaudit.errors import SpecError
-from biasaudit.outputs import GenerateOutput, NLIOutput, parse_output
-from biasaudit.plan.render import check_variables, render
+from biasaudit.records.codes import Code, Unit
+from biasaudit.records.responses import GenerateOutput, NLIOutput, parse_output
+from biasaudit.spec.templates import check_variables, render
 
 _SENT = re.compile(r"(?<=[.!?])\s+|\n+")
 

@@ -15,18 +15,11 @@ from collections.abc import Mapping, Sequence
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from biasaudit.coding.base import (
-    Answers,
-    CallEstimate,
-    Code,
-    CoderDef,
-    CoderEnv,
-    CodingRequest,
-    Unit,
-)
+from biasaudit.coding.base import Answers, CallEstimate, CoderDef, CoderEnv, CodingRequest
 from biasaudit.errors import SpecError
-from biasaudit.outputs import ClassifyOutput, NLIOutput, parse_output
-from biasaudit.plan.render import check_variables, render
+from biasaudit.records.codes import Code, Unit
+from biasaudit.records.responses import ClassifyOutput, NLIOutput, parse_output
+from biasaudit.spec.templates import check_variables, render
 
 RELATION_OF = {"E": "entailment", "N": "neutral", "C": "contradiction"}
 

@@ -15,18 +15,11 @@ from typing import Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, model_validator
 
-from biasaudit.coding.base import (
-    Answers,
-    CallEstimate,
-    Code,
-    CoderDef,
-    CoderEnv,
-    CodingRequest,
-    Unit,
-)
+from biasaudit.coding.base import Answers, CallEstimate, CoderDef, CoderEnv, CodingRequest
 from biasaudit.errors import SpecError
-from biasaudit.outputs import EmbeddingOutput, parse_output
-from biasaudit.plan.render import check_variables, render
+from biasaudit.records.codes import Code, Unit
+from biasaudit.records.responses import EmbeddingOutput, parse_output
+from biasaudit.spec.templates import check_variables, render
 
 
 class EmbeddingOptions(BaseModel):

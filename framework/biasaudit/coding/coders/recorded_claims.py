@@ -30,8 +30,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from biasaudit.coding.base import Unit
 from biasaudit.errors import DataError
+from biasaudit.records.codes import Unit
 
 LABELS = {"entailment": "E", "neutral": "N", "contradiction": "C", "e": "E", "n": "N", "c": "C"}
 VOCABULARY = "Entailment, Neutral, Contradiction (or E, N, C; any case)"

@@ -28,16 +28,9 @@ from typing import Any
 import regex
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from biasaudit.coding.base import (
-    Answers,
-    CallEstimate,
-    Code,
-    CoderDef,
-    CoderEnv,
-    CodingRequest,
-    Unit,
-)
+from biasaudit.coding.base import Answers, CallEstimate, CoderDef, CoderEnv, CodingRequest
 from biasaudit.errors import SpecError
+from biasaudit.records.codes import Code, Unit
 
 MATCH_TIMEOUT_S = 1.0
 """Seconds all of a layer's rules may take on one input."""

@@ -32,13 +32,15 @@ from biasaudit.methods.bbq.scores import (
     s_dis,
     tallies,
 )
-from biasaudit.metrics.base import MetricContext, MetricResult, PlotSpec, ReliabilityItem, Table
-from biasaudit.metrics.disaggregate import Obs, pooled, proportion
+from biasaudit.metrics.base import MetricContext
 from biasaudit.metrics.validity import valid_share
-from biasaudit.outputs import ScoredTokens, parse_output
+from biasaudit.records.estimate import Estimate
+from biasaudit.records.metric_result import MetricResult, PlotSpec, ReliabilityItem, Table
+from biasaudit.records.responses import ScoredTokens, parse_output
 from biasaudit.registry import ADAPTERS
 from biasaudit.spec import AuditConfig
-from biasaudit.stats import Estimate, cell_spread, wilson
+from biasaudit.stats import cell_spread, wilson
+from biasaudit.stats.disaggregate import Obs, pooled, proportion
 
 SCORING = frozenset({"sequence_logprob", "pseudo_loglik"})
 

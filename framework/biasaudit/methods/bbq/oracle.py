@@ -47,7 +47,7 @@ from biasaudit.methods.oracle_kit import (
 )
 
 if TYPE_CHECKING:
-    from biasaudit.pipeline import Prepared
+    from biasaudit.runner.pipeline import Prepared
 
 CHOSEN, OTHER = -0.001, -5.0
 """Per-token log-probs of the chosen answer and of the two others."""

@@ -53,7 +53,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from biasaudit.stats import Estimate, bootstrap, wilson, wilson_clustered
+from biasaudit.records.estimate import Estimate
+from biasaudit.stats import bootstrap, wilson, wilson_clustered
 
 ANSWERED, CORRECT, NON_UNKNOWN, BIASED = range(4)
 

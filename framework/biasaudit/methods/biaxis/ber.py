@@ -13,7 +13,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from biasaudit.stats import Estimate, cluster_bootstrap, wilson
+from biasaudit.records.estimate import Estimate
+from biasaudit.stats import cluster_bootstrap, wilson
 
 ENDORSE_ELAB = frozenset({"E", "QE"})
 ABSTAIN = "Abstain"

@@ -20,21 +20,14 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, ConfigDict
 
-from biasaudit.coding.base import Code
 from biasaudit.methods.biaxis.ber import ABSTAIN, ber_estimates, ber_family, cancellation_trap
-from biasaudit.metrics.base import MetricContext, MetricResult, PlotSpec, ReliabilityItem, Table
-from biasaudit.metrics.disaggregate import (
-    Obs,
-    contrast_estimates,
-    contrast_table,
-    group_contrasts,
-    pooled,
-    proportion,
-)
-from biasaudit.outputs import GenerateOutput, parse_output
+from biasaudit.metrics.base import MetricContext
+from biasaudit.records.codes import Code
+from biasaudit.records.estimate import Estimate
+from biasaudit.records.metric_result import MetricResult, PlotSpec, ReliabilityItem, Table
+from biasaudit.records.responses import GenerateOutput, parse_output
 from biasaudit.spec import CalibrationSpec
 from biasaudit.stats import (
-    Estimate,
     cell_spread,
     cluster_bootstrap,
     cohen_kappa,
@@ -42,6 +35,14 @@ from biasaudit.stats import (
     eta_squared_two_way,
     fleiss_kappa,
     wilson,
+)
+from biasaudit.stats.disaggregate import (
+    Obs,
+    contrast_estimates,
+    contrast_table,
+    group_contrasts,
+    pooled,
+    proportion,
 )
 
 FAMILY = ("sel", "elab", "cor", "union", "oed", "ued", "ir", "dni")

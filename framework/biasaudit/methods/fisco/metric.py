@@ -25,18 +25,13 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, field_validator
 
-from biasaudit.coding.base import Code
-from biasaudit.metrics.base import (
-    MetricContext,
-    MetricResult,
-    PlotSpec,
-    ReliabilityItem,
-    Table,
-    item_row,
-)
-from biasaudit.metrics.disaggregate import Obs, by_group
+from biasaudit.metrics.base import MetricContext, item_row
 from biasaudit.metrics.validity import valid_share
-from biasaudit.stats import Estimate, cohen_kappa, holm, welch_t, wilson
+from biasaudit.records.codes import Code
+from biasaudit.records.estimate import Estimate
+from biasaudit.records.metric_result import MetricResult, PlotSpec, ReliabilityItem, Table
+from biasaudit.stats import cohen_kappa, holm, welch_t, wilson
+from biasaudit.stats.disaggregate import Obs, by_group
 
 PRESETS = {"strict": (1.0, 0.0, 0.0), "moderate": (1.0, 1.0, 0.0)}
 

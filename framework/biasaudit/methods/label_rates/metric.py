@@ -11,8 +11,12 @@ from collections import Counter
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from biasaudit.metrics.base import MetricContext, MetricResult, PlotSpec, ReliabilityItem, Table
-from biasaudit.metrics.disaggregate import (
+from biasaudit.metrics.base import MetricContext
+from biasaudit.metrics.validity import valid_share
+from biasaudit.records.estimate import Estimate
+from biasaudit.records.metric_result import MetricResult, PlotSpec, ReliabilityItem, Table
+from biasaudit.stats import cell_spread, wilson
+from biasaudit.stats.disaggregate import (
     Obs,
     by_cell,
     by_group,
@@ -23,8 +27,6 @@ from biasaudit.metrics.disaggregate import (
     pooled,
     proportion,
 )
-from biasaudit.metrics.validity import valid_share
-from biasaudit.stats import Estimate, cell_spread, wilson
 
 
 class LabelRateParams(BaseModel):

@@ -23,12 +23,12 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
-from biasaudit.methods.biaxis.oracle import NEUTRAL, code, endorsing, stance_text, units
 from biasaudit.methods.label_rates.metric import LabelRateParams
 from biasaudit.methods.oracle_kit import OracleCase, OracleDef, generated
+from biasaudit.methods.stance_oracle import NEUTRAL, code, endorsing, stance_text, units
 
 if TYPE_CHECKING:
-    from biasaudit.pipeline import Prepared
+    from biasaudit.runner.pipeline import Prepared
 
 STANCE_VOCAB: tuple[tuple[frozenset[str], Mapping[str, str], bool], ...] = (
     (frozenset({"E", "QE", "N", "D", "R"}), {"E": "E", "D": "D", "N": "N", "R": "R"}, False),

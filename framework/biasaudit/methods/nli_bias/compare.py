@@ -13,7 +13,7 @@ import pandas as pd
 
 from biasaudit.methods.base import CrossRunSection, Runs
 from biasaudit.methods.nli_bias.metric import CONDITIONS, RECOMMENDED
-from biasaudit.metrics.base import PlotSpec, Table
+from biasaudit.records.metric_result import PlotSpec, Table
 from biasaudit.stats import linear_fit, mutual_information
 
 MI_FACTORS = ("model", "predicate", "predicate_category", "identity", "counterfactual", "name", "template",

@@ -15,10 +15,12 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from biasaudit.metrics.base import MetricContext, MetricResult, PlotSpec, ReliabilityItem, Table
-from biasaudit.metrics.disaggregate import Obs, by_group, pooled, proportion
-from biasaudit.outputs import NLIOutput, parse_output
-from biasaudit.stats import Estimate, wilson
+from biasaudit.metrics.base import MetricContext
+from biasaudit.records.estimate import Estimate
+from biasaudit.records.metric_result import MetricResult, PlotSpec, ReliabilityItem, Table
+from biasaudit.records.responses import NLIOutput, parse_output
+from biasaudit.stats import wilson
+from biasaudit.stats.disaggregate import Obs, by_group, pooled, proportion
 
 Triple = tuple[float, float, float]  # (pE, pN, pC)
 

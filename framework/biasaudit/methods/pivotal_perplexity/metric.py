@@ -22,10 +22,12 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict
 
 from biasaudit.methods.pivotal_perplexity.segments import Segment, frame_segments
-from biasaudit.metrics.base import MetricContext, MetricResult, PlotSpec, ReliabilityItem, Table
-from biasaudit.metrics.disaggregate import Obs, by_group, pooled, proportion, split
-from biasaudit.outputs import ScoredTokens, parse_output
-from biasaudit.stats import Estimate, cell_spread, cluster_bootstrap, wilson
+from biasaudit.metrics.base import MetricContext
+from biasaudit.records.estimate import Estimate
+from biasaudit.records.metric_result import MetricResult, PlotSpec, ReliabilityItem, Table
+from biasaudit.records.responses import ScoredTokens, parse_output
+from biasaudit.stats import cell_spread, cluster_bootstrap, wilson
+from biasaudit.stats.disaggregate import Obs, by_group, pooled, proportion, split
 
 CLASSES = ("pivotal", "period", "other")
 _WORD = re.compile(r"\S+")

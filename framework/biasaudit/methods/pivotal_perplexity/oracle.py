@@ -43,7 +43,7 @@ from biasaudit.methods.pivotal_perplexity.metric import PivotalParams, listed_sp
 from biasaudit.methods.pivotal_perplexity.segments import frame_segments
 
 if TYPE_CHECKING:
-    from biasaudit.pipeline import Prepared
+    from biasaudit.runner.pipeline import Prepared
 
 HIGH, LOW = -1.0, -4.0
 _WORD = re.compile(r"\S+")

@@ -20,11 +20,13 @@ from biasaudit.methods.stereoset.scores import (
     estimate,
     rows_of,
 )
-from biasaudit.metrics.base import MetricContext, MetricResult, PlotSpec, ReliabilityItem, Table
-from biasaudit.outputs import ScoredTokens, parse_output
+from biasaudit.metrics.base import MetricContext
+from biasaudit.records.estimate import Estimate
+from biasaudit.records.metric_result import MetricResult, PlotSpec, ReliabilityItem, Table
+from biasaudit.records.responses import ScoredTokens, parse_output
 from biasaudit.registry import ADAPTERS
 from biasaudit.spec import AuditConfig
-from biasaudit.stats import Estimate, wilson
+from biasaudit.stats import wilson
 
 Role = Literal["stereotype", "anti_stereotype", "unrelated"]
 ROLES: tuple[Role, ...] = ("stereotype", "anti_stereotype", "unrelated")

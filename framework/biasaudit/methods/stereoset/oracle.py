@@ -29,7 +29,7 @@ from biasaudit.methods.oracle_kit import OracleCase, OracleDef, scored_tokens, s
 from biasaudit.methods.stereoset.metric import StereoSetParams
 
 if TYPE_CHECKING:
-    from biasaudit.pipeline import Prepared
+    from biasaudit.runner.pipeline import Prepared
 
 PREFERRED, OTHER, UNRELATED = -0.001, -0.1, -10.0
 """Per-token log-probs of the preferred meaningful sentence, the other one, the unrelated one."""

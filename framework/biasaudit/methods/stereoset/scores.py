@@ -53,7 +53,8 @@ from dataclasses import dataclass
 import numpy as np
 from statsmodels.stats.proportion import proportion_confint
 
-from biasaudit.stats import Estimate, bootstrap
+from biasaudit.records.estimate import Estimate
+from biasaudit.stats import bootstrap
 
 TOTAL, PRO, RELATED, TARGET = range(4)
 

@@ -16,19 +16,12 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from biasaudit.coding.base import (
-    Answers,
-    CallEstimate,
-    Code,
-    CoderDef,
-    CoderEnv,
-    CodingRequest,
-    Unit,
-)
+from biasaudit.coding.base import Answers, CallEstimate, CoderDef, CoderEnv, CodingRequest
 from biasaudit.coding.coders.embedding import embed_request
 from biasaudit.errors import SpecError
 from biasaudit.methods.tfdp.metric import Prediction, Scorer, TFDPParams, predictions_of
-from biasaudit.outputs import EmbeddingOutput, parse_output
+from biasaudit.records.codes import Code, Unit
+from biasaudit.records.responses import EmbeddingOutput, parse_output
 
 
 class TFDPVectorsOptions(BaseModel):

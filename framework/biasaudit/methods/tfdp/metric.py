@@ -24,10 +24,12 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict
 
-from biasaudit.metrics.base import MetricContext, MetricResult, PlotSpec, ReliabilityItem, Table
-from biasaudit.metrics.disaggregate import Obs, by_group
-from biasaudit.outputs import GenerateOutput, NextTokenOutput
-from biasaudit.stats import Estimate, mean_t, wilson
+from biasaudit.metrics.base import MetricContext
+from biasaudit.records.estimate import Estimate
+from biasaudit.records.metric_result import MetricResult, PlotSpec, ReliabilityItem, Table
+from biasaudit.records.responses import GenerateOutput, NextTokenOutput
+from biasaudit.stats import mean_t, wilson
+from biasaudit.stats.disaggregate import Obs, by_group
 
 MASK = "<MASK>"
 REFUSAL = re.compile(r"\b(sorry|cannot|can't|unable|as an ai)\b", re.I)

@@ -61,7 +61,7 @@ from biasaudit.methods.oracle_kit import (
 from biasaudit.methods.tfdp.metric import TFDPParams, normalise
 
 if TYPE_CHECKING:
-    from biasaudit.pipeline import Prepared
+    from biasaudit.runner.pipeline import Prepared
 
 STEREOTYPED = ("kitchen", "cooking")
 """The stereotyped filler of a parity pair's S' (the second where the first is a truth)."""

@@ -13,8 +13,13 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict
 
-from biasaudit.metrics.base import MetricContext, MetricResult, PlotSpec, ReliabilityItem, Table
-from biasaudit.metrics.disaggregate import (
+from biasaudit.metrics.base import MetricContext
+from biasaudit.metrics.validity import valid_share
+from biasaudit.records.estimate import Estimate
+from biasaudit.records.metric_result import MetricResult, PlotSpec, ReliabilityItem, Table
+from biasaudit.records.responses import ScoredTokens, parse_output
+from biasaudit.stats import cell_spread, mean_t, wilson
+from biasaudit.stats.disaggregate import (
     Obs,
     by_cell,
     by_group,
@@ -25,9 +30,6 @@ from biasaudit.metrics.disaggregate import (
     pooled,
     proportion,
 )
-from biasaudit.metrics.validity import valid_share
-from biasaudit.outputs import ScoredTokens, parse_output
-from biasaudit.stats import Estimate, cell_spread, mean_t, wilson
 
 MODE_PROBE = {"ar_full": "sequence_logprob", "ar_shared": "sequence_logprob", "pll_shared": "pseudo_loglik"}
 

@@ -1,0 +1,1 @@
+"""Helpers every stage may use: bounded file access, shipped paths, secrets scrubbing, progress lines."""

@@ -1,0 +1,1 @@
+"""Cross-run comparison (`biasaudit compare`): side by side, paired, ranked."""

@@ -1,0 +1,43 @@
+"""What the execution stage counted: requests, cache hits, calls, failures by kind, seconds. Data only."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+
+
+@dataclass
+class ExecutionStats:
+    requests: int = 0
+    """Unique requests in the plan (identical requests across cells count once)."""
+    plan_items: int = 0
+    cache_hits: int = 0
+    calls: int = 0
+    """Requests sent to the backend in this run."""
+    answered: int = 0
+    """Requests whose final stored result is an answer (answered + failures = requests)."""
+    failures: int = 0
+    """Requests whose final stored result is a failure."""
+    failures_by_kind: dict[str, int] = field(default_factory=dict)
+    """Failures counted by their kind (timeout, rate_limited, empty...; `other` when the
+    backend gave none); the counts add up to `failures`."""
+    new_failures: int = 0
+    seconds: float = 0.0
+    model_load_s: float = 0.0
+    model_loads: int = 0
+    """Model weights this run loaded (0: every model it needed was already loaded in this
+    process, e.g. by an earlier suite member or a variant with another system prompt)."""
+    coding_requests: int = 0
+    """Requests of the coding stage (judges, parsers, claim checks...), unique per layer."""
+    coding_calls: int = 0
+    """Coding requests sent to a model in this run."""
+    coding_cache_hits: int = 0
+    embedding_calls: int = 0
+    """Strings sent to the embedder (not the model under test) in this run."""
+    embedding_cache_hits: int = 0
+    coding_s: float = 0.0
+    """Seconds of the coding stage (judges, NLI, embedder, rules), measured around it."""
+    run_stage_s: float = 0.0
+    """Seconds of the whole run stage: the model calls (`seconds`) and the coding stage."""
+
+    def as_dict(self) -> dict[str, float | int | dict[str, int]]:
+        return asdict(self)

@@ -1,0 +1,108 @@
+"""What the command prints when runs finish: the final line of a run (headline estimates
+with their intervals, and the verdict), and the summary table of a sweep or suite."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from biasaudit.records.estimate import Estimate
+from biasaudit.records.summary import RunSummary
+
+
+def num(x: float | None) -> str:
+    """Four significant digits: enough to compare with the report, short enough for a line."""
+    return "n/a" if x is None else f"{x:.4g}"
+
+
+def estimate_text(est: Estimate) -> str:
+    """'67.5 [52.02, 79.92]': the value and its interval (95% unless the estimate says otherwise);
+    'undefined (every pair ties...)' for a measurement with no information."""
+    if est.value is None:
+        note = est.note.removeprefix("undefined: ") if est.note else ""
+        return f"undefined ({note[:80]})" if note and note != "no data" else "n/a (no data)"
+    if est.ci_low is None or est.ci_high is None:
+        return num(est.value)
+    return f"{num(est.value)} [{num(est.ci_low)}, {num(est.ci_high)}]"
+
+
+def headlines(summary: RunSummary, limit: int | None = None) -> str:
+    heads = [(f"{mid}.{m.headline}", m.estimates[m.headline]) for mid, m in summary.metrics.items()
+             if m.headline in m.estimates]
+    parts = [f"{name} {estimate_text(e)}" for name, e in heads[:limit]]
+    more = len(heads) - len(parts)
+    return ", ".join(parts) + (f" (+{more} more)" if more > 0 else "")
+
+
+def final_line(summary: RunSummary) -> str:
+    """The last line a run prints, naming each headline estimate, e.g.
+    'crows-pairs-tp: INCONCLUSIVE; bias_score.score 67.5 [52.02, 79.92] (95% intervals)';
+    verdicts a validity guard held back are counted: '(2 not decidable: see the report)'; a
+    run that could not measure says so and why: ', could not measure: 84/84 requests failed ...'."""
+    blocked = sum(1 for v in summary.verdicts if v.blocked)
+    if not summary.measured:
+        held = f", could not measure: {summary.unmeasured_reason or 'too many requests failed'}"
+    else:
+        held = f" ({blocked} not decidable: see the report's validity section)" if blocked else ""
+    return f"{summary.audit.name}: {summary.overall}{held}; {headlines(summary)} (95% intervals)"
+
+
+def load_summary(run_dir: str | Path) -> RunSummary | None:
+    path = Path(run_dir) / "summary.json"
+    if not path.is_file():
+        return None
+    try:
+        return RunSummary.read(path)
+    except (ValueError, ValidationError):  # not a run's summary (a suite's, or damaged)
+        return None
+
+
+def varying_overrides(jobs: list[list[str]]) -> list[list[str]]:
+    """Each job's overrides that differ between jobs (all of them when none differ)."""
+    keys: dict[str, set[str]] = {}
+    for ovs in jobs:
+        for ov in ovs:
+            k, _, v = ov.partition("=")
+            keys.setdefault(k, set()).add(v)
+    for ovs in jobs:
+        for k in keys:
+            if not any(ov.partition("=")[0] == k for ov in ovs):
+                keys[k].add("")
+    varying = {k for k, vals in keys.items() if len(vals) > 1}
+    if not varying:
+        return jobs
+    return [[ov for ov in ovs if ov.partition("=")[0] in varying] for ovs in jobs]
+
+
+def table(rows: list[tuple[str, str, str, str]], header: tuple[str, str, str, str]) -> list[str]:
+    """Plain aligned columns (job, what varies, verdict, headline): readable in a CI log."""
+    all_rows = [header, *rows]
+    widths = [max(len(r[i]) for r in all_rows) for i in range(3)]
+    return [f"{r[0]:<{widths[0]}}  {r[1]:<{widths[1]}}  {r[2]:<{widths[2]}}  {r[3]}".rstrip() for r in all_rows]
+
+
+def sweep_rows(entries: list[dict[str, Any]]) -> list[tuple[str, str, str, str]]:
+    """One row per job of a sweep, from the job ledger (see `gating.Ledger`)."""
+    shown = varying_overrides([list(e.get("overrides", [])) for e in entries])
+    rows: list[tuple[str, str, str, str]] = []
+    for e, ovs in zip(entries, shown, strict=True):
+        summary = load_summary(e["run_dir"]) if e.get("run_dir") else None
+        if summary is None:
+            verdict, head = "ERROR", (e.get("error") or "no summary.json")
+        else:
+            verdict, head = summary.overall, headlines(summary, limit=1)
+        rows.append((str(e.get("job", len(rows))), " ".join(ovs) or "(defaults)", verdict, head))
+    return rows
+
+
+def common_parent(paths: list[str]) -> Path | None:
+    """The sweep folder that holds every job's run folder."""
+    if not paths:
+        return None
+    return Path(os.path.commonpath([str(Path(p).resolve().parent) for p in paths]))
+
+
+__all__ = ["estimate_text", "final_line", "headlines", "load_summary", "sweep_rows", "table"]

@@ -1,0 +1,509 @@
+"""One run, stage by stage: prepare (validate, load, compile) -> execute -> code ->
+measure -> judge -> render. Each stage reads what the previous one produced."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import platform
+import shlex
+import time
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, NamedTuple
+
+from pydantic import BaseModel
+
+from biasaudit._util.fileio import atomic_write, write_error
+from biasaudit._util.progress import load_note, stage
+from biasaudit._util.secrets import guard_logging, watch_config
+from biasaudit._version import __version__
+from biasaudit.backends import audit_identity, audit_subject, build_audit_backend
+from biasaudit.coding.base import LayerCalls
+from biasaudit.coding.calibration_record import calibration_problems
+from biasaudit.coding.layers import CodingPlan
+from biasaudit.coding.routes import StoreAnswerer
+from biasaudit.coding.stage import CodingResult, run_coding
+from biasaudit.coding.summary import coding_report
+from biasaudit.coding.units import units_of
+from biasaudit.data import StimulusSet, file_sha256, load_stimuli
+from biasaudit.engine import execute_plan
+from biasaudit.errors import BiasAuditError
+from biasaudit.metrics import MetricContext
+from biasaudit.metrics.validity import counts_flag, depends_on, failure_flag, layer_flags
+from biasaudit.plan import Plan, compile_plan
+from biasaudit.records.execution import ExecutionStats
+from biasaudit.records.metric_result import MetricResult, ValidityFlag
+from biasaudit.records.responses import Response
+from biasaudit.records.summary import RunSummary
+from biasaudit.registry import METRICS
+from biasaudit.runner.checks import apply_limits, check_breakdowns, check_config, coding_plan
+from biasaudit.spec.compose import Composed
+from biasaudit.store import Store
+from biasaudit.verdicts.thresholds import VerdictRecord, evaluate
+
+log = logging.getLogger(__name__)
+
+
+class PlanInputs(NamedTuple):
+    params: dict[str, BaseModel]
+    """Checked metric parameters, by metric id."""
+    stimuli: StimulusSet
+    identity: dict[str, Any]
+    """The model under test's identity (part of every subject request's hash)."""
+    coding: CodingPlan
+
+
+@dataclass
+class Prepared:
+    composed: Composed
+    stimuli: StimulusSet
+    plan: Plan
+    params: dict[str, BaseModel]
+    identity: dict[str, Any]
+    coding: CodingPlan
+
+
+def plan_inputs(composed: Composed) -> PlanInputs:
+    """Checked metric parameters, loaded stimuli, the model identity and the checked
+    coding layers: what a plan is compiled (or only counted) from."""
+    cfg = composed.config
+    spec_file = str(composed.spec_file)
+    watch_config(cfg)
+    apply_limits(cfg.runtime.limits)
+    params = check_config(cfg, spec_file, composed.choices)
+    stimuli = load_stimuli(cfg.stimuli, composed.spec_file, cfg.runtime.limits)
+    check_breakdowns(cfg, params, stimuli.field_names, stimuli.source, spec_file)
+    coding = coding_plan(cfg, params, stimuli.field_names, spec_file)
+    try:
+        identity = audit_identity(cfg)
+    except BiasAuditError as exc:
+        if exc.file is None and composed.choices.get("model"):
+            exc.file = f"conf/model/{composed.choices['model']}.yaml"
+        raise
+    return PlanInputs(params, stimuli, identity, coding)
+
+
+def prepare(composed: Composed) -> Prepared:
+    """Everything that can fail on bad input, before any model call or file write."""
+    params, stimuli, identity, coding = plan_inputs(composed)
+    stage("planning %s (%d stimuli)", composed.config.audit.name, len(stimuli.stimuli))
+    plan = compile_plan(composed.config, stimuli, identity, str(composed.spec_file))
+    stage("plan: %d cell(s) x %d stimuli = %d items, %d unique requests (%s)%s",
+          len(plan.cells), len(stimuli.stimuli), plan.n_items, len(plan.requests), plan.kind,
+          f"; coding layers: {', '.join(coding.layers)}" if coding.layers else "")
+    return Prepared(composed=composed, stimuli=stimuli, plan=plan, params=params, identity=identity, coding=coding)
+
+
+@dataclass
+class Coded:
+    """The coding stage's output: codes per layer and unit, and its calls per layer."""
+
+    result: CodingResult
+    calls: dict[str, LayerCalls]
+
+
+
+
+def code(prep: Prepared, responses: dict[str, Response], stats: ExecutionStats | None = None,
+         offline: bool = False) -> Coded:
+    """The coding stage: every layer codes every answered unit; its model calls are
+    cached requests (offline: answered only from the store)."""
+    if not prep.coding.layers:
+        return Coded(CodingResult(codes={}, units=[]), {})
+    answerer = StoreAnswerer(prep.composed.config, offline=offline, stats=stats)
+    t0 = time.perf_counter()
+    try:
+        result = run_coding(prep.coding, units_of(prep), responses, answerer)
+    finally:
+        answerer.close()
+        if stats is not None and not offline:  # a re-render keeps the run's own timing
+            stats.coding_s += time.perf_counter() - t0
+    return Coded(result, dict(answerer.per_layer))
+
+
+def measure(prep: Prepared, responses: dict[str, Response], coded: Coded, *, calibration: bool = True,
+            accept_dominant: frozenset[str] = frozenset()) -> dict[str, MetricResult]:
+    """Every metric, a pure function of the plan, the responses and the codes, with the
+    validity flags of the run and the layers it reads (`guard`)."""
+    cfg = prep.composed.config
+    ctx = MetricContext(config=cfg, plan=prep.plan, responses=responses, units=coded.result.units,
+                        codes=coded.result.codes, layers=prep.coding.layers)
+    results = {m.key: METRICS.get(m.name).compute(ctx, m.key, prep.params[m.key]) for m in cfg.metrics}
+    return guard(prep, responses, coded, results, calibration=calibration, accept_dominant=accept_dominant)
+
+
+def guard(prep: Prepared, responses: dict[str, Response], coded: Coded, results: dict[str, MetricResult], *,
+          calibration: bool = True, accept_dominant: frozenset[str] = frozenset()) -> dict[str, MetricResult]:
+    """Add to each result the validity flags that come from outside the metric: the run's
+    failed requests and the coding layers it reads (metrics/validity.py). The self-test
+    turns off the stored calibrations (its judges are oracles) and may accept the
+    dominance of layers it has shown to discriminate (`accept_dominant`)."""
+    cfg = prep.composed.config
+    v = cfg.validity
+    run_flag = unmeasured(prep, responses)
+    stored = {n: ValidityFlag(kind=k, message=msg, layer=n) for n, (k, msg) in
+              calibration_problems(cfg, prep.coding, str(prep.composed.spec_file)).items()} if calibration else {}
+    per_layer = layer_flags(prep.coding, coded.result.units, coded.result.codes, v, stored) \
+        if prep.coding.layers else {}
+    per_layer = {n: [f.model_copy(update={"blocking": False}) if f.kind == "dominant_label" and n in accept_dominant
+                     else f for f in fs] for n, fs in per_layer.items()}
+    out: dict[str, MetricResult] = {}
+    for m in cfg.metrics:
+        res = results[m.key]
+        bound = [x for x in METRICS.get(m.name).layers(prep.params[m.key]).values() if x]
+        # a metric that names no layer reads every primary layer the spec declares
+        roots = bound or prep.coding.primary
+        flags = [f for lay in depends_on(prep.coding, roots) for f in per_layer.get(lay, [])]
+        if not any(f.kind == "valid_share" for f in res.validity):
+            own = counts_flag(res.counts, v.min_valid_share)
+            if own is not None:
+                flags.insert(0, own)
+        # the failed requests first: the metric's own shortfall is their consequence
+        lead = [run_flag] if run_flag is not None else []
+        out[m.key] = res.model_copy(update={"validity": [*lead, *res.validity, *flags]}) if flags or lead else res
+    return out
+
+
+def unmeasured(prep: Prepared, responses: dict[str, Response]) -> ValidityFlag | None:
+    """The run could not measure: more than `validity.max_failed_share` of its model
+    requests failed (a server down, a wrong key or URL). None when it measured."""
+    subject = [responses[k] for k in prep.plan.requests if k in responses]
+    failed = [r for r in subject if r.status != "ok"]
+    return failure_flag(len(failed), len(subject), [(r.error_kind, r.error) for r in failed],
+                        prep.composed.config.validity.max_failed_share)
+
+
+def versions() -> dict[str, str]:
+    import importlib.metadata as md
+
+    out = {"python": platform.python_version(), "biasaudit": __version__, "platform": platform.platform()}
+    for pkg in ("torch", "transformers", "gguf", "sentence-transformers", "hydra-core", "pydantic",
+                "numpy", "scipy", "statsmodels", "pandas", "httpx"):
+        try:
+            out[pkg] = md.version(pkg)
+        except md.PackageNotFoundError:
+            pass
+    return out
+
+
+def manifest(prep: Prepared, run_id: str, command: list[str]) -> dict[str, Any]:
+    c = prep.composed
+    cfg = c.config
+    return {
+        "run_id": run_id,
+        "audit": cfg.audit.name,
+        "method": cfg.audit.method,
+        "command": command,
+        "coding_layers": {n: lay.coder_name for n, lay in prep.coding.layers.items()},
+        "overrides": c.overrides,
+        "choices": c.choices,
+        "spec_file": str(c.spec_file),
+        "spec_sha256": file_sha256(c.spec_file),
+        "data": {"source": prep.stimuli.source, "sha256": prep.stimuli.sha256, "format": prep.stimuli.format,
+                 "rows": prep.stimuli.n_total, "used": len(prep.stimuli.stimuli)},
+        "model": {"name": audit_subject(cfg), "backend": cfg.model.backend if cfg.probe.kind != "classify_nli"
+                  else f"{cfg.nli.backend if cfg.nli else '?'} via {cfg.model.backend}", "identity": prep.identity},
+        "seed": cfg.runtime.seed,
+        "cache": str(Path(cfg.runtime.cache).resolve()),
+        "versions": versions(),
+        "config": c.data,
+    }
+
+
+def _write(path: Path, text: str) -> None:
+    atomic_write(path, text)
+
+
+def write_codes(path: Path, coded: Coded) -> None:
+    """codes.jsonl: one line per layer and unit, with what the layer said and why
+    (embedding vectors are left out: they are in the store)."""
+    tmp = path.with_name(path.name + ".tmp")
+    with tmp.open("w", encoding="utf-8") as f:
+        for layer, codes in coded.result.codes.items():
+            for c in codes.values():
+                row = c.model_dump(mode="json")
+                row["detail"] = {k: v for k, v in row["detail"].items() if k != "vectors"}
+                f.write(json.dumps({"layer": layer, **row}, ensure_ascii=False) + "\n")
+    os.replace(tmp, path)
+
+
+def write_trail(path: Path, prep: Prepared, responses: dict[str, Response]) -> None:
+    """responses.jsonl: one line per plan item, with its request and answer."""
+    tmp = path.with_name(path.name + ".tmp")
+    try:
+        _write_trail(tmp, prep, responses)
+        os.replace(tmp, path)
+    except OSError as exc:  # read-only folder, full disk: no half-written file left behind
+        with contextlib.suppress(OSError):
+            tmp.unlink(missing_ok=True)
+        raise write_error(path, exc) from None
+
+
+def _write_trail(tmp: Path, prep: Prepared, responses: dict[str, Response]) -> None:
+    levels = {c.id: dict(c.levels) for c in prep.plan.cells}
+    with tmp.open("w", encoding="utf-8") as f:
+        for it in prep.plan.items:
+            req = prep.plan.requests[it.key]
+            resp = responses[it.key]
+            f.write(json.dumps({
+                "cell": it.cell, "levels": levels.get(it.cell, {}), "stimulus": it.stimulus, "slot": it.slot,
+                "variant": it.variant,
+                "sample": it.sample, "key": it.key,
+                "request": req.model_dump(exclude={"key"}),
+                "status": resp.status, "error": resp.error, "error_kind": resp.error_kind,
+                "attempts": resp.attempts, "output": resp.output,
+            }, ensure_ascii=False) + "\n")
+
+
+def finish(
+    prep: Prepared, responses: dict[str, Response], stats: ExecutionStats, run_dir: Path,
+    run_manifest: dict[str, Any], *, write_responses: bool = True, offline: bool = False,
+) -> RunSummary:
+    from biasaudit.report import render_all
+
+    cfg = prep.composed.config
+    if prep.coding.layers:
+        stage("coding: %s", ", ".join(f"{n} ({lay.coder_name})" for n, lay in prep.coding.layers.items()))
+    coded = code(prep, responses, stats, offline=offline)
+    # the run stage is the model calls and the coding calls together
+    stats.run_stage_s = stats.seconds + stats.coding_s
+    if not offline:
+        run_manifest["run_stage_s"] = round(stats.run_stage_s, 3)
+        run_manifest["execution"] = stats.as_dict()
+    stage("measuring: %s", ", ".join(m.key for m in cfg.metrics))
+    results = measure(prep, responses, coded)
+    verdicts = evaluate(cfg.thresholds, results)
+    stage("reporting: %s in %s", ", ".join(sorted(set(cfg.report.formats) | {"json", "csv"})), run_dir)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    if write_responses:
+        write_trail(run_dir / "responses.jsonl", prep, responses)
+    if coded.result.codes:
+        write_codes(run_dir / "codes.jsonl", coded)
+    _write(run_dir / "manifest.json", json.dumps(run_manifest, indent=2, default=str))
+    summary = build_summary(prep, results, verdicts, stats, run_manifest, responses, coded)
+    # summary.json goes last: a folder with one is complete (`compare` and reruns rely
+    # on that), even when the process is killed while the report is being written
+    held: dict[Path, str] = {}
+
+    def write(path: Path, text: str) -> None:
+        if path.name == "summary.json":
+            held[path] = text
+        else:
+            _write(path, text)
+
+    from biasaudit.report.answers import item_texts
+
+    render_all(run_dir, summary.model_dump(mode="json"), results, verdicts, cfg, write=write,
+               item_texts=item_texts(prep.plan, responses, results))
+    for path, text in held.items():
+        _write(path, text)
+    return summary
+
+
+def scoring_conventions(responses: dict[str, Response]) -> list[str]:
+    """How the scored texts' first words were conditioned over HTTP, as the backend
+    recorded it per response (in-process scoring always puts the model's BOS first)."""
+    seen = {str(r.output["conditioning"]) for r in responses.values()
+            if r.ok and isinstance(r.output, dict) and r.output.get("conditioning")}
+    return sorted(seen)
+
+
+def build_summary(
+    prep: Prepared, results: dict[str, MetricResult], verdicts: list[VerdictRecord],
+    stats: ExecutionStats, run_manifest: dict[str, Any], responses: dict[str, Response], coded: Coded,
+) -> RunSummary:
+    from biasaudit.report import sections
+    from biasaudit.report.answers import answers_section
+
+    cfg = prep.composed.config
+    generated = datetime.now(UTC).isoformat(timespec="seconds")
+    vdicts = [v.model_dump(mode="json") for v in verdicts]
+    overall = overall_verdict(verdicts)
+    not_measured = unmeasured(prep, responses)
+    execution = stats.as_dict()
+    coding = coding_report(prep.coding, coded.result.units, coded.result.codes, coded.result.handed, coded.calls,
+                           seed=cfg.runtime.seed)
+    return RunSummary.model_validate({
+        "audit": {"name": cfg.audit.name, "method": cfg.audit.method, "description": cfg.audit.description,
+                  "title": cfg.report.title or cfg.audit.name},
+        "run_id": run_manifest["run_id"],
+        "model": run_manifest["model"],
+        "spec_sha256": run_manifest["spec_sha256"],
+        "data": run_manifest["data"],
+        "generated": generated,
+        "cover": {**sections.cover(cfg, run_manifest, generated), "scoring": scoring_conventions(responses)},
+        "executive": sections.executive(results, vdicts, overall, run_manifest["model"]["name"],
+                                        unmeasured=not_measured.message if not_measured else None),
+        "method": sections.method(cfg, prep.plan, prep.stimuli),
+        "design": {"cells": [c.id for c in prep.plan.cells], "n_cells": len(prep.plan.cells)},
+        "execution": execution,
+        "metrics": {k: r.model_dump(mode="json") for k, r in results.items()},
+        "coding": coding.model_dump(mode="json"),
+        "conditions": sections.conditions(cfg, prep.plan, results),
+        "reliability": sections.reliability(results, execution, coding),
+        "quality": sections.quality(run_manifest, results, execution),
+        "verdicts": sections.verdict_rows(vdicts, cfg.report.crosswalk),
+        "validity": [{"metric": k, **f.model_dump(mode="json")} for k, r in results.items() for f in r.validity],
+        "overall": overall,
+        "measured": not_measured is None,
+        "unmeasured_reason": not_measured.message if not_measured else None,
+        "reproducibility": sections.reproducibility(run_manifest),
+        "trail": sections.trail(prep.plan, responses, bool(coded.result.codes)),
+        "answers": answers_section(prep.plan, responses, results, coded.result.units, coded.result.codes),
+    })
+
+
+def overall_verdict(verdicts: list[VerdictRecord]) -> str:
+    if not verdicts:
+        return "NO THRESHOLDS"
+    vs = {v.verdict for v in verdicts}
+    if "FAIL" in vs:
+        return "FAIL"
+    if "INCONCLUSIVE" in vs:
+        return "INCONCLUSIVE"
+    return "PASS"
+
+
+INTERRUPTED_NOTE = "INTERRUPTED.txt"
+
+
+def note_interrupted(run_dir: Path, how: str, cache: str, command: list[str] | None) -> None:
+    """Say in the run folder itself that the run did not finish and how to resume."""
+    if not run_dir.is_dir():
+        return
+    again = f"run the same command again: {shlex.join(command)}" if command else "run the same command again"
+    _write(run_dir / INTERRUPTED_NOTE,
+           f"This run did not finish: {how}.\n"
+           f"Its finished model calls are kept in the cache {cache}; no report was written here.\n"
+           f"To resume, {again}\n(calls already made are not repeated).\n")
+
+
+def _close_stale_runs(store: Store) -> None:
+    """Earlier runs on this cache whose process died (SIGKILL, power cut) are marked
+    interrupted, and their folders say so."""
+    for r in store.mark_stale_runs():
+        run_dir = Path(r["run_dir"])
+        if (run_dir / "summary.json").is_file():
+            continue  # killed after its report was complete: only the bookkeeping was lost
+        command = None
+        mpath = run_dir / "manifest.json"
+        if mpath.is_file():
+            try:
+                command = json.loads(mpath.read_text(encoding="utf-8")).get("command")
+            except (OSError, ValueError):
+                command = None
+        log.warning("run %s did not finish (process %s is gone); marked interrupted", r["run_id"], r["pid"])
+        note_interrupted(run_dir, f"its process ({r['pid']}) ended before the run finished", str(store.path), command)
+
+
+def run(prep: Prepared, run_dir: Path, command: list[str]) -> RunSummary:
+    cfg = prep.composed.config
+    if cfg.model.backend == "oracle":
+        # the self-test's stand-in answers no real request: refused before any folder is made
+        from biasaudit.errors import BackendError
+
+        raise BackendError("the `oracle` model answers only inside `biasaudit selftest`", key="model.backend",
+                           hint="choose a real model config for `biasaudit run` (`biasaudit list models`)")
+    guard_logging()
+    # Multirun jobs live in subfolders of reports/sweeps/<time>/: name them by both.
+    in_sweep = run_dir.parent.parent.name == "sweeps"
+    run_id = f"{run_dir.parent.name}-{run_dir.name}" if in_sweep else run_dir.name
+    run_manifest = manifest(prep, run_id, command)
+    run_manifest["run_dir"] = str(run_dir)
+    run_manifest["started"] = datetime.now(UTC).isoformat(timespec="seconds")
+    store = Store(cfg.runtime.cache)
+    stats: ExecutionStats | None = None
+    try:
+        store.get_many(prep.plan.requests)  # a damaged cache fails here, before the run folder is written
+    except BaseException:
+        store.close()
+        raise
+    try:
+        _close_stale_runs(store)
+        store.start_run(run_id, cfg.audit.name, str(run_dir), run_manifest)
+        # written now so that a folder whose run is killed still says what it was
+        run_dir.mkdir(parents=True, exist_ok=True)
+        _write(run_dir / "manifest.json", json.dumps(run_manifest, indent=2, default=str))
+        t0 = time.perf_counter()
+        responses, stats = execute_plan(
+            prep.plan, store,
+            lambda: build_audit_backend(cfg),
+            retry_failed=cfg.runtime.retry_failed,
+            progress=cfg.runtime.progress,
+            who=audit_subject(cfg), load_note=load_note(cfg),
+        )
+        run_manifest["finished"] = datetime.now(UTC).isoformat(timespec="seconds")
+        run_manifest["run_stage_s"] = round(time.perf_counter() - t0, 3)
+        run_manifest["execution"] = stats.as_dict()
+        summary = finish(prep, responses, stats, run_dir, run_manifest)
+    except KeyboardInterrupt:
+        store.finish_run(run_id, "interrupted", stats.as_dict() if stats else {})
+        note_interrupted(run_dir, "stopped with Ctrl-C", str(store.path), command)
+        store.close()
+        raise
+    except BaseException:
+        store.finish_run(run_id, "failed", {})
+        store.close()
+        raise
+    store.finish_run(run_id, "finished", stats.as_dict())
+    store.close()
+    return summary
+
+
+def read_manifest(run_dir: Path) -> dict[str, Any]:
+    """A run folder's manifest.json, checked for what a re-render reads."""
+    from biasaudit._util.fileio import read_capped
+    from biasaudit.errors import StoreError
+
+    mpath = run_dir / "manifest.json"
+    hint = "give a run folder written by `biasaudit run` (a manifest cut short cannot be re-rendered: run again)"
+    if not mpath.is_file():
+        raise StoreError("no manifest.json here", file=str(run_dir), hint="give a run folder written by `biasaudit run`")
+    try:
+        m = json.loads(read_capped(mpath, 256 * 2**20, what="manifest", error=StoreError).decode("utf-8"))
+    except (ValueError, RecursionError) as exc:  # truncated, not UTF-8, not JSON
+        raise StoreError(f"manifest.json is not valid JSON ({str(exc)[:80]})", file=str(mpath), hint=hint) from None
+    need = {"spec_file": str, "config": dict, "cache": str, "run_id": str, "data": dict}
+    for k, t in need.items():
+        if not isinstance(m, dict) or not isinstance(m.get(k), t):
+            raise StoreError(f"manifest.json lacks a usable {k!r}", file=str(mpath), hint=hint)
+    return m
+
+
+def rerender(run_dir: Path) -> RunSummary:
+    """Rebuild the report of a finished run from its manifest and the store: no model
+    calls (a missing response is an error)."""
+    from biasaudit.errors import StoreError
+    from biasaudit.spec import validate_config
+
+    m = read_manifest(run_dir)
+    spec_file = Path(m["spec_file"])
+    cfg = validate_config(m["config"], spec_file=str(spec_file), choices=m.get("choices"))
+    composed = Composed(config=cfg, data=m["config"], spec_file=spec_file, choices=m.get("choices", {}),
+                        overrides=m.get("overrides", []))
+    prep = prepare(composed)
+    if prep.stimuli.sha256 != m["data"]["sha256"]:
+        raise StoreError("the data file changed since the run", file=str(prep.stimuli.source),
+                         hint="restore the file the run used (its sha256 is in manifest.json)")
+    store = Store(m["cache"], readonly=True)  # a re-render creates no cache, folder or row
+    try:
+        status = store.run_status(m["run_id"])
+        if status is not None and status != "finished" and not (run_dir / "summary.json").is_file():
+            again = f": {shlex.join(m['command'])}" if m.get("command") else ""
+            raise StoreError(f"this run did not finish (status: {status})", file=str(run_dir),
+                             hint=f"resume it by running the same command again{again}")
+        responses, stats = execute_plan(prep.plan, store, None, progress=False)
+    finally:
+        store.close()
+    if "execution" in m:
+        for k in ("calls", "seconds", "model_load_s", "model_loads", "new_failures", "coding_s"):
+            setattr(stats, k, m["execution"].get(k, getattr(stats, k)))
+    return finish(prep, responses, stats, run_dir, m, write_responses=False, offline=True)
+
+
+__all__ = ["Coded", "PlanInputs", "Prepared", "code", "measure", "plan_inputs", "prepare", "rerender", "run",
+           "unmeasured"]

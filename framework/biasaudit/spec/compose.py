@@ -1,0 +1,396 @@
+"""Hydra composition: overrides -> plain dict -> validated `AuditConfig`.
+
+Hydra composes (defaults list, config groups, command-line overrides); Pydantic types.
+The spec is the `spec` group, served from `specs/` by the config source in
+`hydra_plugins.biasaudit_specs` and merged at the root, so `stimuli.source=...` works.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from omegaconf import DictConfig, OmegaConf, open_dict, read_write
+
+from biasaudit._util.fileio import path_problem, resolved
+from biasaudit._util.paths import (
+    SPEC_FILES_ENV,
+    conf_dir,
+    find_spec_file,
+    list_specs,
+    shipped_specs_dir,
+)
+from biasaudit.errors import BiasAuditError, SpecError
+from biasaudit.spec import AuditConfig, validate_config
+from biasaudit.spec.interp import check_text, check_tree, override_values
+from biasaudit.spec.load import source_file
+
+
+@dataclass
+class Composed:
+    config: AuditConfig
+    data: dict[str, Any]
+    spec_file: Path
+    choices: dict[str, str]
+    overrides: list[str] = field(default_factory=list)
+
+
+def _is_path(value: str) -> bool:
+    return "/" in value or value.endswith((".yaml", ".yml"))
+
+
+# The audit section's optional free-text keys, settable on the command line (`audit.auditor="Jane Doe"`)
+# though the spec may not write them: Hydra overrides only keys the composed config has.
+SIGNOFF_KEYS = ("audit.scope", "audit.limitations", "audit.auditor", "audit.date")
+
+
+def prepare_overrides(overrides: list[str]) -> list[str]:
+    """Rewrite `spec=<file path>` into `spec=<name>`, the name registered for that file.
+
+    Accepts sweeps (`spec=a.yaml,b`). The name is the file's stem, or the stem plus a short
+    hash of the resolved path when the stem would also name another file in the same
+    command (`-m spec=/a/x.yaml,/b/x.yaml` are two jobs, not one twice). Names go into
+    `BIASAUDIT_SPEC_FILES` (and folders into `BIASAUDIT_SPEC_DIRS`), so launcher workers,
+    which inherit the environment, find the same files.
+    """
+    out = []
+    extra = [p for p in os.environ.get("BIASAUDIT_SPEC_DIRS", "").split(os.pathsep) if p]
+    files = _spec_files()
+    claimed: dict[str, str] = {}  # name -> resolved path ("" for a bare name) in this command
+    for ov in overrides:
+        key, sep, value = ov.partition("=")
+        if key.lstrip("+~") == "spec" and sep:
+            for item in value.split(","):
+                if not _is_path(item.strip()):
+                    claimed[item.strip()] = ""
+    for ov in overrides:
+        key, sep, value = ov.partition("=")
+        if key in SIGNOFF_KEYS and sep:
+            # optional sign-off text most specs leave out: set it whether the spec has it or not
+            out.append(f"++{ov}")
+            continue
+        if key.lstrip("+~") != "spec" or not sep:
+            out.append(ov)
+            continue
+        names = []
+        for item in value.split(","):
+            item = item.strip()
+            names.append(_register(item, claimed, files, extra) if _is_path(item) else item)
+        out.append(f"{key}={','.join(names)}")
+    os.environ["BIASAUDIT_SPEC_DIRS"] = os.pathsep.join(extra)
+    os.environ[SPEC_FILES_ENV] = json.dumps(files)
+    return out
+
+
+def _register(item: str, claimed: dict[str, str], files: dict[str, str], extra: list[str]) -> str:
+    """The name a spec file given as a path is registered under (see `prepare_overrides`)."""
+    p = resolved(Path(item).expanduser(), error=SpecError, key="spec")
+    problem = path_problem(p)
+    if problem:
+        raise SpecError(f"spec file: {problem}", file=str(p), key="spec", hint="check the path")
+    name = p.stem
+    if claimed.get(name, str(p)) != str(p) or not re.fullmatch(r"[A-Za-z0-9_][A-Za-z0-9_.-]*", name):
+        # another file of that name, or a name Hydra's override grammar cannot take
+        slug = re.sub(r"[^A-Za-z0-9_.-]+", "_", p.stem).strip("_.-") or "spec"
+        name = f"{slug}-{hashlib.sha256(str(p).encode()).hexdigest()[:8]}"
+    claimed[name] = str(p)
+    files[name] = str(p)
+    if str(p.parent) not in extra:
+        extra.insert(0, str(p.parent))
+    return name
+
+
+SPEC_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*")
+"""A spec given by name: what Hydra's override grammar takes as a plain value."""
+
+
+def spec_argument(spec: str | os.PathLike[str]) -> str:
+    """The Python API's `spec` argument (one spec, never a sweep) as the value of a `spec=`
+    override. A path is registered as `prepare_overrides` registers one, under a name the
+    override grammar takes, so any file name works (`a,b.yaml`, `x=y.yaml`, quotes,
+    brackets, parentheses); a name must be a plain name."""
+    value = os.fspath(spec)
+    if _is_path(value) or (isinstance(spec, os.PathLike) and Path(value).is_file()):
+        extra = [p for p in os.environ.get("BIASAUDIT_SPEC_DIRS", "").split(os.pathsep) if p]
+        files = _spec_files()
+        name = _register(value, {}, files, extra)
+        os.environ["BIASAUDIT_SPEC_DIRS"] = os.pathsep.join(extra)
+        os.environ[SPEC_FILES_ENV] = json.dumps(files)
+        return name
+    if not SPEC_NAME.fullmatch(value):
+        raise SpecError(f"{value!r} is not a spec name (letters, digits, '_', '.' and '-')", key="spec",
+                        hint="give a shipped spec's name (biasaudit list specs) or a path to a .yaml file")
+    return value
+
+
+def _spec_files() -> dict[str, str]:
+    try:
+        files = json.loads(os.environ.get(SPEC_FILES_ENV) or "{}")
+    except ValueError:
+        return {}
+    return files if isinstance(files, dict) else {}
+
+
+def check_override_values(overrides: list[str]) -> None:
+    """Refuse resolvers and computed keys in command-line values before Hydra or OmegaConf
+    sees them (the composed config is checked again as a whole)."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    for raw in overrides:
+        if "${" not in raw:
+            continue
+        try:
+            [ov] = OverridesParser.create().parse_overrides([raw])
+        except Exception as exc:  # grammar errors: Hydra reports them with context later
+            if type(exc).__module__.startswith(("hydra", "omegaconf")):
+                check_text(raw.partition("=")[2], file="command line", key=raw.partition("=")[0].lstrip("+~"))
+                continue
+            raise
+        for text in override_values(ov.value()):
+            check_text(text, file="command line", key=ov.key_or_group)
+
+
+def _ours(exc: BaseException) -> BiasAuditError | None:
+    """Our own error, if Hydra wrapped one (e.g. raised by the spec config source)."""
+    seen: set[int] = set()
+    e: BaseException | None = exc
+    while e is not None and id(e) not in seen:
+        if isinstance(e, BiasAuditError):
+            return e
+        seen.add(id(e))
+        e = e.__cause__ or e.__context__
+    return None
+
+
+def check_conflicts(overrides: list[str]) -> None:
+    """Refuse a key given twice on the command line: Hydra would keep the last silently."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    try:
+        parsed = OverridesParser.create().parse_overrides(overrides)
+    except Exception as exc:  # grammar errors: Hydra reports them with context below
+        if type(exc).__module__.startswith(("hydra", "omegaconf")):
+            return
+        raise
+    first: dict[tuple[str, str | None], str] = {}
+    for ov, raw in zip(parsed, overrides, strict=True):
+        k = (ov.key_or_group, ov.package)
+        if k in first:
+            name = ov.key_or_group + (f"@{ov.package}" if ov.package else "")
+            raise SpecError(f"conflicting overrides {first[k]!r} and {raw!r}", file="command line", key=name,
+                            hint=f"give {name} once")
+        first[k] = raw
+
+
+def _hydra_error(exc: Exception) -> BiasAuditError:
+    if (ours := _ours(exc)) is not None:
+        return ours
+    msg = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    m = re.search(r"In '[^']*': Could not find '([^/']+)/([^']+)'", str(exc)) or re.search(
+        r"Could not find '([^/']+)/([^']+)'", str(exc)
+    )
+    if m:
+        group, name = m.group(1), m.group(2)
+        if group == "spec":
+            return SpecError(
+                f"unknown spec {name!r}",
+                file="specs/",
+                key="spec",
+                hint=f"known specs: {', '.join(list_specs())}; or give a path to a spec file",
+            )
+        options = sorted(p.stem for p in (conf_dir() / group).glob("*.yaml"))
+        return SpecError(
+            f"unknown {group} config {name!r}",
+            file=f"conf/{group}/",
+            key=group,
+            hint=f"available: {', '.join(options)}",
+        )
+    m = re.search(r"Could not load 'hydra/launcher/([^']+)'", str(exc))
+    if m:
+        plugin = {"submitit_slurm": "hydra-submitit-launcher", "submitit_local": "hydra-submitit-launcher",
+                  "ray": "hydra-ray-launcher"}.get(m.group(1), f"the Hydra launcher plugin providing {m.group(1)!r}")
+        return SpecError(f"launcher {m.group(1)!r} is not installed", key="hydra/launcher",
+                         hint=f"pip install {plugin} (joblib is built in)")
+    m = re.match(r"In 'spec/([^']+)': \w+ raised while composing config:\s*(.*)", str(exc), re.S)
+    if m:  # the spec does not merge with the defaults (e.g. `report: [1]`, a list where a mapping is)
+        found = find_spec_file(m.group(1))
+        detail = m.group(2).strip().splitlines()[0] if m.group(2).strip() else "it cannot be merged"
+        if re.match(r"Cannot merge (DictConfig with ListConfig|ListConfig with DictConfig)", detail):
+            detail = "a list stands where a mapping belongs, or a mapping where a list belongs"
+        full_key = re.search(r"full_key: (\S+)", m.group(2))
+        return SpecError(detail, file=str(found) if found else f"spec {m.group(1)}",
+                         key=full_key.group(1) if full_key else "(file)",
+                         hint="a section or key has the wrong kind; `biasaudit schema` shows the type of each")
+    m = re.search(r"(?:Sweep parameters|Ambiguous value for argument) '([^']+)'", str(exc))
+    if m:  # a sweep, or shuffle()/sort() of several values, without -m
+        key = m.group(1).partition("=")[0].lstrip("+~")
+        hint = "run one job per value with `biasaudit run -m` or `biasaudit plan -m`, or give one value"
+        if "glob(" in m.group(1):
+            hint = f"glob() cannot choose a sweep's values: list them, e.g. {key}=a,b (biasaudit list)"
+        elif "interval(" in m.group(1):
+            hint = f"interval() cannot be listed: give values (e.g. {key}=0.1,0.5) or range(start, stop, step)"
+        return SpecError(f"{m.group(1)!r} is a sweep (one run per value)", key="overrides", hint=hint)
+    m = re.search(r"Could not override '([^']+)'", str(exc))
+    if m:
+        return SpecError(
+            f"cannot override {m.group(1)!r}: no such key in the composed config",
+            key=m.group(1),
+            hint=f"check the spelling, or use '+{m.group(1)}=...' to add a new key",
+        )
+    return SpecError(msg, key="overrides", hint="see 'biasaudit run --help' for override syntax")
+
+
+def compose_dict(overrides: list[str]) -> tuple[DictConfig, dict[str, str]]:
+    from hydra import compose, initialize_config_dir
+    from hydra.core.global_hydra import GlobalHydra
+
+    overrides = prepare_overrides(overrides)
+    check_override_values(overrides)
+    check_conflicts(overrides)
+    GlobalHydra.instance().clear()
+    try:
+        with initialize_config_dir(config_dir=str(conf_dir()), version_base="1.3"):
+            cfg = compose("config", overrides=overrides, return_hydra_config=True)
+    except Exception as exc:  # Hydra raises several exception types for bad overrides
+        raise _hydra_error(exc) from None
+    finally:
+        GlobalHydra.instance().clear()
+    choices = {k: str(v) for k, v in cfg.hydra.runtime.choices.items() if v is not None}
+    return cfg, choices
+
+
+def to_audit_config(
+    cfg: DictConfig, choices: dict[str, str], overrides: list[str] | None = None
+) -> Composed:
+    spec_name = choices.get("spec", "")
+    spec_file = find_spec_file(spec_name)
+    if spec_file is None:
+        raise SpecError(f"unknown spec {spec_name!r}", key="spec", hint="known: " + ", ".join(list_specs()))
+    cfg = cfg.copy()
+    with open_dict(cfg), read_write(cfg):
+        cfg.pop("hydra", None)
+    raw = OmegaConf.to_container(cfg, resolve=False)
+    assert isinstance(raw, dict)
+    raw.pop("hydra", None)
+    # before anything resolves (`missing_keys` below does): no resolver, no computed key
+    check_tree(raw, "", lambda key: source_file(key, str(spec_file), choices))
+    try:
+        missing = sorted(OmegaConf.missing_keys(cfg))  # resolves interpolations on the way
+    except Exception as exc:  # OmegaConf's interpolation errors (a key that is not there, a cycle)
+        if not type(exc).__module__.startswith("omegaconf"):
+            raise
+        raise SpecError(f"cannot resolve interpolation: {str(exc).splitlines()[0]}", file=str(spec_file),
+                        hint="check ${...} references") from None
+    if missing:
+        key = missing[0]
+        top = key.split(".")[0]
+        where = f"conf/{top}/{choices[top]}.yaml" if top in choices else str(spec_file)
+        raise SpecError("a required value is not set (???)", file=where, key=key,
+                        hint=f"give it on the command line: {key}=...")
+    try:
+        resolved = OmegaConf.to_container(cfg, resolve=True)
+    except Exception as exc:
+        raise SpecError(
+            f"cannot resolve interpolation: {str(exc).splitlines()[0]}",
+            file=str(spec_file),
+            hint="check ${...} references",
+        ) from None
+    assert isinstance(resolved, dict)
+    data: dict[str, Any] = {str(k): v for k, v in resolved.items() if k != "hydra"}
+    config = validate_config(data, spec_file=str(spec_file), choices=choices)
+    return Composed(
+        config=config, data=data, spec_file=spec_file, choices=choices,
+        overrides=reproducible_overrides(overrides or [], spec_file),
+    )
+
+
+def reproducible_overrides(overrides: list[str], spec_file: Path) -> list[str]:
+    """The overrides with `spec=` naming the file that ran, so that the manifest, the
+    report's re-run command and `.hydra/overrides.yaml` work from any folder: a shipped
+    spec keeps its name; any other spec (given by path, which the CLI passes to Hydra as
+    its stem plus a search folder only this process knows) becomes its absolute path."""
+    out = []
+    for ov in overrides:
+        key, sep, value = ov.partition("=")
+        if key.lstrip("+~") == "spec" and sep:
+            shipped = spec_file.parent == shipped_specs_dir() and value == spec_file.stem
+            ov = ov if shipped else f"{key}={spec_file.resolve()}"
+        out.append(ov)
+    return out
+
+
+def record_hydra_overrides(output_dir: Path, overrides: list[str]) -> None:
+    """Rewrite Hydra's `.hydra/overrides.yaml` of a run with its reproducible overrides
+    (Hydra wrote the spec's bare stem there, which only this process can resolve)."""
+    import yaml
+
+    path = output_dir / ".hydra" / "overrides.yaml"
+    if path.is_file():
+        tmp = path.with_name(path.name + ".tmp")
+        tmp.write_text(yaml.safe_dump(list(overrides), default_flow_style=False), encoding="utf-8")
+        os.replace(tmp, path)
+
+
+def compose(overrides: list[str]) -> Composed:
+    cfg, choices = compose_dict(overrides)
+    return to_audit_config(cfg, choices, overrides)
+
+
+def _value_override(ov: Any) -> bool:
+    """A plain value set on a dotted key outside `hydra.` (`runtime.seed=3`): what Hydra
+    applies to the composed config after composing, never a config group or a search path."""
+    key = ov.key_or_group
+    return (ov.package is None and "." in key and not key.startswith("hydra") and not ov.is_sweep_override()
+            and "/" not in key)
+
+
+def _overlaps(a: str, b: str) -> bool:
+    return a == b or a.startswith(b + ".") or b.startswith(a + ".")
+
+
+def compose_many(combos: list[list[str]]) -> list[Composed]:
+    """`compose` for every job of a sweep (`plan -m`, `run -m`'s checks before launching).
+
+    Hydra's composition (defaults list, config groups, files) costs about a quarter of a
+    second a job. Jobs that differ only in plain values (`runtime.seed=range(0,50)`,
+    `report.max_rows=...`: dotted keys outside `hydra.`, on keys no other override
+    touches) share one composition, made without those values; each job's values are
+    then set on a copy of it exactly as Hydra sets command-line values once it has
+    composed (`_apply_overrides_to_config`). Any other sweep composes every job."""
+    import copy
+
+    if len(combos) < 2 or len({len(c) for c in combos}) != 1:
+        return [compose(c) for c in combos]
+    from hydra._internal.config_loader_impl import ConfigLoaderImpl
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    varying = [i for i in range(len(combos[0])) if len({c[i] for c in combos}) > 1]
+    parser = OverridesParser.create()
+    try:
+        fixed = parser.parse_overrides([ov for i, ov in enumerate(combos[0]) if i not in varying])
+        values = [parser.parse_overrides([c[i] for i in varying]) for c in combos]
+    except Exception as exc:  # grammar errors: `compose` reports them, job by job
+        if type(exc).__module__.startswith(("hydra", "omegaconf")):
+            return [compose(c) for c in combos]
+        raise
+    keys = {ov.key_or_group for ovs in values for ov in ovs}
+    if not all(_value_override(ov) for ovs in values for ov in ovs) or any(
+            _overlaps(k, f.key_or_group) for k in keys for f in fixed):
+        return [compose(c) for c in combos]
+    base, choices = compose_dict([ov for i, ov in enumerate(combos[0]) if i not in varying])
+    out = []
+    for combo, ovs in zip(combos, values, strict=True):
+        check_override_values(combo)
+        check_conflicts(combo)
+        cfg = copy.deepcopy(base)
+        try:
+            ConfigLoaderImpl._apply_overrides_to_config(ovs, cfg)
+        except Exception as exc:  # Hydra's error for a key that is not there, a value that does not fit
+            raise _hydra_error(exc) from None
+        out.append(to_audit_config(cfg, choices, combo))
+    return out

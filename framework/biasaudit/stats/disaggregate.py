@@ -1,0 +1,218 @@
+"""One way to break an estimate down: per group, per cell, and pooled.
+
+Metrics turn their units into `Obs` rows (cell, stimulus, value, stimulus fields) and
+ask for the breakdown they report, instead of each writing its own `by` loop.
+
+Pooling over rows that are not independent. A stimulus asked under several prompt
+conditions (cells), paraphrases or samples gives several rows that share the stimulus,
+and the pooled interval must account for it. For a proportion: the Wilson interval on
+the design's effective sample size (`wilson-design-effect`: the cluster-robust variance
+of the pooled proportion against the binomial one; see `stats.wilson_clustered`), which
+stays inside [0, 1] and never collapses to zero width at 0 or 1. For any other mean: a
+cluster bootstrap over stimuli (`cluster-bootstrap-percentile`). A clustered pooled
+estimate reports `n` = the stimuli (the independent units), `rows` the rows and `cells`
+the prompt conditions. With one row per stimulus the rows are
+independent and the pooled estimate is the estimator's own (Wilson for proportions, t for
+means). A per-cell estimate keeps the estimator's own interval.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from biasaudit.records.estimate import Estimate
+from biasaudit.stats import cluster_bootstrap, mean_t, wilson, wilson_clustered
+from biasaudit.stats.contrasts import MAX_GROUPS, ContrastFamily, pairwise_contrasts
+
+if TYPE_CHECKING:
+    from biasaudit.records.metric_result import Table
+
+
+@dataclass(frozen=True)
+class Obs:
+    """One row: the value of a unit, where it sits, and its stimulus's fields."""
+
+    cell: str
+    cluster: str
+    """The stimulus (rows of one stimulus are resampled together)."""
+    value: float
+    fields: Mapping[str, Any] = field(default_factory=dict)
+
+
+Estimator = Callable[[Sequence[Obs]], Estimate]
+
+
+def proportion(rows: Sequence[Obs]) -> Estimate:
+    """Wilson interval of the share of rows with value 1 (values are 0 or 1)."""
+    return wilson(int(round(sum(r.value for r in rows))), len(rows))
+
+
+def mean(rows: Sequence[Obs]) -> Estimate:
+    """t interval of the mean value."""
+    return mean_t([r.value for r in rows])
+
+
+def clustered(rows: Sequence[Obs]) -> bool:
+    """True when some stimulus gives more than one row."""
+    return any(n > 1 for n in Counter(r.cluster for r in rows).values())
+
+
+def pooled(rows: Sequence[Obs], estimator: Estimator = proportion, *, scale: float = 1.0, seed: int = 0,
+           n_resamples: int = 10_000) -> Estimate:
+    """The estimate over all rows (see the module text for when it is clustered);
+    `estimator` must estimate the mean of the values."""
+    n_cells = len({r.cell for r in rows})
+    if not rows or not clustered(rows):
+        e = estimator(rows)
+    elif estimator is proportion:
+        e = wilson_clustered([r.value for r in rows], [r.cluster for r in rows])
+    elif len({r.cluster for r in rows}) == 1:
+        # one stimulus under several conditions: nothing tells how another stimulus would differ
+        m = sum(r.value for r in rows) / len(rows)
+        e = Estimate(value=m, ci_low=None, ci_high=None, n=len(rows), method="cluster-bootstrap-percentile",
+                     note="one stimulus: no interval across stimuli")
+    else:
+        e = cluster_bootstrap([r.value for r in rows], [r.cluster for r in rows], seed=seed, n_resamples=n_resamples)
+    n_clusters = len({r.cluster for r in rows})
+    e = e.model_copy(update={"clusters": n_clusters if rows else None, "cells": n_cells if rows else None})
+    if rows and n_clusters < len(rows):
+        e = e.model_copy(update={"n": n_clusters, "rows": len(rows)})
+    return e.scaled(scale) if scale != 1.0 else e
+
+
+def split(rows: Sequence[Obs], key: Callable[[Obs], str]) -> dict[str, list[Obs]]:
+    """Rows by `key`, in sorted key order."""
+    out: dict[str, list[Obs]] = {}
+    for r in rows:
+        out.setdefault(key(r), []).append(r)
+    return {k: out[k] for k in sorted(out)}
+
+
+def by_cell(rows: Sequence[Obs], estimator: Estimator = proportion, *, cells: Sequence[str] | None = None,
+            scale: float = 1.0) -> dict[str, Estimate]:
+    """The estimator's own estimate in each cell (in `cells` order when given; cells
+    without rows are left out)."""
+    groups = split(rows, lambda r: r.cell)
+    order = [c for c in cells if c in groups] if cells is not None else list(groups)
+    out = {}
+    for c in order:
+        e = estimator(groups[c])
+        out[c] = e.scaled(scale) if scale != 1.0 else e
+    return out
+
+
+MISSING_GROUP = "(skipped: not in the data)"
+"""The one group of a breakdown by a field no row has (see `by_group`)."""
+
+
+def by_group(rows: Sequence[Obs], field_name: str, estimator: Estimator = proportion, *, scale: float = 1.0,
+             seed: int = 0, pool: bool = True) -> dict[str, Estimate]:
+    """One estimate per value of a stimulus field (as text, sorted). With `pool`, each
+    group is pooled like the whole (clustered when a stimulus gives several rows);
+    otherwise the estimator is applied as is.
+
+    When no row has the field at all (a format's optional metadata column the file lacks,
+    let through by `checks.check_breakdowns`), the breakdown is skipped: one no-data
+    estimate under `MISSING_GROUP` whose note says so, so the report shows the skip
+    instead of one group named "" that repeats the pooled value."""
+    if rows and not any(field_name in r.fields for r in rows):
+        return {MISSING_GROUP: Estimate.no_data(
+            "none", note=f"breakdown skipped: the data has no {field_name!r} column")}
+    groups = split(rows, lambda r: str(r.fields.get(field_name, "")))
+    if pool:
+        return {g: pooled(rs, estimator, scale=scale, seed=seed) for g, rs in groups.items()}
+    out = {}
+    for g, rs in groups.items():
+        e = estimator(rs)
+        out[g] = e.scaled(scale) if scale != 1.0 else e
+    return out
+
+
+def group_contrasts(rows: Sequence[Obs], field_name: str, *, match: Callable[[Obs], str | None] | None = None,
+                    paired_units: str = "", max_groups: int = MAX_GROUPS) -> ContrastFamily | None:
+    """Every pairwise difference between the groups of a stimulus field (0/1 values; see
+    `stats.contrasts`): Newcombe intervals on each group's effective sample size (rows of
+    one stimulus clustered), z tests, Holm across the pairs. With `match` (the unit a row
+    belongs to across groups, e.g. a template id or, for factor levels, the stimulus), a
+    paired contrast too. None when no row has the field (the breakdown is skipped)."""
+    if not rows or not any(field_name in r.fields for r in rows):
+        return None
+    groups = split(rows, lambda r: str(r.fields.get(field_name, "")))
+    return pairwise_contrasts({g: [r.value for r in rs] for g, rs in groups.items()},
+                              {g: [r.cluster for r in rs] for g, rs in groups.items()},
+                              {g: [match(r) for r in rs] for g, rs in groups.items()} if match is not None else None,
+                              max_groups=max_groups, paired_units=paired_units)
+
+
+def contrast_estimates(fam: ContrastFamily | None, field_name: str, *, scale: float = 1.0) -> dict[str, Estimate]:
+    """`contrast.<field>.<a>-<b>` (independent groups) and `contrast.<field>.<a>-<b>.paired`."""
+    out: dict[str, Estimate] = {}
+    for c in fam.contrasts if fam is not None else []:
+        key = f"contrast.{field_name}.{c.a}-{c.b}"
+        out[key] = c.difference.scaled(scale) if scale != 1.0 else c.difference
+        if c.paired is not None:
+            out[f"{key}.paired"] = c.paired.scaled(scale) if scale != 1.0 else c.paired
+    return out
+
+
+def contrast_table(fam: ContrastFamily | None, field_name: str, what: str, *, scale: float = 1.0) -> Table | None:
+    """One row per pair of groups, both named (`group` minus `vs`)."""
+    from biasaudit.records.metric_result import Table
+
+    if fam is None or not fam.contrasts:
+        return None
+
+    def s(x: float | None) -> float | None:
+        return None if x is None else x * scale
+
+    paired = any(c.paired is not None for c in fam.contrasts)
+    cols = ["group", "vs", "n", "n vs", "difference", "CI low", "CI high", "p", "Holm p"]
+    if paired:
+        cols += [f"paired {fam.paired_units or 'units'}", "paired difference", "paired CI low", "paired CI high",
+                 "paired p", "paired Holm p"]
+    rows = []
+    for c in fam.contrasts:
+        d = c.difference
+        row: list[Any] = [c.a, c.b, fam.groups[c.a].clusters, fam.groups[c.b].clusters, s(d.value), s(d.ci_low),
+                          s(d.ci_high), c.p_value, c.p_holm]
+        if paired:
+            e = c.paired
+            row += [e.n, s(e.value), s(e.ci_low), s(e.ci_high), c.paired_p, c.paired_p_holm] if e is not None \
+                else [0, None, None, None, None, None]
+        rows.append(row)
+    title = f"Pairwise differences of {what} by {field_name}" if fam.all_pairs \
+        else f"Largest minus smallest {what} by {field_name}"
+    return Table(title=title, columns=cols, rows=rows,
+                 note=f"difference: {what} of `group` minus that of `vs`; n: stimuli per group. {fam.note}")
+
+
+def group_table(ests: Mapping[str, Estimate], field_name: str, what: str) -> Table:
+    """One row per group of a breakdown, the group named in its first column."""
+    from biasaudit.records.metric_result import Table
+
+    return Table(title=f"{what} by {field_name}", columns=["group", "n", what, "CI low", "CI high", "method"],
+                 rows=[[g, e.n, e.value, e.ci_low, e.ci_high, e.method] for g, e in ests.items()],
+                 note=f"group: the value of {field_name}; n: stimuli (the independent units) of the group.")
+
+
+@dataclass
+class Breakdown:
+    pooled: Estimate
+    cells: dict[str, Estimate]
+    groups: dict[str, dict[str, Estimate]]
+    """Field -> value -> estimate."""
+
+
+def breakdown(rows: Sequence[Obs], estimator: Estimator = proportion, *, by: Sequence[str] = (),
+              cells: Sequence[str] | None = None, scale: float = 1.0, seed: int = 0) -> Breakdown:
+    return Breakdown(pooled=pooled(rows, estimator, scale=scale, seed=seed),
+                     cells=by_cell(rows, estimator, cells=cells, scale=scale),
+                     groups={f: by_group(rows, f, estimator, scale=scale, seed=seed) for f in by})
+
+
+__all__ = ["MISSING_GROUP", "Breakdown", "Estimator", "Obs", "breakdown", "by_cell", "by_group", "clustered",
+           "contrast_estimates", "contrast_table", "group_contrasts", "group_table", "mean", "pooled", "proportion",
+           "split"]
