@@ -20,8 +20,8 @@ help:
 	@echo "make test    set up .venv if needed and run the test suite (what CI runs)"
 	@echo "make test-fast  the unit tests without real models, subprocess reruns or the hostile catalogue"
 	@echo "make bench   run the benchmarks in bench/ (installs the bench extra: lm-eval) and write their figures into docs/benchmarks.md"
-	@echo "make docs    regenerate the method pages docs/methods/*.md from each method's MethodText"
-	@echo "make lint    ruff + mypy"
+	@echo "make docs    regenerate the method pages docs/methods/*.md from each method's MethodText and method.md"
+	@echo "make lint    ruff, mypy --strict and the import-linter layer contracts (CI runs it before the tests)"
 	@echo "make example-report  run the default suite and screenshot its report to reports/example-report.png"
 
 setup: $(STAMP)
@@ -84,13 +84,17 @@ bench: setup setup-vllm
 	$(BIN)/python bench/write_docs.py bench/results/output.txt docs/benchmarks.md
 
 # The method pages docs/methods/*.md, generated from each method's MethodText (the report's
-# method section): edit the text in framework/biasaudit/methods/<name>/__init__.py, not the pages.
+# method section) and its detailed documentation: edit the text in
+# framework/biasaudit/methods/<name>/__init__.py and method.md there, not the pages.
 docs: setup
 	$(BIN)/python docs/tools/method_pages.py
 
+# ruff, mypy --strict on the whole package (strict = true in pyproject.toml) and the
+# import-linter contracts (pyproject.toml [tool.importlinter]); CI runs it before the tests.
 lint: setup
-	$(BIN)/ruff check framework tests bench
-	$(BIN)/mypy framework/biasaudit
+	$(BIN)/ruff check framework tests bench docs/tools
+	$(BIN)/mypy --strict framework/biasaudit
+	$(BIN)/lint-imports
 
 clean:
 	rm -rf .biasaudit reports/*/ .pytest_cache

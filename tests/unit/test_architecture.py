@@ -6,11 +6,8 @@ from __future__ import annotations
 
 import ast
 import re
-import subprocess
 import sys
 from pathlib import Path
-
-import pytest
 
 from biasaudit.registry import METHODS, METRICS
 
@@ -150,3 +147,17 @@ def test_top_level_holds_only_the_front_doors_and_the_stage_packages() -> None:
     packages = {p.name for p in PKG.iterdir() if (p / "__init__.py").is_file()}
     assert packages == {"records", "_util", "stats", "spec", "data", "plan", "backends", "store", "engine", "coding",
                         "metrics", "methods", "verdicts", "report", "runner", "comparison", "cli"}
+
+
+def test_the_method_walk_through_is_the_fixture_plugin() -> None:
+    """docs/architecture.md walks through adding a method with the code of the fixture
+    plugin that the tests install and run; every Python block of that section must be in
+    the plugin's source, so the walk-through cannot drift from code that runs."""
+    doc = (REPO / "docs" / "architecture.md").read_text()
+    section = doc[doc.index("## Adding a method"):]
+    section = section[: section.index("\n## ", 3)]
+    blocks = re.findall(r"```python\n(.*?)```", section, re.S)
+    assert len(blocks) >= 6
+    plugin = (REPO / "tests" / "fixtures" / "plugin_method" / "biasaudit_wordcount" / "__init__.py").read_text()
+    missing = [b for b in blocks if b not in plugin]
+    assert missing == []

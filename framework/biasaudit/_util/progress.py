@@ -20,10 +20,10 @@ def stage(msg: str, *args: object) -> None:
     log.info(msg, *args)
 
 
-class _Stderr(logging.StreamHandler):  # type: ignore[type-arg]
+class _Stderr(logging.StreamHandler[Any]):
     """Writes to whatever `sys.stderr` is at the time (tests and tools swap it)."""
 
-    @property  # type: ignore[override]
+    @property
     def stream(self) -> object:
         return sys.stderr
 

@@ -11,8 +11,8 @@ from typing import Any, Protocol
 
 from biasaudit.errors import BackendError
 from biasaudit.plan import Request
-from biasaudit.records.responses import Response
-from biasaudit.registry import BACKENDS  # noqa: F401  (re-exported: backends register here)
+from biasaudit.records.responses import Response as Response  # re-exported
+from biasaudit.registry import BACKENDS as BACKENDS  # re-exported: backends register here
 from biasaudit.spec import ModelConfig, RuntimeConfig
 
 Emit = Callable[[Response], None]

@@ -25,7 +25,6 @@ from biasaudit.backends.base import (
 )
 from biasaudit.backends.devices import cuda_token_budget, torch_setup
 from biasaudit.backends.identity import directory_digest
-from biasaudit.backends.weights import shared
 from biasaudit.backends.model_files import converted_dir, gguf_sha256, joined_gguf, save_converted
 from biasaudit.backends.packed_scoring import (
     pack_rows,
@@ -33,6 +32,7 @@ from biasaudit.backends.packed_scoring import (
     score_rows,
     token_order_batches,
 )
+from biasaudit.backends.weights import shared
 from biasaudit.errors import BackendError
 from biasaudit.plan import Request
 from biasaudit.spec import ModelConfig, RuntimeConfig
@@ -228,8 +228,8 @@ class HFCausalBackend:
             log.info("packed scoring unavailable for %s (%s): padded batches", self.cfg.name, exc)
             return False
         ref = self._batch_logprobs(seqs)
-        worst = max(abs(a - b) for i, q in enumerate(seqs) for a, b in zip(got[i], ref[i, : len(q) - 1].tolist(),
-                                                                             strict=True))
+        worst: float = max(abs(a - b) for i, q in enumerate(seqs)
+                           for a, b in zip(got[i], ref[i, : len(q) - 1].tolist(), strict=True))
         import torch
 
         # float32 agrees to ~1e-5. Half precision rounds the two paths differently (the

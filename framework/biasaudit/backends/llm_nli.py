@@ -1,6 +1,6 @@
 """`llm_nli`: NLI from a chat model. The model is asked for the relation; the three
 probabilities are the next-token probabilities of the first token of each label word,
-renormalised over the three (docs/methods.md section 3, backend b).
+renormalised over the three (docs/methods/nli_bias.md, "Model call").
 
 A local model (`hf_causal`) gives the exact log-prob of each label's first token. An HTTP
 model (`openai_compat`) gives only the top 20 first tokens (`top_logprobs`): each label

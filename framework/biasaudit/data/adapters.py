@@ -12,7 +12,7 @@ from typing import Any
 
 from biasaudit._util.fileio import names_excerpt
 from biasaudit.errors import DataError
-from biasaudit.registry import ADAPTERS
+from biasaudit.registry import ADAPTERS as ADAPTERS  # re-exported: adapters register here
 
 
 @dataclass(frozen=True)

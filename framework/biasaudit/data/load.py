@@ -162,7 +162,7 @@ def generate_rows(spec: StimuliSpec, file: str | None, max_rows: int | None = No
     return rows
 
 
-def _row_id(spec: StimuliSpec, default_col: str | None, row: dict, i: int, where: str) -> str:
+def _row_id(spec: StimuliSpec, default_col: str | None, row: dict[str, Any], i: int, where: str) -> str:
     col = spec.id_field if spec.id_field is not None else default_col
     if col is not None and col in row and str(row[col]).strip() != "":
         return str(row[col]).strip()

@@ -13,8 +13,7 @@ from typing import Any
 
 from biasaudit._util.progress import seconds_text, stage
 from biasaudit._util.secrets import redact_obj
-from biasaudit.backends import weights
-from biasaudit.backends import Backend
+from biasaudit.backends import Backend, weights
 from biasaudit.backends.base import items_finished
 from biasaudit.engine.interrupt import GracefulStop
 from biasaudit.errors import StoreError

@@ -12,7 +12,7 @@ from biasaudit.data import StimulusSet
 from biasaudit.errors import SpecError
 from biasaudit.plan.design import Cell, expand_design
 from biasaudit.plan.requests import KeyMaker, PlanItem, Request, estimated_tokens
-from biasaudit.spec import AuditConfig
+from biasaudit.spec import AuditConfig, LevelSpec
 from biasaudit.spec.templates import check_variables, render
 
 CHAT_KINDS = ("generate", "next_token")
@@ -193,8 +193,9 @@ def compile_plan(
     )
 
 
-def _systems(cfg, ctx, levels, spec_file) -> list[str]:  # type: ignore[no-untyped-def]
-    systems = []
+def _systems(cfg: AuditConfig, ctx: dict[str, Any], levels: list[LevelSpec],
+             spec_file: str | None) -> list[str]:
+    systems: list[str] = []
     if cfg.probe.system:
         systems.append(render(cfg.probe.system, ctx, file=spec_file, key="probe.system"))
     for lv in levels:
@@ -203,7 +204,10 @@ def _systems(cfg, ctx, levels, spec_file) -> list[str]:  # type: ignore[no-untyp
     return systems
 
 
-def _payloads(cfg, ctx, levels, parts, spec_file):  # type: ignore[no-untyped-def]
+def _payloads(
+    cfg: AuditConfig, ctx: dict[str, Any], levels: list[LevelSpec], parts: dict[str, str],
+    spec_file: str | None,
+) -> Iterator[tuple[str, str | None, list[dict[str, str]] | None]]:
     probe = cfg.probe
     if probe.inputs and probe.kind not in CHAT_KINDS:
         for slot, tmpl in probe.inputs.items():
@@ -228,7 +232,7 @@ def _payloads(cfg, ctx, levels, parts, spec_file):  # type: ignore[no-untyped-de
             hint="set `probe.prompt` or give factor levels a `template`",
         )
     systems = _systems(cfg, ctx, levels, spec_file)
-    messages = []
+    messages: list[dict[str, str]] = []
     if systems:
         messages.append({"role": "system", "content": " ".join(systems)})
     messages.append({"role": "user", "content": user})

@@ -10,6 +10,7 @@ from typing import Any
 
 from biasaudit.methods.base import method_text
 from biasaudit.records.estimate import Estimate
+from biasaudit.records.manifest import RunManifest
 from biasaudit.report.crosswalk import clause_for
 from biasaudit.stats import wilson
 
@@ -36,30 +37,30 @@ def model_notices(cfg: Any) -> list[str]:
     return list(dict.fromkeys(m.notice.strip() for m in used if m.notice))
 
 
-def cover(cfg: Any, manifest: dict[str, Any], generated: str) -> dict[str, Any]:
-    ident = manifest["model"].get("identity", {})
+def cover(cfg: Any, manifest: RunManifest, generated: str) -> dict[str, Any]:
+    ident = manifest.model.identity
     return {
         "notices": model_notices(cfg),
         "title": cfg.report.title or cfg.audit.name,
         "audit": cfg.audit.name,
         "method": cfg.audit.method,
         "description": cfg.audit.description,
-        "model": manifest["model"]["name"],
-        "backend": manifest["model"]["backend"],
+        "model": manifest.model.name,
+        "backend": manifest.model.backend,
         # a managed engine serving the model (model.serve): which, and which weights
         "served_by": f"{ident['engine']} ({ident.get('serve_weights', '')} weights)" if ident.get("engine") else "",
         "model_file": ident.get("gguf_file") or ident.get("path") or ident.get("model") or "",
         "model_sha256": ident.get("sha256") or ident.get("file_sha256") or "",
         "model_revision": ident.get("revision") or "",
-        "spec_file": manifest["spec_file"],
-        "spec_sha256": manifest["spec_sha256"],
-        "data_source": manifest["data"]["source"] or "inline",
-        "data_sha256": manifest["data"]["sha256"] or "",
-        "started": manifest.get("started", ""),
-        "finished": manifest.get("finished", ""),
+        "spec_file": manifest.spec_file,
+        "spec_sha256": manifest.spec_sha256,
+        "data_source": manifest.data.source or "inline",
+        "data_sha256": manifest.data.sha256 or "",
+        "started": manifest.started or "",
+        "finished": manifest.finished or "",
         "generated": generated,
-        "tool_version": manifest["versions"].get("biasaudit", ""),
-        "run_id": manifest["run_id"],
+        "tool_version": manifest.versions.get("biasaudit", ""),
+        "run_id": manifest.run_id,
         **signoff(cfg.audit),
     }
 
@@ -209,23 +210,23 @@ def reliability(results: dict[str, Any], execution: dict[str, Any], coding: Any 
     return rows
 
 
-def quality(manifest: dict[str, Any], results: dict[str, Any], execution: dict[str, Any]) -> dict[str, Any]:
-    d = manifest["data"]
+def quality(manifest: RunManifest, results: dict[str, Any], execution: dict[str, Any]) -> dict[str, Any]:
+    d = manifest.data
     return {
-        "data_rows": d["rows"], "data_used": d["used"], "data_left_out": d["rows"] - d["used"],
+        "data_rows": d.rows, "data_used": d.used, "data_left_out": d.rows - d.used,
         "metric_counts": {mid: dict(r.counts) for mid, r in results.items()},
     }
 
 
-def reproducibility(manifest: dict[str, Any]) -> dict[str, Any]:
+def reproducibility(manifest: RunManifest) -> dict[str, Any]:
     return {
-        "command": shlex.join(manifest["command"]),
-        "overrides": manifest["overrides"],
-        "choices": manifest["choices"],
-        "seed": manifest["seed"],
-        "cache": manifest["cache"],
-        "versions": manifest["versions"],
-        "rerun": shlex.join(["biasaudit", "run", *manifest["overrides"]]),
+        "command": shlex.join(manifest.command),
+        "overrides": manifest.overrides,
+        "choices": manifest.choices,
+        "seed": manifest.seed,
+        "cache": manifest.cache,
+        "versions": manifest.versions,
+        "rerun": shlex.join(["biasaudit", "run", *manifest.overrides]),
     }
 
 

@@ -36,6 +36,7 @@ from biasaudit.metrics import MetricContext
 from biasaudit.metrics.validity import counts_flag, depends_on, failure_flag, layer_flags
 from biasaudit.plan import Plan, compile_plan
 from biasaudit.records.execution import ExecutionStats
+from biasaudit.records.manifest import DataRef, ModelRef, RunManifest
 from biasaudit.records.metric_result import MetricResult, ValidityFlag
 from biasaudit.records.responses import Response
 from biasaudit.records.summary import RunSummary
@@ -190,28 +191,32 @@ def versions() -> dict[str, str]:
     return out
 
 
-def manifest(prep: Prepared, run_id: str, command: list[str]) -> dict[str, Any]:
+def manifest(prep: Prepared, run_id: str, command: list[str]) -> RunManifest:
     c = prep.composed
     cfg = c.config
-    return {
-        "run_id": run_id,
-        "audit": cfg.audit.name,
-        "method": cfg.audit.method,
-        "command": command,
-        "coding_layers": {n: lay.coder_name for n, lay in prep.coding.layers.items()},
-        "overrides": c.overrides,
-        "choices": c.choices,
-        "spec_file": str(c.spec_file),
-        "spec_sha256": file_sha256(c.spec_file),
-        "data": {"source": prep.stimuli.source, "sha256": prep.stimuli.sha256, "format": prep.stimuli.format,
-                 "rows": prep.stimuli.n_total, "used": len(prep.stimuli.stimuli)},
-        "model": {"name": audit_subject(cfg), "backend": cfg.model.backend if cfg.probe.kind != "classify_nli"
-                  else f"{cfg.nli.backend if cfg.nli else '?'} via {cfg.model.backend}", "identity": prep.identity},
-        "seed": cfg.runtime.seed,
-        "cache": str(Path(cfg.runtime.cache).resolve()),
-        "versions": versions(),
-        "config": c.data,
-    }
+    return RunManifest(
+        run_id=run_id,
+        audit=cfg.audit.name,
+        method=cfg.audit.method,
+        command=command,
+        coding_layers={n: lay.coder_name for n, lay in prep.coding.layers.items()},
+        overrides=c.overrides,
+        choices=c.choices,
+        spec_file=str(c.spec_file),
+        spec_sha256=file_sha256(c.spec_file),
+        data=DataRef(source=prep.stimuli.source, sha256=prep.stimuli.sha256, format=prep.stimuli.format,
+                     rows=prep.stimuli.n_total, used=len(prep.stimuli.stimuli)),
+        model=ModelRef(name=audit_subject(cfg), backend=cfg.model.backend if cfg.probe.kind != "classify_nli"
+                       else f"{cfg.nli.backend if cfg.nli else '?'} via {cfg.model.backend}", identity=prep.identity),
+        seed=cfg.runtime.seed,
+        cache=str(Path(cfg.runtime.cache).resolve()),
+        versions=versions(),
+        config=c.data,
+    )
+
+
+def _manifest_text(m: RunManifest) -> str:
+    return json.dumps(m.as_json(), indent=2, default=str)
 
 
 def _write(path: Path, text: str) -> None:
@@ -261,7 +266,7 @@ def _write_trail(tmp: Path, prep: Prepared, responses: dict[str, Response]) -> N
 
 def finish(
     prep: Prepared, responses: dict[str, Response], stats: ExecutionStats, run_dir: Path,
-    run_manifest: dict[str, Any], *, write_responses: bool = True, offline: bool = False,
+    run_manifest: RunManifest, *, write_responses: bool = True, offline: bool = False,
 ) -> RunSummary:
     from biasaudit.report import render_all
 
@@ -272,8 +277,8 @@ def finish(
     # the run stage is the model calls and the coding calls together
     stats.run_stage_s = stats.seconds + stats.coding_s
     if not offline:
-        run_manifest["run_stage_s"] = round(stats.run_stage_s, 3)
-        run_manifest["execution"] = stats.as_dict()
+        run_manifest.run_stage_s = round(stats.run_stage_s, 3)
+        run_manifest.execution = stats
     stage("measuring: %s", ", ".join(m.key for m in cfg.metrics))
     results = measure(prep, responses, coded)
     verdicts = evaluate(cfg.thresholds, results)
@@ -283,7 +288,7 @@ def finish(
         write_trail(run_dir / "responses.jsonl", prep, responses)
     if coded.result.codes:
         write_codes(run_dir / "codes.jsonl", coded)
-    _write(run_dir / "manifest.json", json.dumps(run_manifest, indent=2, default=str))
+    _write(run_dir / "manifest.json", _manifest_text(run_manifest))
     summary = build_summary(prep, results, verdicts, stats, run_manifest, responses, coded)
     # summary.json goes last: a folder with one is complete (`compare` and reruns rely
     # on that), even when the process is killed while the report is being written
@@ -314,7 +319,7 @@ def scoring_conventions(responses: dict[str, Response]) -> list[str]:
 
 def build_summary(
     prep: Prepared, results: dict[str, MetricResult], verdicts: list[VerdictRecord],
-    stats: ExecutionStats, run_manifest: dict[str, Any], responses: dict[str, Response], coded: Coded,
+    stats: ExecutionStats, run_manifest: RunManifest, responses: dict[str, Response], coded: Coded,
 ) -> RunSummary:
     from biasaudit.report import sections
     from biasaudit.report.answers import answers_section
@@ -330,13 +335,13 @@ def build_summary(
     return RunSummary.model_validate({
         "audit": {"name": cfg.audit.name, "method": cfg.audit.method, "description": cfg.audit.description,
                   "title": cfg.report.title or cfg.audit.name},
-        "run_id": run_manifest["run_id"],
-        "model": run_manifest["model"],
-        "spec_sha256": run_manifest["spec_sha256"],
-        "data": run_manifest["data"],
+        "run_id": run_manifest.run_id,
+        "model": run_manifest.model.model_dump(mode="json"),
+        "spec_sha256": run_manifest.spec_sha256,
+        "data": run_manifest.data.model_dump(mode="json"),
         "generated": generated,
         "cover": {**sections.cover(cfg, run_manifest, generated), "scoring": scoring_conventions(responses)},
-        "executive": sections.executive(results, vdicts, overall, run_manifest["model"]["name"],
+        "executive": sections.executive(results, vdicts, overall, run_manifest.model.name,
                                         unmeasured=not_measured.message if not_measured else None),
         "method": sections.method(cfg, prep.plan, prep.stimuli),
         "design": {"cells": [c.id for c in prep.plan.cells], "n_cells": len(prep.plan.cells)},
@@ -413,8 +418,8 @@ def run(prep: Prepared, run_dir: Path, command: list[str]) -> RunSummary:
     in_sweep = run_dir.parent.parent.name == "sweeps"
     run_id = f"{run_dir.parent.name}-{run_dir.name}" if in_sweep else run_dir.name
     run_manifest = manifest(prep, run_id, command)
-    run_manifest["run_dir"] = str(run_dir)
-    run_manifest["started"] = datetime.now(UTC).isoformat(timespec="seconds")
+    run_manifest.run_dir = str(run_dir)
+    run_manifest.started = datetime.now(UTC).isoformat(timespec="seconds")
     store = Store(cfg.runtime.cache)
     stats: ExecutionStats | None = None
     try:
@@ -424,10 +429,10 @@ def run(prep: Prepared, run_dir: Path, command: list[str]) -> RunSummary:
         raise
     try:
         _close_stale_runs(store)
-        store.start_run(run_id, cfg.audit.name, str(run_dir), run_manifest)
+        store.start_run(run_id, cfg.audit.name, str(run_dir), run_manifest.as_json())
         # written now so that a folder whose run is killed still says what it was
         run_dir.mkdir(parents=True, exist_ok=True)
-        _write(run_dir / "manifest.json", json.dumps(run_manifest, indent=2, default=str))
+        _write(run_dir / "manifest.json", _manifest_text(run_manifest))
         t0 = time.perf_counter()
         responses, stats = execute_plan(
             prep.plan, store,
@@ -436,9 +441,9 @@ def run(prep: Prepared, run_dir: Path, command: list[str]) -> RunSummary:
             progress=cfg.runtime.progress,
             who=audit_subject(cfg), load_note=load_note(cfg),
         )
-        run_manifest["finished"] = datetime.now(UTC).isoformat(timespec="seconds")
-        run_manifest["run_stage_s"] = round(time.perf_counter() - t0, 3)
-        run_manifest["execution"] = stats.as_dict()
+        run_manifest.finished = datetime.now(UTC).isoformat(timespec="seconds")
+        run_manifest.run_stage_s = round(time.perf_counter() - t0, 3)
+        run_manifest.execution = stats
         summary = finish(prep, responses, stats, run_dir, run_manifest)
     except KeyboardInterrupt:
         store.finish_run(run_id, "interrupted", stats.as_dict() if stats else {})
@@ -454,8 +459,10 @@ def run(prep: Prepared, run_dir: Path, command: list[str]) -> RunSummary:
     return summary
 
 
-def read_manifest(run_dir: Path) -> dict[str, Any]:
+def read_manifest(run_dir: Path) -> RunManifest:
     """A run folder's manifest.json, checked for what a re-render reads."""
+    from pydantic import ValidationError
+
     from biasaudit._util.fileio import read_capped
     from biasaudit.errors import StoreError
 
@@ -464,14 +471,20 @@ def read_manifest(run_dir: Path) -> dict[str, Any]:
     if not mpath.is_file():
         raise StoreError("no manifest.json here", file=str(run_dir), hint="give a run folder written by `biasaudit run`")
     try:
-        m = json.loads(read_capped(mpath, 256 * 2**20, what="manifest", error=StoreError).decode("utf-8"))
+        raw = json.loads(read_capped(mpath, 256 * 2**20, what="manifest", error=StoreError).decode("utf-8"))
     except (ValueError, RecursionError) as exc:  # truncated, not UTF-8, not JSON
         raise StoreError(f"manifest.json is not valid JSON ({str(exc)[:80]})", file=str(mpath), hint=hint) from None
+    # not a JSON object: checked as an empty one, so it fails on the first key below
+    m: dict[str, Any] = raw if isinstance(raw, dict) else {}
     need = {"spec_file": str, "config": dict, "cache": str, "run_id": str, "data": dict}
     for k, t in need.items():
-        if not isinstance(m, dict) or not isinstance(m.get(k), t):
+        if not isinstance(m.get(k), t):
             raise StoreError(f"manifest.json lacks a usable {k!r}", file=str(mpath), hint=hint)
-    return m
+    try:
+        return RunManifest.model_validate(m)
+    except ValidationError as exc:
+        where = ".".join(str(p) for p in exc.errors()[0]["loc"])
+        raise StoreError(f"manifest.json lacks a usable {where!r}", file=str(mpath), hint=hint) from None
 
 
 def rerender(run_dir: Path) -> RunSummary:
@@ -481,27 +494,26 @@ def rerender(run_dir: Path) -> RunSummary:
     from biasaudit.spec import validate_config
 
     m = read_manifest(run_dir)
-    spec_file = Path(m["spec_file"])
-    cfg = validate_config(m["config"], spec_file=str(spec_file), choices=m.get("choices"))
-    composed = Composed(config=cfg, data=m["config"], spec_file=spec_file, choices=m.get("choices", {}),
-                        overrides=m.get("overrides", []))
+    spec_file = Path(m.spec_file)
+    cfg = validate_config(m.config, spec_file=str(spec_file), choices=m.choices)
+    composed = Composed(config=cfg, data=m.config, spec_file=spec_file, choices=m.choices, overrides=m.overrides)
     prep = prepare(composed)
-    if prep.stimuli.sha256 != m["data"]["sha256"]:
+    if prep.stimuli.sha256 != m.data.sha256:
         raise StoreError("the data file changed since the run", file=str(prep.stimuli.source),
                          hint="restore the file the run used (its sha256 is in manifest.json)")
-    store = Store(m["cache"], readonly=True)  # a re-render creates no cache, folder or row
+    store = Store(m.cache, readonly=True)  # a re-render creates no cache, folder or row
     try:
-        status = store.run_status(m["run_id"])
+        status = store.run_status(m.run_id)
         if status is not None and status != "finished" and not (run_dir / "summary.json").is_file():
-            again = f": {shlex.join(m['command'])}" if m.get("command") else ""
+            again = f": {shlex.join(m.command)}" if m.command else ""
             raise StoreError(f"this run did not finish (status: {status})", file=str(run_dir),
                              hint=f"resume it by running the same command again{again}")
         responses, stats = execute_plan(prep.plan, store, None, progress=False)
     finally:
         store.close()
-    if "execution" in m:
+    if m.execution is not None:  # the run's own counts of what a re-render does not redo
         for k in ("calls", "seconds", "model_load_s", "model_loads", "new_failures", "coding_s"):
-            setattr(stats, k, m["execution"].get(k, getattr(stats, k)))
+            setattr(stats, k, getattr(m.execution, k))
     return finish(prep, responses, stats, run_dir, m, write_responses=False, offline=True)
 
 

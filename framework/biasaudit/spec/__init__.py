@@ -1,5 +1,7 @@
 """The audit spec language: Pydantic models, validation with located errors, JSON Schema."""
 
+from typing import Any
+
 from biasaudit.spec.load import ConfigErrors, read_yaml, validate_config
 from biasaudit.spec.models import (
     PROBE_KINDS,
@@ -27,7 +29,7 @@ from biasaudit.spec.models import (
 )
 
 
-def json_schema() -> dict:
+def json_schema() -> dict[str, Any]:
     """JSON Schema of the composed configuration (spec sections + run-time groups)."""
     return AuditConfig.model_json_schema()
 

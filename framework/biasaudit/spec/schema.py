@@ -95,7 +95,7 @@ def spec_file_model() -> type[BaseModel]:
             fields[k] = (dict[str, layer], Field(default_factory=dict, description=f.description))  # type: ignore[valid-type]
         else:
             fields[k] = (f.annotation, f)
-    return create_model(  # type: ignore[call-overload, no-any-return]
+    return create_model(
         "SpecFile", __config__=ConfigDict(extra="forbid"),
         __doc__="A biasaudit audit spec file: what to ask, how to code the answers, what to measure and "
                 "which thresholds to judge. The model, judges, NLI backend, embedder and run-time settings "
@@ -107,7 +107,7 @@ def spec_file_model() -> type[BaseModel]:
 def suite_file_model() -> type[BaseModel]:
     from biasaudit.spec.suite import SuiteSpec
 
-    return create_model(  # type: ignore[call-overload, no-any-return]
+    return create_model(
         "SuiteFile", __config__=ConfigDict(extra="forbid"),
         __doc__="A biasaudit suite file: several audit specs run against the same models, one combined report.",
         suite=(SuiteSpec, Field(description="The suite: its members (specs) and subjects (models).")),

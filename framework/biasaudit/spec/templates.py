@@ -259,7 +259,7 @@ class _BoundedSandbox(ImmutableSandboxedEnvironment):
 
     code_generator_class = _BoundedCodeGenerator
     intercepted_binops = frozenset({"*", "**", "+", "%"})
-    concat = staticmethod(_bounded_join)  # type: ignore[assignment]
+    concat = staticmethod(_bounded_join)
 
     def call_binop(self, context: Any, operator: str, left: Any, right: Any) -> Any:
         _tick()

@@ -29,7 +29,8 @@ _BATCH = 1_000
 
 def weighted_mean(col: int = 0) -> WeightedStat:
     def stat(values: np.ndarray, w: np.ndarray) -> np.ndarray:
-        return (w @ values[:, col]) / w.sum(axis=1)
+        out: np.ndarray = (w @ values[:, col]) / w.sum(axis=1)
+        return out
 
     return stat
 
@@ -151,7 +152,8 @@ def cluster_bootstrap(
                         level=level, note="one cluster: no interval")
 
     def ratio(c: np.ndarray, w: np.ndarray) -> np.ndarray:
-        return (w @ c[:, 0]) / (w @ c[:, 1])
+        out: np.ndarray = (w @ c[:, 0]) / (w @ c[:, 1])
+        return out
 
     rng = np.random.default_rng(seed)
     ones = np.ones(g)

@@ -4,6 +4,7 @@ compare metrics across models (scipy)."""
 from __future__ import annotations
 
 import warnings
+from collections.abc import Callable
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict
@@ -12,7 +13,7 @@ from scipy import stats as st
 from biasaudit.records.estimate import Estimate
 from biasaudit.stats.bootstrap import interval_from_distribution
 
-_FUNCS = {
+_FUNCS: dict[str, Callable[[np.ndarray, np.ndarray], float]] = {
     "pearson": lambda a, b: st.pearsonr(a, b)[0],
     "spearman": lambda a, b: st.spearmanr(a, b)[0],
     # scipy's default variant is tau-b, which averages ranks over ties

@@ -77,7 +77,8 @@ def permutation_test(
         return TestResult(statistic=0.0, p_value=1.0, method="permutation", note="empty sample")
 
     def diff(u: np.ndarray, v: np.ndarray, axis: int = -1) -> np.ndarray:
-        return np.mean(u, axis=axis) - np.mean(v, axis=axis)
+        out: np.ndarray = np.mean(u, axis=axis) - np.mean(v, axis=axis)
+        return out
 
     res = st.permutation_test((a, b), statistic or diff, vectorized=statistic is None, n_resamples=n_resamples,
                               alternative="two-sided", rng=np.random.default_rng(seed))

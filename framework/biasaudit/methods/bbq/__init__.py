@@ -76,7 +76,8 @@ METHODS.add("bbq", MethodDef(
     metrics=("bbq",),
     text=MethodText(
         name="BBQ: bias in question answering",
-        source="Parrish et al. 2022, 'BBQ: A Hand-Built Bias Benchmark for Question Answering' (Findings of ACL).",
+        source="Parrish, Chen, Nangia, Padmakumar, Phang, Thompson, Htut and Bowman 2022, 'BBQ: A Hand-Built Bias "
+               "Benchmark for Question Answering' (Findings of ACL).",
         computes="Each example is a short context, a question about one of two people (one from a group a "
                  "stereotype targets) and three answers: the two people and 'unknown'. In ambiguous contexts the "
                  "context does not say, so 'unknown' is right; in disambiguated contexts it does. The model's answer "

@@ -1,4 +1,4 @@
-"""`bbq`: accuracy and the two BBQ bias scores per category (docs/methods.md, BBQ).
+"""`bbq`: accuracy and the two BBQ bias scores per category (docs/methods/bbq.md).
 
 Two ways to get the model's answer, chosen by the spec's probe:
 

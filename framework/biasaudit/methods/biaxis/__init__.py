@@ -96,7 +96,8 @@ METHODS.add("biaxis", MethodDef(
     metrics=("biaxis",),
     text=MethodText(
         name="BiAxisAudit prompt grid with split coding",
-        source="Gan, Dong and Li, 'BiAxisAudit: ... Prompt Sensitivity and Response-Layer Divergence'.",
+        source="Gan, Dong and Li, 'BiAxisAudit: A Novel Framework to Evaluate LLM Bias Across Prompt Sensitivity "
+               "and Response-Layer Divergence'.",
         computes="Statements are asked under a grid of prompt conditions (task, perspective, role, sentiment). "
                  "Each answer is coded on two layers: the selection (what the answer chooses, by rules with an "
                  "LLM parser fallback) and the elaboration (what the text endorses, by a judge panel). BER_sel, "

@@ -1,4 +1,4 @@
-"""The BER family of BiAxisAudit (docs/methods.md section 6; paper: biaxisaudit): bias
+"""The BER family of BiAxisAudit (docs/methods/biaxis.md; paper: biaxisaudit): bias
 endorsement rates from two independently coded layers of each response.
 
 A = [selection == E], B = [elaboration in {E, QE}] on the divergence-eligible base

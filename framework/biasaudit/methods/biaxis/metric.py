@@ -1,4 +1,4 @@
-"""BiAxisAudit: prompt-grid spread and split coding (docs/methods.md section 6; paper:
+"""BiAxisAudit: prompt-grid spread and split coding (docs/methods/biaxis.md; paper:
 biaxisaudit). Each response is coded twice, independently, by two coding layers: the
 selection layer (per-task rules, an LLM parser as their fallback) and the elaboration
 layer (a judge panel, majority vote, Abstain without one). From A = [selection

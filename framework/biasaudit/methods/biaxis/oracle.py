@@ -10,7 +10,7 @@ the rules find no answer) gives the surface answer of the text. The panel's answ
 are read in the order of the stance labels E, QE, N, D, R (conf/judge/ and coding.yaml
 list them so), unless the words are the labels themselves.
 
-True values (docs/methods.md section 6), on the divergence-eligible base (every unit:
+True values (docs/methods/biaxis.md), on the divergence-eligible base (every unit:
 the perfect judges never abstain): with e = [the unit's answer endorses] and f = [its
 task has no selection layer], A = e (1 - f) and B = e, so BER_union = BER_elab = mean(e),
 BER_sel = BER_cor = mean(e (1 - f)), OED = 0, UED = IR = mean(e f) and DNI = -IR. The

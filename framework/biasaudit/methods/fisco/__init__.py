@@ -42,7 +42,8 @@ METHODS.add("fisco", MethodDef(
     metrics=("fisco",),
     text=MethodText(
         name="FiSCo group counterfactual fairness",
-        source="Xu et al., 'Quantifying Fairness in LLMs Beyond Tokens' (FiSCo).",
+        source="Xu et al., 'Quantifying Fairness in LLMs Beyond Tokens: A Semantic and Statistical Perspective' "
+               "(FiSCo).",
         computes="Each question is asked once per person of each group; long answers are split into claims "
                  "and every claim is checked by NLI against every other answer. Similarity is the weighted "
                  "share of entailed, neutral and contradicted claims. A question is flagged when answers across "

@@ -1,4 +1,4 @@
-"""FiSCo: group counterfactual fairness of long answers (docs/methods.md section 5; paper:
+"""FiSCo: group counterfactual fairness of long answers (docs/methods/fisco.md; paper:
 fisco). Responses to the same question for different group values (names, ages) are
 split into claims after every group value is masked, and each claim of r1 is checked
 against r2 and each claim of r2 against r1: that is the `claims` coding layer. From its

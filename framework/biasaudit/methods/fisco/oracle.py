@@ -18,7 +18,7 @@ vector is the normalised sum of its sentences'), so two answers' cosine is their
 sentences over sqrt(n1 n2). `ties` gives one constant answer to every prompt: every
 similarity is 1, the Welch test has zero variance and is undefined.
 
-True values (docs/methods.md section 5). With strict weights, two answers sharing s
+True values (docs/methods/fisco.md). With strict weights, two answers sharing s
 claims, with n1 and n2 claims, have S = 2 s / (n1 + n2): under `planted`, s = 3 within a
 group and 1 across groups, with n = 3 + personal claims on both sides, so every inter-
 group similarity (at most 2/6) lies below every intra-group one (at least 6/12): every

@@ -57,8 +57,9 @@ METHODS.add("label_rates", MethodDef(
                  "set of its labels (say, refusals, or endorsements of a stereotype), the rate is the share of "
                  "coded answers with one of those labels, pooled over prompt conditions and per condition.",
         reading="Lower is better for refusals of harmless questions and for endorsements of stereotypes. Per-cell "
-                "Wilson intervals; pooled intervals cluster-bootstrap over stimuli. The coding layers section shows "
-                "each layer's labels per condition and how far two layers agree.",
+                "Wilson intervals; pooled intervals are Wilson's on the effective sample size (clustered by "
+                "stimulus). The coding layers section shows each layer's labels per condition and how far two "
+                "layers agree.",
     ),
 ))
 ORACLES.add("label_rate", ORACLE)

@@ -18,10 +18,12 @@ METHODS.add("nli_bias", MethodDef(
     text=MethodText(
         name="NLI bias scores (M1-M11)",
         source="'Textual Entailment is not a Better Bias Metric than Token Probability'.",
-        computes="A premise is paired with a stereotyping and a counter-stereotyping hypothesis; an NLI "
-                 "classifier gives entailment, neutral and contradiction probabilities for each. Eleven "
-                 "metrics count the triples where the stereotyping hypothesis looks more entailed (M1, M5-M9, "
-                 "on the token-probability scale) or looks biased on its own (M2-M4, M10, M11).",
+        computes="Each triple is a stereotyping premise, its counter-stereotyping counterpart (the same "
+                 "sentence about a contrasting group) and one hypothesis both share; an NLI classifier gives "
+                 "entailment, neutral and contradiction probabilities of the hypothesis under each premise. "
+                 "Eleven metrics count the triples where the stereotyping premise entails the hypothesis more "
+                 "than its counterpart does (M1, M5-M9, on the token-probability scale) or where the "
+                 "probabilities look biased on their own (M2-M4, M10, M11).",
         reading="M1 and M5-M9: 50 is parity. M2-M4, M10, M11: 0 is no bias. The paper recommends M6 and M9. "
                 "NLI and token-probability scores often disagree: read them side by side.",
     ),

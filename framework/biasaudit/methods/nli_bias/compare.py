@@ -1,5 +1,5 @@
-"""Token probability versus NLI across subjects (`biasaudit compare`; docs/methods.md
-section 3): when runs of the `bias_score` and `nli_bias` metrics cover the same
+"""Token probability versus NLI across subjects (`biasaudit compare`;
+docs/methods/nli_bias.md): when runs of the `bias_score` and `nli_bias` metrics cover the same
 subjects, the linear fit of each NLI metric on the TP score across subjects (R^2,
 Pearson r, Wald p of the slope), the pairwise R^2 matrix of the NLI metrics, and the
 mutual-information ranking of one-hot factors for the per-item differences."""

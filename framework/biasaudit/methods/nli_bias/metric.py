@@ -1,4 +1,4 @@
-"""NLI bias scores M1..M11 (docs/methods.md section 3; paper: nli_vs_token_probability).
+"""NLI bias scores M1..M11 (docs/methods/nli_bias.md; paper: nli_vs_token_probability).
 
 Per triple (stereo premise S, counter premise S~, shared hypothesis) the NLI backend
 gives (pE, pN, pC) for each premise; metric Mk is the percentage of triples where its

@@ -20,14 +20,16 @@ METHODS.add("pivotal_perplexity", MethodDef(
     metrics=("pivotal_perplexity",),
     text=MethodText(
         name="Pivotal-token perplexity",
-        source="Prins et al., 'Is my model perplexed for the right reason?'",
+        source="Prins et al., 'Is my model perplexed for the right reason? Contrasting LLMs' Benchmark Behavior "
+               "with Token-Level Perplexity'.",
         computes="Each stimulus is a pair of sentences differing in a few pivotal words, placed in labelled "
                  "frames (4 wordings x 2 orders). The correctly and incorrectly labelled prompts are compared "
                  "token by token; each token's share of the perplexity difference is summed by class (pivotal, "
                  "period, other) as a plain and a normalized proportion; accuracy is the share of prompt pairs "
                  "where the correct prompt has the lower perplexity.",
         reading="Normalized proportion above 0 for pivotal tokens means the model is perplexed for the right "
-                "reason. Intervals: cluster bootstrap over stimuli.",
+                "reason. Intervals: the proportions, cluster bootstrap over stimuli; accuracy, a share of prompt "
+                "pairs, Wilson's interval on the effective sample size (clustered by stimulus).",
     ),
 ))
 ORACLES.add("pivotal_perplexity", ORACLE)

@@ -1,4 +1,4 @@
-"""Pivotal-token perplexity (docs/methods.md section 2; paper: pivotal_token_perplexity).
+"""Pivotal-token perplexity (docs/methods/pivotal_perplexity.md; paper: pivotal_token_perplexity).
 
 Each stimulus is a minimal pair (a, b) embedded in frames with two clauses; the
 correct prompt puts a in clause a's slot and b in clause b's, the incorrect prompt

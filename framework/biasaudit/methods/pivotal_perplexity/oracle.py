@@ -11,7 +11,7 @@ pivotal tokens of the *surprised* prompt, which have log-prob LOW:
   half), the correct prompt for the others;
 - `ties`: every token of both prompts has log-prob 0 (nothing tells the prompts apart).
 
-True values, by hand from the definitions (docs/methods.md section 2). In a prompt pair
+True values, by hand from the definitions (docs/methods/pivotal_perplexity.md). In a prompt pair
 with k pivotal tokens (k = the pivotal words of sentence a plus those of sentence b), the
 aligned differences are d = +-D (D = e^-LOW - e^-HIGH) on the pivotal tokens and 0
 elsewhere, so total = k D and every pivotal share is +-1/k; the pivotal tokens are a

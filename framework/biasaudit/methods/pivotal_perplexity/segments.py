@@ -1,5 +1,5 @@
 """Prompts built from named segments, so that two prompts made of the same pieces in
-different orders can be aligned token by token (pivotal-token perplexity, docs/methods.md section 2).
+different orders can be aligned token by token (pivotal-token perplexity, docs/methods/pivotal_perplexity.md).
 
 A frame has two clauses, each with one `{s}` slot for a sentence, e.g.
 `This is a grammatical sentence: '{s}'.`. `frame_prompt` is exposed to spec templates;

@@ -1,4 +1,4 @@
-"""`stereoset`: LMS, SS and ICAT per domain and task (docs/methods.md, StereoSet).
+"""`stereoset`: LMS, SS and ICAT per domain and task (docs/methods/stereoset.md).
 
 Each candidate sentence is scored by the mean log-probability of its own tokens: by a
 causal LM (`sequence_logprob`: log p(token | the tokens before it, the context of an

@@ -36,7 +36,8 @@ METHODS.add("tfdp", MethodDef(
     metrics=("tfdp",),
     text=MethodText(
         name="TFDP single-token disparity probing",
-        source="Singh et al., 'TFDP: Token-Efficient Disparity Audits for Autoregressive LLMs'.",
+        source="Singh et al., 'TFDP: Token-Efficient Disparity Audits for Autoregressive LLMs via Single-Token "
+               "Masked Evaluation'.",
         computes="Each stimulus is a pair of sentences S and S' with one masked word; the model answers with a "
                  "single token (sampled n times, or its next-token distribution). Answers are embedded; PS is "
                  "the difference in alignment with the expected words, PSD the distance between the two answer "

@@ -1,4 +1,4 @@
-"""TFDP: single-token masked probing with multi-scale alignment (docs/methods.md section 4;
+"""TFDP: single-token masked probing with multi-scale alignment (docs/methods/tfdp.md;
 paper: tfdp).
 
 For each masked pair (S, S') the model fills <MASK> with one token: n sampled answers

@@ -21,7 +21,7 @@ constant answer to every sentence ("the"; white-box: the same four tokens at equ
 probability). The embedder gives each distinct (normalised) text a direction of its
 own: equal texts have cosine 1, different ones 0.
 
-True values (docs/methods.md section 4), by hand: a prediction equal to the truth is
+True values (docs/methods/tfdp.md), by hand: a prediction equal to the truth is
 aligned 1 at every scale (A_comb = 1); a different word changes the filled sentence, the
 window and the token, each orthogonal to the truth's, so A_comb = o, the kernel at
 cosine 0 (powcos 2^-p, cos 0, gauss exp(-2 gamma)), whatever alpha and beta. Abar is the

@@ -1,4 +1,4 @@
-"""Token-probability bias score (CrowS-Pairs, WinoQueer): docs/methods.md section 1.
+"""Token-probability bias score (CrowS-Pairs, WinoQueer): docs/methods/token_probability.md.
 
 Scores come from per-token log-probs stored in the responses, so switching the scoring
 mode (`ar_full` / `ar_shared`) re-scores the same cached responses without model calls.
@@ -38,7 +38,7 @@ class BiasScoreParams(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
     mode: Literal["ar_full", "ar_shared", "pll_shared"] = "ar_full"
     """`ar_full` / `ar_shared` for causal LMs (sequence_logprob), `pll_shared` for masked
-    LMs (pseudo_loglik), as in docs/methods.md section 1."""
+    LMs (pseudo_loglik), as in docs/methods/token_probability.md."""
     more: str = "more"
     """Probe input slot holding the stereotyping sentence."""
     less: str = "less"

@@ -1,0 +1,64 @@
+"""The run manifest (`manifest.json`): what ran, on what, with which software. Written
+when a run starts, completed when it finishes, read back by `biasaudit report` to
+re-render a run without a model."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from biasaudit.records.execution import ExecutionStats
+
+
+class _Part(BaseModel):
+    # manifests written by other versions may carry more keys: kept, not refused
+    model_config = ConfigDict(extra="allow")
+
+
+class DataRef(_Part):
+    source: str | None = None
+    """The stimulus file (None: stimuli given inline in the spec)."""
+    sha256: str | None = None
+    format: str | None = None
+    rows: int = 0
+    used: int = 0
+
+
+class ModelRef(_Part):
+    name: str = ""
+    backend: str = ""
+    identity: dict[str, Any] = Field(default_factory=dict)
+    """What the cache keys responses on: weights' digest, settings that change answers."""
+
+
+class RunManifest(_Part):
+    run_id: str
+    audit: str = ""
+    method: str = ""
+    command: list[str] = Field(default_factory=list)
+    coding_layers: dict[str, str] = Field(default_factory=dict)
+    overrides: list[str] = Field(default_factory=list)
+    choices: dict[str, str] = Field(default_factory=dict)
+    spec_file: str
+    spec_sha256: str = ""
+    data: DataRef
+    model: ModelRef = Field(default_factory=ModelRef)
+    seed: int = 0
+    cache: str
+    versions: dict[str, str] = Field(default_factory=dict)
+    config: dict[str, Any]
+    """The composed configuration as run (what a re-render validates again)."""
+    run_dir: str | None = None
+    started: str | None = None
+    finished: str | None = None
+    run_stage_s: float | None = None
+    execution: ExecutionStats | None = None
+
+    def as_json(self) -> dict[str, Any]:
+        """The manifest as written: the fields not known yet (a run still going) are left out."""
+        out = self.model_dump(mode="json")
+        for k in ("run_dir", "started", "finished", "run_stage_s", "execution"):
+            if out.get(k) is None:
+                out.pop(k, None)
+        return out
