@@ -104,6 +104,10 @@ class Backend(Protocol):
 
     def execute(self, requests: Sequence[Request], emit: Emit) -> None: ...
 
+    def apply_runtime(self, runtime: RuntimeConfig) -> None:
+        """Run-time settings that do not change answers (batch size, token budget, prefix
+        cache): given at build, and again when a sweep or suite reuses a loaded backend."""
+
     def close(self) -> None: ...
 
 

@@ -59,12 +59,7 @@ def build_backend(model: ModelConfig, runtime: RuntimeConfig) -> Backend:
         _LOADED[memo] = kind.build(model, runtime)
     backend = _LOADED[memo]
     # run-time settings that do not change the model apply to the instance already loaded
-    if hasattr(backend, "apply_runtime"):
-        backend.apply_runtime(runtime)
-        return backend
-    for attr in ("batch_size", "batch_tokens", "prefix_cache"):
-        if hasattr(backend, attr):
-            setattr(backend, attr, getattr(runtime, attr))
+    backend.apply_runtime(runtime)
     return backend
 
 

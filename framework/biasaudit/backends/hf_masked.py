@@ -122,6 +122,9 @@ class HFMaskedBackend:
         reqs = sorted((r for r in requests if r.kind == "pseudo_loglik"), key=lambda r: len(r.text or ""))
         run_in_batches(reqs, self.batch_size, lambda batch: self.pseudo_logliks([r.text or "" for r in batch]), emit)
 
+    def apply_runtime(self, runtime: RuntimeConfig) -> None:
+        self.batch_size = runtime.batch_size
+
     def close(self) -> None:
         pass
 

@@ -116,5 +116,8 @@ class HFNLIBackend:
         run_in_batches(pairs, self.batch_size,
                        lambda b: self.classify([r.text or "" for r in b], [r.text_pair or "" for r in b]), emit)
 
+    def apply_runtime(self, runtime: RuntimeConfig) -> None:
+        self.batch_size = runtime.batch_size
+
     def close(self) -> None:
         pass

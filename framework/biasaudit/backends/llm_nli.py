@@ -92,5 +92,8 @@ class LLMNLIBackend:
                "missing_labels": [rel for rel, w in zip(RELATIONS, self.words, strict=True) if w not in lps]}
         return resp.model_copy(update={"output": out})
 
+    def apply_runtime(self, runtime: RuntimeConfig) -> None:
+        self.batch_size = runtime.batch_size
+
     def close(self) -> None:
         pass

@@ -618,6 +618,9 @@ class OpenAICompatBackend:
                     pass
             thread.join()
 
+    def apply_runtime(self, runtime: RuntimeConfig) -> None:
+        """Nothing to apply: concurrency and timeouts are fixed when the client is built."""
+
     def close(self) -> None:
         pass
 

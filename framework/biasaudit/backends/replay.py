@@ -18,7 +18,7 @@ from biasaudit.backends.identity import sha256_file
 from biasaudit.errors import BackendError
 from biasaudit.plan import Request, canonical_json
 from biasaudit.registry import RECORDINGS
-from biasaudit.spec import ModelConfig, RuntimeLimits
+from biasaudit.spec import ModelConfig, RuntimeConfig, RuntimeLimits
 
 
 def content_key(kind: str, text: str | None, messages: Any, params: dict[str, Any], sample: int,
@@ -93,6 +93,9 @@ class ReplayBackend:
                 emit(Response(key=r.key, status="ok", output=self.recorded[ck]))
             else:
                 emit(Response(key=r.key, status="failed", error="no recorded response for this request"))
+
+    def apply_runtime(self, runtime: RuntimeConfig) -> None:
+        """Nothing to apply: concurrency and timeouts are fixed when the client is built."""
 
     def close(self) -> None:
         pass

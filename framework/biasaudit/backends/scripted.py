@@ -109,6 +109,9 @@ class ScriptedBackend:
                     f.write(req.key + "\n")
             emit(resp)
 
+    def apply_runtime(self, runtime: RuntimeConfig) -> None:
+        """Nothing to apply: concurrency and timeouts are fixed when the client is built."""
+
     def close(self) -> None:
         pass
 

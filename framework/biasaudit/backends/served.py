@@ -113,6 +113,9 @@ class ServedBackend:
             self.inner.cfg = self.inner.cfg.model_copy(update={"base_url": self.engine.start()})
         self.inner.execute(requests, emit)
 
+    def apply_runtime(self, runtime: RuntimeConfig) -> None:
+        """Nothing to apply: concurrency and timeouts are fixed when the client is built."""
+
     def close(self) -> None:
         """Nothing: the engine outlives a batch, so the next stage or suite member reuses
         it; `shutdown` (from `unload_all`, and at exit) stops it."""
