@@ -15,8 +15,10 @@ from typing import Any
 
 from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
 
+from biasaudit.records.summary import RunSummary
 from biasaudit.report.csv_export import write_compare_csvs, write_csvs
 from biasaudit.report.plots import render_plot
+from biasaudit.spec.models import ReportSpec
 
 
 def fixed(x: float, digits: int) -> str:
@@ -100,11 +102,15 @@ def _env(autoescape: bool) -> Environment:
 
 
 def render_all(
-    run_dir: Path, summary: dict[str, Any], results: Any, verdicts: Any, cfg: Any,
+    run_dir: Path, run: RunSummary, report: ReportSpec,
     *, write: Callable[[Path, str], None], item_texts: dict[str, list[dict[str, str]]] | None = None,
 ) -> None:
-    """`item_texts`: metric id -> one {prompt, answer} per item, items.csv's text columns."""
-    formats = set(cfg.report.formats) | {"json"}
+    """Every output of one run from its summary, in the formats `report` asks for (the
+    JSON summary always). `item_texts`: metric id -> one {prompt, answer} per item,
+    items.csv's text columns."""
+    formats = set(report.formats) | {"json"}
+    # the templates and the CSV writers read the summary as written to summary.json
+    summary: dict[str, Any] = run.model_dump(mode="json")
     write(run_dir / "summary.json", json.dumps(summary, indent=2, allow_nan=False, default=str))
     write_csvs(run_dir, summary, write, item_texts)
     plot_files: dict[str, list[dict[str, str]]] = {}
@@ -114,7 +120,7 @@ def render_all(
                            if c.get("plot")]
         html = _env(True).get_template("report.html.j2").render(s=summary, plots=plots,
                                                                 condition_plots=condition_plots,
-                                                                paper=_PAPER[cfg.report.paper])
+                                                                paper=_PAPER[report.paper])
         write(run_dir / "report.html", html)
         if "md" in formats:
             # Markdown cannot inline SVG: the same drawings as files beside it (only when

@@ -302,8 +302,7 @@ def finish(
 
     from biasaudit.report.answers import item_texts
 
-    render_all(run_dir, summary.model_dump(mode="json"), results, verdicts, cfg, write=write,
-               item_texts=item_texts(prep.plan, responses, results))
+    render_all(run_dir, summary, cfg.report, write=write, item_texts=item_texts(prep.plan, responses, results))
     for path, text in held.items():
         _write(path, text)
     return summary
