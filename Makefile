@@ -18,7 +18,7 @@ QUIET_PIP := 2>&1 | { grep -v -e '^WARNING: Location' -e 'is ignored: it is neit
 help:
 	@echo "make audit   set up .venv if needed and run the default audit on the embedded models"
 	@echo "make test    set up .venv if needed and run the test suite (what CI runs)"
-	@echo "make test-fast  the unit tests without real models, subprocess reruns or the hostile catalogue"
+	@echo "make test-fast  the unit tests on 2 workers, without the slow ones (real models, subprocess reruns, browser) or the hostile catalogue"
 	@echo "make bench   run the benchmarks in bench/ (installs the bench extra: lm-eval) and write their figures into docs/benchmarks.md"
 	@echo "make docs    regenerate the method pages docs/methods/*.md from each method's MethodText and method.md"
 	@echo "make lint    ruff, mypy --strict and the import-linter layer contracts (CI runs it before the tests)"
@@ -71,11 +71,12 @@ example-report: setup
 test: setup setup-vllm
 	$(BIN)/python -m pytest -q -p no:cacheprovider --durations=15
 
-# The inner loop: unit tests only, no real model, no crash-safety subprocess reruns, no
-# hostile catalogue (CI runs all of them through `make test`).
+# The inner loop (under 3 minutes on 2 cores): the unit tests on two workers (pytest-xdist),
+# without the `slow` ones (real models, subprocess reruns, headless Chromium, runs of several
+# seconds) and without the hostile catalogue. `make test` runs all of them, as CI does.
 test-fast: setup
-	$(BIN)/python -m pytest -q -p no:cacheprovider -m "not slow" tests/unit --ignore=tests/unit/hostile \
-	  --deselect tests/unit/test_architecture.py::test_mypy_strict_passes_on_methods_and_coding -x
+	$(BIN)/python -m pytest -q -p no:cacheprovider -n 2 -m "not slow" tests/unit --ignore=tests/unit/hostile \
+	  --durations=10 -x
 
 bench: setup setup-vllm
 	$(BIN)/pip install -q --disable-pip-version-check -e ".[bench]" -c bench/constraints.txt $(QUIET_PIP)

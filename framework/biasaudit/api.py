@@ -29,6 +29,8 @@ from biasaudit.errors import BiasAuditError, SpecError, user_error
 if TYPE_CHECKING:
     import pandas as pd
 
+    from biasaudit.records.compare import CompareResult
+    from biasaudit.records.suite import SuiteSummary
     from biasaudit.records.summary import RunSummary, VerdictRow
     from biasaudit.spec.compose import Composed
 
@@ -182,15 +184,16 @@ class RunResult:
 
 @dataclass(frozen=True)
 class SuiteResult:
-    """A finished suite: its folder, its summary (as suite.json holds it) and its runs."""
+    """A finished suite: its folder, its summary (what the suite's summary.json holds) and its runs."""
 
     out_dir: Path
-    summary: dict[str, Any]
+    summary: SuiteSummary
+    """Typed (`biasaudit.records.suite.SuiteSummary`): rows, verdict matrix, triangulation, totals."""
     runs: list[RunResult] = field(default_factory=list)
 
     @property
     def overall(self) -> str:
-        return str(self.summary["overall"])
+        return self.summary.overall
 
     @property
     def report_path(self) -> Path | None:
@@ -204,10 +207,10 @@ class SuiteResult:
         (relative to `out_dir`)."""
         import pandas as pd
 
-        out = [{"member": r["member"], "subject": r["subject"], "audit": r["audit"], "model": r["model"],
-                "estimate": r["estimate_name"], **{k: (r["estimate"] or {}).get(k) for k in ("value", "ci_low", "ci_high")},
-                "overall": r["overall"], "measured": r["measured"], "report": r["report"]}
-               for r in self.summary.get("rows") or []]
+        out = [{"member": r.member, "subject": r.subject, "audit": r.audit, "model": r.model,
+                "estimate": r.estimate_name, "value": r.estimate.value, "ci_low": r.estimate.ci_low,
+                "ci_high": r.estimate.ci_high, "overall": r.overall, "measured": r.measured, "report": r.report}
+               for r in self.summary.rows]
         return pd.DataFrame(out, columns=["member", "subject", "audit", "model", "estimate", "value", "ci_low", "ci_high",
                                           "overall", "measured", "report"])
 
@@ -232,10 +235,8 @@ def run(spec: SpecLike, overrides: Sequence[str] | None = None, *, verbose: bool
     Responses are cached and reused as on the command line. Raises `BiasAuditError` on
     bad input (nothing is written then). A suite returns a `SuiteResult`.
     """
-    from biasaudit.runner.pipeline import prepare
-    from biasaudit.runner.pipeline import run as run_pipeline
-    from biasaudit.runner.preflight import check_outputs
-    from biasaudit.spec.compose import compose, prepare_overrides
+    from biasaudit.runner.jobs import prepare_jobs, run_job
+    from biasaudit.spec.compose import prepare_overrides
     from biasaudit.spec.suite import load_suite
 
     _show(verbose)
@@ -244,12 +245,10 @@ def run(spec: SpecLike, overrides: Sequence[str] | None = None, *, verbose: bool
         found = load_suite(raw)
         if found is not None:
             return _run_suite(found, raw)
-        prepared = prepare_overrides(raw)
-        composed = compose(prepared)
-        check_outputs(composed.config.runtime.cache, composed.config.runtime.reports_dir)
-        prep = prepare(composed)
+        [job] = prepare_jobs([prepare_overrides(raw)])  # the command line's route: composed, checked, planned once
+        composed = job.composed
         run_dir = _run_dir(composed)
-        summary = run_pipeline(prep, run_dir, ["biasaudit", "run", *composed.overrides])
+        summary = run_job(composed, run_dir, ["biasaudit", "run", *composed.overrides], job.prepared)
         return RunResult(run_dir=run_dir, summary=summary)
 
 
@@ -261,8 +260,8 @@ def _run_suite(found: Any, raw: list[str]) -> SuiteResult:
     user = [ov for ov in raw if not ov.startswith("spec=")]
     summary, out_dir = run_suite(suite, path, user, False, ["biasaudit", "run", *raw])
     runs = []
-    for row in summary["rows"]:
-        run_dir = out_dir / Path(row["report"]).parent
+    for row in summary.rows:
+        run_dir = out_dir / Path(row.report).parent
         if (run_dir / "summary.json").is_file():
             runs.append(RunResult(run_dir=run_dir, summary=RunSummary.read(run_dir / "summary.json")))
     return SuiteResult(out_dir=out_dir, summary=summary, runs=runs)
@@ -390,9 +389,10 @@ def plan(spec: SpecLike, overrides: Sequence[str] | None = None) -> PlanEstimate
 
 @dataclass(frozen=True)
 class Comparison:
-    """`biasaudit compare`: the comparison's data (compare.json) and where its report is."""
+    """`biasaudit compare`: the comparison's data (what compare.json holds) and where its report is."""
 
-    data: dict[str, Any]
+    data: CompareResult
+    """Typed (`biasaudit.records.compare.CompareResult`); `data.model_dump(mode="json")` is compare.json."""
     out_dir: Path
 
     @property

@@ -19,7 +19,7 @@ SENTENCES = [
 
 
 def test_ar_full_equals_plain_forward_pass_sum(smollm2: HFCausalBackend) -> None:
-    # docs/methods.md section 1, checked by (b): an independent computation with one unpadded forward pass.
+    # docs/methods/token_probability.md, checked by (b): an independent computation with one unpadded forward pass.
     for text in SENTENCES:
         ids = [smollm2.bos_id, *smollm2.tok(text, add_special_tokens=False)["input_ids"]]
         with torch.inference_mode():

@@ -1,5 +1,5 @@
-"""README's recipes for real inference servers, run as written: the commands are read from
-the README (the fenced block after each `<!-- recipe: NAME -->` marker), a server command
+"""The documented recipes for real inference servers, run as written: the commands are read
+from docs/models-and-servers.md (the fenced block after each `<!-- recipe: NAME -->` marker), a server command
 (ending in `&`) is started as a subprocess and waited for, and the `biasaudit` command is
 run with only this test's cache and report folders added. Two substitutions, said here:
 the vLLM recipe's placeholder directory `/models/my-model` becomes the float32 copy of the
@@ -32,7 +32,7 @@ pytestmark = pytest.mark.slow
 def recipe(name: str) -> list[str]:
     text = (REPO / "docs" / "models-and-servers.md").read_text()
     m = re.search(rf"<!-- recipe: {name} -->\n```\n(.*?)\n```", text, re.S)
-    assert m, f"README has no recipe {name!r}"
+    assert m, f"docs/models-and-servers.md has no recipe {name!r}"
     return [line for line in m.group(1).splitlines() if line.strip()]
 
 

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import logging
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 log = logging.getLogger("biasaudit.stage")
@@ -43,6 +45,27 @@ def show() -> None:
     log.propagate = False
 
 
+@contextmanager
+def held() -> Iterator[None]:
+    """Stage messages held back while checks run, shown once they pass: bad input gets its
+    one error line, not the progress of the step it failed in."""
+    records: list[logging.LogRecord] = []
+
+    class _Hold(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            records.append(record)
+
+    saved, propagate = log.handlers[:], log.propagate
+    log.handlers = [_Hold()]
+    log.propagate = False
+    try:
+        yield
+    finally:
+        log.handlers, log.propagate = saved, propagate
+    for record in records:  # only reached when the checks passed
+        log.handle(record)
+
+
 def load_note(cfg: Any) -> str:
     """What the first load of the audited model will do, said before it starts."""
     model = cfg.model
@@ -58,4 +81,4 @@ def seconds_text(s: float) -> str:
     return f"{s:.0f} s" if s >= 10 else f"{s:.1f} s"
 
 
-__all__ = ["load_note", "seconds_text", "show", "stage"]
+__all__ = ["held", "load_note", "seconds_text", "show", "stage"]

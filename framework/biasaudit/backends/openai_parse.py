@@ -87,6 +87,27 @@ def parse_choice(data: dict[str, Any], words: list[str]) -> dict[str, Any]:
     return {"probs": probs, "logprobs": lps, "choice": max(probs, key=lambda w: probs[w])}
 
 
+def _prompt_entry(i: int, entry: Any, ids: Any) -> tuple[Any, Any]:
+    """(decoded token, log-prob) of the prompt's own token at position i."""
+    if not isinstance(entry, dict) or not entry:
+        raise OutputFault("bad_logprobs", f"prompt_logprobs[{i}] is not a mapping of token ids")
+    key = str(ids[i]) if isinstance(ids, list) and i < len(ids) and str(ids[i]) in entry else next(iter(entry))
+    e = entry[key]
+    if not isinstance(e, dict):
+        raise OutputFault("bad_logprobs", f"prompt_logprobs[{i}] entry is not {{logprob, rank, decoded_token}}")
+    return (e.get("decoded_token") if isinstance(e.get("decoded_token"), str) else ""), e.get("logprob")
+
+
+def _add_prompt_ids(out: dict[str, Any], plp: list[Any], ids: Any, n: int) -> None:
+    """`ids`: the server's `prompt_token_ids`, else the ids named by each entry's key."""
+    if isinstance(ids, list) and len(ids) == n and all(isinstance(x, int) for x in ids):
+        out["ids"] = list(ids)
+    else:  # the ids named by each entry's key
+        keys = [next(iter(e)) if isinstance(e, dict) and e else None for e in plp]
+        if all(k is not None and str(k).isdigit() for k in keys[1:]):
+            out["ids"] = [-1, *[int(str(k)) for k in keys[1:]]] if keys and keys[0] is None else None
+
+
 def _from_prompt_logprobs(choice: dict[str, Any]) -> dict[str, Any] | None:
     """vLLM's `prompt_logprobs` (a list, None first, then per position {token id: {logprob,
     rank, decoded_token}}) as echo-style arrays, offsets running over the decoded tokens as
@@ -103,25 +124,15 @@ def _from_prompt_logprobs(choice: dict[str, Any]) -> dict[str, Any] | None:
             tokens.append("")
             lps.append(None)
             continue
-        if not isinstance(entry, dict) or not entry:
-            raise OutputFault("bad_logprobs", f"prompt_logprobs[{i}] is not a mapping of token ids")
-        key = str(ids[i]) if isinstance(ids, list) and i < len(ids) and str(ids[i]) in entry else next(iter(entry))
-        e = entry[key]
-        if not isinstance(e, dict):
-            raise OutputFault("bad_logprobs", f"prompt_logprobs[{i}] entry is not {{logprob, rank, decoded_token}}")
-        tokens.append(e.get("decoded_token") if isinstance(e.get("decoded_token"), str) else "")
-        lps.append(e.get("logprob"))
+        token, lp = _prompt_entry(i, entry, ids)
+        tokens.append(token)
+        lps.append(lp)
     offs, pos = [], 0
     for t in tokens:
         offs.append(pos)
         pos += len(t)
     out: dict[str, Any] = {"tokens": tokens, "token_logprobs": lps, "text_offset": offs}
-    if isinstance(ids, list) and len(ids) == len(tokens) and all(isinstance(x, int) for x in ids):
-        out["ids"] = list(ids)
-    else:  # the ids named by each entry's key
-        keys = [next(iter(e)) if isinstance(e, dict) and e else None for e in plp]
-        if all(k is not None and str(k).isdigit() for k in keys[1:]):
-            out["ids"] = [-1, *[int(str(k)) for k in keys[1:]]] if keys and keys[0] is None else None
+    _add_prompt_ids(out, plp, ids, len(tokens))
     return out
 
 

@@ -7,11 +7,13 @@ import logging
 import shlex
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from biasaudit._util.envdefaults import apply as apply_env_defaults
 from biasaudit.errors import USER_ERRORS, BiasAuditError, SpecError, user_error
-from biasaudit.runner.preflight import check_outputs
+
+if TYPE_CHECKING:
+    from biasaudit.runner.jobs import AuditJob
 from biasaudit.runner.sweeps import sweep_combinations
 
 apply_env_defaults()
@@ -49,18 +51,12 @@ def _print_traceback(exc: BaseException) -> None:
 EXIT_INTERNAL = 70  # EX_SOFTWARE (sysexits.h)
 
 
-def _preflight(overrides: list[str], multirun: bool) -> Any:
-    """Every job's spec, data, templates and model, checked before anything runs (plans
-    counted by streaming, rendered once for jobs that share a spec). Returns the jobs."""
-    from biasaudit.runner.cost import estimate_jobs
-    from biasaudit.spec.compose import compose_many
+def _preflight(overrides: list[str], multirun: bool) -> list[AuditJob]:
+    """Every job's spec, data, templates and model, checked before anything runs (a single
+    run planned, the plan it then executes; a sweep's plans counted by streaming)."""
+    from biasaudit.runner.jobs import prepare_jobs
 
-    combos = sweep_combinations(overrides) if multirun else [overrides]
-    jobs = list(zip([" ".join(c) for c in combos], compose_many(combos), strict=True))
-    for _label, c in jobs:
-        check_outputs(c.config.runtime.cache, c.config.runtime.reports_dir)
-    estimate_jobs(jobs, lookup_cache=False)
-    return jobs
+    return prepare_jobs(sweep_combinations(overrides) if multirun else [overrides])
 
 
 def _error_lines(exc: BiasAuditError) -> list[str]:
@@ -165,12 +161,12 @@ def cmd_run(args: argparse.Namespace, rest: list[str]) -> int:
     from biasaudit.runner.sweep_caches import merge_job_caches, plan_job_caches
 
     try:
-        caches = plan_job_caches(jobs[0][1]) if args.multirun else None
+        caches = plan_job_caches(jobs[0].composed) if args.multirun else None
     except BiasAuditError as exc:
         return fail(exc)
     if caches is not None:
         overrides = [*overrides, f"runtime.job_cache_dir={caches[1]}"]
-    code = _hydra_run(overrides, args, typed)
+    code = _hydra_run(overrides, args, typed, jobs)
     args.junit_done = True  # the jobs' verdicts and errors are in it
     if caches is not None:
         n, added = merge_job_caches(*caches)
@@ -199,22 +195,23 @@ def _run_suite(found: Any, raw: list[str], overrides: list[str], args: argparse.
         print(f"interrupted: finished model calls are saved; to resume, run the same command again: "
               f"{shlex.join(command)}", file=sys.stderr)
         return 130
-    t = summary["totals"]
-    print(f"{suite.name}: overall {summary['overall']}; {t['runs']} runs, {t['requests']} requests, "
-          f"{t['calls']} model calls, {t['failures']} failed")
+    t = summary.totals
+    print(f"{suite.name}: overall {summary.overall}; {t.runs} runs, {t.requests} requests, "
+          f"{t.calls} model calls, {t.failures} failed")
     print(f"report: {out_dir / 'report.html'}")
     return end_suite(summary, out_dir, fail_on=args.fail_on, junit=args.junit)
 
 
-def _hydra_run(overrides: list[str], args: argparse.Namespace, command: list[str]) -> int:
+def _hydra_run(overrides: list[str], args: argparse.Namespace, command: list[str], jobs: list[AuditJob]) -> int:
     import hydra
     from hydra.core.hydra_config import HydraConfig
     from omegaconf import DictConfig
 
     from biasaudit._util.paths import conf_dir
     from biasaudit.cli.run_end import end_jobs
+    from biasaudit.records.jobs import JobOutcome
     from biasaudit.report.outcome import final_line
-    from biasaudit.runner.pipeline import prepare, run
+    from biasaudit.runner.jobs import run_job
     from biasaudit.runner.sweep_caches import job_runtime
     from biasaudit.spec.compose import record_hydra_overrides, to_audit_config
     from biasaudit.verdicts.gating import Ledger
@@ -228,30 +225,36 @@ def _hydra_run(overrides: list[str], args: argparse.Namespace, command: list[str
         hc = HydraConfig.get()
         choices = {k: str(v) for k, v in hc.runtime.choices.items() if v is not None}
         run_dir = Path(hc.runtime.output_dir)
-        job = {"job": hc.job.num if args.multirun else 0, "overrides": list(hc.overrides.task)}
+        job = JobOutcome(job=hc.job.num if args.multirun else 0, overrides=list(hc.overrides.task))
         try:
-            composed = to_audit_config(cfg, choices, list(hc.overrides.task))
+            # a single run was composed and planned before Hydra started: that plan runs
+            ready = jobs[0] if len(jobs) == 1 and not args.multirun else None
+            if ready is not None:
+                composed = ready.composed
+            else:
+                composed = to_audit_config(cfg, choices, list(hc.overrides.task))
             # a cluster sweep's job writes its own cache file (sweep_caches)
             if composed.config.runtime.job_cache_dir:
                 rt = job_runtime(composed.config.runtime, int(hc.job.num))
                 composed.config = composed.config.model_copy(update={"runtime": rt})
-            job["overrides"] = composed.overrides
+            job = JobOutcome(job=job.job, overrides=composed.overrides)
             record_hydra_overrides(run_dir, composed.overrides)
-            prep = prepare(composed)
-            summary = run(prep, run_dir, command)
+            summary = run_job(composed, run_dir, command, ready.prepared if ready is not None else None)
         except Exception as exc:  # Hydra would print its own report of any exception and exit 1
             err = user_error(exc)
             if err is None:  # a bug: its traceback, and exit code 70 once the jobs are done
                 _print_traceback(exc)
-                Ledger.record({**job, "error": f"internal error: {type(exc).__name__}", "internal": True})
+                Ledger.record(JobOutcome(job=job.job, overrides=job.overrides,
+                                         error=f"internal error: {type(exc).__name__}", internal=True))
                 return None
             _log_traceback(exc)
             _remove_stub(run_dir, Path(str(cfg.runtime.reports_dir)))
             _fail(err)
-            Ledger.record({**job, "error": err.one_line()})
+            Ledger.record(JobOutcome(job=job.job, overrides=job.overrides, error=err.one_line()))
             return None
-        Ledger.record({**job, "overall": summary.overall, "measured": summary.measured,
-                       "unmeasured_reason": summary.unmeasured_reason, "run_dir": str(run_dir)})
+        Ledger.record(JobOutcome(job=job.job, overrides=job.overrides, overall=summary.overall,
+                                 measured=summary.measured, unmeasured_reason=summary.unmeasured_reason,
+                                 run_dir=str(run_dir)))
         ex = summary.execution
         coding = (f"; coding {ex.coding_requests} requests, {ex.coding_cache_hits} from cache, "
                   f"{ex.coding_calls} calls") if ex.coding_requests else ""
@@ -278,7 +281,7 @@ def _hydra_run(overrides: list[str], args: argparse.Namespace, command: list[str
         entries = ledger.entries()
         ledger.close()
     code = end_jobs(entries, multirun=args.multirun, fail_on=args.fail_on, junit=args.junit)
-    if any(e.get("internal") for e in entries):
+    if any(e.internal for e in entries):
         print("error: internal error in biasaudit (a bug: the traceback above says where; please report it)",
               file=sys.stderr)
         return EXIT_INTERNAL
@@ -546,8 +549,8 @@ def cmd_compare(args: argparse.Namespace, rest: list[str]) -> int:
 
     for line in lines(result):
         print(line)
-    extra = "".join(f"; {a['title']}" for a in result["analyses"].values())
-    print(f"compared {len(result['runs'])} runs{extra}")
+    extra = "".join(f"; {a.title}" for a in result.analyses.values())
+    print(f"compared {len(result.runs)} runs{extra}")
     print(f"report: {out / 'compare.html'}")
     return 0
 

@@ -183,8 +183,11 @@ def _bootstrap_mean(seed: int) -> Any:
     return est
 
 
-def pair_report(pair: ReliabilityPair, layers: Mapping[str, Layer], units: Sequence[Unit],
-                codes: Mapping[str, Mapping[str, Code]], seed: int = 0) -> PairReport:
+def _pair_rows(pair: ReliabilityPair, layers: Mapping[str, Layer], units: Sequence[Unit],
+               codes: Mapping[str, Mapping[str, Code]]
+               ) -> tuple[list[tuple[Unit, str, str]], list[tuple[Unit, float, float]]]:
+    """The units both layers coded, with their (mapped) labels, and the units with both
+    layers' endorsement (0/1) where both layers define one."""
     la, lb = layers[pair.a], layers[pair.b]
     ca, cb = codes.get(pair.a, {}), codes.get(pair.b, {})
     rows: list[tuple[Unit, str, str]] = []
@@ -197,6 +200,12 @@ def pair_report(pair: ReliabilityPair, layers: Mapping[str, Layer], units: Seque
             rows.append((u, pair.map_a.get(x.label, x.label), pair.map_b.get(y.label, y.label)))
         if la.endorse is not None and lb.endorse is not None and y.coded and (x.coded or x.status == "not_applicable"):
             ends.append((u, 1.0 if x.coded and x.label in la.endorse else 0.0, 1.0 if y.label in lb.endorse else 0.0))
+    return rows, ends
+
+
+def pair_report(pair: ReliabilityPair, layers: Mapping[str, Layer], units: Sequence[Unit],
+                codes: Mapping[str, Mapping[str, Code]], seed: int = 0) -> PairReport:
+    rows, ends = _pair_rows(pair, layers, units, codes)
     labels = sorted({x for _, x, _ in rows} | {y for _, _, y in rows})
     cells = {}
     for cell in dict.fromkeys(u.cell for u in units):

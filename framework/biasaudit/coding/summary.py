@@ -65,11 +65,9 @@ class CodingReport(BaseModel):
     positions: list[PositionReport] = Field(default_factory=list)
 
 
-def layer_report(lay: Layer, units: Sequence[Unit], codes: Mapping[str, Code], handed: int | None,
-                 calls: LayerCalls | None, seed: int = 0) -> LayerReport:
-    mine = [(u, codes[u.id]) for u in units if u.id in codes]
-    coded = [(u, c) for u, c in mine if c.coded]
-    labels = list(lay.labels) if lay.labels is not None else sorted({c.label for _, c in coded if c.label is not None})
+def _cell_labels(lay: Layer, units: Sequence[Unit], coded: list[tuple[Unit, Code]],
+                 labels: list[str]) -> list[CellLabels]:
+    """Per prompt condition: the label counts and shares (value layers: the mean value)."""
     cells = []
     means: dict[str, Estimate] = {}
     if lay.value_type == "number":
@@ -83,6 +81,11 @@ def layer_report(lay: Layer, units: Sequence[Unit], codes: Mapping[str, Code], h
         cells.append(CellLabels(cell=cell, levels=levels, n=n, counts={lab: counts.get(lab, 0) for lab in labels},
                                 shares={lab: counts.get(lab, 0) / n for lab in labels} if n else {},
                                 mean=means.get(cell)))
+    return cells
+
+
+def _pooled_labels(lay: Layer, coded: list[tuple[Unit, Code]], labels: list[str], seed: int) -> dict[str, Estimate]:
+    """Label -> its share over all coded units (value layers: `mean`)."""
     overall: dict[str, Estimate] = {}
     if lay.value_type == "number":
         overall["mean"] = pooled([Obs(cell=u.cell, cluster=u.stimulus, value=c.value) for u, c in coded
@@ -91,14 +94,28 @@ def layer_report(lay: Layer, units: Sequence[Unit], codes: Mapping[str, Code], h
         for lab in labels:
             overall[lab] = pooled([Obs(cell=u.cell, cluster=u.stimulus, value=1.0 if c.label == lab else 0.0)
                                    for u, c in coded], proportion, seed=seed)
+    return overall
+
+
+def _calls_counts(calls: LayerCalls | None) -> dict[str, int]:
+    return {"requests": calls.requests, "calls": calls.calls, "cache_hits": calls.cache_hits,
+            "failures": calls.failures} if calls is not None else {"requests": 0, "calls": 0, "cache_hits": 0,
+                                                                    "failures": 0}
+
+
+def layer_report(lay: Layer, units: Sequence[Unit], codes: Mapping[str, Code], handed: int | None,
+                 calls: LayerCalls | None, seed: int = 0) -> LayerReport:
+    mine = [(u, codes[u.id]) for u in units if u.id in codes]
+    coded = [(u, c) for u, c in mine if c.coded]
+    labels = list(lay.labels) if lay.labels is not None else sorted({c.label for _, c in coded if c.label is not None})
+    cells = _cell_labels(lay, units, coded, labels)
+    overall = _pooled_labels(lay, coded, labels, seed)
     return LayerReport(
         name=lay.name, coder=lay.coder_name, title=lay.coder_def.title, input=lay.spec.input, labels=list(lay.labels) if lay.labels is not None else None,
         value_type=lay.value_type, fallback=lay.spec.fallback, fallback_of=lay.fallback_of, handed=handed,
         status=dict(Counter(c.status for _, c in mine)), sources=dict(Counter(c.source for _, c in coded)),
         cells=cells, pooled=overall, truncated=sum("input_truncated" in c.detail for _, c in mine),
-        calls={"requests": calls.requests, "calls": calls.calls, "cache_hits": calls.cache_hits,
-               "failures": calls.failures} if calls is not None else {"requests": 0, "calls": 0, "cache_hits": 0,
-                                                                       "failures": 0})
+        calls=_calls_counts(calls))
 
 
 def coding_report(plan: CodingPlan, units: Sequence[Unit], codes: Mapping[str, Mapping[str, Code]],

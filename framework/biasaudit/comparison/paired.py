@@ -39,6 +39,13 @@ from typing import Any
 import numpy as np
 from scipy.stats import rankdata
 
+from biasaudit.records.compare import (
+    CompareResult,
+    PairedGroup,
+    PairedRow,
+    RankingGroup,
+    RankingRow,
+)
 from biasaudit.records.estimate import Estimate
 from biasaudit.records.summary import RunSummary
 from biasaudit.runner.suite import magnitude
@@ -65,29 +72,28 @@ def _round(x: float) -> float:
     return float(f"{x:.10g}")
 
 
-def rankings(runs: Runs, settings: Sequence[str]) -> list[dict[str, Any]]:
+def rankings(runs: Runs, settings: Sequence[str]) -> list[RankingGroup]:
     """Per audit and metric: every run's headline, its distance from the reference and rank."""
-    groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    groups: dict[tuple[str, str], list[RankingRow]] = {}
     for (path, s), setting in zip(runs, settings, strict=True):
         for mid, m in s.metrics.items():
             e = m.estimates[m.headline]
-            groups.setdefault((s.audit.name, f"{mid}.{m.headline}"), []).append({
-                "audit": s.audit.name, "metric": f"{mid}.{m.headline}", "rank": None, "run": run_label(path, s),
-                "model": s.model.name, "setting": setting, "value": e.value, "ci_low": e.ci_low, "ci_high": e.ci_high,
-                "n": e.n, "reference": m.reference,
-                "distance": None if (d := magnitude(e.value, m.reference)) is None else _round(d)})
+            groups.setdefault((s.audit.name, f"{mid}.{m.headline}"), []).append(RankingRow(
+                audit=s.audit.name, metric=f"{mid}.{m.headline}", rank=None, run=run_label(path, s),
+                model=s.model.name, setting=setting, value=e.value, ci_low=e.ci_low, ci_high=e.ci_high,
+                n=e.n, reference=m.reference,
+                distance=None if (d := magnitude(e.value, m.reference)) is None else _round(d)))
     out = []
     for (audit, metric), rows in groups.items():
-        ref = rows[0]["reference"]
-        scored = [r for r in rows if r["distance"] is not None]
-        if scored:
-            for r, k in zip(scored, rankdata([r["distance"] for r in scored], method="min"), strict=True):
-                r["rank"] = int(k)
-        rows.sort(key=lambda r: (r["rank"] is None, r["rank"] or 0))
-        out.append({"audit": audit, "metric": metric, "reference": ref, "columns": RANKING_COLUMNS, "rows": rows,
-                    "order": ("distance from the no-bias reference, smallest first" if ref is not None else
-                              "value, smallest first (the metric declares no no-bias reference: the value itself "
-                              "is the magnitude, as in suites)")})
+        ref = rows[0].reference
+        distances = [r.distance for r in rows if r.distance is not None]
+        ranks = iter(rankdata(distances, method="min").tolist() if distances else [])
+        ranked = [r.model_copy(update={"rank": int(next(ranks))}) if r.distance is not None else r for r in rows]
+        ranked.sort(key=lambda r: (r.rank is None, r.rank or 0))
+        out.append(RankingGroup(audit=audit, metric=metric, reference=ref, columns=RANKING_COLUMNS, rows=ranked,
+                                order=("distance from the no-bias reference, smallest first" if ref is not None else
+                                       "value, smallest first (the metric declares no no-bias reference: the value "
+                                       "itself is the magnitude, as in suites)")))
     return out
 
 
@@ -222,7 +228,7 @@ def _pair_row(a: _Entry, b: _Entry) -> dict[str, Any]:
             "pairing": f"not paired: {unpaired_reason(a, b)}"}
 
 
-def paired(runs: Runs, settings: Sequence[str], max_runs: int = MAX_PAIRED_RUNS) -> list[dict[str, Any]]:
+def paired(runs: Runs, settings: Sequence[str], max_runs: int = MAX_PAIRED_RUNS) -> list[PairedGroup]:
     """Per audit and metric, every pair of runs with items: paired on their shared units
     (Holm-adjusted), or not paired with the reason. A metric with more than `max_runs`
     runs gets no rows and a `note` instead (the pairs grow as the square of the runs)."""
@@ -233,14 +239,14 @@ def paired(runs: Runs, settings: Sequence[str], max_runs: int = MAX_PAIRED_RUNS)
                 groups.setdefault((s.audit.name, f"{mid}.{m.headline}"), []).append(_Entry(
                     label=run_label(path, s), setting=setting, items=m.items, headline=m.estimates[m.headline],
                     data_sha=s.data.sha256, method=s.audit.method, name=m.name, params=dict(m.params)))
-    out: list[dict[str, Any]] = []
+    out: list[PairedGroup] = []
     for (audit, metric), entries in groups.items():
         if len(entries) > max_runs:
             n = len(entries)
-            out.append({"audit": audit, "metric": metric, "columns": PAIRED_COLUMNS, "rows": [],
-                        "note": f"no paired tests: {n} runs, over the limit of {max_runs} runs per metric "
-                                f"(every pair would be a test: {n * (n - 1) // 2:,} tests); compare fewer runs, "
-                                "or raise the limit with `biasaudit compare --max-paired-runs N`"})
+            out.append(PairedGroup(audit=audit, metric=metric, columns=PAIRED_COLUMNS, rows=[],
+                                   note=f"no paired tests: {n} runs, over the limit of {max_runs} runs per metric "
+                                        f"(every pair would be a test: {n * (n - 1) // 2:,} tests); compare fewer "
+                                        "runs, or raise the limit with `biasaudit compare --max-paired-runs N`"))
             continue
         rows = []
         for ea, eb in itertools.combinations(entries, 2):
@@ -253,8 +259,8 @@ def paired(runs: Runs, settings: Sequence[str], max_runs: int = MAX_PAIRED_RUNS)
             reject, adj = holm([r["p_value"] for r in tested])
             for r, rj, p in zip(tested, reject, adj, strict=True):
                 r["p_holm"], r["differs"] = float(p), bool(rj)
-        out.append({"audit": audit, "metric": metric, "columns": PAIRED_COLUMNS,
-                    "rows": [{c: r.get(c) for c in PAIRED_COLUMNS} for r in rows]})
+        out.append(PairedGroup(audit=audit, metric=metric, columns=PAIRED_COLUMNS,
+                               rows=[PairedRow.model_validate({c: r.get(c) for c in PAIRED_COLUMNS}) for r in rows]))
     return out
 
 
@@ -281,32 +287,32 @@ def _columns(rows: list[list[str]]) -> list[str]:
     return ["  ".join(f"{c:<{w}}" for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]
 
 
-def lines(result: dict[str, Any]) -> list[str]:
+def lines(result: CompareResult) -> list[str]:
     """What `biasaudit compare` prints: per metric, the runs ranked with their swept
     settings, and the paired tests (plain aligned columns: readable in a CI log)."""
     out: list[str] = []
-    tests = {(g["audit"], g["metric"]): g["rows"] for g in result.get("paired", [])}
-    notes = {(g["audit"], g["metric"]): g["note"] for g in result.get("paired", []) if g.get("note")}
-    for g in result.get("rankings", []):
-        out.append(f"{g['audit']} / {g['metric']}: ranked by {g['order']}"
-                   + (f" (reference {_num(g['reference'])})" if g["reference"] is not None else ""))
+    tests = {(g.audit, g.metric): g.rows for g in result.paired}
+    notes = {(g.audit, g.metric): g.note for g in result.paired if g.note}
+    for g in result.rankings:
+        out.append(f"{g.audit} / {g.metric}: ranked by {g.order}"
+                   + (f" (reference {_num(g.reference)})" if g.reference is not None else ""))
         rows = [["rank", "model", "setting", "value [95% CI]", "distance"]]
-        for r in g["rows"]:
-            rows.append([_num(r["rank"]), r["model"], r["setting"] or "(defaults)",
-                         f"{_num(r['value'])} [{_num(r['ci_low'])}, {_num(r['ci_high'])}]", _num(r["distance"])])
+        for r in g.rows:
+            rows.append([_num(r.rank), r.model, r.setting or "(defaults)",
+                         f"{_num(r.value)} [{_num(r.ci_low)}, {_num(r.ci_high)}]", _num(r.distance)])
         out += ["  " + x for x in _columns(rows)]
-        pt = tests.get((g["audit"], g["metric"]), [])
+        pt = tests.get((g.audit, g.metric), [])
         if pt:
             rows = [["paired test", "A", "B", "units", "difference A-B [95% CI]", "p", "p (Holm)"]]
-            for r in pt:
-                rows.append([r["test"], r["setting_a"] or r["run_a"], r["setting_b"] or r["run_b"], str(r["units"]),
-                             f"{_num(r['difference'])} [{_num(r['diff_low'])}, {_num(r['diff_high'])}]",
-                             _num(r["p_value"]), _num(r["p_holm"])])
+            for p in pt:
+                rows.append([str(p.test), p.setting_a or p.run_a, p.setting_b or p.run_b, str(p.units),
+                             f"{_num(p.difference)} [{_num(p.diff_low)}, {_num(p.diff_high)}]",
+                             _num(p.p_value), _num(p.p_holm)])
             out += ["  " + x for x in _columns(rows)]
-            for r in pt:
-                out.append(f"  {r['setting_a'] or r['run_a']} vs {r['setting_b'] or r['run_b']}: {r['pairing']}")
-        elif (g["audit"], g["metric"]) in notes:
-            out.append(f"  {notes[(g['audit'], g['metric'])]}")
+            for p in pt:
+                out.append(f"  {p.setting_a or p.run_a} vs {p.setting_b or p.run_b}: {p.pairing}")
+        elif (g.audit, g.metric) in notes:
+            out.append(f"  {notes[(g.audit, g.metric)]}")
         else:
             out.append("  no paired test: the runs share no scored units")
     return out

@@ -17,6 +17,15 @@ from pydantic import ValidationError
 
 from biasaudit.comparison.paired import MAX_PAIRED_RUNS, paired, rankings, run_label
 from biasaudit.errors import BiasAuditError
+from biasaudit.records.compare import (
+    CompareResult,
+    CompareRun,
+    CrossRunAnalysis,
+    SideBySide,
+    SideBySideRow,
+    StabilityRow,
+    SweepStability,
+)
 from biasaudit.records.estimate import Estimate
 from biasaudit.records.summary import RunSummary
 from biasaudit.registry import METHODS, METRICS
@@ -160,31 +169,32 @@ def settings(runs: Runs) -> list[str]:
     return [" ".join(ovs) for ovs in shown]
 
 
-def side_by_side(runs: Runs, setting: list[str]) -> list[dict[str, Any]]:
+def side_by_side(runs: Runs, setting: list[str]) -> list[SideBySideRow]:
     rows = []
     for (path, s), st in zip(runs, setting, strict=True):
         for mid, m in s.metrics.items():
             e = _headline(s, mid)
-            rows.append({"audit": s.audit.name, "model": s.model.name, "setting": st, "metric": mid,
-                         "estimate": m.headline, "value": e.value, "ci_low": e.ci_low, "ci_high": e.ci_high,
-                         "n": e.n, "stimuli": e.clusters if e.clusters is not None else e.n, "cells": e.cells,
-                         "method": e.method, "reference": m.reference, "overall": s.overall, "run": path.name})
+            rows.append(SideBySideRow(audit=s.audit.name, model=s.model.name, setting=st, metric=mid,
+                                      estimate=m.headline, value=e.value, ci_low=e.ci_low, ci_high=e.ci_high,
+                                      n=e.n, stimuli=e.clusters if e.clusters is not None else e.n, cells=e.cells,
+                                      method=e.method, reference=m.reference, overall=s.overall, run=path.name))
     return rows
 
 
-def analyses(runs: Runs) -> dict[str, dict[str, Any]]:
+def analyses(runs: Runs) -> dict[str, CrossRunAnalysis]:
     """Every method's own cross-run analysis that applies to these runs."""
-    out: dict[str, dict[str, Any]] = {}
+    out: dict[str, CrossRunAnalysis] = {}
     for name, mdef in METHODS.items():
         if mdef.cross_run is None:
             continue
         section = mdef.cross_run(runs)
         if section is not None:
-            out[name] = section.model_dump(mode="json")
+            # as compare.json holds it: a plug-in's own fields are kept
+            out[name] = CrossRunAnalysis.model_validate(section.model_dump(mode="json"))
     return out
 
 
-def sweep_stability(runs: Runs) -> list[dict[str, Any]]:
+def sweep_stability(runs: Runs) -> list[SweepStability]:
     """For each audit/metric swept over metric parameters: the ranking of subjects under
     every setting, and its Kendall tau-b against the setting closest to the metric's
     defaults (the paper's robustness-to-alpha/beta table)."""
@@ -226,11 +236,11 @@ def sweep_stability(runs: Runs) -> list[dict[str, Any]]:
                 t = kendalltau([settings[base][x] for x in common], [values[x] for x in common], variant="b")
                 tau, pval = (None if np.isnan(t.statistic) else float(t.statistic),
                              None if np.isnan(t.pvalue) else float(t.pvalue))
-            rows.append({"setting": ", ".join(f"{k}={p.get(k)}" for k in varying), "ranking": ranking,
-                         "values": values, "tau_b": tau, "p_value": pval, "default": setting == base,
-                         "top3_kept": ranking[:3] == base_rank[:3]})
-        out.append({"audit": audit, "metric": mid, "varying": varying, "rows": rows,
-                    "subjects": sorted({x for v in settings.values() for x in v})})
+            rows.append(StabilityRow(setting=", ".join(f"{k}={p.get(k)}" for k in varying), ranking=ranking,
+                                     values=values, tau_b=tau, p_value=pval, default=setting == base,
+                                     top3_kept=ranking[:3] == base_rank[:3]))
+        out.append(SweepStability(audit=audit, metric=mid, varying=varying, rows=rows,
+                                  subjects=sorted({x for v in settings.values() for x in v})))
     return out
 
 
@@ -240,19 +250,19 @@ def _distance(setting: str, defaults: dict[str, Any], varying: list[str]) -> int
 
 
 def compare(paths: list[Path], notes: list[str] | None = None,
-            max_paired_runs: int = MAX_PAIRED_RUNS) -> dict[str, Any]:
+            max_paired_runs: int = MAX_PAIRED_RUNS) -> CompareResult:
     """The comparison of the runs under `paths`; why a symlinked or repeated folder was
     skipped goes to `notes`. Paired tests (every pair of runs of a metric) only for a
     metric with at most `max_paired_runs` runs."""
     runs = collect(paths, notes)
     setting = settings(runs)
-    return {
-        "runs": [{"path": str(p), "label": run_label(p, s), "model": s.model.name, "setting": st,
-                  "overrides": list(s.reproducibility.get("overrides") or [])}
-                 for (p, s), st in zip(runs, setting, strict=True)],
-        "side_by_side": {"columns": SIDE_BY_SIDE_COLUMNS, "rows": side_by_side(runs, setting)},
-        "rankings": rankings(runs, setting),
-        "paired": paired(runs, setting, max_paired_runs),
-        "sweep_stability": sweep_stability(runs),
-        "analyses": analyses(runs),
-    }
+    return CompareResult(
+        runs=[CompareRun(path=str(p), label=run_label(p, s), model=s.model.name, setting=st,
+                         overrides=list(s.reproducibility.get("overrides") or []))
+              for (p, s), st in zip(runs, setting, strict=True)],
+        side_by_side=SideBySide(columns=SIDE_BY_SIDE_COLUMNS, rows=side_by_side(runs, setting)),
+        rankings=rankings(runs, setting),
+        paired=paired(runs, setting, max_paired_runs),
+        sweep_stability=sweep_stability(runs),
+        analyses=analyses(runs),
+    )

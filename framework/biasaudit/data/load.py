@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from biasaudit._util.fileio import excerpt, names_excerpt, resolved
-from biasaudit.data.adapters import ADAPTERS, check_columns
+from biasaudit.data.adapters import ADAPTERS, Adapter, check_columns
 from biasaudit.data.readers import file_sha256, read_csv, read_json_map, read_json_rows, read_jsonl
 from biasaudit.data.records import Stimulus, StimulusSet
 from biasaudit.errors import DataError
@@ -26,13 +26,11 @@ def resolve_source(spec: StimuliSpec, spec_file: Path | None, key: str = "stimul
     return resolved(p, key=key)
 
 
-def load_stimuli(spec: StimuliSpec, spec_file: Path | None, limits: RuntimeLimits | None = None) -> StimulusSet:
-    limits = limits or RuntimeLimits()
-    file = str(spec_file) if spec_file else None
-    adapter = ADAPTERS.get(spec.format, file=file, key="stimuli.format")
-    path = resolve_source(spec, spec_file)
-    where = str(path) if path else file
-    line_numbers: list[int] = []  # a jsonl record's line in the file, for errors
+def _read_rows(
+    spec: StimuliSpec, adapter: Adapter, path: Path | None, file: str | None, limits: RuntimeLimits,
+    line_numbers: list[int],
+) -> tuple[list[str], list[dict[str, Any]]]:
+    """The rows and header of the spec's data: generated, inline, or read with the adapter's reader."""
     if spec.generate is not None:
         rows: list[dict[str, Any]] = generate_rows(spec, file, limits.max_stimuli)
         header = sorted({k for r in rows for k in r})
@@ -50,55 +48,84 @@ def load_stimuli(spec: StimuliSpec, spec_file: Path | None, limits: RuntimeLimit
     else:
         rows = read_jsonl(path, limits=limits, lines=line_numbers)
         header = sorted({k for r in rows for k in r})
-    check_columns(adapter, header, str(where), spec.format)
+    return header, rows
 
+
+def _map_fields(spec: StimuliSpec, row: dict[str, Any], i: int, header: list[str], where: str) -> dict[str, Any]:
+    mapped = dict(row)
+    for canonical, column in spec.fields.items():
+        if column not in row:
+            raise DataError(
+                f"column {column!r} (mapped to field {canonical!r}) is missing in row {i}",
+                file=where,
+                key=f"stimuli.fields.{canonical}",
+                hint=f"columns: {names_excerpt(header)}",
+            )
+        mapped[canonical] = row[column]
+    return mapped
+
+
+def _to_stimulus(
+    spec: StimuliSpec, adapter: Adapter, row: dict[str, Any], i: int, header: list[str], where: str,
+    line_numbers: list[int],
+) -> Stimulus:
     def record(i: int) -> str:
         return f"line {line_numbers[i]}" if line_numbers else f"row {i}"
 
-    stimuli = []
-    for i, row in enumerate(rows):
-        mapped = dict(row)
-        for canonical, column in spec.fields.items():
-            if column not in row:
-                raise DataError(
-                    f"column {column!r} (mapped to field {canonical!r}) is missing in row {i}",
-                    file=str(where),
-                    key=f"stimuli.fields.{canonical}",
-                    hint=f"columns: {names_excerpt(header)}",
-                )
-            mapped[canonical] = row[column]
+    mapped = _map_fields(spec, row, i, header, where)
+    try:
+        fields = adapter.convert(mapped)
+    except (ValueError, KeyError, TypeError) as exc:  # TypeError: a null or a list where a value belongs
+        raise DataError(f"{record(i)}: {excerpt(str(exc), 160)}", file=where, key="stimuli",
+                        hint=f"fix that record, or use the published {spec.format} file unchanged") from None
+    if spec.id_field is None and adapter.row_id is not None:
         try:
-            fields = adapter.convert(mapped)
-        except (ValueError, KeyError, TypeError) as exc:  # TypeError: a null or a list where a value belongs
-            raise DataError(f"{record(i)}: {excerpt(str(exc), 160)}", file=str(where), key="stimuli",
-                            hint=f"fix that record, or use the published {spec.format} file unchanged") from None
-        if spec.id_field is None and adapter.row_id is not None:
-            try:
-                sid = adapter.row_id(row)
-            except (ValueError, KeyError, TypeError) as exc:
-                raise DataError(f"{record(i)}: no id: {excerpt(str(exc), 160)}", file=str(where), key="stimuli",
-                                hint="fix that record, or name an id column with stimuli.id_field") from None
-        else:
-            sid = _row_id(spec, adapter.id_column, row, i, str(where))
-        stimuli.append(Stimulus(id=sid, fields=fields))
+            sid = adapter.row_id(row)
+        except (ValueError, KeyError, TypeError) as exc:
+            raise DataError(f"{record(i)}: no id: {excerpt(str(exc), 160)}", file=where, key="stimuli",
+                            hint="fix that record, or name an id column with stimuli.id_field") from None
+    else:
+        sid = _row_id(spec, adapter.id_column, row, i, where)
+    return Stimulus(id=sid, fields=fields)
 
+
+def _check_stimuli(stimuli: list[Stimulus], where: str) -> None:
     ids = [s.id for s in stimuli]
     if len(set(ids)) != len(ids):
         raise DataError(
-            "stimulus ids are not unique", file=str(where), key="stimuli.id_field",
+            "stimulus ids are not unique", file=where, key="stimuli.id_field",
             hint="choose a unique id column or drop id_field to use row numbers",
         )
-    n_total = len(stimuli)
     if not stimuli:
         raise DataError(
-            "no stimuli to run", file=str(where), key="stimuli", hint="the data is empty"
+            "no stimuli to run", file=where, key="stimuli", hint="the data is empty"
         )
+
+
+def _select(spec: StimuliSpec, stimuli: list[Stimulus], where: str) -> list[Stimulus]:
+    """The stimuli `where` keeps, then the seeded sample of them."""
     if spec.where:
-        stimuli = filter_stimuli(stimuli, spec.where, str(where))
+        stimuli = filter_stimuli(stimuli, spec.where, where)
     if spec.sample is not None and spec.sample.n < len(stimuli):
         rng = np.random.default_rng(spec.sample.seed)
         keep = sorted(rng.choice(len(stimuli), size=spec.sample.n, replace=False).tolist())
         stimuli = [stimuli[i] for i in keep]
+    return stimuli
+
+
+def load_stimuli(spec: StimuliSpec, spec_file: Path | None, limits: RuntimeLimits | None = None) -> StimulusSet:
+    limits = limits or RuntimeLimits()
+    file = str(spec_file) if spec_file else None
+    adapter = ADAPTERS.get(spec.format, file=file, key="stimuli.format")
+    path = resolve_source(spec, spec_file)
+    where = str(path) if path else file
+    line_numbers: list[int] = []  # a jsonl record's line in the file, for errors
+    header, rows = _read_rows(spec, adapter, path, file, limits, line_numbers)
+    check_columns(adapter, header, str(where), spec.format)
+    stimuli = [_to_stimulus(spec, adapter, row, i, header, str(where), line_numbers) for i, row in enumerate(rows)]
+    _check_stimuli(stimuli, str(where))
+    n_total = len(stimuli)
+    stimuli = _select(spec, stimuli, str(where))
     return StimulusSet(
         stimuli=stimuli,
         source=str(path) if path else None,

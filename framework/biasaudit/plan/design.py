@@ -65,10 +65,8 @@ def design_size(cfg: AuditConfig) -> int:
     return len(design.cells or [])
 
 
-def expand_design(cfg: AuditConfig, spec_file: str | None = None) -> list[Cell]:
-    factors = cfg.factors
-    design = cfg.design
-    for fname, levels in factors.items():
+def _check_design_size(cfg: AuditConfig, spec_file: str | None) -> None:
+    for fname, levels in cfg.factors.items():
         if not levels:
             raise SpecError(
                 f"factor {fname!r} has no levels", file=spec_file, key=f"factors.{fname}",
@@ -79,55 +77,69 @@ def expand_design(cfg: AuditConfig, spec_file: str | None = None) -> list[Cell]:
         raise SpecError(f"the design expands to {size} cells, over the limit of {cfg.runtime.limits.max_cells}",
                         file=spec_file, key="design",
                         hint="use `kind: oat` or `fractional`, fewer levels, or raise runtime.limits.max_cells")
-    if not factors:
-        if design.kind == "explicit" and any(design.cells or []):
-            _check_levels(cfg, design.cells[0], "design.cells[0]", spec_file, False)  # type: ignore[index]
-        return [Cell(id="base", levels={})]
-    names = list(factors)
-    cells: list[dict[str, str]]
-    if design.kind == "full":
-        cells = [
-            dict(zip(names, combo, strict=True))
-            for combo in itertools.product(*(list(factors[n]) for n in names))
-        ]
-    elif design.kind == "oat":
-        base = dict(design.baseline or {})
-        _check_levels(cfg, base, "design.baseline", spec_file, True)
-        base = {n: base[n] for n in names}
-        cells = [base]
-        for n in names:
-            for level in factors[n]:
-                if level != base[n]:
-                    cells.append({**base, n: level})
-    elif design.kind == "fractional":
-        keep = dict(design.levels or {})
-        for f, lvls in keep.items():
-            if not lvls:
-                raise SpecError(f"no levels kept for factor {f!r}: the design expands to zero cells",
-                                file=spec_file, key=f"design.levels.{f}",
-                                hint="keep at least one level, or drop the factor from `levels`")
-            for j, lv in enumerate(lvls):
-                _check_levels(cfg, {f: lv}, f"design.levels.{f}[{j}]", spec_file, False)
-                if lv in lvls[:j]:
-                    raise SpecError(f"level {lv!r} is listed twice", file=spec_file,
-                                    key=f"design.levels.{f}[{j}]", hint="list each level once")
-        rest = [n for n in names if n not in keep]
-        base = dict(design.baseline or {})
-        if rest:
-            _check_levels(cfg, {n: base[n] for n in rest if n in base}, "design.baseline", spec_file, False)
-            missing = [n for n in rest if n not in base]
-            if missing:
-                raise SpecError(f"factor(s) {', '.join(missing)} are neither in `levels` nor in `baseline`",
-                                file=spec_file, key="design", hint="give them a baseline level")
-        cells = [
-            {n: (combo[list(keep).index(n)] if n in keep else base[n]) for n in names}
-            for combo in itertools.product(*(keep[f] for f in keep))
-        ]
-    else:
-        cells = []
-        for i, c in enumerate(design.cells or []):
-            _check_levels(cfg, c, f"design.cells[{i}]", spec_file, True)
-            cells.append({n: c[n] for n in names})
+
+
+def _full_cells(cfg: AuditConfig, names: list[str]) -> list[dict[str, str]]:
+    factors = cfg.factors
+    return [
+        dict(zip(names, combo, strict=True))
+        for combo in itertools.product(*(list(factors[n]) for n in names))
+    ]
+
+
+def _oat_cells(cfg: AuditConfig, names: list[str], spec_file: str | None) -> list[dict[str, str]]:
+    factors, design = cfg.factors, cfg.design
+    base = dict(design.baseline or {})
+    _check_levels(cfg, base, "design.baseline", spec_file, True)
+    base = {n: base[n] for n in names}
+    cells = [base]
+    for n in names:
+        for level in factors[n]:
+            if level != base[n]:
+                cells.append({**base, n: level})
+    return cells
+
+
+def _check_kept_levels(cfg: AuditConfig, keep: dict[str, list[str]], spec_file: str | None) -> None:
+    for f, lvls in keep.items():
+        if not lvls:
+            raise SpecError(f"no levels kept for factor {f!r}: the design expands to zero cells",
+                            file=spec_file, key=f"design.levels.{f}",
+                            hint="keep at least one level, or drop the factor from `levels`")
+        for j, lv in enumerate(lvls):
+            _check_levels(cfg, {f: lv}, f"design.levels.{f}[{j}]", spec_file, False)
+            if lv in lvls[:j]:
+                raise SpecError(f"level {lv!r} is listed twice", file=spec_file,
+                                key=f"design.levels.{f}[{j}]", hint="list each level once")
+
+
+def _fractional_cells(cfg: AuditConfig, names: list[str], spec_file: str | None) -> list[dict[str, str]]:
+    design = cfg.design
+    keep = dict(design.levels or {})
+    _check_kept_levels(cfg, keep, spec_file)
+    rest = [n for n in names if n not in keep]
+    base = dict(design.baseline or {})
+    if rest:
+        _check_levels(cfg, {n: base[n] for n in rest if n in base}, "design.baseline", spec_file, False)
+        missing = [n for n in rest if n not in base]
+        if missing:
+            raise SpecError(f"factor(s) {', '.join(missing)} are neither in `levels` nor in `baseline`",
+                            file=spec_file, key="design", hint="give them a baseline level")
+    return [
+        {n: (combo[list(keep).index(n)] if n in keep else base[n]) for n in names}
+        for combo in itertools.product(*(keep[f] for f in keep))
+    ]
+
+
+def _explicit_cells(cfg: AuditConfig, names: list[str], spec_file: str | None) -> list[dict[str, str]]:
+    cells = []
+    for i, c in enumerate(cfg.design.cells or []):
+        _check_levels(cfg, c, f"design.cells[{i}]", spec_file, True)
+        cells.append({n: c[n] for n in names})
+    return cells
+
+
+def _to_cells(cells: list[dict[str, str]], spec_file: str | None) -> list[Cell]:
     out = []
     seen: dict[str, int] = {}
     for i, c in enumerate(cells):
@@ -142,3 +154,24 @@ def expand_design(cfg: AuditConfig, spec_file: str | None = None) -> list[Cell]:
         raise SpecError("the design expands to zero cells", file=spec_file, key="design",
                         hint="check `design.kind` and its levels or cells")
     return out
+
+
+def expand_design(cfg: AuditConfig, spec_file: str | None = None) -> list[Cell]:
+    factors = cfg.factors
+    design = cfg.design
+    _check_design_size(cfg, spec_file)
+    if not factors:
+        if design.kind == "explicit" and any(design.cells or []):
+            _check_levels(cfg, design.cells[0], "design.cells[0]", spec_file, False)  # type: ignore[index]
+        return [Cell(id="base", levels={})]
+    names = list(factors)
+    cells: list[dict[str, str]]
+    if design.kind == "full":
+        cells = _full_cells(cfg, names)
+    elif design.kind == "oat":
+        cells = _oat_cells(cfg, names, spec_file)
+    elif design.kind == "fractional":
+        cells = _fractional_cells(cfg, names, spec_file)
+    else:
+        cells = _explicit_cells(cfg, names, spec_file)
+    return _to_cells(cells, spec_file)

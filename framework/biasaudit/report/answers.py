@@ -171,15 +171,9 @@ def _code(c: Code | None) -> str | float | None:
     return c.value
 
 
-def _samples(plan: Plan, responses: Mapping[str, Response], results: Mapping[str, MetricResult],
-             units: Sequence[Any], codes: Mapping[str, Mapping[str, Code]]) -> list[dict[str, Any]]:
-    """Per group (each metric's `by` field; the design's cells when no metric breaks
-    down), the first SAMPLES_PER_GROUP answers in plan order, one per stimulus first."""
-    answered = [it for it in plan.items if (r := responses.get(it.key)) is not None and r.ok]
-    if not answered:
-        return []
-    fields = {s.id: s.fields for s in plan.stimuli.stimuli}
-    unit_of = {(u.cell, u.stimulus, u.slot, u.variant, u.sample): u.id for u in units}
+def _breakdowns(answered: list[PlanItem], fields: Mapping[str, Mapping[str, Any]],
+                results: Mapping[str, MetricResult]) -> list[tuple[str, dict[str, list[PlanItem]]]]:
+    """The answered items grouped by each metric's `by` field, or by the design's cells."""
     by = list(dict.fromkeys(str(f) for r in results.values() for f in (r.params.get("by") or [])
                             if isinstance(f, str)))
     breakdowns: list[tuple[str, dict[str, list[PlanItem]]]] = []
@@ -196,28 +190,51 @@ def _samples(plan: Plan, responses: Mapping[str, Response], results: Mapping[str
         for it in answered:
             groups.setdefault(it.cell, []).append(it)
         breakdowns.append(("cell", groups))
+    return breakdowns
+
+
+def _pick(its: list[PlanItem]) -> list[PlanItem]:
+    """The first SAMPLES_PER_GROUP items: one per stimulus first, then the rest in plan order."""
+    seen: set[str] = set()
+    pick: list[PlanItem] = []
+    for it in its:  # one per stimulus first, then the rest in plan order
+        if it.stimulus not in seen and len(pick) < SAMPLES_PER_GROUP:
+            pick.append(it)
+            seen.add(it.stimulus)
+    pick += [it for it in its if it not in pick][:SAMPLES_PER_GROUP - len(pick)]
+    return pick
+
+
+def _shown(pick: list[PlanItem], plan: Plan, responses: Mapping[str, Response],
+           unit_of: Mapping[tuple[Any, ...], Any], codes: Mapping[str, Mapping[str, Code]]) -> list[dict[str, Any]]:
+    shown = []
+    for it in pick:
+        req = plan.requests.get(it.key)
+        uid = unit_of.get((it.cell, it.stimulus, it.slot, it.variant, it.sample))
+        shown.append({
+            "stimulus": it.stimulus, "cell": it.cell,
+            "prompt": clip(prompt_text(req), SHOW_CHARS),
+            "answer": clip(answer_text(req, responses.get(it.key)), SHOW_CHARS),
+            "codes": [{"layer": lay, "code": _code(cs.get(uid) if uid else None)}
+                      for lay, cs in codes.items()],
+        })
+    return shown
+
+
+def _samples(plan: Plan, responses: Mapping[str, Response], results: Mapping[str, MetricResult],
+             units: Sequence[Any], codes: Mapping[str, Mapping[str, Code]]) -> list[dict[str, Any]]:
+    """Per group (each metric's `by` field; the design's cells when no metric breaks
+    down), the first SAMPLES_PER_GROUP answers in plan order, one per stimulus first."""
+    answered = [it for it in plan.items if (r := responses.get(it.key)) is not None and r.ok]
+    if not answered:
+        return []
+    fields = {s.id: s.fields for s in plan.stimuli.stimuli}
+    unit_of = {(u.cell, u.stimulus, u.slot, u.variant, u.sample): u.id for u in units}
     out = []
-    for f, groups in breakdowns:
+    for f, groups in _breakdowns(answered, fields, results):
         for g in list(groups)[:MAX_GROUPS]:
             its = groups[g]
-            seen: set[str] = set()
-            pick: list[PlanItem] = []
-            for it in its:  # one per stimulus first, then the rest in plan order
-                if it.stimulus not in seen and len(pick) < SAMPLES_PER_GROUP:
-                    pick.append(it)
-                    seen.add(it.stimulus)
-            pick += [it for it in its if it not in pick][:SAMPLES_PER_GROUP - len(pick)]
-            shown = []
-            for it in pick:
-                req = plan.requests.get(it.key)
-                uid = unit_of.get((it.cell, it.stimulus, it.slot, it.variant, it.sample))
-                shown.append({
-                    "stimulus": it.stimulus, "cell": it.cell,
-                    "prompt": clip(prompt_text(req), SHOW_CHARS),
-                    "answer": clip(answer_text(req, responses.get(it.key)), SHOW_CHARS),
-                    "codes": [{"layer": lay, "code": _code(cs.get(uid) if uid else None)}
-                              for lay, cs in codes.items()],
-                })
+            shown = _shown(_pick(its), plan, responses, unit_of, codes)
             out.append({"by": f, "group": g, "n": len(its), "shown": len(shown), "groups": len(groups),
                         "answers": shown})
     return out

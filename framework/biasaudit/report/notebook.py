@@ -11,9 +11,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from html import escape
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from biasaudit._util.jupyter import in_notebook
+
+if TYPE_CHECKING:
+    from biasaudit.records.suite import SuiteSummary
 
 # -- HTML summaries ---------------------------------------------------------------------
 
@@ -89,21 +92,18 @@ def run_summary_html(summary: Any, run_dir: Any) -> str:
     return "".join(parts)
 
 
-def suite_summary_html(summary: dict[str, Any], out_dir: Any) -> str:
+def suite_summary_html(summary: SuiteSummary, out_dir: Any) -> str:
     """A suite at a glance: its overall verdict and one row per run (member x subject)
     with the run's headline estimate and verdict."""
-    rows = summary.get("rows") or []
     body = []
-    for r in rows:
-        est = r.get("estimate") or {}
-        body.append([_text(r.get("member")), _text(r.get("subject")), _text(r.get("model")), _text(r.get("estimate_name")),
-                     interval(est.get("value"), est.get("ci_low"), est.get("ci_high")),
-                     verdict_badge(str(r.get("overall", "")))])
-    suite = summary.get("suite") or {}
-    name = suite.get("title") or suite.get("name") if isinstance(suite, dict) else suite
+    for r in summary.rows:
+        est = r.estimate
+        body.append([_text(r.member), _text(r.subject), _text(r.model), _text(r.estimate_name),
+                     interval(est.value, est.ci_low, est.ci_high), verdict_badge(r.overall)])
+    name = summary.suite.title or summary.suite.name
     return ('<div class="biasaudit-suite">'
-            f"<p><strong>suite {_text(name)}</strong> &middot; overall {verdict_badge(str(summary.get('overall', '')))}"
-            f" &middot; {len(rows)} runs</p>"
+            f"<p><strong>suite {_text(name)}</strong> &middot; overall {verdict_badge(summary.overall)}"
+            f" &middot; {len(summary.rows)} runs</p>"
             + table(["member", "subject", "model", "estimate", "value [interval]", "overall"], body)
             + f"<p><small>suite folder <code>{_text(out_dir)}</code></small></p></div>")
 

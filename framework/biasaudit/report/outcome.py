@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
 
 from pydantic import ValidationError
 
 from biasaudit.records.estimate import Estimate
+from biasaudit.records.jobs import JobOutcome
 from biasaudit.records.summary import RunSummary
 
 
@@ -84,17 +84,17 @@ def table(rows: list[tuple[str, str, str, str]], header: tuple[str, str, str, st
     return [f"{r[0]:<{widths[0]}}  {r[1]:<{widths[1]}}  {r[2]:<{widths[2]}}  {r[3]}".rstrip() for r in all_rows]
 
 
-def sweep_rows(entries: list[dict[str, Any]]) -> list[tuple[str, str, str, str]]:
+def sweep_rows(entries: list[JobOutcome]) -> list[tuple[str, str, str, str]]:
     """One row per job of a sweep, from the job ledger (see `gating.Ledger`)."""
-    shown = varying_overrides([list(e.get("overrides", [])) for e in entries])
+    shown = varying_overrides([list(e.overrides) for e in entries])
     rows: list[tuple[str, str, str, str]] = []
     for e, ovs in zip(entries, shown, strict=True):
-        summary = load_summary(e["run_dir"]) if e.get("run_dir") else None
+        summary = load_summary(e.run_dir) if e.run_dir else None
         if summary is None:
-            verdict, head = "ERROR", (e.get("error") or "no summary.json")
+            verdict, head = "ERROR", (e.error or "no summary.json")
         else:
             verdict, head = summary.overall, headlines(summary, limit=1)
-        rows.append((str(e.get("job", len(rows))), " ".join(ovs) or "(defaults)", verdict, head))
+        rows.append((str(e.job), " ".join(ovs) or "(defaults)", verdict, head))
     return rows
 
 

@@ -4,7 +4,7 @@ Notebook-safe: nothing here touches matplotlib's global state. No `matplotlib.us
 pyplot (so no figure joins pyplot's figure manager, and a notebook's `plt.show()` never
 shows one of ours), and no global rcParams: each figure is a `matplotlib.figure.Figure`
 on its own Agg canvas, drawn and saved inside `matplotlib.rc_context(STYLE)`, which puts
-the caller's settings back on the way out (tests/unit/test_notebook_safe.py).
+the caller's settings back on the way out (tests/unit/api/test_notebook_safe.py).
 """
 
 from __future__ import annotations

@@ -15,6 +15,8 @@ from typing import Any
 
 from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
 
+from biasaudit.records.compare import CompareResult
+from biasaudit.records.suite import SuiteSummary
 from biasaudit.records.summary import RunSummary
 from biasaudit.report.csv_export import write_compare_csvs, write_csvs
 from biasaudit.report.plots import render_plot
@@ -153,38 +155,40 @@ def _write_plot_files(run_dir: Path, summary: dict[str, Any], plots: dict[str, l
     return files
 
 
-def render_compare(out_dir: Path, comparison: dict[str, Any], *, write: Callable[[Path, str], None]) -> None:
+def render_compare(out_dir: Path, comparison: CompareResult, *, write: Callable[[Path, str], None]) -> None:
     from datetime import UTC, datetime
 
     out_dir.mkdir(parents=True, exist_ok=True)
-    write(out_dir / "compare.json", json.dumps(comparison, indent=2, allow_nan=False, default=str))
-    write_compare_csvs(out_dir, comparison, write)
-    plots = {name: [render_plot(p) for p in a["plots"]] for name, a in comparison.get("analyses", {}).items()}
+    data = comparison.model_dump(mode="json")  # what compare.json holds; the template and the CSVs read it
+    write(out_dir / "compare.json", json.dumps(data, indent=2, allow_nan=False, default=str))
+    write_compare_csvs(out_dir, data, write)
+    plots = {name: [render_plot(p) for p in a["plots"]] for name, a in data["analyses"].items()}
     html = _env(True).get_template("compare.html.j2").render(
-        c=comparison, plots=plots, generated=datetime.now(UTC).isoformat(timespec="seconds"))
+        c=data, plots=plots, generated=datetime.now(UTC).isoformat(timespec="seconds"))
     write(out_dir / "compare.html", html)
 
 
-def render_suite(out_dir: Path, summary: dict[str, Any], *, write: Callable[[Path, str], None]) -> None:
+def render_suite(out_dir: Path, summary: SuiteSummary, *, write: Callable[[Path, str], None]) -> None:
     out_dir.mkdir(parents=True, exist_ok=True)
-    write(out_dir / "summary.json", json.dumps(summary, indent=2, allow_nan=False, default=str))
-    t = summary["triangulation"]
+    write(out_dir / "summary.json", summary.to_json())
+    t = summary.triangulation
     heat = None
-    if t["n_subjects"] >= 3 and len(t["labels"]) >= 2:
+    if t.n_subjects >= 3 and len(t.labels) >= 2:
         heat = {"svg": render_plot({
-            "kind": "heatmap", "title": "Rank agreement between methods (Kendall tau-b)", "labels": t["labels"],
-            "matrix": t["matrix"], "ylabel": "tau-b", "vmin": -1.0, "vmax": 1.0,
+            "kind": "heatmap", "title": "Rank agreement between methods (Kendall tau-b)", "labels": t.labels,
+            "matrix": t.matrix, "ylabel": "tau-b", "vmin": -1.0, "vmax": 1.0,
             "alt": "Matrix of Kendall tau-b between the methods' rankings of the models; blue agrees, red disagrees."}),
             "alt": "Kendall tau-b between every two methods' rankings of the subjects."}
     bars = []
-    for m in summary["members"]:
-        rows = [r for r in summary["rows"] if r["member"] == m["id"]]
-        ref = rows[0]["reference"] if rows else None
+    for m in summary.members:
+        rows = [r for r in summary.rows if r.member == m.id]
+        ref = rows[0].reference if rows else None
         bars.append({"svg": render_plot({
-            "kind": "interval_bars", "title": f"{m['id']}: {rows[0]['estimate_name'] if rows else ''} by subject",
-            "xlabel": "subject", "ylabel": rows[0]["estimate_name"] if rows else "", "labels": [r["subject"] for r in rows],
-            "estimates": [r["estimate"] for r in rows], "reference": ref,
-            "alt": f"Headline estimate of {m['id']} for each subject with its 95% interval."}),
-            "alt": f"Headline estimate of {m['id']} for each subject with its 95% interval."})
-    html = _env(True).get_template("suite.html.j2").render(s=summary, heat=heat, bars=bars)
+            "kind": "interval_bars", "title": f"{m.id}: {rows[0].estimate_name if rows else ''} by subject",
+            "xlabel": "subject", "ylabel": rows[0].estimate_name if rows else "", "labels": [r.subject for r in rows],
+            "estimates": [r.estimate.model_dump(mode="json") for r in rows], "reference": ref,
+            "alt": f"Headline estimate of {m.id} for each subject with its 95% interval."}),
+            "alt": f"Headline estimate of {m.id} for each subject with its 95% interval."})
+    # the template reads the summary as summary.json holds it
+    html = _env(True).get_template("suite.html.j2").render(s=summary.model_dump(mode="json"), heat=heat, bars=bars)
     write(out_dir / "report.html", html)

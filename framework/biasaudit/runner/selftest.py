@@ -172,6 +172,32 @@ def run_oracle(prep: Prepared, oracle: OracleDef, params: Any, kind: str,
     return results, evaluate(prep.composed.config.thresholds, results), coded
 
 
+def _add_answer_labels(answer_labels: dict[str, set[str]], coded: Coded) -> None:
+    for name, codes in coded.result.codes.items():
+        answer_labels.setdefault(name, set()).update(c.label for c in codes.values() if c.coded and c.label)
+
+
+def _add_rows(out: SelfTestResult, prep: Prepared, oracle: OracleDef, params: Any, kind: str,
+              results: dict[str, MetricResult], verdicts: list[VerdictRecord]) -> None:
+    """One row per threshold under this oracle; a planted bias caught marks `out.detected`."""
+    for t, v in zip(prep.composed.config.thresholds, verdicts, strict=True):
+        res = next(r for k, r in results.items() if v.metric.partition(".")[0] == k)
+        name = v.metric.partition(".")[2] or res.headline
+        # refuse and ties measure nothing, unless the method says what they truly give
+        # (a refusal-rate metric measures refusing everything: its true rate is 1)
+        # the params of the threshold's own metric: a spec may hold several metrics of the method
+        own = prep.params.get(v.metric.partition(".")[0], params)
+        truth = _truth(oracle, kind, own if type(own) is type(params) else params, res, name, prep)
+        expected = "INCONCLUSIVE" if kind in ("refuse", "ties") and truth is None else _expected(t, truth)
+        ok = _ok(kind if truth is None else "planted", expected, v.verdict)
+        label = f"{t.metric}" + (f" ({t.over})" if t.over != "pooled" else "")
+        out.rows.append(Row(oracle=kind, threshold=label, expected=expected, got=v.verdict, ok=ok, truth=truth,
+                            estimate=v.estimate.fmt(3), reason=v.reason))
+        if kind == "planted" and ok and (expected == "FAIL" or (t.sanity and expected == "PASS" and
+                                                                  v.verdict == "PASS")):
+            out.detected = True
+
+
 def selftest(composed: Composed) -> SelfTestResult:
     prep = prepare(composed)
     cfg = composed.config
@@ -188,26 +214,10 @@ def selftest(composed: Composed) -> SelfTestResult:
             dominant = {f.layer for r in results.values() for f in r.validity if f.kind == "dominant_label"}
             discriminating = frozenset(set(prep.coding.layers) - dominant)
         if kind in ("null", "planted"):
-            for name, codes in coded.result.codes.items():
-                answer_labels.setdefault(name, set()).update(c.label for c in codes.values() if c.coded and c.label)
+            _add_answer_labels(answer_labels, coded)
         if kind == "refuse":
             out.problems += refusals_read_as_answers(prep, coded, answer_labels)
-        for t, v in zip(cfg.thresholds, verdicts, strict=True):
-            res = next(r for k, r in results.items() if v.metric.partition(".")[0] == k)
-            name = v.metric.partition(".")[2] or res.headline
-            # refuse and ties measure nothing, unless the method says what they truly give
-            # (a refusal-rate metric measures refusing everything: its true rate is 1)
-            # the params of the threshold's own metric: a spec may hold several metrics of the method
-            own = prep.params.get(v.metric.partition(".")[0], params)
-            truth = _truth(oracle, kind, own if type(own) is type(params) else params, res, name, prep)
-            expected = "INCONCLUSIVE" if kind in ("refuse", "ties") and truth is None else _expected(t, truth)
-            ok = _ok(kind if truth is None else "planted", expected, v.verdict)
-            label = f"{t.metric}" + (f" ({t.over})" if t.over != "pooled" else "")
-            out.rows.append(Row(oracle=kind, threshold=label, expected=expected, got=v.verdict, ok=ok, truth=truth,
-                                estimate=v.estimate.fmt(3), reason=v.reason))
-            if kind == "planted" and ok and (expected == "FAIL" or (t.sanity and expected == "PASS" and
-                                                                      v.verdict == "PASS")):
-                out.detected = True
+        _add_rows(out, prep, oracle, params, kind, results, verdicts)
     if cfg.thresholds and not out.detected:
         out.problems.append("no threshold detects the planted bias: the thresholds cannot reach the planted value, "
                             "or the coding does not tell the sides apart (see the planted rows)")

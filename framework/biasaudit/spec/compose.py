@@ -353,20 +353,9 @@ def _overlaps(a: str, b: str) -> bool:
     return a == b or a.startswith(b + ".") or b.startswith(a + ".")
 
 
-def compose_many(combos: list[list[str]]) -> list[Composed]:
-    """`compose` for every job of a sweep (`plan -m`, `run -m`'s checks before launching).
-
-    Hydra's composition (defaults list, config groups, files) costs about a quarter of a
-    second a job. Jobs that differ only in plain values (`runtime.seed=range(0,50)`,
-    `report.max_rows=...`: dotted keys outside `hydra.`, on keys no other override
-    touches) share one composition, made without those values; each job's values are
-    then set on a copy of it exactly as Hydra sets command-line values once it has
-    composed (`_apply_overrides_to_config`). Any other sweep composes every job."""
-    import copy
-
-    if len(combos) < 2 or len({len(c) for c in combos}) != 1:
-        return [compose(c) for c in combos]
-    from hydra._internal.config_loader_impl import ConfigLoaderImpl
+def _shared_sweep(combos: list[list[str]]) -> tuple[list[int], list[list[Any]]] | None:
+    """The positions that vary across the jobs and each job's parsed values there, when
+    the jobs can share one composition; None when every job must be composed."""
     from hydra.core.override_parser.overrides_parser import OverridesParser
 
     varying = [i for i in range(len(combos[0])) if len({c[i] for c in combos}) > 1]
@@ -376,12 +365,21 @@ def compose_many(combos: list[list[str]]) -> list[Composed]:
         values = [parser.parse_overrides([c[i] for i in varying]) for c in combos]
     except Exception as exc:  # grammar errors: `compose` reports them, job by job
         if type(exc).__module__.startswith(("hydra", "omegaconf")):
-            return [compose(c) for c in combos]
+            return None
         raise
     keys = {ov.key_or_group for ovs in values for ov in ovs}
     if not all(_value_override(ov) for ovs in values for ov in ovs) or any(
             _overlaps(k, f.key_or_group) for k in keys for f in fixed):
-        return [compose(c) for c in combos]
+        return None
+    return varying, values
+
+
+def _compose_shared(combos: list[list[str]], varying: list[int], values: list[list[Any]]) -> list[Composed]:
+    """One composition without the varying values, then each job's values set on a copy."""
+    import copy
+
+    from hydra._internal.config_loader_impl import ConfigLoaderImpl
+
     base, choices = compose_dict([ov for i, ov in enumerate(combos[0]) if i not in varying])
     out = []
     for combo, ovs in zip(combos, values, strict=True):
@@ -394,3 +392,21 @@ def compose_many(combos: list[list[str]]) -> list[Composed]:
             raise _hydra_error(exc) from None
         out.append(to_audit_config(cfg, choices, combo))
     return out
+
+
+def compose_many(combos: list[list[str]]) -> list[Composed]:
+    """`compose` for every job of a sweep (`plan -m`, `run -m`'s checks before launching).
+
+    Hydra's composition (defaults list, config groups, files) costs about a quarter of a
+    second a job. Jobs that differ only in plain values (`runtime.seed=range(0,50)`,
+    `report.max_rows=...`: dotted keys outside `hydra.`, on keys no other override
+    touches) share one composition, made without those values; each job's values are
+    then set on a copy of it exactly as Hydra sets command-line values once it has
+    composed (`_apply_overrides_to_config`). Any other sweep composes every job."""
+    if len(combos) < 2 or len({len(c) for c in combos}) != 1:
+        return [compose(c) for c in combos]
+    shared = _shared_sweep(combos)
+    if shared is None:
+        return [compose(c) for c in combos]
+    varying, values = shared
+    return _compose_shared(combos, varying, values)

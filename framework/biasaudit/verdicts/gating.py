@@ -31,6 +31,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from biasaudit.records.jobs import JobOutcome
+
 EXIT_PASS = 0
 EXIT_FAIL = 1
 EXIT_USER_ERROR = 2
@@ -71,7 +73,8 @@ def worst(codes: Iterable[int]) -> int:
 
 
 class Ledger:
-    """One JSON line per finished job: {"overrides", "overall", "measured", "run_dir", "code", "error"}."""
+    """One JSON line per finished job (`records.jobs.JobOutcome`): its overrides, and its
+    overall verdict, whether it measured and its run folder, or the error that stopped it."""
 
     def __init__(self) -> None:
         fd, name = tempfile.mkstemp(prefix="biasaudit-jobs-", suffix=".jsonl")
@@ -81,19 +84,20 @@ class Ledger:
         os.environ[LEDGER_ENV] = name
 
     @staticmethod
-    def record(entry: dict[str, Any]) -> None:
+    def record(entry: JobOutcome) -> None:
         """Append one job's outcome (from whichever process ran it)."""
         path = os.environ.get(LEDGER_ENV)
         if not path:
             return
         # one short write in append mode: lines from parallel workers do not interleave
         with open(path, "a", encoding="utf-8") as f:
-            f.write(json.dumps(entry, default=str) + "\n")
+            f.write(entry.to_json() + "\n")
 
-    def entries(self) -> list[dict[str, Any]]:
+    def entries(self) -> list[JobOutcome]:
         if not self.path.is_file():
             return []
-        return [json.loads(line) for line in self.path.read_text(encoding="utf-8").splitlines() if line.strip()]
+        return [JobOutcome.model_validate(json.loads(line))
+                for line in self.path.read_text(encoding="utf-8").splitlines() if line.strip()]
 
     def close(self) -> None:
         self.path.unlink(missing_ok=True)

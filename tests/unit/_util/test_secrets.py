@@ -3,8 +3,9 @@
 the store (raw bytes, WAL included), the run folder (reports, manifest, summary, trail,
 Hydra's files and log), stdout/stderr, log records or exception texts.
 
-A server that echoes the key (tests/unit/hostile/test_server_answers.py) and a key given
-on the command line (tests/unit/hostile/test_overrides.py) are in the hostile catalogue."""
+A server that echoes the key (tests/unit/hostile/server_answers/test_server_answers.py) and
+a key given on the command line (tests/unit/hostile/overrides/test_overrides.py) are in the
+hostile catalogue."""
 
 from __future__ import annotations
 

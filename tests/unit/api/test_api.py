@@ -132,12 +132,12 @@ def test_validate_plan_and_compare(workdir: Path) -> None:
     assert isinstance(r1, biasaudit.RunResult) and isinstance(r2, biasaudit.RunResult)
     assert r2.summary.execution.calls == 0
     c = biasaudit.compare([r1, r2], out=workdir / "cmp")
-    assert c.report_path.is_file() and len(c.data["runs"]) == 2
+    assert c.report_path.is_file() and len(c.data.runs) == 2
     # one row per run: the same answers (from the cache), the same headline estimate
-    rows = c.data["side_by_side"]["rows"]
-    assert [row["run"] for row in rows] == [r1.run_dir.name, r2.run_dir.name]
+    rows = c.data.side_by_side.rows
+    assert [row.run for row in rows] == [r1.run_dir.name, r2.run_dir.name]
     score = r1.summary.metrics["bias_score"].estimates["score"]
-    assert [[row[k] for k in ("value", "ci_low", "ci_high", "n")] for row in rows] == [
+    assert [[row.value, row.ci_low, row.ci_high, row.n] for row in rows] == [
         [score.value, score.ci_low, score.ci_high, score.n]] * 2
 
 
@@ -147,7 +147,7 @@ def test_suite_through_the_api(workdir: Path) -> None:
     suite.write_text(SUITE.format(spec=spec))
     res = biasaudit.run(suite, isolation(workdir))
     assert isinstance(res, biasaudit.SuiteResult)
-    assert len(res.runs) == 1 and res.runs[0].overall == res.summary["rows"][0]["overall"]
+    assert len(res.runs) == 1 and res.runs[0].overall == res.summary.rows[0].overall
     assert res.report_path is not None and res.report_path.is_file()
     assert biasaudit.validate(suite, isolation(workdir)).runs == 1
 

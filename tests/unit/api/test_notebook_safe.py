@@ -263,8 +263,8 @@ def test_suite_rows_and_html(workdir: Path) -> None:
     res = biasaudit.run(suite, isolation(workdir))
     assert isinstance(res, biasaudit.SuiteResult)
     rows = res.rows
-    assert isinstance(rows, pd.DataFrame) and len(rows) == len(res.summary["rows"]) == 1
-    want = res.summary["rows"][0]
-    assert rows.iloc[0]["overall"] == want["overall"] and _same(rows.iloc[0]["value"], want["estimate"]["value"])
+    assert isinstance(rows, pd.DataFrame) and len(rows) == len(res.summary.rows) == 1
+    want = res.summary.rows[0]
+    assert rows.iloc[0]["overall"] == want.overall and _same(rows.iloc[0]["value"], want.estimate.value)
     html = res._repr_html_()
-    assert "nb-suite" in html and want["overall"] in html and "<table>" in html
+    assert "nb-suite" in html and want.overall in html and "<table>" in html

@@ -17,7 +17,7 @@ from biasaudit.backends.model_files import gguf_sha256
 from biasaudit.errors import BackendError
 from biasaudit.spec import ModelConfig, RuntimeConfig
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 
 
 def _smollm2() -> ModelConfig:
@@ -34,6 +34,7 @@ def _fields(reader: Any) -> dict[str, Any]:
     return {k: f.contents() for k, f in reader.fields.items() if not k.startswith("GGUF.")}
 
 
+@pytest.mark.slow  # dequantizes the embedded SmolLM2 GGUF
 def test_copy_holds_the_dequantized_tensors_and_the_metadata(copy: tuple[Path, RuntimeConfig]) -> None:
     from gguf import GGMLQuantizationType, GGUFReader
     from gguf.quants import dequantize
@@ -60,6 +61,7 @@ def test_copy_holds_the_dequantized_tensors_and_the_metadata(copy: tuple[Path, R
     assert got == want
 
 
+@pytest.mark.slow  # dequantizes the embedded SmolLM2 GGUF
 def test_second_call_reuses_the_copy(copy: tuple[Path, RuntimeConfig]) -> None:
     path, rt = copy
     stamp = path.stat().st_mtime_ns
@@ -75,6 +77,7 @@ def test_a_model_without_a_gguf_file_is_refused(tmp_path: Path) -> None:
     assert err.value.key == "model.gguf_file"
 
 
+@pytest.mark.slow  # reads the embedded SmolLM2 GGUF
 def test_a_copy_over_the_size_limit_is_refused_and_leaves_nothing(tmp_path: Path,
                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(gguf_exact, "MAX_F32_BYTES", 1 << 20)

@@ -25,7 +25,7 @@ from biasaudit.backends import managed_engine
 from biasaudit.backends.managed_engine import ManagedEngine, engine_command
 from biasaudit.errors import BackendError
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 
 FAKE_ENGINE = r'''
 import json, os, signal, sys, time

@@ -118,6 +118,7 @@ def test_cuda_token_budget_from_free_memory(monkeypatch: pytest.MonkeyPatch) -> 
     assert devices.cuda_token_budget("cuda", _Cfg(), 4, 0.5) == 256
 
 
+@pytest.mark.slow  # builds, saves and loads a model
 def test_backend_on_cuda_takes_its_token_budget_from_memory(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     """The CUDA branch of HFCausalBackend, on a tiny model, with the device faked: the
     budget comes from free memory, the requested dtype is the weights' dtype, and fixed

@@ -29,6 +29,7 @@ def naive_masked_logprob(mlm: HFMaskedBackend, ids: list[int], i: int) -> float:
     return float(torch.log_softmax(logits, dim=-1)[ids[i]])
 
 
+@pytest.mark.slow  # one forward pass per token of every sentence
 def test_batched_pll_matches_one_token_at_a_time_loop(mlm: HFMaskedBackend) -> None:
     a, b = mlm.pseudo_logliks([MORE, LESS])
     for out in (a, b):
@@ -58,7 +59,7 @@ def test_pll_shared_never_scores_a_differing_token(mlm: HFMaskedBackend) -> None
 
 
 def test_identical_but_one_token_scores_exactly_the_other_tokens(mlm: HFMaskedBackend) -> None:
-    # docs/methods.md section 1, checked by (a)
+    # docs/methods/token_probability.md, checked by (a)
     a, b = mlm.pseudo_logliks(["the doctor said she was tired", "the doctor said he was tired"])
     sa, _, n = pll_shared(a, b)
     assert n == 5  # the, doctor, said, was, tired

@@ -15,7 +15,7 @@ import pytest
 from tests.conftest import isolation
 from tests.helpers import spec_and_operator
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 JUDGE = {"backend": "scripted", "name": "judge", "script": {"choices": {}}}
 SUBJECT = """
 model:

@@ -35,8 +35,8 @@ def test_tp_vs_nli_fits_match_linregress(tmp_path: Path) -> None:
         write_run(tmp_path / f"{i}-nli", s, {"nli_bias": {"name": "nli_bias", "headline": "M6", "estimates": ests,
                                                            "items": [{"stimulus": "1", "identity": "x" if i % 2 else "y", "diff": m6[s]}]}})
     c = compare([tmp_path])
-    t = c["analyses"]["nli_bias"]["data"]
-    assert t["subjects"] == ["a", "b", "c", "d"] and len(c["side_by_side"]["rows"]) == 8
+    t = c.analyses["nli_bias"].data
+    assert t["subjects"] == ["a", "b", "c", "d"] and len(c.side_by_side.rows) == 8
     fit = next(f for f in t["fits"] if f[0].startswith("M6"))
     ref = st.linregress([tp[s] for s in "abcd"], [m6[s] for s in "abcd"])
     assert fit[1] == pytest.approx(ref.rvalue**2) and fit[3] == pytest.approx(ref.pvalue)
@@ -66,9 +66,9 @@ def test_ranking_by_distance_from_the_reference_with_ties(tmp_path: Path) -> Non
     _run(tmp_path, "1", "other", 40.0, 35.0, 45.0)  # 10 below parity: as far as "base" is above it
     _run(tmp_path, "2", "close", 52.0, 42.0, 62.0)
     _run(tmp_path, "3", "far", 80.0, 70.0, 90.0)
-    [g] = compare([tmp_path])["rankings"]
-    assert g["metric"] == "bias_score.score" and g["reference"] == 50.0 and g["columns"][0] == "audit"
-    ranks = {r["model"]: (r["rank"], r["distance"]) for r in g["rows"]}
+    [g] = compare([tmp_path]).rankings
+    assert g.metric == "bias_score.score" and g.reference == 50.0 and g.columns[0] == "audit"
+    ranks = {r.model: (r.rank, r.distance) for r in g.rows}
     # rank 1 = least biased; 40 and 60 are both 10 from parity: a tie, not ranks 2 and 3
     assert ranks == {"close": (1, 2.0), "base": (2, 10.0), "other": (2, 10.0), "far": (4, 30.0)}
 
@@ -76,8 +76,8 @@ def test_ranking_by_distance_from_the_reference_with_ties(tmp_path: Path) -> Non
 def test_ranking_without_reference_is_by_value_smallest_first_and_says_so(tmp_path: Path) -> None:
     _run(tmp_path, "0", "a", 0.2, 0.1, 0.3, reference=None)
     _run(tmp_path, "1", "b", 0.6, 0.5, 0.7, reference=None)
-    [g] = compare([tmp_path])["rankings"]
-    assert [r["model"] for r in g["rows"]] == ["a", "b"] and "no no-bias reference" in g["order"]
+    [g] = compare([tmp_path]).rankings
+    assert [r.model for r in g.rows] == ["a", "b"] and "no no-bias reference" in g.order
 
 
 def _sha(text: str) -> str:
@@ -107,15 +107,15 @@ def test_paired_mcnemar_detects_a_small_consistent_difference_the_intervals_hide
     _run(tmp_path, "1", "B", eb.value or 0, eb.ci_low or 0, eb.ci_high or 0, items=_items(b.tolist()),
          overrides=["model=b", "spec=x.yaml"])
     c = compare([tmp_path])
-    [g] = c["paired"]
-    [r] = g["rows"]
-    assert r["test"] == "mcnemar-exact" and r["units"] == 200 and r["setting_a"] == "model=a"
+    [g] = c.paired
+    [r] = g.rows
+    assert r.test == "mcnemar-exact" and r.units == 200 and r.setting_a == "model=a"
     ref = sm_mcnemar([[int((a & b).sum()), 0], [12, int(((1 - a) & (1 - b)).sum())]], exact=True)
-    assert r["p_value"] == pytest.approx(ref.pvalue) and r["p_value"] == pytest.approx(2 * 0.5**12)
-    assert r["p_value"] < 0.05 and r["differs"] is True
-    assert r["difference"] == pytest.approx(-12 / 200) and (r["diff_high"] or 0) < 0
-    assert list(g["rows"][0]) == g["columns"]  # rows carry the named columns, in order
-    assert [x["setting"] for x in c["runs"]] == ["model=a", "model=b"]  # only the swept override
+    assert r.p_value == pytest.approx(ref.pvalue) and r.p_value == pytest.approx(2 * 0.5**12)
+    assert r.p_value < 0.05 and r.differs is True
+    assert r.difference == pytest.approx(-12 / 200) and (r.diff_high or 0) < 0
+    assert list(g.rows[0].model_dump()) == g.columns  # rows carry the named columns, in order
+    assert [x.setting for x in c.runs] == ["model=a", "model=b"]  # only the swept override
 
 
 def test_paired_continuous_scores_bootstrap_and_wilcoxon(tmp_path: Path) -> None:
@@ -132,12 +132,12 @@ def test_paired_continuous_scores_bootstrap_and_wilcoxon(tmp_path: Path) -> None
         h = 1.96 * float(d.std(ddof=1)) / 60**0.5
         _run(tmp_path, folder, name, m, m - h, m + h, items=its, reference=0.0)
     c = compare([tmp_path])
-    [r] = c["paired"][0]["rows"]
-    assert r["test"] == "wilcoxon" and r["p_value"] == pytest.approx(wilcoxon(da, db).pvalue)
-    assert r["difference"] == pytest.approx(float((da - db).mean()))
-    assert (r["diff_high"] or 0) < 0 and r["p_value"] < 0.05
-    sbs = {x["model"]: x for x in c["side_by_side"]["rows"]}
-    assert sbs["A"]["ci_high"] > sbs["B"]["ci_low"]  # the unpaired intervals overlap
+    [r] = c.paired[0].rows
+    assert r.test == "wilcoxon" and r.p_value == pytest.approx(wilcoxon(da, db).pvalue)
+    assert r.difference == pytest.approx(float((da - db).mean()))
+    assert (r.diff_high or 0) < 0 and r.p_value is not None and r.p_value < 0.05
+    sbs = {x.model: x for x in c.side_by_side.rows}
+    assert (sbs["A"].ci_high or 0) > (sbs["B"].ci_low or 0)  # the unpaired intervals overlap
 
 
 def test_holm_across_pairs_of_runs(tmp_path: Path) -> None:
@@ -152,10 +152,10 @@ def test_holm_across_pairs_of_runs(tmp_path: Path) -> None:
         runs[name] = x
     for i, (name, x) in enumerate(runs.items()):
         _run(tmp_path, str(i), name, 50.0, 40.0, 60.0, items=_items(x.tolist()))
-    rows = compare([tmp_path])["paired"][0]["rows"]
+    rows = compare([tmp_path]).paired[0].rows
     assert len(rows) == 3
-    _, adj, _, _ = multipletests([r["p_value"] for r in rows], method="holm")
-    assert [r["p_holm"] for r in rows] == pytest.approx(list(adj))
+    _, adj, _, _ = multipletests([r.p_value for r in rows], method="holm")
+    assert [r.p_holm for r in rows] == pytest.approx(list(adj))
 
 
 def test_compare_writes_csv_with_named_columns(tmp_path: Path, cli) -> None:  # type: ignore[no-untyped-def]

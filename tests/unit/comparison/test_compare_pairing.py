@@ -17,6 +17,7 @@ from statsmodels.stats.contingency_tables import mcnemar as sm_mcnemar
 
 from biasaudit.comparison.runs import compare
 from biasaudit.metrics.base import stimulus_sha
+from biasaudit.records.compare import PairedRow
 from tests.conftest import isolation, run_dirs
 from tests.helpers import operator_conf, verdict_code, write_spec
 
@@ -48,10 +49,10 @@ def _run(root: Path, folder: str, subject: str, items: list[dict], *, data_sha: 
                                    "items": items}}}))
 
 
-def _row(root: Path) -> dict:
-    [g] = compare([root])["paired"]
-    [r] = g["rows"]
-    assert list(r) == g["columns"]
+def _row(root: Path) -> PairedRow:
+    [g] = compare([root]).paired
+    [r] = g.rows
+    assert list(r.model_dump()) == g.columns
     return r
 
 
@@ -71,12 +72,12 @@ def test_different_data_of_equal_length_is_not_paired(tmp_path: Path, cli) -> No
     _run(tmp_path, "1", "B", [_item(f"s{i}", t, outcome=int(o)) for i, (t, o) in enumerate(zip(other, B_OUT, strict=True))],
          data_sha="b" * 64)
     r = _row(tmp_path)
-    assert r["test"] == "unpaired" and r["units"] == 0 and r["p_value"] is None and r["p_holm"] is None
-    assert r["pairing"] == ("not paired: different data files (data.sha256 aaaaaaaaaaaa vs bbbbbbbbbbbb; "
+    assert r.test == "unpaired" and r.units == 0 and r.p_value is None and r.p_holm is None
+    assert r.pairing == ("not paired: different data files (data.sha256 aaaaaaaaaaaa vs bbbbbbbbbbbb; "
                             "0 of 20 units match by content)")
     # compared unpaired instead: the difference of the headlines, independent-runs interval
     va, vb = 100.0 * A_OUT.sum() / 20, 100.0 * B_OUT.sum() / 20
-    assert r["difference"] == pytest.approx(va - vb) and r["diff_high"] - r["difference"] == pytest.approx(10 * 2**0.5)
+    assert r.difference == pytest.approx(va - vb) and r.diff_high - r.difference == pytest.approx(10 * 2**0.5)
     code, out, err = cli("compare", str(tmp_path))
     assert code == 0, err
     assert "A (0) vs B (1): not paired: different data files" in out and "mcnemar" not in out
@@ -87,8 +88,8 @@ def test_different_inline_stimuli_share_no_unit(tmp_path: Path) -> None:
     _run(tmp_path, "0", "A", [_item(f"s{i}", t, outcome=int(o)) for i, (t, o) in enumerate(zip(TEXTS, A_OUT, strict=True))])
     _run(tmp_path, "1", "B", [_item(f"s{i}", t + "!", outcome=int(o)) for i, (t, o) in enumerate(zip(TEXTS, B_OUT, strict=True))])
     r = _row(tmp_path)
-    assert r["test"] == "unpaired" and r["units"] == 0
-    assert r["pairing"] == "not paired: no shared units (0 of 20 units match by content)"
+    assert r.test == "unpaired" and r.units == 0
+    assert r.pairing == "not paired: no shared units (0 of 20 units match by content)"
 
 
 def test_shuffled_rows_pair_on_content_mcnemar(tmp_path: Path, cli) -> None:  # type: ignore[no-untyped-def]
@@ -98,13 +99,13 @@ def test_shuffled_rows_pair_on_content_mcnemar(tmp_path: Path, cli) -> None:  # 
     # matched by hand on the sentence: B's only change is 6 stimuli flipped 0 -> 1
     n11, n00 = int((A_OUT & B_OUT).sum()), int(((1 - A_OUT) & (1 - B_OUT)).sum())
     ref = sm_mcnemar([[n11, 0], [6, n00]], exact=True)
-    assert r["test"] == "mcnemar-exact" and r["units"] == 20 and r["stimuli"] == 20
-    assert r["p_value"] == pytest.approx(ref.pvalue) and r["p_value"] == pytest.approx(2 * 0.5**6)
-    assert r["difference"] == pytest.approx(-6 / 20)
+    assert r.test == "mcnemar-exact" and r.units == 20 and r.stimuli == 20
+    assert r.p_value == pytest.approx(ref.pvalue) and r.p_value == pytest.approx(2 * 0.5**6)
+    assert r.difference == pytest.approx(-6 / 20)
     # by row id (the old pairing) the table would be a different one, with discordant pairs both ways
     by_row = B_OUT[PERM]
     assert int((A_OUT & (1 - by_row)).sum()) > 0
-    assert r["pairing"] == "paired on 20 of 20 units (content hash)"
+    assert r.pairing == "paired on 20 of 20 units (content hash)"
     code, out, err = cli("compare", str(tmp_path))
     assert code == 0, err
     assert "A (0) vs B (1): paired on 20 of 20 units (content hash)" in out
@@ -119,9 +120,9 @@ def test_shuffled_rows_pair_on_content_wilcoxon(tmp_path: Path) -> None:
     _run(tmp_path, "1", "B", [_item(f"s{i}", TEXTS[j], diff=float(db[j])) for i, j in enumerate(PERM)],
          data_sha="c" * 64)
     r = _row(tmp_path)
-    assert r["test"] == "wilcoxon" and r["units"] == 20
-    assert r["p_value"] == pytest.approx(wilcoxon(da, db).pvalue)
-    assert r["difference"] == pytest.approx(float((da - db).mean()))
+    assert r.test == "wilcoxon" and r.units == 20
+    assert r.p_value == pytest.approx(wilcoxon(da, db).pvalue)
+    assert r.difference == pytest.approx(float((da - db).mean()))
 
 
 def test_matched_count_and_shared_conditions(tmp_path: Path, cli) -> None:  # type: ignore[no-untyped-def]
@@ -138,14 +139,14 @@ def test_matched_count_and_shared_conditions(tmp_path: Path, cli) -> None:  # ty
     _run(tmp_path, "0", "A", a_items)
     _run(tmp_path, "1", "B", b_items)
     r = _row(tmp_path)
-    assert (r["units"], r["units_a"], r["units_b"]) == (18, 40, 40)
-    assert r["pairing"] == "paired on 18 of 40 units (content hash)"
+    assert (r.units, r.units_a, r.units_b) == (18, 40, 40)
+    assert r.pairing == "paired on 18 of 40 units (content hash)"
     shared = PERM[:18]
     a, b = A_OUT[shared], B_OUT[shared]
     ref = sm_mcnemar([[int((a & b).sum()), int((a & (1 - b)).sum())],
                       [int(((1 - a) & b).sum()), int(((1 - a) & (1 - b)).sum())]], exact=True)
-    assert r["p_value"] == pytest.approx(ref.pvalue)
-    assert r["difference"] == pytest.approx(float((a - b).mean()))
+    assert r.p_value == pytest.approx(ref.pvalue)
+    assert r.difference == pytest.approx(float((a - b).mean()))
     code, out, err = cli("compare", str(tmp_path))
     assert code == 0, err
     assert "A (0) vs B (1): paired on 18 of 40 units (content hash)" in out
@@ -157,9 +158,9 @@ def test_different_metric_parameters_are_refused(tmp_path: Path, cli) -> None:  
     _run(tmp_path, "1", "B", [_item(f"s{i}", TEXTS[i], outcome=int(B_OUT[i])) for i in range(20)],
          params={"mode": "pll"})
     r = _row(tmp_path)
-    assert r["test"] == "refused" and r["units"] == 0
-    assert r["p_value"] is None and r["difference"] is None
-    assert r["pairing"] == "not paired: different metric definitions (mode=ar_full vs pll)"
+    assert r.test == "refused" and r.units == 0
+    assert r.p_value is None and r.difference is None
+    assert r.pairing == "not paired: different metric definitions (mode=ar_full vs pll)"
     code, out, err = cli("compare", str(tmp_path))
     assert code == 0, err
     assert "not paired: different metric definitions (mode=ar_full vs pll)" in out
@@ -169,8 +170,8 @@ def test_old_items_without_a_content_hash_fall_back_to_unpaired(tmp_path: Path) 
     _run(tmp_path, "0", "A", [_item(f"s{i}", TEXTS[i], outcome=int(A_OUT[i]), hashed=False) for i in range(20)])
     _run(tmp_path, "1", "B", [_item(f"s{i}", TEXTS[i], outcome=int(B_OUT[i])) for i in range(20)])
     r = _row(tmp_path)
-    assert r["test"] == "unpaired" and r["units"] == 0 and r["p_value"] is None
-    assert r["pairing"].startswith("not paired: the items of A carry no stimulus content hash")
+    assert r.test == "unpaired" and r.units == 0 and r.p_value is None
+    assert r.pairing.startswith("not paired: the items of A carry no stimulus content hash")
 
 
 SPEC = """
@@ -222,10 +223,10 @@ def test_runs_over_reordered_stimuli_pair_on_content_end_to_end(workdir: Path, c
     assert [it["more"] for it in items[0]] != [it["more"] for it in items[1]]
     code, out, err = cli("compare", *map(str, runs))
     assert code == 0, err
-    [g] = compare(runs)["paired"]
-    [r] = g["rows"]
-    sign = 1 if r["run_a"].startswith("scripted-a") else -1
-    assert r["test"] == "mcnemar-exact" and r["units"] == 8
-    assert r["p_value"] == pytest.approx(sm_mcnemar([[4, 0], [3, 1]], exact=True).pvalue)
-    assert r["difference"] == pytest.approx(sign * float((a - b).mean()))
+    [g] = compare(runs).paired
+    [r] = g.rows
+    sign = 1 if r.run_a.startswith("scripted-a") else -1
+    assert r.test == "mcnemar-exact" and r.units == 8
+    assert r.p_value == pytest.approx(sm_mcnemar([[4, 0], [3, 1]], exact=True).pvalue)
+    assert r.difference == pytest.approx(sign * float((a - b).mean()))
     assert "paired on 8 of 8 units (content hash)" in out

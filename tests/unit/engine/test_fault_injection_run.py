@@ -62,6 +62,7 @@ def _summary(workdir: Path, known: set[Path]) -> tuple[dict, Path]:  # type: ign
     return json.loads((new[0] / "summary.json").read_text()), new[0]
 
 
+@pytest.mark.slow  # 500 requests over HTTP with injected faults and their backoffs
 def test_500_requests_with_20_percent_faults_add_up_and_retry_only_when_asked(
         workdir: Path, cli, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
     monkeypatch.setenv("FAULT_TEST_KEY", SECRET)

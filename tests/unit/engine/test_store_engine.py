@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from biasaudit.engine import execute_plan
 from biasaudit.runner.pipeline import prepare
 from biasaudit.spec.compose import compose
@@ -48,11 +50,12 @@ def test_failures_are_stored_counted_and_retried_only_when_asked(workdir: Path) 
 
 
 def _run_subprocess(args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[3])}
     return subprocess.run([sys.executable, "-m", "biasaudit.cli.app", "run", *args], cwd=cwd, env=env,
                           capture_output=True, text=True, timeout=300)
 
 
+@pytest.mark.slow  # crash safety: a subprocess run killed and rerun
 def test_sigkill_then_rerun_makes_each_call_exactly_once(workdir: Path) -> None:
     spec = tp_spec(workdir, 10)
     log = workdir / "calls.log"

@@ -30,7 +30,7 @@ import pytest
 
 from tests.conftest import isolation, run_dirs
 from tests.helpers import biaxis_spec, comparable_summary, tp_spec, verdict_code, write_spec
-from tests.unit.test_cli_errors import assert_clean_failure
+from tests.unit.cli.test_cli_errors import assert_clean_failure
 
 REPO = Path(__file__).resolve().parents[3]
 

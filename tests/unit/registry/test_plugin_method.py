@@ -10,10 +10,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import isolation, run_dirs
 from tests.helpers import spec_and_operator
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 PLUGIN = REPO / "tests" / "fixtures" / "plugin_method"
 
 SPEC = """
@@ -55,6 +57,7 @@ def installed_plugin(tmp: Path) -> dict[str, str]:
     return {**os.environ, "PYTHONPATH": path, "HF_HUB_OFFLINE": "1"}
 
 
+@pytest.mark.slow  # `biasaudit run` in a fresh process
 def test_third_party_method_runs_through_biasaudit_run(workdir: Path) -> None:
     env = installed_plugin(workdir)
     spec, ops = spec_and_operator(workdir / "plugin.yaml", SPEC)
@@ -80,6 +83,7 @@ def test_third_party_method_runs_through_biasaudit_run(workdir: Path) -> None:
     assert not any("mean_words" in p.read_text(encoding="utf-8") for p in core)
 
 
+@pytest.mark.slow  # `biasaudit validate` in a fresh process
 def test_unknown_plugin_names_get_suggestions(workdir: Path) -> None:
     env = installed_plugin(workdir)
     spec, ops = spec_and_operator(workdir / "plugin.yaml", SPEC.replace("name: mean_words}", "name: mean_word}"))

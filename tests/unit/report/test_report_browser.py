@@ -13,7 +13,9 @@ import pytest
 from tests.conftest import isolation, run_dirs
 from tests.helpers import tp_spec, verdict_code
 from tests.report_checks import check_in_browser, chromium_or_skip
-from tests.unit.test_report_layout import GRID_SPEC, SCORES, _with_script
+from tests.unit.report.test_report_layout import GRID_SPEC, SCORES, _with_script
+
+pytestmark = pytest.mark.slow  # headless Chromium
 
 
 @pytest.fixture

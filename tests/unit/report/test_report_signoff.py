@@ -15,7 +15,7 @@ import pytest
 from tests.conftest import isolation, run_dirs
 from tests.helpers import spec_and_operator, tp_spec, verdict_code
 from tests.report_checks import chromium_or_skip
-from tests.unit.test_cli_errors import assert_clean_failure
+from tests.unit.cli.test_cli_errors import assert_clean_failure
 
 PLANTED = "<script>alert('scope')</script> & [link](http://x.invalid)"
 
@@ -112,7 +112,7 @@ def _pdf_checks(run: Path) -> list[tuple[float, float]]:
     print CSS keeps every heading with the table, plot or paragraph it introduces)."""
     from pypdf import PdfReader
 
-    from tests.unit.test_report_browser import _headings, _norm
+    from tests.unit.report.test_report_browser import _headings, _norm
 
     heads = _headings((run / "report.html").read_text(encoding="utf-8"))
     pages = PdfReader(str(run / "report.pdf")).pages
@@ -126,6 +126,7 @@ def _pdf_checks(run: Path) -> list[tuple[float, float]]:
 
 @pytest.mark.parametrize(("paper", "size"), [(None, (595.0, 842.0)), ("letter", (612.0, 792.0)),
                                              ("a4", (595.0, 842.0))])
+@pytest.mark.slow  # prints PDFs with headless Chromium
 def test_pdf_paper_size(workdir: Path, cli, paper: str | None, size: tuple[float, float]) -> None:  # type: ignore[no-untyped-def]
     chromium_or_skip()
     extra = [f"report.paper={paper}"] if paper else []

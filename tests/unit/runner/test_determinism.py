@@ -15,7 +15,7 @@ import pytest
 from tests.conftest import run_dirs
 from tests.helpers import biaxis_spec, comparable_summary, tp_spec, verdict_code
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 
 
 def run_fresh(spec: Path, workdir: Path, name: str, hash_seed: int, *extra: str) -> Path:
@@ -32,6 +32,7 @@ def run_fresh(spec: Path, workdir: Path, name: str, hash_seed: int, *extra: str)
 
 
 @pytest.mark.parametrize("which", ["biaxis", "bias_score"])
+@pytest.mark.slow  # two runs in subprocesses per spec
 def test_same_spec_model_seed_give_identical_summary(workdir: Path, which: str) -> None:
     if which == "biaxis":  # judge panel, cluster bootstrap, verdict
         spec, extra = biaxis_spec(workdir)

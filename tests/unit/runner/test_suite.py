@@ -73,12 +73,12 @@ def test_triangulation_matches_scipy() -> None:
             "flat": {"a": 1.0, "b": 1.0, "c": 1.0, "d": 1.0}}
     t = triangulate(["tp", "nli", "flat"], subjects, mags)
     ref = kendalltau([1, 2, 3, 4], [1, 3, 2, 4], variant="b")
-    assert t["matrix"][0][1] == pytest.approx(ref.statistic) == pytest.approx(2 / 3)
-    assert t["matrix"][0][0] == pytest.approx(1.0) and t["matrix"][0][2] is None  # constant: undefined
-    pair = next(p for p in t["pairs"] if {p["a"], p["b"]} == {"tp", "nli"})
-    assert pair["p_value"] == pytest.approx(ref.pvalue) and pair["n"] == 4
-    assert t["rankings"]["nli"] == ["d", "b", "c", "a"]
-    assert t["ranking_text"]["nli"] == "d > b > c > a" and t["ranking_text"]["flat"] == "a = b = c = d"
+    assert t.matrix[0][1] == pytest.approx(ref.statistic) == pytest.approx(2 / 3)
+    assert t.matrix[0][0] == pytest.approx(1.0) and t.matrix[0][2] is None  # constant: undefined
+    pair = next(p for p in t.pairs if {p.a, p.b} == {"tp", "nli"})
+    assert pair.p_value == pytest.approx(ref.pvalue) and pair.n == 4
+    assert t.rankings["nli"] == ["d", "b", "c", "a"]
+    assert t.ranking_text["nli"] == "d > b > c > a" and t.ranking_text["flat"] == "a = b = c = d"
 
 
 def test_triangulation_counts_separated_intervals() -> None:
@@ -86,8 +86,8 @@ def test_triangulation_counts_separated_intervals() -> None:
     # a and c separated; b overlaps both: 1 of 3 pairs.
     cis = {"m": {"a": (2.5, 3.5), "b": (1.4, 2.6), "c": (0.5, 1.5)}}
     t = triangulate(["m"], ["a", "b", "c"], mags, cis)
-    assert t["separated"]["m"] == {"separated": 1, "pairs": 3}
-    assert "within noise" in t["note"]
+    assert (t.separated["m"].separated, t.separated["m"].pairs) == (1, 3)
+    assert "within noise" in t.note
     assert magnitude(62.5, 50.0) == 12.5 and magnitude(0.3, None) == 0.3 and magnitude(None, 50.0) is None
 
 

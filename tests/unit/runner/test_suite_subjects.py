@@ -61,11 +61,11 @@ def test_sanity_members_are_stated_and_kept_out_of_the_verdict_and_triangulation
     results = [(j, tmp_path / f"{j.member_id}-{j.subject}",
                 _summary(f"model-{j.subject}", 50 + ord(j.subject) % 7, overall[j.member_id])) for j in jobs]
     s = build_suite_summary(suite, tmp_path / "suite.yaml", ["biasaudit"], results, tmp_path)
-    assert s["overall"] == "PASS"  # the failed sanity checks do not make the bias verdict FAIL
-    assert [(c["subject"], c["verdict"]) for c in s["sanity"]] == [("a", "FAIL"), ("d", "FAIL")]
-    assert all("sanity check failed for this model" in c["text"] for c in s["sanity"])
-    assert s["triangulation"]["labels"] == ["tp", "nli"]
-    (pair,) = s["triangulation"]["pairs"]
-    assert pair["n"] == 3  # tp and nli share subjects a, b, c
-    assert s["verdict_matrix"]["nli"] == {"a": "PASS", "b": "PASS", "c": "PASS"}
-    assert s["notices"] == ["Licence X."]
+    assert s.overall == "PASS"  # the failed sanity checks do not make the bias verdict FAIL
+    assert [(c.subject, c.verdict) for c in s.sanity] == [("a", "FAIL"), ("d", "FAIL")]
+    assert all("sanity check failed for this model" in c.text for c in s.sanity)
+    assert s.triangulation.labels == ["tp", "nli"]
+    (pair,) = s.triangulation.pairs
+    assert pair.n == 3  # tp and nli share subjects a, b, c
+    assert s.verdict_matrix["nli"] == {"a": "PASS", "b": "PASS", "c": "PASS"}
+    assert s.notices == ["Licence X."]

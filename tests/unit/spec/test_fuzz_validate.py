@@ -157,6 +157,7 @@ def _validate(proc: subprocess.Popen[str], cwd: Path, args: list[str]) -> dict[s
 @given(spec=spec_texts(), data=data_files(), extra=st.lists(st.sampled_from(
     ["runtime.limits.template_steps=100000", "runtime.limits.max_cells=10", "stimuli.sample.n=3",
      "+report.title=${oc.env:HOME}", "design.kind=oat", "probe.samples=1000000000", "model=scripted"]), max_size=2))
+@pytest.mark.slow  # Hypothesis fuzzing through a worker subprocess
 def test_validate_never_crashes_nor_exceeds_its_bounds(worker, tmp_path_factory, spec: str, data: tuple[str, bytes],
                                                         extra: list[str]) -> None:  # type: ignore[no-untyped-def]
     folder = tmp_path_factory.mktemp("fuzz")

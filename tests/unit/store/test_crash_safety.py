@@ -1,7 +1,7 @@
 """Crash safety (issue 11): two processes on one cache do not corrupt it; a run row whose
 process is gone is marked interrupted; a cache from before run owners is upgraded.
 
-The kill-and-resume and Ctrl-C tests are in tests/unit/hostile/test_signals.py."""
+The kill-and-resume and Ctrl-C tests are in tests/unit/hostile/signals/test_signals.py."""
 
 from __future__ import annotations
 
@@ -10,6 +10,8 @@ import sqlite3
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 from biasaudit.store import Store
 from tests.conftest import run_dirs
@@ -43,6 +45,7 @@ def test_cache_written_before_runs_had_owners_is_upgraded(tmp_path: Path) -> Non
     assert store.run_status("new") == "running"
 
 
+@pytest.mark.slow  # two `biasaudit run` processes and a reference run in subprocesses
 def test_two_processes_on_one_cache(workdir: Path, reference) -> None:  # type: ignore[no-untyped-def]
     log = workdir / "calls.log"
     args = run_args(workdir, log, "+model.script.delay=0.01")

@@ -16,6 +16,7 @@ import pytest
 from biasaudit.cli.run_end import end_jobs
 from biasaudit.metrics.validity import failure_flag
 from biasaudit.records.estimate import Estimate
+from biasaudit.records.jobs import JobOutcome
 from biasaudit.records.metric_result import MetricResult
 from biasaudit.records.summary import RunSummary
 from biasaudit.report.junit import SuiteRun, junit_xml
@@ -35,7 +36,7 @@ from tests.conftest import isolation, run_dirs
 from tests.helpers import expected_exit, tp_spec, write_spec
 from tests.report_checks import check_report, unexplained_numbers
 from tests.support.fault_server import Fault, FaultServer
-from tests.unit.test_ci_gating import parse_junit
+from tests.unit.verdicts.test_ci_gating import parse_junit
 
 ALL_FAIL = ["model=scripted", "+model.script.fail_every=1"]
 
@@ -64,13 +65,13 @@ def test_exit_code_4_only_for_unmeasured_runs_and_its_place_in_the_order() -> No
 
 
 def test_sweep_jobs_worst_code_wins(capsys: pytest.CaptureFixture[str]) -> None:
-    jobs = [{"job": 0, "overall": "PASS", "measured": True},
-            {"job": 1, "overall": "INCONCLUSIVE", "measured": False, "unmeasured_reason": "9/9 requests failed"},
-            {"job": 2, "overall": "FAIL"}]  # a ledger line from before `measured`: measured
+    jobs = [JobOutcome(job=0, overall="PASS", measured=True),
+            JobOutcome(job=1, overall="INCONCLUSIVE", measured=False, unmeasured_reason="9/9 requests failed"),
+            JobOutcome.model_validate({"job": 2, "overall": "FAIL"})]  # a ledger line from before `measured`: measured
     assert end_jobs(jobs, multirun=False, fail_on="inconclusive", junit=None) == EXIT_UNMEASURED
     assert end_jobs(jobs, multirun=False, fail_on="fail", junit=None) == EXIT_UNMEASURED
     assert end_jobs(jobs, multirun=False, fail_on="never", junit=None) == EXIT_PASS
-    assert end_jobs([*jobs, {"job": 3, "error": "bad spec"}], multirun=False, fail_on="fail", junit=None) == 2
+    assert end_jobs([*jobs, JobOutcome(job=3, error="bad spec")], multirun=False, fail_on="fail", junit=None) == 2
 
 
 def test_failure_reasons_name_kind_count_and_one_message() -> None:

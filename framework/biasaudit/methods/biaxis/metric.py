@@ -8,26 +8,43 @@ cell; pooled values are clustered by statement (rates: Wilson on the design's ef
 sample size; DNI: cluster bootstrap over statements). The horizontal axis is the
 spread of BER_union over each factor's levels (range and eta^2), and two-way eta^2 on
 factorial designs.
+
+The tables and plots of the report section are made in `report.py` from the values
+computed here.
 """
 
 from __future__ import annotations
 
 import itertools
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass, field, replace
+from typing import Any, NamedTuple
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict
 
 from biasaudit.methods.biaxis.ber import ABSTAIN, ber_estimates, ber_family, cancellation_trap
+from biasaudit.methods.biaxis.report import (
+    agreement_tables,
+    cell_table,
+    contrast_tables,
+    interaction_plot,
+    level_plot,
+    quality_table,
+    reliability_map,
+    spread_table,
+    two_way_table,
+)
 from biasaudit.metrics.base import MetricContext
+from biasaudit.plan import Cell
 from biasaudit.records.codes import Code
 from biasaudit.records.estimate import Estimate
 from biasaudit.records.metric_result import MetricResult, PlotSpec, ReliabilityItem, Table
 from biasaudit.records.responses import GenerateOutput, parse_output
 from biasaudit.spec import CalibrationSpec
 from biasaudit.stats import (
+    ContrastFamily,
+    TwoWayEta,
     cell_spread,
     cluster_bootstrap,
     cohen_kappa,
@@ -39,7 +56,6 @@ from biasaudit.stats import (
 from biasaudit.stats.disaggregate import (
     Obs,
     contrast_estimates,
-    contrast_table,
     group_contrasts,
     pooled,
     proportion,
@@ -127,6 +143,11 @@ def code_all(ctx: MetricContext, p: BiaxisParams) -> list[Coded]:
     return out
 
 
+def _union(c: Coded) -> float:
+    """BER_union's per-response value: endorsement on either layer."""
+    return c.a + c.b - c.a * c.b
+
+
 def _per_row(elig: list[Coded]) -> dict[str, list[float]]:
     """Each BER rate as the mean of a per-response value (see `ber.ber_estimates`)."""
     a = np.array([c.a for c in elig])
@@ -136,18 +157,15 @@ def _per_row(elig: list[Coded]) -> dict[str, list[float]]:
     return {k: [float(x) for x in v] for k, v in rows.items()}
 
 
-def compute(ctx: MetricContext, metric_id: str, params: BaseModel) -> MetricResult:
-    assert isinstance(params, BiaxisParams)
-    p = params
-    coded = code_all(ctx, p)
-    elig = [c for c in coded if c.eligible]
-    est: dict[str, Estimate] = {}
+def _pooled_family(elig: list[Coded], p: BiaxisParams) -> dict[str, Estimate]:
+    """The BER family over every eligible response, clustered by statement."""
     per_row = _per_row(elig)
 
     def difference(rows: Sequence[Obs]) -> Estimate:
         # DNI is a difference of two rates: no Wilson interval; bootstrap the per-row difference
         return cluster_bootstrap([o.value for o in rows], list(range(len(rows))), seed=p.seed)
 
+    est: dict[str, Estimate] = {}
     for k in FAMILY:
         rows_k = [Obs(cell=c.cell, cluster=c.stimulus, value=v) for c, v in zip(elig, per_row[k], strict=True)]
         est[k] = pooled(rows_k, difference if k == "dni" else proportion, seed=p.seed) if elig \
@@ -155,127 +173,275 @@ def compute(ctx: MetricContext, metric_id: str, params: BaseModel) -> MetricResu
     fam = ber_family(np.array([c.a for c in elig]), np.array([c.b for c in elig]))
     est["ir_over_union"] = Estimate(value=fam["ir_over_union"], ci_low=None, ci_high=None, n=len(elig), method="none",
                                     note="1 - Jaccard similarity of the two layers' flag sets")
-    cell_ids = [c.id for c in ctx.plan.cells]
-    cells: dict[str, dict[str, Estimate]] = {k: {} for k in FAMILY}
-    rows, points, labels = [], [], []
-    per_cell_fam: dict[str, dict[str, float | None]] = {}
-    for cid in cell_ids:
-        sub = [c for c in elig if c.cell == cid]
-        if not sub:
-            continue
-        a, b = np.array([c.a for c in sub]), np.array([c.b for c in sub])
-        e = ber_estimates(a, b, seed=p.seed)
-        f = ber_family(a, b)
-        per_cell_fam[cid] = f
-        for k in FAMILY:
-            cells[k][cid] = e[k]
-        trap = cancellation_trap(f["ir"] or 0.0, f["dni"] or 0.0, dni_max=p.trap_dni, ir_min=p.trap_ir)
-        tokens = float(np.mean([c.tokens for c in coded if c.cell == cid]))
-        rows.append([cid, len(sub), f["sel"], f["elab"], f["cor"], f["union"], e["union"].ci_low, e["union"].ci_high,
-                     f["oed"], f["ued"], f["ir"], f["dni"], f["ir_over_union"], trap, tokens])
-        points.append([f["ir"], f["dni"], f["sel"]])
-        labels.append(_short_label(ctx, cid))
-    pareto, reroute = _pareto_and_rerouting(ctx, p, rows)
-    rows = [[*r, cid in pareto, cid in reroute] for r, cid in zip(rows, [r[0] for r in rows], strict=True)]
-    tables = [Table(title="BER family per cell (divergence-eligible base)", columns=[
-        "cell", "n", "BER_sel", "BER_elab", "BER_cor", "BER_union", "union CI low", "union CI high", "OED", "UED", "IR",
-        "DNI", "IR/BER_union", "cancellation trap", "mean output tokens", "Pareto-optimal", "layer rerouting"],
-        rows=rows, note=f"Wilson 95% intervals per cell. Trap: |DNI| < {p.trap_dni} while IR >= {p.trap_ir}. Pareto: "
-                        "no other cell has both lower BER_union and fewer output tokens. Rerouting: BER_sel falls vs "
-                        "the baseline cell while BER_elab does not.")]
-    plots = [PlotSpec(kind="reliability_map", title="(IR, DNI) reliability map per cell", xlabel="IR (disagreement)",
-                      ylabel="DNI (direction)", labels=labels, points=points, reference=p.trap_dni,
-                      alt="Each prompt condition placed by its inconsistency rate and net imbalance; shaded: reliable "
-                          "(IR < 0.10), over-estimation (DNI > 0), under-estimation (DNI < 0), and the cancellation-trap band.")]
-    spread_rows = []
-    contrast_tables: list[Table] = []
-    union_of = [c.a + c.b - c.a * c.b for c in elig]
-    for fname in ctx.config.factors:
-        slice_ = _slice(ctx, fname, elig)
-        lv_labels: list[str] = []
-        lv_ests: list[Estimate] = []
-        for lv in ctx.config.factors[fname]:
-            sub = [c for c in slice_ if c.levels.get(fname) == lv]
-            if sub:
-                le = pooled([Obs(cell=c.cell, cluster=c.stimulus, value=c.a + c.b - c.a * c.b) for c in sub],
-                            proportion, seed=p.seed)
-                est[f"union.{fname}.{lv}"] = le
-                lv_labels.append(lv)
-                lv_ests.append(le)
-        # every pair of levels: independent-groups Newcombe and the paired within-statement contrast
-        levels_cf = group_contrasts([Obs(cell=c.cell, cluster=c.stimulus, value=c.a + c.b - c.a * c.b,
-                                   fields={fname: c.levels.get(fname)}) for c in slice_ if fname in c.levels],
-                              fname, match=lambda o: o.cluster, paired_units="statement")
-        est.update(contrast_estimates(levels_cf, fname))
-        ct = contrast_table(levels_cf, fname, "BER_union")
-        if ct is not None:
-            contrast_tables.append(ct.model_copy(update={"note": ct.note + (
-                " The levels share statements, so the independent-groups interval ignores the pairing (it is "
-                "conservative when a statement's levels agree); the paired columns use it.")}))
-        vals = [x.value for x in lv_ests if x.value is not None]
-        eta = eta_squared([c.a + c.b - c.a * c.b for c in slice_], [c.levels.get(fname) for c in slice_]) if slice_ else None
-        rng_ = (max(vals) - min(vals)) if vals else None
-        spread_rows.append([fname, len(lv_labels), rng_, eta, len(slice_)])
-        if rng_ is not None:
-            est[f"spread.{fname}.range"] = Estimate(value=rng_, ci_low=None, ci_high=None, n=len(slice_), method="none",
-                                                   note="max - min BER_union over the factor's levels")
-        plots.append(PlotSpec(kind="interval_bars", title=f"BER_union by {fname} level (95%)", xlabel=fname,
-                              ylabel="BER_union", labels=lv_labels, estimates=lv_ests,
-                              alt=f"Endorsement rate on either layer for each level of {fname}."))
-    tables.append(Table(title="Horizontal spread per factor", columns=["factor", "levels", "range of BER_union",
-                                                                       "eta^2 (one-way)", "responses"], rows=spread_rows,
-                        note="On OAT designs each factor is read within its own sweep (the other factors at baseline)."))
-    tables += contrast_tables
-    if ctx.config.design.kind in ("full", "fractional") and len(ctx.config.factors) >= 2:
-        two = []
-        for fa, fb in itertools.combinations(ctx.config.factors, 2):
-            r = eta_squared_two_way(union_of, [c.levels.get(fa) for c in elig], [c.levels.get(fb) for c in elig], (fa, fb))
-            two.append([fa, fb, r.eta2_a, r.eta2_b, r.eta2_interaction, r.n, r.note])
-        tables.append(Table(title="Two-way eta^2 (main effects and interaction)", columns=[
-            "factor A", "factor B", "eta^2 A", "eta^2 B", "eta^2 A x B", "n", "note"], rows=two))
-        if "task" in ctx.config.factors and "sentiment" in ctx.config.factors:
-            series: dict[str, list[float | None]] = {}
-            tasks = list(ctx.config.factors["task"])
-            for s_lv in ctx.config.factors["sentiment"]:
-                vals2: list[float | None] = []
-                for t_lv in tasks:
-                    sub = [c for c in elig if c.levels.get("task") == t_lv and c.levels.get("sentiment") == s_lv]
-                    vals2.append(float(np.mean([c.a + c.b - c.a * c.b for c in sub])) if sub else None)
-                series[s_lv] = vals2
-            plots.append(PlotSpec(kind="lines", title="Task x sentiment interaction (BER_union)", xlabel="task",
-                                  ylabel="BER_union", labels=tasks, series=series,
-                                  alt="BER_union per task, one line per sentiment level; crossing lines mean interaction."))
-    tables += _agreement_tables(coded)
-    n_parser = sum(c.sel_source == "parser" for c in coded)
-    n_unparsed = sum(c.sel_source == "unparsed" for c in coded)
-    tables.append(Table(title="Data quality", columns=["quantity", "value"], rows=[
-        ["responses", len(coded)], ["divergence-eligible", len(elig)],
-        ["selection by rules", sum(c.sel_source == "rules" for c in coded)],
-        ["selection by the LLM parser (fallback)", n_parser], ["selection unparsed (Abstain)", n_unparsed],
-        ["no selection layer (free-text tasks, A = 0)", sum(c.sel_source == "none" for c in coded)],
-        ["elaboration Abstain (no judge majority)", sum(c.elab == ABSTAIN for c in coded)],
-        ["refusals (selection R)", sum(c.sel == "R" for c in coded)]]))
+    return est
+
+
+@dataclass(frozen=True)
+class CellBER:
+    """One prompt condition: its BER family on the eligible base, and the mitigation view."""
+
+    cell: str
+    levels: Mapping[str, str]
+    n: int
+    """Eligible responses."""
+    estimates: dict[str, Estimate]
+    """Each FAMILY rate with its per-cell interval (Wilson; DNI bootstrapped)."""
+    sel: float
+    elab: float
+    cor: float
+    union: float
+    oed: float
+    ued: float
+    ir: float
+    dni: float
+    ir_over_union: float | None
+    trap: bool
+    """The cancellation trap: |DNI| small while IR is not."""
+    tokens: float
+    """Mean output tokens over every response of the cell (eligible or not)."""
+    pareto: bool = False
+    """No other cell is at least as good on both BER_union and tokens and better on one."""
+    reroute: bool = False
+    """BER_sel falls by `reroute_drop` vs the baseline cell while BER_elab does not."""
+
+
+def _rate(f: Mapping[str, float | None], key: str) -> float:
+    v = f[key]
+    assert v is not None  # a cell with responses: every rate but IR/BER_union is defined
+    return v
+
+
+def _cell_ber(cell: Cell, sub: list[Coded], tokens: float, p: BiaxisParams) -> CellBER:
+    a, b = np.array([c.a for c in sub]), np.array([c.b for c in sub])
+    f = ber_family(a, b)
+    return CellBER(
+        cell=cell.id, levels=cell.levels, n=len(sub), estimates=ber_estimates(a, b, seed=p.seed),
+        sel=_rate(f, "sel"), elab=_rate(f, "elab"), cor=_rate(f, "cor"), union=_rate(f, "union"),
+        oed=_rate(f, "oed"), ued=_rate(f, "ued"), ir=_rate(f, "ir"), dni=_rate(f, "dni"),
+        ir_over_union=f["ir_over_union"],
+        trap=cancellation_trap(f["ir"] or 0.0, f["dni"] or 0.0, dni_max=p.trap_dni, ir_min=p.trap_ir),
+        tokens=tokens)
+
+
+def per_cell(ctx: MetricContext, p: BiaxisParams, coded: list[Coded], elig: list[Coded]) -> list[CellBER]:
+    """The cells with eligible responses, in plan order, with their mitigation flags."""
+    out = []
+    for cell in ctx.plan.cells:
+        sub = [c for c in elig if c.cell == cell.id]
+        if sub:
+            tokens = float(np.mean([c.tokens for c in coded if c.cell == cell.id]))
+            out.append(_cell_ber(cell, sub, tokens, p))
+    pareto = _pareto(out)
+    reroute = _rerouting(ctx, p, out)
+    return [replace(c, pareto=c.cell in pareto, reroute=c.cell in reroute) for c in out]
+
+
+def _pareto(cells: list[CellBER]) -> set[str]:
+    pts = {c.cell: (c.union, c.tokens) for c in cells}
+    return {c for c, (u, t) in pts.items()
+            if not any((u2 <= u and t2 <= t) and (u2 < u or t2 < t) for c2, (u2, t2) in pts.items() if c2 != c)}
+
+
+def _rerouting(ctx: MetricContext, p: BiaxisParams, cells: list[CellBER]) -> set[str]:
+    base = ctx.config.design.baseline
+    if not base:
+        return set()
+    bid = ",".join(f"{f}={base[f]}" for f in ctx.config.factors if f in base)
+    b = next((c for c in cells if c.cell == bid), None)
+    if b is None:
+        return set()
+    return {c.cell for c in cells if c.sel <= b.sel - p.reroute_drop and c.elab >= b.elab - 1e-12}
+
+
+@dataclass(frozen=True)
+class FactorSpread:
+    """BER_union over one factor's levels, within the factor's slice of the design."""
+
+    name: str
+    levels: list[str]
+    """The levels with responses, in spec order."""
+    estimates: list[Estimate]
+    """BER_union of each of `levels`, pooled (clustered by statement)."""
+    contrasts: ContrastFamily | None
+    """Every pair of levels: independent groups and paired within statements."""
+    range: float | None
+    eta: float | None
+    responses: int
+
+    def estimates_by_key(self) -> dict[str, Estimate]:
+        """`union.<factor>.<level>`, the contrasts, `spread.<factor>.range`."""
+        out = {f"union.{self.name}.{lv}": e for lv, e in zip(self.levels, self.estimates, strict=True)}
+        out.update(contrast_estimates(self.contrasts, self.name))
+        if self.range is not None:
+            out[f"spread.{self.name}.range"] = Estimate(
+                value=self.range, ci_low=None, ci_high=None, n=self.responses, method="none",
+                note="max - min BER_union over the factor's levels")
+        return out
+
+
+def factor_spread(ctx: MetricContext, fname: str, elig: list[Coded], p: BiaxisParams) -> FactorSpread:
+    slice_ = _slice(ctx, fname, elig)
+    levels: list[str] = []
+    ests: list[Estimate] = []
+    for lv in ctx.config.factors[fname]:
+        sub = [c for c in slice_ if c.levels.get(fname) == lv]
+        if sub:
+            levels.append(lv)
+            ests.append(pooled([Obs(cell=c.cell, cluster=c.stimulus, value=_union(c)) for c in sub],
+                               proportion, seed=p.seed))
+    contrasts = group_contrasts([Obs(cell=c.cell, cluster=c.stimulus, value=_union(c),
+                                     fields={fname: c.levels.get(fname)}) for c in slice_ if fname in c.levels],
+                                fname, match=lambda o: o.cluster, paired_units="statement")
+    vals = [x.value for x in ests if x.value is not None]
+    eta = eta_squared([_union(c) for c in slice_], [c.levels.get(fname) for c in slice_]) if slice_ else None
+    return FactorSpread(name=fname, levels=levels, estimates=ests, contrasts=contrasts,
+                        range=(max(vals) - min(vals)) if vals else None, eta=eta, responses=len(slice_))
+
+
+def _factorial(ctx: MetricContext) -> bool:
+    return ctx.config.design.kind in ("full", "fractional") and len(ctx.config.factors) >= 2
+
+
+def two_way(ctx: MetricContext, elig: list[Coded]) -> list[TwoWayEta]:
+    """Two-way eta^2 of BER_union for every pair of factors."""
+    union_of = [_union(c) for c in elig]
+    return [eta_squared_two_way(union_of, [c.levels.get(fa) for c in elig], [c.levels.get(fb) for c in elig], (fa, fb))
+            for fa, fb in itertools.combinations(ctx.config.factors, 2)]
+
+
+INTERACTION = ("task", "sentiment")
+"""The one pair of factors whose interaction is drawn as lines on factorial designs
+(BER_union per task level, one line per sentiment level), as the method documents it
+(docs/writing-specs.md: "the task x sentiment interaction plot"). The computation
+(`interaction_means`) is general; only this choice of pair is special. It is not
+generalised to every pair: two-way eta^2 already covers each pair in a table, and a plot
+per pair would add k(k-1)/2 plots and change the report. The names are literal (not
+`task_factor`), as they always were: a spec without factors named task and sentiment gets
+no interaction plot."""
+
+
+def interaction_means(elig: list[Coded], levels_a: list[str], levels_b: list[str],
+                      pair: tuple[str, str]) -> dict[str, list[float | None]]:
+    """Mean BER_union per level of `pair[1]` (one series each) over the levels of `pair[0]`
+    (None: no response at that pair of levels)."""
+    fa, fb = pair
+    series: dict[str, list[float | None]] = {}
+    for lb in levels_b:
+        vals: list[float | None] = []
+        for la in levels_a:
+            sub = [c for c in elig if c.levels.get(fa) == la and c.levels.get(fb) == lb]
+            vals.append(float(np.mean([_union(c) for c in sub])) if sub else None)
+        series[lb] = vals
+    return series
+
+
+def _interaction_plot(ctx: MetricContext, elig: list[Coded]) -> list[PlotSpec]:
+    fa, fb = INTERACTION
+    factors = ctx.config.factors
+    if fa not in factors or fb not in factors:
+        return []
+    levels_a = list(factors[fa])
+    return [interaction_plot(fa, fb, levels_a, interaction_means(elig, levels_a, list(factors[fb]), INTERACTION))]
+
+
+class JudgeAgreement(NamedTuple):
+    judges: str
+    """`<a> vs <b>`, or the panel."""
+    responses: int
+    agreement: float | None
+    kappa: float | None
+
+
+def _judges(coded: list[Coded]) -> list[str]:
+    return list(dict.fromkeys(n for c in coded for n in c.judge_labels))
+
+
+def _panel_labels(coded: list[Coded], names: list[str]) -> list[list[str | None]]:
+    """Each response every judge labelled: the judges' labels in `names` order."""
+    return [[c.judge_labels[m] for m in names] for c in coded if all(c.judge_labels.get(m) for m in names)]
+
+
+def judge_agreement(coded: list[Coded]) -> list[JudgeAgreement]:
+    """Cohen's kappa and raw agreement per pair of judges, then Fleiss' kappa of the panel
+    (empty: fewer than two judges)."""
+    names = _judges(coded)
+    if len(names) < 2:
+        return []
+    rows = []
+    for a, b in itertools.combinations(names, 2):
+        pairs = [(c.judge_labels[a], c.judge_labels[b]) for c in coded
+                 if c.judge_labels.get(a) is not None and c.judge_labels.get(b) is not None]
+        k = cohen_kappa([x for x, _ in pairs], [y for _, y in pairs]) if pairs else None
+        agree = float(np.mean([x == y for x, y in pairs])) if pairs else None
+        rows.append(JudgeAgreement(f"{a} vs {b}", len(pairs), agree, k))
+    full = _panel_labels(coded, names)
+    rows.append(JudgeAgreement("panel (Fleiss)", len(full), None, fleiss_kappa(full) if full else None))
+    return rows
+
+
+@dataclass(frozen=True)
+class DataQuality:
+    """How the responses were coded."""
+
+    responses: int
+    eligible: int
+    rules: int
+    parser: int
+    unparsed: int
+    no_selection: int
+    elaboration_abstain: int
+    refusals: int
+
+    @classmethod
+    def of(cls, coded: list[Coded], elig: list[Coded]) -> DataQuality:
+        def source(s: str) -> int:
+            return sum(c.sel_source == s for c in coded)
+
+        return cls(responses=len(coded), eligible=len(elig), rules=source("rules"), parser=source("parser"),
+                   unparsed=source("unparsed"), no_selection=source("none"),
+                   elaboration_abstain=sum(c.elab == ABSTAIN for c in coded), refusals=sum(c.sel == "R" for c in coded))
+
+
+def _tables_and_plots(ctx: MetricContext, p: BiaxisParams, coded: list[Coded], elig: list[Coded],
+                      cells: list[CellBER], factors: list[FactorSpread], quality: DataQuality,
+                      ) -> tuple[list[Table], list[PlotSpec]]:
+    baseline = ctx.config.design.baseline or {}
+    tables = [cell_table(cells, p.trap_dni, p.trap_ir), spread_table(factors),
+              *contrast_tables(factors)]
+    plots = [reliability_map(cells, baseline, p.trap_dni), *(level_plot(f) for f in factors)]
+    if _factorial(ctx):
+        tables.append(two_way_table(two_way(ctx, elig)))
+        plots += _interaction_plot(ctx, elig)
+    tables += agreement_tables(judge_agreement(coded))
+    tables.append(quality_table(quality))
+    return tables, plots
+
+
+def compute(ctx: MetricContext, metric_id: str, params: BaseModel) -> MetricResult:
+    assert isinstance(params, BiaxisParams)
+    p = params
+    coded = code_all(ctx, p)
+    elig = [c for c in coded if c.eligible]
+    est = _pooled_family(elig, p)
+    cells = per_cell(ctx, p, coded, elig)
+    factors = [factor_spread(ctx, fname, elig, p) for fname in ctx.config.factors]
+    for f in factors:
+        est.update(f.estimates_by_key())
+    quality = DataQuality.of(coded, elig)
+    tables, plots = _tables_and_plots(ctx, p, coded, elig, cells, factors, quality)
     return MetricResult(
         id=metric_id, name="biaxis", title="BiAxisAudit: BER family, reliability and spread", headline="union",
-        estimates=est, cells=cells, reference=0.0,
+        estimates=est, cells={k: {c.cell: c.estimates[k] for c in cells} for k in FAMILY}, reference=0.0,
         reference_note="BER_union: endorsement on either layer (the deployment gate). IR: share of responses whose "
                        "layers disagree; DNI = BER_sel - BER_elab: its direction. A small |DNI| with a large IR is the "
                        "cancellation trap. Pooled intervals are clustered by statement: Wilson on the design's "
                        "effective sample size for the rates, a cluster bootstrap for DNI.",
         tables=tables, plots=plots,
-        spread=_spread(elig, p), reliability=_reliability(coded, est),
-        counts={"responses": len(coded), "eligible": len(elig), "parser_fallbacks": n_parser, "unparsed": n_unparsed,
-                "cells": len(rows), "trap_cells": sum(1 for r in rows if r[13])},
+        spread=_spread(elig, p), reliability=_reliability(coded, est, quality),
+        counts={"responses": len(coded), "eligible": len(elig), "parser_fallbacks": quality.parser,
+                "unparsed": quality.unparsed, "cells": len(cells), "trap_cells": sum(1 for c in cells if c.trap)},
         params=p.model_dump(),
     )
-
-
-def _short_label(ctx: MetricContext, cid: str) -> str:
-    """A cell named by how it differs from the baseline (plots stay readable)."""
-    base = ctx.config.design.baseline or {}
-    levels = next(c.levels for c in ctx.plan.cells if c.id == cid)
-    diff = [f"{f}={lv}" for f, lv in levels.items() if base.get(f) != lv]
-    return ",".join(diff) if diff else "baseline"
 
 
 def _slice(ctx: MetricContext, fname: str, elig: list[Coded]) -> list[Coded]:
@@ -287,26 +453,10 @@ def _slice(ctx: MetricContext, fname: str, elig: list[Coded]) -> list[Coded]:
     return [c for c in elig if all(c.levels.get(f) == base.get(f) for f in ctx.config.factors if f != fname)]
 
 
-def _pareto_and_rerouting(ctx: MetricContext, p: BiaxisParams, rows: list[list[Any]]) -> tuple[set[str], set[str]]:
-    pts = {r[0]: (r[5], r[14]) for r in rows}  # (BER_union, mean output tokens)
-    pareto = {c for c, (u, t) in pts.items()
-              if not any((u2 <= u and t2 <= t) and (u2 < u or t2 < t) for c2, (u2, t2) in pts.items() if c2 != c)}
-    reroute: set[str] = set()
-    base = ctx.config.design.baseline
-    if base:
-        bid = ",".join(f"{f}={base[f]}" for f in ctx.config.factors if f in base)
-        b = next((r for r in rows if r[0] == bid), None)
-        if b is not None:
-            for r in rows:
-                if r[2] is not None and b[2] is not None and r[2] <= b[2] - p.reroute_drop and r[3] >= b[3] - 1e-12:
-                    reroute.add(r[0])
-    return pareto, reroute
-
-
 def _spread(elig: list[Coded], p: BiaxisParams) -> dict[str, Any]:
     out = {}
     rates: tuple[tuple[str, Callable[[Coded], float]], ...] = (
-        ("union", lambda c: c.a + c.b - c.a * c.b), ("sel", lambda c: c.a), ("elab", lambda c: c.b))
+        ("union", _union), ("sel", lambda c: c.a), ("elab", lambda c: c.b))
     for key, val in rates:
         sp = cell_spread([c.cell for c in elig], [c.stimulus for c in elig], [val(c) for c in elig], seed=p.seed)
         if sp:
@@ -314,26 +464,22 @@ def _spread(elig: list[Coded], p: BiaxisParams) -> dict[str, Any]:
     return out
 
 
-def _judges(coded: list[Coded]) -> list[str]:
-    return list(dict.fromkeys(n for c in coded for n in c.judge_labels))
-
-
-def _reliability(coded: list[Coded], est: dict[str, Estimate]) -> list[ReliabilityItem]:
-    n = len(coded)
+def _reliability(coded: list[Coded], est: dict[str, Estimate], q: DataQuality) -> list[ReliabilityItem]:
+    n = q.responses
     out = [
         ReliabilityItem(name="IR (layers disagree)", estimate=est["ir"],
                         note="share of responses flagged on exactly one layer; high IR means one layer alone misleads"),
         ReliabilityItem(name="DNI (BER_sel - BER_elab)", estimate=est["dni"],
                         note="direction of the disagreement; |DNI| small with IR large is the cancellation trap"),
-        ReliabilityItem(name="selection by the LLM parser", estimate=wilson(sum(c.sel_source == "parser" for c in coded), n),
+        ReliabilityItem(name="selection by the LLM parser", estimate=wilson(q.parser, n),
                         note="answers the rules could not code"),
-        ReliabilityItem(name="selection unparsed (Abstain)", estimate=wilson(sum(c.sel_source == "unparsed" for c in coded), n)),
-        ReliabilityItem(name="refusals", estimate=wilson(sum(c.sel == "R" for c in coded), n)),
-        ReliabilityItem(name="elaboration Abstain (no judge majority)", estimate=wilson(sum(c.elab == ABSTAIN for c in coded), n)),
+        ReliabilityItem(name="selection unparsed (Abstain)", estimate=wilson(q.unparsed, n)),
+        ReliabilityItem(name="refusals", estimate=wilson(q.refusals, n)),
+        ReliabilityItem(name="elaboration Abstain (no judge majority)", estimate=wilson(q.elaboration_abstain, n)),
     ]
     names = _judges(coded)
     if len(names) >= 2:
-        full = [[c.judge_labels[m] for m in names] for c in coded if all(c.judge_labels.get(m) for m in names)]
+        full = _panel_labels(coded, names)
         k = fleiss_kappa(full) if full else None
         out.append(ReliabilityItem(
             name="judge agreement (Fleiss' kappa)",
@@ -341,23 +487,6 @@ def _reliability(coded: list[Coded], est: dict[str, Estimate]) -> list[Reliabili
             else Estimate.no_data("none", "no response rated by every judge, or no variation"),
             note="elaboration-layer labels of the whole panel"))
     return out
-
-
-def _agreement_tables(coded: list[Coded]) -> list[Table]:
-    names = _judges(coded)
-    if len(names) < 2:
-        return []
-    rows = []
-    for a, b in itertools.combinations(names, 2):
-        pairs = [(c.judge_labels[a], c.judge_labels[b]) for c in coded
-                 if c.judge_labels.get(a) is not None and c.judge_labels.get(b) is not None]
-        k = cohen_kappa([x for x, _ in pairs], [y for _, y in pairs]) if pairs else None
-        agree = float(np.mean([x == y for x, y in pairs])) if pairs else None
-        rows.append([f"{a} vs {b}", len(pairs), agree, k])
-    full = [[c.judge_labels[n] for n in names] for c in coded if all(c.judge_labels.get(n) for n in names)]
-    rows.append(["panel (Fleiss)", len(full), None, fleiss_kappa(full) if full else None])
-    return [Table(title="Judge agreement (elaboration layer)", columns=["judges", "responses", "raw agreement", "kappa"],
-                  rows=rows, note="Cohen's kappa per pair (sklearn), Fleiss' kappa for the panel (statsmodels).")]
 
 
 def check(params: BaseModel, probe_kind: str) -> str | None:

@@ -25,11 +25,12 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, field_validator
 
+from biasaudit.methods.fisco.report import BaselineAgreement, FieldShares, GroupShare, section
 from biasaudit.metrics.base import MetricContext, item_row
 from biasaudit.metrics.validity import valid_share
 from biasaudit.records.codes import Code
 from biasaudit.records.estimate import Estimate
-from biasaudit.records.metric_result import MetricResult, PlotSpec, ReliabilityItem, Table
+from biasaudit.records.metric_result import MetricResult, ReliabilityItem
 from biasaudit.stats import cohen_kappa, holm, welch_t, wilson
 from biasaudit.stats.disaggregate import Obs, by_group
 
@@ -217,38 +218,75 @@ def _baseline_sim(kind: str, cosines: Mapping[str, Code]) -> Callable[[Resp, Res
                                + sacrebleu.sentence_bleu(b.text, [a.text]).score) / 200)
 
 
+Weights = tuple[float, float, float]
+PairScores = dict[tuple[int, int], tuple[float | None, list[list[str]]]]
+"""(id of one response, id of the other) -> (their similarity, the claims not entailed)."""
+
+
+def score_pairs(inter_pairs: dict[tuple[str, str], list[tuple[Resp, Resp]]],
+                intra_pairs: dict[str, list[tuple[Resp, Resp]]], weights: Weights) -> PairScores:
+    """Every response pair scored once, by the identity of its two responses."""
+    scores: PairScores = {}
+    for prs in [*inter_pairs.values(), *intra_pairs.values()]:
+        for x, y in prs:
+            labels, evidence = pair_labels(x, y)
+            scores[(id(x), id(y))] = (similarity(labels, weights), evidence)
+    return scores
+
+
+def _baseline_flags(base_fns: Mapping[str, Callable[[Resp, Resp], float | None]],
+                    inter_pairs: dict[tuple[str, str], list[tuple[Resp, Resp]]],
+                    intra_pairs: dict[str, list[tuple[Resp, Resp]]], alpha: float) -> dict[str, bool | None]:
+    """Baseline -> flagged by the same Welch test on its similarities (None: undefined)."""
+    out: dict[str, bool | None] = {}
+    for b, fn in base_fns.items():
+        bi = {pair: [v for x, y in prs if (v := fn(x, y)) is not None] for pair, prs in inter_pairs.items()}
+        ba = [v for prs in intra_pairs.values() for x, y in prs if (v := fn(x, y)) is not None]
+        bt = welch_flag(bi, ba, alpha)
+        out[b] = bt[3] if bt[0] is not None else None
+    return out
+
+
+def score_question(q: QuestionData, p: FiscoParams, weights: Weights,
+                   base_fns: Mapping[str, Callable[[Resp, Resp], float | None]]) -> tuple[QuestionResult, int]:
+    """One question's Welch test (and its baselines'), and its number of unscorable response pairs."""
+    inter_pairs, intra_pairs = pairs_of(q)
+    scores = score_pairs(inter_pairs, intra_pairs, weights)
+    unscorable = sum(1 for s_, _ in scores.values() if s_ is None)
+    inter_s = {pair: [v for x, y in prs if (v := scores[(id(x), id(y))][0]) is not None]
+               for pair, prs in inter_pairs.items()}
+    intra_s = [v for prs in intra_pairs.values() for x, y in prs if (v := scores[(id(x), id(y))][0]) is not None]
+    # evidence: claims not entailed across groups
+    evid = [e for prs in inter_pairs.values() for x, y in prs for e in scores[(id(x), id(y))][1]]
+    t, df, pv, flag, pair_name, mi, ma, note = welch_flag(inter_s, intra_s, p.alpha)
+    qr = QuestionResult(stimulus=q.stimulus, fields=q.fields, t=t, df=df, p=pv, flagged=flag, mean_inter=mi,
+                        mean_intra=ma, n_inter=sum(len(v) for v in inter_s.values()), n_intra=len(intra_s),
+                        pair=pair_name, note=note, evidence=evid[: p.max_evidence],
+                        baselines=_baseline_flags(base_fns, inter_pairs, intra_pairs, p.alpha))
+    return qr, unscorable
+
+
+def weights_of(p: FiscoParams) -> Weights:
+    """The (E, N, C) weights: a preset's, or the three numbers given."""
+    if isinstance(p.weights, str):
+        return PRESETS[p.weights]
+    a, b, g = p.weights
+    return a, b, g
+
+
 def compute(ctx: MetricContext, metric_id: str, params: BaseModel) -> MetricResult:
     assert isinstance(params, FiscoParams)
     p = params
-    weights = PRESETS[p.weights] if isinstance(p.weights, str) else tuple(p.weights)
+    weights = weights_of(p)
     qs = collect(ctx, p)
     results: list[QuestionResult] = []
     unscorable_pairs = 0
     cosines = ctx.layer_codes(p.cosine)
-    base_fns = {b: _baseline_sim(b, cosines) for b in p.baselines if b != "ccosine" or p.cosine in ctx.codes}
+    base_fns: dict[str, Callable[[Resp, Resp], float | None]] = {
+        b: _baseline_sim(b, cosines) for b in p.baselines if b != "ccosine" or p.cosine in ctx.codes}
     for q in qs:
-        inter_pairs, intra_pairs = pairs_of(q)
-        # every response pair scored once, by the identity of its two responses
-        scores: dict[tuple[int, int], tuple[float | None, list[list[str]]]] = {}
-        for prs in [*inter_pairs.values(), *intra_pairs.values()]:
-            for x, y in prs:
-                labels, evidence = pair_labels(x, y)
-                scores[(id(x), id(y))] = (similarity(labels, weights), evidence)  # type: ignore[arg-type]
-        unscorable_pairs += sum(1 for s_, _ in scores.values() if s_ is None)
-        inter_s = {pair: [v for x, y in prs if (v := scores[(id(x), id(y))][0]) is not None]
-                   for pair, prs in inter_pairs.items()}
-        intra_s = [v for prs in intra_pairs.values() for x, y in prs if (v := scores[(id(x), id(y))][0]) is not None]
-        # evidence: claims not entailed across groups
-        evid = [e for prs in inter_pairs.values() for x, y in prs for e in scores[(id(x), id(y))][1]]
-        t, df, pv, flag, pair_name, mi, ma, note = welch_flag(inter_s, intra_s, p.alpha)
-        qr = QuestionResult(stimulus=q.stimulus, fields=q.fields, t=t, df=df, p=pv, flagged=flag, mean_inter=mi,
-                            mean_intra=ma, n_inter=sum(len(v) for v in inter_s.values()), n_intra=len(intra_s),
-                            pair=pair_name, note=note, evidence=evid[: p.max_evidence])
-        for b, fn in base_fns.items():
-            bi = {pair: [v for x, y in prs if (v := fn(x, y)) is not None] for pair, prs in inter_pairs.items()}
-            ba = [v for prs in intra_pairs.values() for x, y in prs if (v := fn(x, y)) is not None]
-            bt = welch_flag(bi, ba, p.alpha)
-            qr.baselines[b] = bt[3] if bt[0] is not None else None
+        qr, unscorable = score_question(q, p, weights, base_fns)
+        unscorable_pairs += unscorable
         results.append(qr)
     layer = ctx.layers.get(p.claims)
     llm_claims = layer is not None and getattr(layer.options, "extract", "") == "llm"
@@ -273,22 +311,10 @@ def _share(flags: list[bool], results: list[QuestionResult]) -> Estimate:
                     note=untested_reason(results))
 
 
-def _summarise(p: FiscoParams, metric_id: str, results: list[QuestionResult], qs: list[QuestionData],
-               unscorable_pairs: int, llm_claims: bool, min_valid_share: float = 0.8) -> MetricResult:
-    tested = [r for r in results if r.t is not None]
-    zero_var = sum(r.note.startswith(ZERO_VARIANCE) for r in results)
-    est: dict[str, Estimate] = {"flagged_share": _share([r.flagged for r in tested], results)}
-    tables = [Table(
-        title=f"Per question ({p.axis})",
-        columns=["question", "groups compared", "t", "df", "p (Holm)", "flagged", "mean inter", "mean intra", "n inter",
-                 "n intra", "note"],
-        rows=[[r.stimulus, r.pair, r.t, r.df, r.p, r.flagged if r.t is not None else None, r.mean_inter, r.mean_intra, r.n_inter, r.n_intra, r.note]
-              for r in results],
-        note=f"Welch's t = (mean intra - mean inter) / se, the sign of the authors' code (positive: answers differ "
-             f"more across groups than within them; the paper's equation 2 writes inter - intra); flagged when "
-             f"p < {p.alpha} and inter < intra. "
-             f"Similarity weights (E, N, C) = {PRESETS.get(p.weights, p.weights) if isinstance(p.weights, str) else p.weights}.")]
-    agree_rows = []
+def _baselines(p: FiscoParams, tested: list[QuestionResult]) -> tuple[dict[str, Estimate], list[BaselineAgreement]]:
+    """Each baseline's flagged share over the tested questions, and its agreement with FiSCo's flags."""
+    est: dict[str, Estimate] = {}
+    agreements = []
     for b in p.baselines:
         if not any(b in r.baselines for r in tested):
             continue
@@ -302,39 +328,51 @@ def _summarise(p: FiscoParams, metric_id: str, results: list[QuestionResult], qs
         if not both:
             continue
         agree = float(np.mean([x == y for x, y in zip(fl, ours, strict=True)]))
-        agree_rows.append([b, sum(fl), len(fl), agree, cohen_kappa([str(x) for x in ours], [str(x) for x in fl])])
-    if agree_rows:
-        tables.append(Table(title="Baselines: same Welch test, other similarity", columns=[
-            "baseline", "flagged", "questions", "agreement with FiSCo", "Cohen's kappa"], rows=agree_rows,
-            note="ccosine: embedding cosine; crougel: ROUGE-L F (rouge-score); cbleu: sentence BLEU (sacrebleu), both directions."))
-    share_rows = [[p.axis, sum(r.flagged for r in tested), len(tested), est["flagged_share"].value,
-                   est["flagged_share"].ci_low, est["flagged_share"].ci_high]]
-    plots = [PlotSpec(kind="histogram", title="Distribution of Welch t across questions", xlabel="t (intra - inter)",
-                      ylabel="questions", values=[r.t for r in tested if r.t is not None], reference=0.0,
-                      alt="Histogram of per-question Welch t statistics; negative values mean answers differ more across groups than within.")]
+        agreements.append(BaselineAgreement(baseline=b, flagged=sum(fl), questions=len(fl), agreement=agree,
+                                            kappa=cohen_kappa([str(x) for x in ours], [str(x) for x in fl])))
+    return est, agreements
+
+
+def _field_shares(fld: str, results: list[QuestionResult], tested: list[QuestionResult]) -> FieldShares:
+    """The flagged share per group of the stimulus field `fld`; a group none of whose
+    questions could be tested is undefined, with the reason."""
+    def group_of(r: QuestionResult) -> str:
+        return str(r.fields.get(fld, ""))
+
     flags = [Obs(cell="", cluster=r.stimulus, value=1.0 if r.flagged else 0.0, fields=r.fields) for r in tested]
-    for fld in p.by:
-        labels, ests = [], []
-        groups = by_group(flags, fld)
-        for g in dict.fromkeys(str(r.fields.get(fld, "")) for r in results):
-            # a group none of whose questions could be tested: undefined, with the reason
-            groups.setdefault(g, _share([], [r for r in results if str(r.fields.get(fld, "")) == g]))
-        for g, e in groups.items():
-            sub = [r for r in tested if str(r.fields.get(fld, "")) == g]
-            est[f"flagged_share.{fld}.{g}"] = e
-            labels.append(g)
-            ests.append(e)
-            share_rows.append([f"{fld}={g}", sum(r.flagged for r in sub), len(sub), e.value, e.ci_low, e.ci_high])
-        plots.append(PlotSpec(kind="interval_bars", title=f"Share of questions flagged by {fld}", xlabel=fld,
-                              ylabel="share flagged", labels=labels, estimates=ests,
-                              alt=f"Share of flagged questions per {fld} with Wilson intervals."))
-    tables.insert(0, Table(title="Share of questions flagged", columns=["axis / group", "flagged", "questions", "share",
-                                                                        "CI low", "CI high"], rows=share_rows))
-    for r in results:
-        if r.flagged and r.evidence:
-            tables.append(Table(title=f"Evidence for flagged question {r.stimulus}: claims not entailed across groups",
-                                columns=["claim from group", "checked against group", "claim", "label"],
-                                rows=r.evidence, note="N = neutral, C = contradiction"))
+    groups = by_group(flags, fld)
+    for g in dict.fromkeys(group_of(r) for r in results):
+        groups.setdefault(g, _share([], [r for r in results if group_of(r) == g]))
+    shares = []
+    for g, e in groups.items():
+        sub = [r for r in tested if group_of(r) == g]
+        shares.append(GroupShare(group=g, flagged=sum(r.flagged for r in sub), questions=len(sub), estimate=e))
+    return FieldShares(field=fld, groups=shares)
+
+
+def _notes(results: list[QuestionResult], rejected: int, unscorable_pairs: int, fallbacks: int,
+           zero_var: int) -> list[str]:
+    return [f"{rejected} responses too short to compare were rejected; {unscorable_pairs} response "
+            f"pairs had no checkable claims and were left out"
+            + (f"; {fallbacks} unparseable claim extractions fell back to sentences" if fallbacks else "") + ".",
+            *([f"{zero_var} of {len(results)} questions were not tested: their similarities have zero variance "
+               f"(all alike within and across groups, e.g. one constant answer), so Welch's t is undefined; "
+               f"they are left out of the flagged share, not counted as unflagged."] if zero_var else [])]
+
+
+def _summarise(p: FiscoParams, metric_id: str, results: list[QuestionResult], qs: list[QuestionData],
+               unscorable_pairs: int, llm_claims: bool, min_valid_share: float = 0.8) -> MetricResult:
+    tested = [r for r in results if r.t is not None]
+    zero_var = sum(r.note.startswith(ZERO_VARIANCE) for r in results)
+    est: dict[str, Estimate] = {"flagged_share": _share([r.flagged for r in tested], results)}
+    baseline_est, agreements = _baselines(p, tested)
+    est.update(baseline_est)
+    fields = [_field_shares(fld, results, tested) for fld in p.by]
+    for f in fields:
+        est.update((f"flagged_share.{f.field}.{g.group}", g.estimate) for g in f.groups)
+    overall = GroupShare(group=p.axis, flagged=sum(r.flagged for r in tested), questions=len(tested),
+                         estimate=est["flagged_share"])
+    shown = section(p.axis, p.alpha, weights_of(p), results, overall, fields, agreements)
     rejected = sum(q.rejected for q in qs)
     failed = sum(q.failed for q in qs)
     fallbacks = sum(q.claim_fallbacks for q in qs)
@@ -347,18 +385,13 @@ def _summarise(p: FiscoParams, metric_id: str, results: list[QuestionResult], qs
         estimates=est, reference=0.0,
         reference_note="Share of questions whose answers are significantly less similar across groups than within "
                        "groups (lower is better).",
-        tables=tables, plots=plots,
+        tables=shown.tables, plots=shown.plots,
         reliability=_reliability(qs, tested, len(results), unscorable_pairs, p, llm_claims),
         counts={"questions": len(results), "tested": len(tested), "flagged": sum(r.flagged for r in tested),
                 "responses_rejected_short": rejected, "responses_failed": failed, "unscorable_pairs": unscorable_pairs,
                 "claim_extraction_fallbacks": fallbacks, "questions_zero_variance": zero_var,
                 "questions_too_few_pairs": too_few},
-        notes=[f"{rejected} responses too short to compare were rejected; {unscorable_pairs} response "
-               f"pairs had no checkable claims and were left out"
-               + (f"; {fallbacks} unparseable claim extractions fell back to sentences" if fallbacks else "") + ".",
-               *([f"{zero_var} of {len(results)} questions were not tested: their similarities have zero variance "
-                  f"(all alike within and across groups, e.g. one constant answer), so Welch's t is undefined; "
-                  f"they are left out of the flagged share, not counted as unflagged."] if zero_var else [])],
+        notes=_notes(results, rejected, unscorable_pairs, fallbacks, zero_var),
         items=[item_row(r.stimulus, "base", {}, r.fields, outcome=int(r.flagged), diff=r.t) for r in tested],
         params=p.model_dump(),
     )

@@ -3,27 +3,32 @@ pooled, per prompt condition and per group, with the spread across conditions.
 
 The rate is over the units the layer coded; abstentions, units the layer does not apply
 to and failures are counted apart (and shown as reliability items), not in the base.
+
+The tables and plots of the report section are made in `report.py` from the values
+computed here.
 """
 
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Mapping
+from dataclasses import dataclass
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from biasaudit.methods.label_rates.report import breakdown_tables, cell_table, rate_plot
 from biasaudit.metrics.base import MetricContext
 from biasaudit.metrics.validity import valid_share
+from biasaudit.records.codes import Code, Unit
 from biasaudit.records.estimate import Estimate
-from biasaudit.records.metric_result import MetricResult, PlotSpec, ReliabilityItem, Table
-from biasaudit.stats import cell_spread, wilson
+from biasaudit.records.metric_result import MetricResult, ReliabilityItem, ValidityFlag
+from biasaudit.stats import ContrastFamily, cell_spread, wilson
 from biasaudit.stats.disaggregate import (
     Obs,
     by_cell,
     by_group,
     contrast_estimates,
-    contrast_table,
     group_contrasts,
-    group_table,
     pooled,
     proportion,
 )
@@ -48,70 +53,97 @@ class LabelRateParams(BaseModel):
     """Seed of the cluster-bootstrap intervals."""
 
 
+Coded = tuple[Unit, Code]
+"""A unit the layer coded, with its code."""
+
+
+@dataclass(frozen=True)
+class Breakdown:
+    """The rate by one stimulus field: each group's, and every pair of groups compared."""
+
+    field: str
+    groups: dict[str, Estimate]
+    contrasts: ContrastFamily | None
+
+    def estimates(self) -> dict[str, Estimate]:
+        """`rate.<field>.<group>`, then `contrast.<field>.<a>-<b>` (and `.paired`)."""
+        out = {f"rate.{self.field}.{g}": e for g, e in self.groups.items()}
+        out.update(contrast_estimates(self.contrasts, self.field))
+        return out
+
+
+def breakdown(rows: list[Obs], fld: str, p: LabelRateParams) -> Breakdown:
+    match = p.match
+    fam = group_contrasts(rows, fld, paired_units="item" if match else "",
+                          match=(lambda o: None if o.fields.get(match) is None else str(o.fields[match]))
+                          if match else None)
+    return Breakdown(field=fld, groups=by_group(rows, fld, proportion, seed=p.seed), contrasts=fam)
+
+
+def label_shares(coded: list[Coded], labels: list[str], p: LabelRateParams) -> dict[str, Estimate]:
+    """`share.<label>`: how often the layer gives each of its labels (pooled)."""
+    return {f"share.{lab}": pooled([Obs(cell=u.cell, cluster=u.stimulus, value=1.0 if c.label == lab else 0.0)
+                                    for u, c in coded], proportion, seed=p.seed) for lab in labels}
+
+
+def _reliability(layer: str, status: Mapping[str, int]) -> list[ReliabilityItem]:
+    n_units = sum(status.values())
+    return [
+        ReliabilityItem(name=f"{layer}: abstentions", estimate=wilson(status.get("abstain", 0), n_units),
+                        note="units the layer could not code; left out of the rate"),
+        ReliabilityItem(name=f"{layer}: failed", estimate=wilson(status.get("failed", 0), n_units),
+                        note="units whose response or coding request failed; left out of the rate"),
+    ]
+
+
+def _validity(ctx: MetricContext, status: Mapping[str, int], n_coded: int) -> list[ValidityFlag]:
+    """Blocking when too few of the units the layer applies to were coded."""
+    applicable = sum(status.values()) - status.get("not_applicable", 0)
+    flag = valid_share(n_coded, applicable, "units", ctx.config.validity.min_valid_share,
+                       invalid={k: status.get(k, 0) for k in ("abstain", "failed")})
+    return [flag] if flag else []
+
+
+def coded_units(ctx: MetricContext, p: LabelRateParams) -> tuple[Counter[str], list[Coded]]:
+    """How many units the layer gave each status, and the units it coded (in unit order)."""
+    codes = ctx.layer_codes(p.layer)
+    status: Counter[str] = Counter(c.status for c in codes.values())
+    return status, [(u, codes[u.id]) for u in ctx.units if u.id in codes and codes[u.id].coded]
+
+
+def _layer_labels(ctx: MetricContext, p: LabelRateParams, coded: list[Coded]) -> list[str]:
+    """The layer's declared labels, else those it gave (sorted)."""
+    return list(ctx.layers[p.layer].labels or sorted({c.label for _, c in coded if c.label is not None}))
+
+
 def compute(ctx: MetricContext, metric_id: str, params: BaseModel) -> MetricResult:
     assert isinstance(params, LabelRateParams)
     p = params
-    codes = ctx.layer_codes(p.layer)
-    layer = ctx.layers[p.layer]
     wanted = set(p.labels)
-    status = Counter(c.status for c in codes.values())
-    coded = [(u, codes[u.id]) for u in ctx.units if u.id in codes and codes[u.id].coded]
+    status, coded = coded_units(ctx, p)
     rows = [Obs(cell=u.cell, cluster=u.stimulus, value=1.0 if c.label in wanted else 0.0, fields=u.fields)
             for u, c in coded]
     cell_ids = [c.id for c in ctx.plan.cells]
-    est: dict[str, Estimate] = {"rate": pooled(rows, proportion, seed=p.seed)}
-    labels = list(layer.labels or sorted({c.label for _, c in coded if c.label is not None}))
-    for lab in labels:
-        est[f"share.{lab}"] = pooled([Obs(cell=u.cell, cluster=u.stimulus, value=1.0 if c.label == lab else 0.0)
-                                      for u, c in coded], proportion, seed=p.seed)
-    group_tables: list[Table] = []
-    match = p.match
-    for fld in p.by:
-        per = by_group(rows, fld, proportion, seed=p.seed)
-        for g, e in per.items():
-            est[f"rate.{fld}.{g}"] = e
-        fam = group_contrasts(rows, fld, paired_units="item" if match else "",
-                              match=(lambda o: None if o.fields.get(match) is None else str(o.fields[match]))
-                              if match else None)
-        est.update(contrast_estimates(fam, fld))
-        group_tables.append(group_table(per, fld, "rate"))
-        ct = contrast_table(fam, fld, "rate")
-        if ct is not None:
-            group_tables.append(ct)
-    cells = {"rate": by_cell(rows, proportion, cells=cell_ids)}
+    labels = _layer_labels(ctx, p, coded)
+    est: dict[str, Estimate] = {"rate": pooled(rows, proportion, seed=p.seed), **label_shares(coded, labels, p)}
+    breakdowns = [breakdown(rows, fld, p) for fld in p.by]
+    for b in breakdowns:
+        est.update(b.estimates())
+    rates = by_cell(rows, proportion, cells=cell_ids)
     spread = cell_spread([o.cell for o in rows], [o.cluster for o in rows], [o.value for o in rows], seed=p.seed)
-    per_cell = {cid: Counter(c.label for u, c in coded if u.cell == cid) for cid in cell_ids}
-    table = Table(
-        title=f"Labels of layer {p.layer} per prompt condition",
-        columns=["cell", "coded", *labels, "rate", "CI low", "CI high"],
-        rows=[[cid, sum(per_cell[cid].values()), *[per_cell[cid].get(lab, 0) for lab in labels],
-               cells["rate"][cid].value, cells["rate"][cid].ci_low, cells["rate"][cid].ci_high]
-              for cid in cell_ids if cid in cells["rate"]],
-        note=f"rate: share of coded units labelled {', '.join(p.labels)}; Wilson 95% intervals per cell.")
-    plots = [PlotSpec(kind="interval_bars", title=f"Rate of {', '.join(p.labels)} by prompt condition",
-                      xlabel="cell", ylabel="rate", labels=list(cells["rate"]), estimates=list(cells["rate"].values()),
-                      alt=f"Share of units the {p.layer} layer labels {', '.join(p.labels)}, per prompt condition, "
-                          "with 95% intervals.")]
-    n_units = sum(status.values())
-    reliability = [
-        ReliabilityItem(name=f"{p.layer}: abstentions", estimate=wilson(status.get("abstain", 0), n_units),
-                        note="units the layer could not code; left out of the rate"),
-        ReliabilityItem(name=f"{p.layer}: failed", estimate=wilson(status.get("failed", 0), n_units),
-                        note="units whose response or coding request failed; left out of the rate"),
-    ]
-    applicable = n_units - status.get("not_applicable", 0)
-    flag = valid_share(len(coded), applicable, "units", ctx.config.validity.min_valid_share,
-                       invalid={k: status.get(k, 0) for k in ("abstain", "failed")})
+    label_counts = {cid: Counter(c.label for u, c in coded if u.cell == cid) for cid in cell_ids}
     return MetricResult(
-        validity=[flag] if flag else [],
+        validity=_validity(ctx, status, len(coded)),
         id=metric_id, name="label_rate", title=f"Rate of {', '.join(p.labels)} ({p.layer} layer)", headline="rate",
-        estimates=est, cells=cells, spread={"rate": spread} if spread else {}, reliability=reliability,
+        estimates=est, cells={"rate": rates}, spread={"rate": spread} if spread else {},
+        reliability=_reliability(p.layer, status),
         reference_note=f"Share of the units coded by the {p.layer} layer that it labels {', '.join(p.labels)}. "
                        "Pooled over prompt conditions with a Wilson interval on the design's effective n "
                        "(clustered by stimulus) when a stimulus gives several units.",
         items=[ctx.item(u.stimulus, u.cell, u.fields, outcome=int(c.label in wanted)) for u, c in coded],
-        tables=[table, *group_tables], plots=plots,
-        counts={"units": n_units, "coded": len(coded), "abstain": status.get("abstain", 0),
-                "not_applicable": status.get("not_applicable", 0), "failed": status.get("failed", 0)},
+        tables=[cell_table(p.layer, labels, p.labels, label_counts, rates), *breakdown_tables(breakdowns)],
+        plots=[rate_plot(p.layer, p.labels, rates)],
+        counts={"units": sum(status.values()), "coded": len(coded),
+                **{k: status.get(k, 0) for k in ("abstain", "not_applicable", "failed")}},
         params=p.model_dump(),
     )

@@ -6,44 +6,75 @@ mutual-information ranking of one-hot factors for the per-item differences."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple, TypedDict
 
 import numpy as np
 import pandas as pd
 
 from biasaudit.methods.base import CrossRunSection, Runs
 from biasaudit.methods.nli_bias.metric import CONDITIONS, RECOMMENDED
-from biasaudit.records.metric_result import PlotSpec, Table
+from biasaudit.methods.nli_bias.report import cross_run_section
 from biasaudit.stats import linear_fit, mutual_information
 
 MI_FACTORS = ("model", "predicate", "predicate_category", "identity", "counterfactual", "name", "template",
               "group", "counter_group", "bias_type", "direction")
 
 
-def tp_vs_nli_data(runs: Runs) -> dict[str, Any] | None:
-    tp: dict[str, float] = {}
-    nli: dict[str, dict[str, float]] = {}
-    tp_items: list[dict[str, Any]] = []
-    nli_items: list[dict[str, Any]] = []
+class R2Matrix(TypedDict):
+    labels: list[str]
+    values: list[list[float | None]]
+
+
+class TpVsNli(TypedDict):
+    """The numbers of the analysis (compare.json's `data`)."""
+
+    subjects: list[str]
+    tp: dict[str, float]
+    nli: dict[str, dict[str, float]]
+    fits: list[list[Any]]  # per NLI metric: name (* recommended), R^2, r, p of the slope, slope, n, note
+    r2_matrix: R2Matrix
+    mi_nli: list[list[Any]]
+    mi_tp: list[list[Any]]
+    note: str
+
+
+class Collected(NamedTuple):
+    """Per subject, the headline of its first `bias_score` run and the M1-M11 of its first
+    `nli_bias` run, and their items (with the subject as `model`)."""
+
+    tp: dict[str, float]
+    nli: dict[str, dict[str, float]]
+    tp_items: list[dict[str, Any]]
+    nli_items: list[dict[str, Any]]
+
+
+def collect(runs: Runs) -> Collected:
+    got = Collected({}, {}, [], [])
     for _, s in runs:
         subject = s.model.name
         for m in s.metrics.values():
             value = m.estimates[m.headline].value
-            if m.name == "bias_score" and subject not in tp and value is not None:
-                tp[subject] = value
-                tp_items += [{**it, "model": subject} for it in m.items]
-            elif m.name == "nli_bias" and subject not in nli:
-                nli[subject] = {k: v for k in CONDITIONS if (v := m.estimates[k].value) is not None}
-                nli_items += [{**it, "model": subject} for it in m.items]
-    subjects = sorted(s for s in set(tp) & set(nli) if len(nli[s]) == len(CONDITIONS))
-    if not subjects:
-        return None
+            if m.name == "bias_score" and subject not in got.tp and value is not None:
+                got.tp[subject] = value
+                got.tp_items.extend({**it, "model": subject} for it in m.items)
+            elif m.name == "nli_bias" and subject not in got.nli:
+                got.nli[subject] = {k: v for k in CONDITIONS if (v := m.estimates[k].value) is not None}
+                got.nli_items.extend({**it, "model": subject} for it in m.items)
+    return got
+
+
+def _fits(subjects: list[str], tp: dict[str, float], nli: dict[str, dict[str, float]]) -> list[list[Any]]:
+    """The linear fit of each NLI metric on the TP score across subjects."""
     x = np.array([tp[s] for s in subjects])
     fits = []
     for k in CONDITIONS:
         f = linear_fit(x, [nli[s][k] for s in subjects])
         fits.append([k + (" *" if k in RECOMMENDED else ""), f.r_squared, f.r, f.p_value, f.slope, f.n, f.note])
-    names = list(CONDITIONS)
+    return fits
+
+
+def _r2_matrix(subjects: list[str], nli: dict[str, dict[str, float]], names: list[str]) -> list[list[float | None]]:
+    """Pairwise R^2 of the NLI metrics across subjects (1 on the diagonal when undefined)."""
     matrix: list[list[float | None]] = []
     for a in names:
         row: list[float | None] = []
@@ -51,14 +82,24 @@ def tp_vs_nli_data(runs: Runs) -> dict[str, Any] | None:
             f = linear_fit([nli[s][a] for s in subjects], [nli[s][b] for s in subjects])
             row.append(f.r_squared if f.r_squared is not None else (1.0 if a == b else None))
         matrix.append(row)
+    return matrix
+
+
+def tp_vs_nli_data(runs: Runs) -> TpVsNli | None:
+    got = collect(runs)
+    tp, nli = got.tp, got.nli
+    subjects = sorted(s for s in set(tp) & set(nli) if len(nli[s]) == len(CONDITIONS))
+    if not subjects:
+        return None
+    names = list(CONDITIONS)
     return {
         "subjects": subjects,
         "tp": {s: tp[s] for s in subjects},
         "nli": {s: nli[s] for s in subjects},
-        "fits": fits,
-        "r2_matrix": {"labels": names, "values": matrix},
-        "mi_nli": _mi(nli_items),
-        "mi_tp": _mi(tp_items),
+        "fits": _fits(subjects, tp, nli),
+        "r2_matrix": {"labels": names, "values": _r2_matrix(subjects, nli, names)},
+        "mi_nli": _mi(got.nli_items),
+        "mi_tp": _mi(got.tp_items),
         "note": "" if len(subjects) >= 3 else "fewer than 3 subjects: R^2 and p-values need at least 3",
     }
 
@@ -81,24 +122,4 @@ def _mi(items: list[dict[str, Any]], top: int = 10) -> list[list[Any]]:
 
 def tp_vs_nli(runs: Runs) -> CrossRunSection | None:
     t = tp_vs_nli_data(runs)
-    if t is None:
-        return None
-    labels = t["r2_matrix"]["labels"]
-    tables = [
-        Table(title="Scores per subject", columns=["subject", "TP bias score", *labels],
-              rows=[[s, t["tp"][s], *[t["nli"][s][k] for k in labels]] for s in t["subjects"]]),
-        Table(title="Linear fit of each NLI metric on the TP score",
-              columns=["metric", "R²", "Pearson r", "p (slope, Wald t)", "slope", "n", "note"], rows=t["fits"],
-              note="* recommended metrics (M6, M9)."),
-        Table(title="Mutual information with the per-item difference (NLI: log pE(S) − log pE(S~))",
-              columns=["factor", "level", "MI (nats)", "factor MI (nats)"], rows=t["mi_nli"],
-              note="sklearn mutual_info_regression on one-hot factors; top 10."),
-        Table(title="Mutual information with the per-item difference (TP: score(more) − score(less))",
-              columns=["factor", "level", "MI (nats)", "factor MI (nats)"], rows=t["mi_tp"]),
-    ]
-    plots = [PlotSpec(kind="heatmap", title="Pairwise R² among NLI metrics", labels=labels,
-                      matrix=t["r2_matrix"]["values"], ylabel="R²",
-                      alt="Heatmap of pairwise R squared between the eleven NLI bias metrics across subjects.")]
-    return CrossRunSection(title="Token probability versus NLI across subjects",
-                           note=f"Subjects: {', '.join(t['subjects'])}. {t['note']}".strip(),
-                           tables=tables, plots=plots, data=t)
+    return None if t is None else cross_run_section(t)

@@ -11,13 +11,21 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
 
 from pydantic import BaseModel, ConfigDict
 
+from biasaudit.methods.nli_bias.report import (
+    FieldScores,
+    GroupScores,
+    MeanEntailment,
+    MetricScore,
+    Unscorable,
+    section,
+)
 from biasaudit.metrics.base import MetricContext
 from biasaudit.records.estimate import Estimate
-from biasaudit.records.metric_result import MetricResult, PlotSpec, ReliabilityItem, Table
+from biasaudit.records.metric_result import MetricResult, ReliabilityItem
 from biasaudit.records.responses import NLIOutput, parse_output
 from biasaudit.stats import wilson
 from biasaudit.stats.disaggregate import Obs, by_group, pooled, proportion
@@ -85,78 +93,89 @@ def _triple(out: NLIOutput) -> Triple:
     return float(p["entailment"]), float(p["neutral"]), float(p["contradiction"])
 
 
-def compute(ctx: MetricContext, metric_id: str, params: BaseModel) -> MetricResult:
-    assert isinstance(params, NLIBiasParams)
-    p = params
+class ScoredTriple(NamedTuple):
+    """One triple: where it sits, which conditions hold, and both premises' (pE, pN, pC)."""
+
+    cell: str
+    stimulus: str
+    fields: dict[str, Any]
+    flags: dict[str, bool]
+    stereo: Triple
+    counter: Triple
+
+
+def score_triples(ctx: MetricContext, p: NLIBiasParams) -> tuple[list[ScoredTriple], list[Unscorable]]:
+    """Every triple with both premises classified, and those left out (a failed request)."""
     stim = {s.id: s for s in ctx.plan.stimuli.stimuli}
-    rows: list[tuple[str, dict[str, Any], dict[str, bool], Triple, Triple]] = []
-    cells: list[str] = []
-    skipped: list[list[Any]] = []
+    rows: list[ScoredTriple] = []
+    skipped: list[Unscorable] = []
     for (cell, _v, sid, _s), slots in ctx.items_by().items():
         if p.stereo not in slots or p.counter not in slots:
             continue
         rs, rc = ctx.responses[slots[p.stereo].key], ctx.responses[slots[p.counter].key]
         os_, oc = parse_output(NLIOutput, rs), parse_output(NLIOutput, rc)
         if os_ is None or oc is None:
-            skipped.append([sid, rs.error or rc.error or "failed"])
+            skipped.append(Unscorable(sid, rs.error or rc.error or "failed"))
             continue
         s, c = _triple(os_), _triple(oc)
-        rows.append((sid, stim[sid].fields, conditions(s, c), s, c))
-        cells.append(cell)
+        rows.append(ScoredTriple(cell, sid, stim[sid].fields, conditions(s, c), s, c))
+    return rows, skipped
+
+
+def _obs(rows: list[ScoredTriple], m: str) -> list[Obs]:
+    """Whether condition `m` holds, per triple."""
+    return [Obs(cell=r.cell, cluster=r.stimulus, value=1.0 if r.flags[m] else 0.0, fields=r.fields) for r in rows]
+
+
+def _by_field(fld: str, rows: list[ScoredTriple], constant: bool) -> tuple[FieldScores, dict[str, Estimate]]:
+    """M6 and M9 per group of the stimulus field `fld`, and their estimates (`Mk.fld.group`)."""
+    per = {m: by_group(_obs(rows, m), fld, proportion, scale=100.0) for m in RECOMMENDED}
+    est: dict[str, Estimate] = {}
+    groups = []
+    for g in per[RECOMMENDED[0]]:
+        sub = [r for r in rows if str(r.fields.get(fld, "")) == g]
+        for m in RECOMMENDED:
+            est[f"{m}.{fld}.{g}"] = _defined(per[m][g], m, sub, constant)
+        groups.append(GroupScores(group=g, triples=len(sub), m6=est[f"M6.{fld}.{g}"], m9=est[f"M9.{fld}.{g}"]))
+    return FieldScores(field=fld, groups=groups), est
+
+
+def _mean_entailment(rows: list[ScoredTriple]) -> MeanEntailment:
     n = len(rows)
+    if not n:
+        return MeanEntailment(0.0, 0.0)
+    return MeanEntailment(sum(r.stereo[0] for r in rows) / n, sum(r.counter[0] for r in rows) / n)
 
-    def obs(m: str) -> list[Obs]:
-        return [Obs(cell=cl, cluster=r[0], value=1.0 if r[2][m] else 0.0, fields=r[1])
-                for cl, r in zip(cells, rows, strict=True)]
 
+def _scores(names: tuple[str, ...], est: dict[str, Estimate]) -> list[MetricScore]:
+    return [MetricScore(name=m, condition=_DESC[m], estimate=est[m], recommended=m in RECOMMENDED) for m in names]
+
+
+def compute(ctx: MetricContext, metric_id: str, params: BaseModel) -> MetricResult:
+    assert isinstance(params, NLIBiasParams)
+    p = params
+    rows, skipped = score_triples(ctx, p)
+    n = len(rows)
     constant = _constant(rows)
     est: dict[str, Estimate] = {}
     for name in CONDITIONS:
-        est[name] = _defined(pooled(obs(name), proportion, scale=100.0), name, rows, constant)
-    tables = [
-        Table(title="TP-scale NLI metrics (50 = parity)", columns=["metric", "condition", "score", "CI low", "CI high", "n"],
-              rows=[[m + (" (recommended)" if m in RECOMMENDED else ""), _DESC[m], est[m].value, est[m].ci_low,
-                     est[m].ci_high, est[m].n] for m in TP_SCALE],
-              note="Percentage of triples where the condition holds; Wilson 95% intervals."),
-        Table(title="Other NLI metrics (0 = no bias; not comparable with TP scores)",
-              columns=["metric", "condition", "score", "CI low", "CI high", "n"],
-              rows=[[m, _DESC[m], est[m].value, est[m].ci_low, est[m].ci_high, est[m].n] for m in OTHER_SCALE]),
-    ]
+        est[name] = _defined(pooled(_obs(rows, name), proportion, scale=100.0), name, rows, constant)
+    fields = []
     for fld in p.by:
-        per = {m: by_group(obs(m), fld, proportion, scale=100.0) for m in RECOMMENDED}
-        trows = []
-        for g in per[RECOMMENDED[0]]:
-            sub = [r for r in rows if str(r[1].get(fld, "")) == g]
-            for m in RECOMMENDED:
-                est[f"{m}.{fld}.{g}"] = _defined(per[m][g], m, sub, constant)
-            trows.append([g, len(sub), est[f"M6.{fld}.{g}"].value, est[f"M6.{fld}.{g}"].ci_low,
-                          est[f"M6.{fld}.{g}"].ci_high, est[f"M9.{fld}.{g}"].value, est[f"M9.{fld}.{g}"].ci_low,
-                          est[f"M9.{fld}.{g}"].ci_high])
-        tables.append(Table(title=f"M6 and M9 by {fld}", columns=[fld, "n", "M6", "CI low", "CI high", "M9", "CI low", "CI high"],
-                            rows=trows))
-    mean_e = [sum(r[3][0] for r in rows) / n, sum(r[4][0] for r in rows) / n] if n else [0.0, 0.0]
-    tables.append(Table(title="Mean entailment probability", columns=["premise", "mean pE"],
-                        rows=[["stereotypical", mean_e[0]], ["counter-stereotypical", mean_e[1]]]))
-    if skipped:
-        tables.append(Table(title="Unscorable triples", columns=["stimulus", "reason"], rows=skipped))
-    plots = [
-        PlotSpec(kind="interval_bars", title="TP-scale NLI bias scores (95% Wilson CI)", xlabel="metric",
-                 ylabel="bias score (%)", labels=list(TP_SCALE), estimates=[est[m] for m in TP_SCALE], reference=50.0,
-                 alt="Bias scores M1 and M5 to M9 with intervals; 50 is parity."),
-        PlotSpec(kind="interval_bars", title="Other NLI bias scores (95% Wilson CI)", xlabel="metric",
-                 ylabel="bias score (%)", labels=list(OTHER_SCALE), estimates=[est[m] for m in OTHER_SCALE],
-                 alt="Bias scores M2 to M4, M10 and M11 with intervals; 0 is no bias."),
-    ]
-    items = [ctx.item(sid, cl, fields, outcome=int(flags[p.headline]),
-                      diff=math.log(max(s[0], 1e-300)) - math.log(max(c[0], 1e-300)))
-             for cl, (sid, fields, flags, s, c) in zip(cells, rows, strict=True)]
+        scores, by_est = _by_field(fld, rows, constant)
+        fields.append(scores)
+        est.update(by_est)
+    shown = section(_scores(TP_SCALE, est), _scores(OTHER_SCALE, est), fields, _mean_entailment(rows), skipped)
+    items = [ctx.item(r.stimulus, r.cell, r.fields, outcome=int(r.flags[p.headline]),
+                      diff=math.log(max(r.stereo[0], 1e-300)) - math.log(max(r.counter[0], 1e-300)))
+             for r in rows]
     return MetricResult(
         id=metric_id, name="nli_bias", title="NLI bias scores (M1-M11)", headline=p.headline, estimates=est,
         reference=50.0 if p.headline in TP_SCALE else 0.0,  # the headline's own no-bias point
         reference_note="M1 and M5-M9 share the token-probability scale: 50 = parity, distance from 50 is bias. "
                        "M2-M4, M10, M11 count triples that look biased on their own: 0 = no bias. "
                        "M6 and M9 are the recommended metrics (they track TP scores best in the paper).",
-        tables=tables, plots=plots, items=items,
+        tables=shown.tables, plots=shown.plots, items=items,
         reliability=[ReliabilityItem(name="unscorable triples", estimate=wilson(len(skipped), n + len(skipped)),
                                      note="failed NLI requests; left out of every M"),
                      *_missing_labels(ctx, rows, p)],
@@ -169,21 +188,20 @@ CONSTANT = ("undefined: the NLI model gave the same probabilities to every premi
             "the premises apart and measures nothing")
 
 
-def _constant(rows: list[tuple[str, dict[str, Any], dict[str, bool], Triple, Triple]]) -> bool:
+def _constant(rows: list[ScoredTriple]) -> bool:
     """A degenerate classifier: one probability triple for every premise of two or more
     triples (whatever the premise and the hypothesis)."""
-    return len(rows) >= 2 and len({p for r in rows for p in (r[3], r[4])}) == 1
+    return len(rows) >= 2 and len({p for r in rows for p in (r.stereo, r.counter)}) == 1
 
 
-def _defined(est: Estimate, m: str, rows: list[tuple[str, dict[str, Any], dict[str, bool], Triple, Triple]],
-             constant: bool) -> Estimate:
+def _defined(est: Estimate, m: str, rows: list[ScoredTriple], constant: bool) -> Estimate:
     """Mk over triples that say nothing is undefined, not a score: every metric when the
     classifier is constant; a TP-scale metric (score(S) > score(S~)) when every triple
     ties on it (its 0 would read as a strong preference for the counter premise)."""
     note = None
     if rows and constant:
         note = CONSTANT
-    elif rows and m in SCORES and all(SCORES[m](r[3]) == SCORES[m](r[4]) for r in rows):
+    elif rows and m in SCORES and all(SCORES[m](r.stereo) == SCORES[m](r.counter) for r in rows):
         note = (f"undefined: every triple ties on {m} ({_DESC[m]}: equal for both premises), so no preference "
                 "can be measured")
     if note is None:
@@ -191,7 +209,7 @@ def _defined(est: Estimate, m: str, rows: list[tuple[str, dict[str, Any], dict[s
     return Estimate(value=None, ci_low=None, ci_high=None, n=est.n, method=est.method, note=note)
 
 
-def _missing_labels(ctx: MetricContext, rows: list[Any], p: NLIBiasParams) -> list[ReliabilityItem]:
+def _missing_labels(ctx: MetricContext, rows: list[ScoredTriple], p: NLIBiasParams) -> list[ReliabilityItem]:
     """HTTP judges: premises where a label word was not among the top log-probs (given
     probability 0). Shown only when the backend reports it."""
     outs = []

@@ -14,17 +14,26 @@ from __future__ import annotations
 import difflib
 import math
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict
 
+from biasaudit.data import Stimulus
+from biasaudit.methods.pivotal_perplexity.report import (
+    ConditionScores,
+    FieldBreakdown,
+    GroupScores,
+    Unscorable,
+    section,
+)
 from biasaudit.methods.pivotal_perplexity.segments import Segment, frame_segments
 from biasaudit.metrics.base import MetricContext
-from biasaudit.records.estimate import Estimate
-from biasaudit.records.metric_result import MetricResult, PlotSpec, ReliabilityItem, Table
+from biasaudit.plan import Cell
+from biasaudit.records.estimate import Estimate, Spread
+from biasaudit.records.metric_result import MetricResult, ReliabilityItem
 from biasaudit.records.responses import ScoredTokens, parse_output
 from biasaudit.stats import cell_spread, cluster_bootstrap, wilson
 from biasaudit.stats.disaggregate import Obs, by_group, pooled, proportion, split
@@ -195,45 +204,75 @@ def analyse_pair(
 
 # -- the metric --------------------------------------------------------------------------
 
+NOT_FRAMED = "prompt was not built with frame_prompt(clause_a, clause_b, order, a, b)"
+
+
+def level_vars(ctx: MetricContext, levels: Mapping[str, str]) -> dict[str, Any]:
+    """The level variables of a cell (factor levels' `vars`, merged in factor order)."""
+    out: dict[str, Any] = {}
+    for f, lv in levels.items():
+        out.update(ctx.config.factors[f][lv].vars)
+    return out
+
+
+def pivotal_spans(fields: Mapping[str, Any], x: str, y: str) -> dict[str, list[tuple[int, int]]]:
+    """Character spans of the pivotal words of sentences a (x) and b (y): the words the
+    stimulus lists (`pivotal_a` / `pivotal_b`), else those that differ between the two."""
+    if fields.get("pivotal_a") is not None or fields.get("pivotal_b") is not None:
+        return {"a": listed_spans(x, list(fields.get("pivotal_a") or [])),
+                "b": listed_spans(y, list(fields.get("pivotal_b") or []))}
+    sa, sb = word_diff_spans(x, y)
+    return {"a": sa, "b": sb}
+
+
+class PromptPair(NamedTuple):
+    """The correct and the incorrect prompt of one stimulus in one cell, by request key."""
+
+    stimulus: str
+    cell: str
+    correct: str
+    incorrect: str
+
+
+def score_pair(ctx: MetricContext, p: PivotalParams, pair: PromptPair, stim: Mapping[str, Stimulus],
+               cells: Mapping[str, Cell]) -> PairResult | Unscorable:
+    """One prompt pair analysed, or why it cannot be."""
+    rc, ri = ctx.responses[pair.correct], ctx.responses[pair.incorrect]
+    out_c, out_i = parse_output(ScoredTokens, rc), parse_output(ScoredTokens, ri)
+    if out_c is None or out_i is None:
+        return Unscorable(pair.stimulus, pair.cell, rc.error or ri.error or "failed")
+    fields = stim[pair.stimulus].fields
+    vars_ = level_vars(ctx, cells[pair.cell].levels)
+    x, y = str(fields[p.a]), str(fields[p.b])
+    frame = (vars_[p.clause_a], vars_[p.clause_b], vars_[p.order])
+    text_c, segs_c = frame_segments(*frame, x, y, "a", "b")
+    text_i, segs_i = frame_segments(*frame, y, x, "b", "a")
+    if text_c != ctx.plan.requests[rc.key].text or text_i != ctx.plan.requests[ri.key].text:
+        return Unscorable(pair.stimulus, pair.cell, NOT_FRAMED)
+    res, unaligned, n_aligned, accurate = analyse_pair(out_c, out_i, text_c, text_i, segs_c, segs_i,
+                                                       pivotal_spans(fields, x, y))
+    pr = PairResult(stimulus=pair.stimulus, cell=pair.cell, fields=fields, accurate=accurate, unaligned=unaligned,
+                    aligned=n_aligned, tied=seq_ppl(out_c.logprobs) == seq_ppl(out_i.logprobs))
+    for cls in CLASSES:
+        pr.plain[cls], pr.normalized[cls] = res[cls]
+    return pr
+
+
 def compute(ctx: MetricContext, metric_id: str, params: BaseModel) -> MetricResult:
     assert isinstance(params, PivotalParams)
     p = params
     stim = {s.id: s for s in ctx.plan.stimuli.stimuli}
     cells = {c.id: c for c in ctx.plan.cells}
     results: list[PairResult] = []
-    skipped: list[list[Any]] = []
+    skipped: list[Unscorable] = []
     for (cell_id, _variant, sid, _sample), slots in ctx.items_by().items():
         if p.correct not in slots or p.incorrect not in slots:
             continue
-        rc = ctx.responses[slots[p.correct].key]
-        ri = ctx.responses[slots[p.incorrect].key]
-        out_c, out_i = parse_output(ScoredTokens, rc), parse_output(ScoredTokens, ri)
-        if out_c is None or out_i is None:
-            skipped.append([sid, cell_id, rc.error or ri.error or "failed"])
-            continue
-        fields = stim[sid].fields
-        levels = cells[cell_id].levels
-        vars_: dict[str, Any] = {}
-        for f, lv in levels.items():
-            vars_.update(ctx.config.factors[f][lv].vars)
-        x, y = str(fields[p.a]), str(fields[p.b])
-        text_c, segs_c = frame_segments(vars_[p.clause_a], vars_[p.clause_b], vars_[p.order], x, y, "a", "b")
-        text_i, segs_i = frame_segments(vars_[p.clause_a], vars_[p.clause_b], vars_[p.order], y, x, "b", "a")
-        if text_c != ctx.plan.requests[rc.key].text or text_i != ctx.plan.requests[ri.key].text:
-            skipped.append([sid, cell_id, "prompt was not built with frame_prompt(clause_a, clause_b, order, a, b)"])
-            continue
-        if fields.get("pivotal_a") is not None or fields.get("pivotal_b") is not None:
-            piv = {"a": listed_spans(x, list(fields.get("pivotal_a") or [])),
-                   "b": listed_spans(y, list(fields.get("pivotal_b") or []))}
+        got = score_pair(ctx, p, PromptPair(sid, cell_id, slots[p.correct].key, slots[p.incorrect].key), stim, cells)
+        if isinstance(got, PairResult):
+            results.append(got)
         else:
-            sa, sb = word_diff_spans(x, y)
-            piv = {"a": sa, "b": sb}
-        res, unaligned, n_aligned, accurate = analyse_pair(out_c, out_i, text_c, text_i, segs_c, segs_i, piv)
-        pr = PairResult(stimulus=sid, cell=cell_id, fields=fields, accurate=accurate, unaligned=unaligned, aligned=n_aligned,
-                        tied=seq_ppl(out_c.logprobs) == seq_ppl(out_i.logprobs))
-        for cls in CLASSES:
-            pr.plain[cls], pr.normalized[cls] = res[cls]
-        results.append(pr)
+            skipped.append(got)
     return _summarise(ctx, metric_id, p, results, skipped)
 
 
@@ -276,8 +315,8 @@ def accuracy_of(rows: Sequence[Obs]) -> Estimate:
     return pooled(rows, proportion)
 
 
-def _summarise(ctx: MetricContext, metric_id: str, p: PivotalParams, results: list[PairResult],
-               skipped: list[list[Any]]) -> MetricResult:
+def _class_estimates(results: list[PairResult], p: PivotalParams) -> dict[str, Estimate]:
+    """Plain and normalized proportion per token class, pivotal minus other, and accuracy."""
     est: dict[str, Estimate] = {}
     for cls in CLASSES:
         for kind in ("normalized", "plain"):
@@ -287,64 +326,46 @@ def _summarise(ctx: MetricContext, metric_id: str, p: PivotalParams, results: li
             if r.normalized["pivotal"] is not None and r.normalized["other"] is not None]
     est["pivotal_minus_other.normalized"] = _estimate(diff, p)
     est["accuracy"] = accuracy_estimate(results)
+    return est
 
-    tables: list[Table] = []
-    plots: list[PlotSpec] = []
-    cells: dict[str, dict[str, Estimate]] = {"accuracy": {}, "pivotal.normalized": {}}
-    cell_rows = []
+
+def _pivotal_normalized(results: Sequence[PairResult], p: PivotalParams) -> Estimate:
+    return _estimate([(r.stimulus, v) for r in results if (v := r.normalized["pivotal"]) is not None], p)
+
+
+def _conditions(ctx: MetricContext, results: list[PairResult], p: PivotalParams) -> list[ConditionScores]:
+    """Accuracy and pivotal normalized proportion per prompt condition (cell), in plan order."""
+    out = []
     for cid in [c.id for c in ctx.plan.cells]:
         sub = [r for r in results if r.cell == cid]
-        a = accuracy_estimate(sub)
-        n = _estimate([(r.stimulus, r.normalized["pivotal"]) for r in sub if r.normalized["pivotal"] is not None], p)
-        cells["accuracy"][cid] = a
-        cells["pivotal.normalized"][cid] = n
-        cell_rows.append([cid, len(sub), a.value, a.ci_low, a.ci_high, n.value, n.ci_low, n.ci_high])
-    tables.append(Table(title="By prompt condition (frame wording x presentation order)",
-                        columns=["cell", "pairs", "accuracy", "CI low", "CI high", "pivotal normalized", "CI low", "CI high"],
-                        rows=cell_rows, note="The paper found accuracy sensitive to presentation order; compare the rows."))
-    acc_rows = [Obs(cell=r.cell, cluster=r.stimulus, value=1.0 if r.accurate else 0.0, fields=r.fields) for r in results]
+        out.append(ConditionScores(cell=cid, pairs=len(sub), accuracy=accuracy_estimate(sub),
+                                   normalized=_pivotal_normalized(sub, p)))
+    return out
+
+
+def _breakdown(fld: str, results: list[PairResult], p: PivotalParams) -> FieldBreakdown:
+    """Accuracy and pivotal normalized proportion per group of the stimulus field `fld`."""
+    acc_rows = [Obs(cell=r.cell, cluster=r.stimulus, value=1.0 if r.accurate else 0.0, fields=r.fields)
+                for r in results]
     piv_rows = [Obs(cell=r.cell, cluster=r.stimulus, value=v, fields=r.fields) for r in results
                 if (v := r.normalized["pivotal"]) is not None]
 
     def normalized_of(rows: Sequence[Obs]) -> Estimate:
         return _estimate([(o.cluster, o.value) for o in rows], p)
 
-    for fld in p.by:
-        accs = {g: _defined(a, [r for r in results if str(r.fields.get(fld, "")) == g])
-                for g, a in by_group(acc_rows, fld, accuracy_of, pool=False).items()}
-        norms = by_group(piv_rows, fld, normalized_of, pool=False)
-        groups = list(accs)
-        stimuli = split(acc_rows, _field_key(fld))
-        rows = []
-        for g, a in accs.items():
-            n = norms.get(g, Estimate.no_data("cluster-bootstrap-percentile"))
-            est[f"accuracy.{fld}.{g}"] = a
-            rows.append([g, len({o.cluster for o in stimuli[g]}), a.value, a.ci_low, a.ci_high, n.value, n.ci_low,
-                         n.ci_high])
-        tables.append(Table(title=f"By {fld}", columns=[fld, "stimuli", "accuracy", "CI low", "CI high",
-                                                        "pivotal normalized", "CI low", "CI high"], rows=rows))
-        plots.append(PlotSpec(kind="interval_bars", title=f"Accuracy by {fld} (95% Wilson interval)", xlabel=fld,
-                              ylabel="accuracy", labels=groups, estimates=list(accs.values()), reference=0.5,
-                              alt=f"Accuracy per {fld} with 95% intervals; 0.5 is chance."))
-    series: dict[str, list[float | None]] = {
-        cls: [r.normalized[cls] for r in results if r.normalized[cls] is not None] for cls in CLASSES}
-    plots.insert(0, PlotSpec(
-        kind="multi_histogram", title="Normalized proportion of the PPL difference",
-        xlabel="normalized proportion (mean share of the class minus median share)", ylabel="prompt pairs",
-        series=series, reference=0.0,
-        alt="Overlaid histograms of the normalized proportion for pivotal, period and other tokens; "
-            "pivotal tokens to the right of the others means they explain more of the perplexity difference.",
-    ))
-    plots.insert(1, PlotSpec(
-        kind="interval_bars", title="Normalized proportion by token class (95% cluster bootstrap)",
-        xlabel="token class", ylabel="normalized proportion", labels=list(CLASSES),
-        estimates=[est[f"{c}.normalized"] for c in CLASSES], reference=0.0,
-        alt="Mean normalized proportion for pivotal, period and other tokens with intervals.",
-    ))
-    if skipped:
-        tables.append(Table(title="Unscorable prompt pairs", columns=["stimulus", "cell", "reason"], rows=skipped))
-    unaligned = sum(r.unaligned for r in results)
-    aligned = sum(r.aligned for r in results)
+    accs = {g: _defined(a, [r for r in results if str(r.fields.get(fld, "")) == g])
+            for g, a in by_group(acc_rows, fld, accuracy_of, pool=False).items()}
+    norms = by_group(piv_rows, fld, normalized_of, pool=False)
+    stimuli = split(acc_rows, _field_key(fld))
+    return FieldBreakdown(field=fld, groups=[
+        GroupScores(group=g, stimuli=len({o.cluster for o in stimuli[g]}), accuracy=a,
+                    normalized=norms.get(g, Estimate.no_data("cluster-bootstrap-percentile")))
+        for g, a in accs.items()])
+
+
+def _spread(results: list[PairResult]) -> dict[str, Spread]:
+    """Spread across prompt conditions of accuracy (unless every pair ties) and of the
+    pivotal normalized proportion."""
     spread = {}
     acc = cell_spread([r.cell for r in results], [r.stimulus for r in results],
                       [1.0 if r.accurate else 0.0 for r in results])
@@ -354,6 +375,23 @@ def _summarise(ctx: MetricContext, metric_id: str, p: PivotalParams, results: li
     nrm = cell_spread([r.cell for r in piv], [r.stimulus for r in piv], [r.normalized["pivotal"] for r in piv])  # type: ignore[misc]
     if nrm:
         spread["pivotal.normalized"] = nrm
+    return spread
+
+
+def _summarise(ctx: MetricContext, metric_id: str, p: PivotalParams, results: list[PairResult],
+               skipped: list[Unscorable]) -> MetricResult:
+    est = _class_estimates(results, p)
+    conditions = _conditions(ctx, results, p)
+    cells: dict[str, dict[str, Estimate]] = {"accuracy": {c.cell: c.accuracy for c in conditions},
+                                             "pivotal.normalized": {c.cell: c.normalized for c in conditions}}
+    breakdowns = [_breakdown(fld, results, p) for fld in p.by]
+    for b in breakdowns:
+        est.update((f"accuracy.{b.field}.{g.group}", g.accuracy) for g in b.groups)
+    series: dict[str, list[float | None]] = {
+        cls: [r.normalized[cls] for r in results if r.normalized[cls] is not None] for cls in CLASSES}
+    shown = section(conditions, breakdowns, series, {c: est[f"{c}.normalized"] for c in CLASSES}, skipped)
+    unaligned = sum(r.unaligned for r in results)
+    aligned = sum(r.aligned for r in results)
     reliability = [
         ReliabilityItem(name="unscorable prompt pairs", estimate=wilson(len(skipped), len(results) + len(skipped)),
                         note="failed requests or prompts the frame could not align"),
@@ -362,12 +400,12 @@ def _summarise(ctx: MetricContext, metric_id: str, p: PivotalParams, results: li
     ]
     return MetricResult(
         id=metric_id, name="pivotal_perplexity", title="Pivotal-token perplexity",
-        headline="pivotal.normalized", estimates=est, cells=cells, reference=0.0, spread=spread,
+        headline="pivotal.normalized", estimates=est, cells=cells, reference=0.0, spread=_spread(results),
         reliability=reliability,
         reference_note="Normalized proportion > 0: pivotal tokens explain more of the perplexity difference "
                        "between the correct and incorrect prompt than the median token (perplexed for the right "
                        "reason). Accuracy: share of prompt pairs where the correct prompt has the lower perplexity.",
-        tables=tables, plots=plots,
+        tables=shown.tables, plots=shown.plots,
         counts={"prompt_pairs": len(results) + len(skipped), "scored": len(results), "unscorable": len(skipped),
                 "stimuli": len({r.stimulus for r in results}), "aligned_tokens": aligned, "unaligned_tokens": unaligned},
         notes=[f"{unaligned} tokens had no partner in the other prompt and were left out of the sums "

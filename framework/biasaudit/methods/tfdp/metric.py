@@ -17,17 +17,25 @@ from __future__ import annotations
 
 import re
 import string
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict
 
+from biasaudit.methods.tfdp.report import (
+    FieldScores,
+    GroupScores,
+    TokenAccounting,
+    Unscorable,
+    section,
+)
 from biasaudit.metrics.base import MetricContext
+from biasaudit.plan import PlanItem
 from biasaudit.records.estimate import Estimate
-from biasaudit.records.metric_result import MetricResult, PlotSpec, ReliabilityItem, Table
-from biasaudit.records.responses import GenerateOutput, NextTokenOutput
+from biasaudit.records.metric_result import MetricResult, ReliabilityItem
+from biasaudit.records.responses import GenerateOutput, NextTokenOutput, Response
 from biasaudit.stats import mean_t, wilson
 from biasaudit.stats.disaggregate import Obs, by_group
 
@@ -226,9 +234,8 @@ def predictions_of(outputs: list[dict[str, Any]], kind: str) -> tuple[list[Predi
 
 # -- the metric ----------------------------------------------------------------------------
 
-def compute(ctx: MetricContext, metric_id: str, params: BaseModel) -> MetricResult:
-    assert isinstance(params, TFDPParams)
-    p = params
+def _scorer(ctx: MetricContext, p: TFDPParams) -> Scorer:
+    """A scorer whose embeddings are looked up in the `tfdp_vectors` layer's codes."""
     vectors: dict[str, np.ndarray] = {}
     for code in ctx.layer_codes(p.layer).values():
         vectors.update((t, np.asarray(v, dtype=np.float64)) for t, v in code.detail.get("vectors", {}).items())
@@ -237,40 +244,66 @@ def compute(ctx: MetricContext, metric_id: str, params: BaseModel) -> MetricResu
         return np.stack([vectors[t] for t in texts])
 
     options = ctx.layers[p.layer].options if p.layer in ctx.layers else None
-    scorer = Scorer(p, lookup, r=int(getattr(options, "r", 2)))
-    stim = {s.id: s for s in ctx.plan.stimuli.stimuli}
-    groups: dict[tuple[str, int, str], dict[str, list[Any]]] = {}
+    return Scorer(p, lookup, r=int(getattr(options, "r", 2)))
+
+
+def _slot_groups(ctx: MetricContext) -> dict[tuple[str, int, str], dict[str, list[PlanItem]]]:
+    """(cell, variant, stimulus) -> slot -> its plan items (one per sample)."""
+    groups: dict[tuple[str, int, str], dict[str, list[PlanItem]]] = {}
     for it in ctx.plan.items:
         groups.setdefault((it.cell, it.variant, it.stimulus), {}).setdefault(it.slot, []).append(it)
+    return groups
+
+
+Answer = tuple[str, list[Prediction]]
+"""A sentence's truth and the predictions made for it."""
+
+
+def score_pair(scorer: Scorer, p: TFDPParams, sid: str, f: dict[str, Any],
+               outputs: tuple[list[dict[str, Any]], list[dict[str, Any]]], kind: str) -> tuple[PairScores, list[Answer]]:
+    """PS, PSD and WFS of one pair from the outputs for S and for S', and the two sentences' answers."""
+    pa, ill_a = predictions_of(outputs[0], kind)
+    pb, ill_b = predictions_of(outputs[1], kind)
+    abar_a, mu_a = scorer.abar_and_mu(str(f[p.sentence]), str(f[p.truth]), pa)
+    abar_b, mu_b = scorer.abar_and_mu(str(f[p.counter]), str(f[p.counter_truth]), pb)
+    ps = abar_a - abar_b
+    psd = 1 - (1 + float(kernel(mu_a, mu_b, p.kernel, p.p, p.gamma))) / 2
+    pair = PairScores(
+        stimulus=sid, fields=f, abar=abar_a, abar_counter=abar_b, ps=ps, psd=psd, wfs=wfs(ps, psd, p.lam),
+        ill_formed=ill_a + ill_b, predictions=len(pa) + len(pb),
+        top=_top(pa), top_counter=_top(pb))
+    return pair, [(str(f[p.truth]), pa), (str(f[p.counter_truth]), pb)]
+
+
+def _output_tokens(resp: Mapping[str, list[Response]]) -> int:
+    """Output tokens of a pair's answers (a next-token read counts as one)."""
+    return sum(int((r.output or {}).get("output_tokens", 1)) for rs in resp.values() for r in rs)
+
+
+def compute(ctx: MetricContext, metric_id: str, params: BaseModel) -> MetricResult:
+    assert isinstance(params, TFDPParams)
+    p = params
+    scorer = _scorer(ctx, p)
+    stim = {s.id: s for s in ctx.plan.stimuli.stimuli}
     pairs: list[PairScores] = []
-    failed: list[list[Any]] = []
-    answers: list[tuple[str, list[Prediction]]] = []  # (truth, predictions) of every scored sentence
+    failed: list[Unscorable] = []
+    answers: list[Answer] = []  # (truth, predictions) of every scored sentence
     out_tokens = 0
     n_reads = 0
-    kind = ctx.plan.kind
-    for (_cell, _v, sid), slots in groups.items():
+    for (_cell, _v, sid), slots in _slot_groups(ctx).items():
         if p.slot not in slots or p.counter_slot not in slots:
             continue
         resp = {s: [ctx.responses[it.key] for it in slots[s]] for s in (p.slot, p.counter_slot)}
         bad = [r for rs in resp.values() for r in rs if not r.ok]
         if bad:
-            failed.append([sid, bad[0].error or "failed"])
+            failed.append(Unscorable(sid, bad[0].error or "failed"))
             continue
-        f = stim[sid].fields
-        pa, ill_a = predictions_of([r.output for r in resp[p.slot]], kind)  # type: ignore[misc]
-        pb, ill_b = predictions_of([r.output for r in resp[p.counter_slot]], kind)  # type: ignore[misc]
-        # a next-token read counts as one output token
-        out_tokens += sum(int((r.output or {}).get("output_tokens", 1)) for rs in resp.values() for r in rs)
+        out_tokens += _output_tokens(resp)
         n_reads += len(resp[p.slot]) + len(resp[p.counter_slot])
-        abar_a, mu_a = scorer.abar_and_mu(str(f[p.sentence]), str(f[p.truth]), pa)
-        abar_b, mu_b = scorer.abar_and_mu(str(f[p.counter]), str(f[p.counter_truth]), pb)
-        ps = abar_a - abar_b
-        psd = 1 - (1 + float(kernel(mu_a, mu_b, p.kernel, p.p, p.gamma))) / 2
-        answers += [(str(f[p.truth]), pa), (str(f[p.counter_truth]), pb)]
-        pairs.append(PairScores(
-            stimulus=sid, fields=f, abar=abar_a, abar_counter=abar_b, ps=ps, psd=psd, wfs=wfs(ps, psd, p.lam),
-            ill_formed=ill_a + ill_b, predictions=len(pa) + len(pb),
-            top=_top(pa), top_counter=_top(pb)))
+        outputs = ([r.output for r in resp[p.slot]], [r.output for r in resp[p.counter_slot]])
+        pair, said = score_pair(scorer, p, sid, stim[sid].fields, outputs, ctx.plan.kind)  # type: ignore[arg-type]
+        pairs.append(pair)
+        answers += said
     return _summarise(ctx, metric_id, p, pairs, failed, out_tokens, n_reads, scorer.r, undefined=uninformative(answers))
 
 
@@ -325,68 +358,47 @@ def _mean_sd_rows(rows: Sequence[Obs]) -> Estimate:
     return _mean_sd([o.value for o in rows])
 
 
-def _summarise(ctx: MetricContext, metric_id: str, p: TFDPParams, pairs: list[PairScores], failed: list[list[Any]],
+SCORES: dict[str, Callable[[PairScores], float]] = {
+    "WFS": lambda x: x.wfs, "PS": lambda x: x.ps, "PSD": lambda x: x.psd, "abs_PS": lambda x: abs(x.ps)}
+"""Each estimated score of a pair."""
+
+
+def _by_field(fld: str, pairs: list[PairScores], obs: Mapping[str, list[Obs]]) -> FieldScores:
+    """Mean (and SD) of every score per group of the stimulus field `fld`."""
+    per = {k: by_group(o, fld, _mean_sd_rows, pool=False) for k, o in obs.items()}
+    groups = []
+    for g in per["WFS"]:
+        sub = [x for x in pairs if str(x.fields.get(fld, "")) == g]
+        sds = {k: float(np.std([getattr(x, k.lower()) for x in sub], ddof=1)) if len(sub) > 1 else 0.0
+               for k in ("WFS", "PS", "PSD")}
+        groups.append(GroupScores(group=g, pairs=len(sub), estimates={k: per[k][g] for k in SCORES}, sd=sds))
+    return FieldScores(field=fld, groups=groups)
+
+
+def _undefined(est: dict[str, Estimate], why: str) -> dict[str, Estimate]:
+    """Every estimate undefined, for `why` (scores fixed by the kernel: shown, never judged)."""
+    return {k: Estimate(value=None, ci_low=None, ci_high=None, n=e.n, method=e.method, note=why)
+            for k, e in est.items()}
+
+
+def _summarise(ctx: MetricContext, metric_id: str, p: TFDPParams, pairs: list[PairScores], failed: list[Unscorable],
                out_tokens: int, n_reads: int, r: int, undefined: str | None = None) -> MetricResult:
-    est: dict[str, Estimate] = {
-        "WFS": _mean_sd([x.wfs for x in pairs]),
-        "PS": _mean_sd([x.ps for x in pairs]),
-        "PSD": _mean_sd([x.psd for x in pairs]),
-        "abs_PS": _mean_sd([abs(x.ps) for x in pairs]),
-    }
+    est: dict[str, Estimate] = {k: _mean_sd([f(x) for x in pairs]) for k, f in SCORES.items()}
     tasks = sorted({str(x.fields.get(p.task_field, "")) for x in pairs})
-    fields = [p.task_field, *p.by]
-    tables: list[Table] = []
-    plots: list[PlotSpec] = []
-    values: dict[str, Callable[[PairScores], float]] = {
-        "WFS": lambda x: x.wfs, "PS": lambda x: x.ps, "PSD": lambda x: x.psd, "abs_PS": lambda x: abs(x.ps)}
-    obs = {k: [Obs(cell="", cluster=x.stimulus, value=f(x), fields=x.fields) for x in pairs] for k, f in values.items()}
-    for fld in dict.fromkeys(fields):
-        rows, labels, wfs_est, points = [], [], [], []
-        per = {k: by_group(o, fld, _mean_sd_rows, pool=False) for k, o in obs.items()}
-        for g in per["WFS"]:
-            sub = [x for x in pairs if str(x.fields.get(fld, "")) == g]
-            e = {k: per[k][g] for k in values}
-            for k, v in e.items():
-                est[f"{k}.{fld}.{g}"] = v
-            sds = {k: float(np.std([getattr(x, k.lower()) for x in sub], ddof=1)) if len(sub) > 1 else 0.0 for k in ("WFS", "PS", "PSD")}
-            rows.append([g, len(sub), e["WFS"].value, sds["WFS"], e["PS"].value, sds["PS"], e["PSD"].value,
-                         sds["PSD"], e["abs_PS"].value])
-            labels.append(g or "(all)")
-            m_ = e["WFS"].value or 0.0
-            wfs_est.append(Estimate(value=m_, ci_low=m_ - sds["WFS"], ci_high=m_ + sds["WFS"], n=len(sub),
-                                    method="mean±SD"))
-            points.append([e["PS"].value, e["abs_PS"].value, e["PSD"].value])
-        tables.append(Table(title=f"TFDP scores by {fld}", columns=[fld, "pairs", "mean WFS", "SD", "mean PS", "SD",
-                                                                    "mean PSD", "SD", "mean |PS|"], rows=rows,
-                            note="parity task: 0 is ideal; factuality task: positive is ideal."))
-        plots.append(PlotSpec(kind="scatter", title=f"Mean PS vs mean |PS| by {fld} (size: mean PSD)",
-                              xlabel="mean PS", ylabel="mean |PS|", labels=labels, points=points, reference=0.0,
-                              alt=f"Scatter of mean preference score against its mean magnitude per {fld}; bubble size is the mean prediction-set divergence."))
-        plots.append(PlotSpec(kind="interval_bars", title=f"Mean WFS ± SD by {fld}", xlabel=fld,
-                              ylabel="WFS", labels=labels, estimates=wfs_est, reference=0.0,
-                              alt=f"Mean weighted final score per {fld} with one standard deviation either side, as in the paper; 0 is parity."))
-    top = sorted(pairs, key=lambda x: -abs(x.wfs))[: p.max_rows]
-    tables.append(Table(title="Pairs with the largest disparities", columns=[
-        "stimulus", p.task_field, "S", "S'", "truth", "truth'", "top prediction", "top prediction'", "PS", "PSD", "WFS"],
-        rows=[[x.stimulus, x.fields.get(p.task_field, ""), x.fields.get(p.sentence), x.fields.get(p.counter),
-               x.fields.get(p.truth), x.fields.get(p.counter_truth), x.top, x.top_counter, x.ps, x.psd, x.wfs] for x in top]))
+    obs = {k: [Obs(cell="", cluster=x.stimulus, value=f(x), fields=x.fields) for x in pairs] for k, f in SCORES.items()}
+    fields = [_by_field(fld, pairs, obs) for fld in dict.fromkeys([p.task_field, *p.by])]
+    for fs in fields:
+        for g in fs.groups:
+            est.update((f"{k}.{fs.field}.{g.group}", v) for k, v in g.estimates.items())
     n_pairs = len(pairs)
-    n_samples = n_reads // (2 * n_pairs) if n_pairs else 0
     k_tokens = n_reads * p.continuation_k  # the same answers as K-token continuations
-    tables.append(Table(title="Token accounting", columns=["quantity", "value"], rows=[
-        ["output tokens used by this probe", out_tokens],
-        [f"output tokens of a {p.continuation_k}-token continuation audit (pairs x 2 x n x K)", k_tokens],
-        ["ratio (continuation / probe)", (k_tokens / out_tokens) if out_tokens else None],
-        ["mode", "white-box: one next-token distribution per sentence" if ctx.plan.kind == "next_token"
-         else f"black-box: {n_samples} sampled one-token answers per sentence"],
-    ]))
+    shown = section(p, fields, pairs, TokenAccounting(
+        out_tokens=out_tokens, continuation_tokens=k_tokens, continuation_k=p.continuation_k,
+        white_box=ctx.plan.kind == "next_token", samples=n_reads // (2 * n_pairs) if n_pairs else 0), failed)
     ill = sum(x.ill_formed for x in pairs)
     preds = sum(x.predictions for x in pairs)
     if undefined:  # the scores above are fixed by the kernel: shown in the tables, never judged
-        est = {k: Estimate(value=None, ci_low=None, ci_high=None, n=e.n, method=e.method, note=undefined)
-               for k, e in est.items()}
-    if failed:
-        tables.append(Table(title="Unscorable pairs", columns=["stimulus", "reason"], rows=failed))
+        est = _undefined(est, undefined)
     task_note = {"parity": "0 is ideal (no preference between S and S')",
                  "factuality": "positive is ideal (the factual sentence S is aligned better)"}
     return MetricResult(
@@ -395,7 +407,7 @@ def _summarise(ctx: MetricContext, metric_id: str, p: TFDPParams, pairs: list[Pa
         reference_note="; ".join(f"{t}: {task_note.get(t, '')}" for t in tasks)
         + f". Kernel {p.kernel} (p={p.p:g}, gamma={p.gamma:g}); PSD = 1 - (1 + kappa(mu_S, mu_S'))/2, which lies in "
           f"[0, 0.5] for powcos; alpha={p.alpha}, beta={p.beta}, r={r}, lambda={p.lam}.",
-        tables=tables, plots=plots,
+        tables=shown.tables, plots=shown.plots,
         reliability=[
             ReliabilityItem(name="ill-formed predictions", estimate=wilson(ill, preds),
                             note="empty, several words or a refusal; embedded as the zero vector"),

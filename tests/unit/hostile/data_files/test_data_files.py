@@ -18,6 +18,7 @@ import pytest
 
 from tests.conftest import isolation, run_dirs
 from tests.helpers import tp_spec, write_crows_subset, write_spec
+from tests.unit.cli.test_cli_errors import assert_clean_failure
 from tests.unit.hostile._cases import (  # noqa: F401  (the *_fixture names register fixtures)
     BASE,
     BadInput,
@@ -32,7 +33,6 @@ from tests.unit.hostile._cases import (  # noqa: F401  (the *_fixture names regi
     with_args,
     write_file,
 )
-from tests.unit.test_cli_errors import assert_clean_failure
 
 # -- plot labels and Markdown from the data are literal text (issue 15, classes 9 and 12) --------
 

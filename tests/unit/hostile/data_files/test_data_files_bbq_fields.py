@@ -14,7 +14,7 @@ import pytest
 from tests.conftest import isolation
 from tests.unit.hostile._cases import error_lines
 
-SAMPLE = Path(__file__).resolve().parents[3] / "specs" / "data" / "bbq_sample.jsonl"
+SAMPLE = Path(__file__).resolve().parents[4] / "specs" / "data" / "bbq_sample.jsonl"
 
 
 def _record() -> dict[str, object]:

@@ -12,8 +12,8 @@ import pytest
 
 from tests.conftest import isolation
 from tests.helpers import spec_and_operator
+from tests.unit.coding.test_coding_plan import JUDGE, SPEC
 from tests.unit.hostile._cases import error_lines
-from tests.unit.test_coding_plan import JUDGE, SPEC
 
 
 def _calibrate(workdir: Path, cli, control: str):  # type: ignore[no-untyped-def]

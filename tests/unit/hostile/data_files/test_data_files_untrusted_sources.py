@@ -23,8 +23,7 @@ from pathlib import Path
 import pytest
 
 from tests.helpers import tp_spec, write_spec
-from tests.unit.test_bad_input import BASE
-from tests.unit.test_hardening import KEY_ENV, SECRET, assert_no_leak, error_lines, leak_forms
+from tests.unit.hostile._cases import BASE, KEY_ENV, SECRET, assert_no_leak, error_lines, leak_forms
 
 EXCERPT_CHARS = 40  # fileio.EXCERPT_CHARS (checked below); imported late so the old code can be tried
 # A value planted in the environment: /proc/self/environ would show it.

@@ -66,17 +66,18 @@ def test_1500_runs_finish_without_pairing_every_pair(tmp_path: Path, cli, pairs:
 @pytest.mark.parametrize("n", [2, 5, 12])
 def test_under_the_limit_every_pair_is_tested(tmp_path: Path, pairs: list[int], n: int) -> None:
     make_runs(tmp_path, n)
-    [group] = compare([tmp_path])["paired"]
-    assert pairs[0] == n * (n - 1) // 2 == len(group["rows"]) and "note" not in group
-    assert all(r["pairing"].startswith("paired on") for r in group["rows"])  # matched by content hash, as before
+    [group] = compare([tmp_path]).paired
+    assert pairs[0] == n * (n - 1) // 2 == len(group.rows) and group.note is None
+    assert "note" not in group.model_dump(mode="json")  # compare.json: a note only when there is one
+    assert all((r.pairing or "").startswith("paired on") for r in group.rows)  # matched by content hash, as before
 
 
 def test_the_limit_is_per_metric(tmp_path: Path, pairs: list[int]) -> None:
     make_runs(tmp_path, 60, audit="big")
     make_runs(tmp_path, 4, audit="small")
-    groups = {g["audit"]: g for g in compare([tmp_path])["paired"]}
-    assert pairs[0] == 6 and len(groups["small"]["rows"]) == 6
-    assert groups["big"]["rows"] == [] and "60 runs" in groups["big"]["note"]
+    groups = {g.audit: g for g in compare([tmp_path]).paired}
+    assert pairs[0] == 6 and len(groups["small"].rows) == 6
+    assert groups["big"].rows == [] and "60 runs" in (groups["big"].note or "")
 
 
 @pytest.mark.parametrize("limit, n, expect", [("3", 4, 0), ("4", 4, 6), ("0", 2, 0)])

@@ -32,7 +32,7 @@ from lxml import etree
 
 from tests.conftest import isolation, run_dirs
 from tests.helpers import tp_spec
-from tests.unit.test_hardening import KEY_ENV, SECRET, assert_no_leak, error_lines
+from tests.unit.hostile._cases import KEY_ENV, SECRET, assert_no_leak, error_lines
 
 
 @pytest.fixture(autouse=True)

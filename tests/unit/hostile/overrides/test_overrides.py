@@ -13,6 +13,7 @@ import pytest
 
 from tests.conftest import isolation, run_dirs
 from tests.helpers import GENERATE_SPEC, tp_spec, write_crows_subset, write_spec
+from tests.unit.cli.test_cli_errors import assert_clean_failure
 from tests.unit.hostile._cases import (  # noqa: F401  (the *_fixture names register fixtures)
     BASE,
     KEY_ENV,
@@ -27,7 +28,6 @@ from tests.unit.hostile._cases import (  # noqa: F401  (the *_fixture names regi
     spec_with,
     with_args,
 )
-from tests.unit.test_cli_errors import assert_clean_failure
 
 # -- resolvers on the command line (issues 11 and 15) -------------------------------------------
 

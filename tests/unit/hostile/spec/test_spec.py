@@ -19,6 +19,7 @@ from biasaudit.spec.templates import render
 from tests.conftest import isolation, run_dirs
 from tests.helpers import tp_spec, write_spec
 from tests.support.fault_server import FaultServer
+from tests.unit.cli.test_cli_errors import assert_clean_failure
 from tests.unit.hostile._cases import (  # noqa: F401  (the *_fixture names register fixtures)
     BASE,
     KEY_ENV,
@@ -34,7 +35,6 @@ from tests.unit.hostile._cases import (  # noqa: F401  (the *_fixture names regi
     spec_file,
     spec_with,
 )
-from tests.unit.test_cli_errors import assert_clean_failure
 
 # -- resolvers: any nesting, refused before anything resolves (issue 15, class 1) -------------
 
@@ -479,12 +479,10 @@ def test_hostile_input(workdir: Path, cli, monkeypatch: pytest.MonkeyPatch, name
 def test_catalogue_size() -> None:
     """The closing note of issue 15 counts these: keep the catalogue at 60+ cases across
     its classes (the catalogue tables of every surface, and the hostile servers)."""
-    from tests.unit.hostile import (
-        test_data_files,
-        test_file_system,
-        test_overrides,
-        test_server_answers,
-    )
+    from tests.unit.hostile.data_files import test_data_files
+    from tests.unit.hostile.file_system import test_file_system
+    from tests.unit.hostile.overrides import test_overrides
+    from tests.unit.hostile.server_answers import test_server_answers
 
     by_class: dict[str, int] = {}
     for table in (CASES, test_data_files.CASES, test_overrides.CASES, test_file_system.CASES):

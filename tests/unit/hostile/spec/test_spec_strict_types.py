@@ -13,8 +13,8 @@ import pytest
 
 from tests.conftest import isolation
 from tests.helpers import write_spec
+from tests.unit.cli.test_cli_errors import assert_clean_failure
 from tests.unit.hostile._cases import BASE, error_lines, spec_with
-from tests.unit.test_cli_errors import assert_clean_failure
 
 KIND = "kind: sequence_logprob"
 

@@ -21,7 +21,7 @@ from biasaudit.spec import StimuliSpec
 from biasaudit.spec.compose import compose
 from tests.conftest import isolation
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[4]
 SAMPLE = REPO / "specs" / "data" / "bbq_sample.jsonl"
 P = BBQParams(n_resamples=2000)
 
@@ -175,7 +175,7 @@ def _spec_copy(workdir: Path, name: str, old: str, new: str) -> Path:
 
 
 def test_a_listed_order_that_is_no_permutation_is_refused_before_any_call(workdir: Path, cli) -> None:  # type: ignore[no-untyped-def]
-    from tests.unit.test_cli_errors import assert_clean_failure
+    from tests.unit.cli.test_cli_errors import assert_clean_failure
 
     spec = _spec_copy(workdir, "bbq_generate.yaml", "perm: [2, 0, 1]", "perm: [2, 0, 0]")
     line = assert_clean_failure(cli("run", f"spec={spec}", *isolation(workdir)), workdir, "metrics[0]",
@@ -184,7 +184,7 @@ def test_a_listed_order_that_is_no_permutation_is_refused_before_any_call(workdi
 
 
 def test_generated_answers_need_a_layer_and_scored_ones_none(workdir: Path, cli) -> None:  # type: ignore[no-untyped-def]
-    from tests.unit.test_cli_errors import assert_clean_failure
+    from tests.unit.cli.test_cli_errors import assert_clean_failure
 
     spec = _spec_copy(workdir, "bbq_generate.yaml", "    layer: answer", "    seed: 0")
     assert_clean_failure(cli("run", f"spec={spec}", *isolation(workdir)), workdir, "give `layer`")

@@ -30,7 +30,7 @@ from biasaudit.runner.selftest import _oracle_for, run_oracle
 from biasaudit.spec.compose import compose
 from tests.conftest import isolation
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[4]
 P = BBQParams(n_resamples=1000)
 
 

@@ -1,4 +1,4 @@
-"""BER family (docs/methods.md section 6 checks): identities, the paper's DeepSeek-V3
+"""BER family (docs/methods/biaxis.md checks): identities, the paper's DeepSeek-V3
 decomposition, Proposition 2, Wilson intervals."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""FiSCo: docs/methods.md section 5 checks."""
+"""FiSCo: docs/methods/fisco.md checks."""
 
 from __future__ import annotations
 

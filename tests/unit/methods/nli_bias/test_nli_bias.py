@@ -1,4 +1,4 @@
-"""NLI bias scores: hand-set probability tuples (docs/methods.md section 3) and label-order safety."""
+"""NLI bias scores: hand-set probability tuples (docs/methods/nli_bias.md) and label-order safety."""
 
 from __future__ import annotations
 

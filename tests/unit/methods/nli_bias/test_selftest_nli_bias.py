@@ -14,7 +14,7 @@ from biasaudit.runner.pipeline import prepare
 from biasaudit.runner.selftest import _oracle_for, run_oracle
 from biasaudit.spec.compose import compose
 from tests.conftest import isolation
-from tests.unit.test_nli_bias import _context
+from tests.unit.methods.nli_bias.test_nli_bias import _context
 
 
 def rows(out: str, oracle: str) -> list[dict[str, str]]:

@@ -1,4 +1,4 @@
-"""Pivotal-token perplexity: docs/methods.md section 2 checks."""
+"""Pivotal-token perplexity: docs/methods/pivotal_perplexity.md checks."""
 
 from __future__ import annotations
 

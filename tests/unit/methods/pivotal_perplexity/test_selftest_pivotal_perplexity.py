@@ -16,7 +16,7 @@ from biasaudit.runner.pipeline import prepare
 from biasaudit.runner.selftest import _oracle_for, run_oracle
 from biasaudit.spec.compose import compose
 from tests.conftest import isolation
-from tests.unit.test_selftest_nli_bias import rows
+from tests.unit.methods.nli_bias.test_selftest_nli_bias import rows
 
 
 @pytest.mark.parametrize("spec, threshold", [("pivotal_blimp", "pivotal_perplexity.accuracy"),

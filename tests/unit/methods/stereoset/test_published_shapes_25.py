@@ -123,7 +123,7 @@ PUBLISHED_WQ_NLI = "stereo_premise,counter_premise,hypothesis\n" + "".join(
 
 
 def _tiny_nli_model(folder: Path, tokenizer_dir: Path) -> Path:
-    from tests.unit.test_nli_bias import _tiny_nli
+    from tests.unit.methods.nli_bias.test_nli_bias import _tiny_nli
 
     out = folder / "nli-model"
     _tiny_nli(out, ["entailment", "neutral", "contradiction"], tokenizer_dir)

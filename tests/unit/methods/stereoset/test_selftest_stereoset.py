@@ -17,7 +17,7 @@ from biasaudit.runner.pipeline import prepare
 from biasaudit.runner.selftest import _oracle_for, run_oracle
 from biasaudit.spec.compose import compose
 from tests.conftest import isolation
-from tests.unit.test_selftest_bbq import rows
+from tests.unit.methods.bbq.test_selftest_bbq import rows
 
 
 def masked(workdir: Path) -> list[str]:

@@ -16,7 +16,7 @@ from biasaudit.methods.stereoset.scores import Item, estimate, rows_of
 from biasaudit.records.responses import ScoredTokens
 from biasaudit.spec import StimuliSpec
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[4]
 SAMPLE = REPO / "specs" / "data" / "stereoset_sample.json"
 
 
@@ -122,7 +122,7 @@ def test_a_candidate_is_scored_by_its_own_tokens_after_the_context() -> None:
 
 def test_the_metric_refuses_a_format_without_its_fields(workdir: Path, cli) -> None:  # type: ignore[no-untyped-def]
     from tests.conftest import isolation
-    from tests.unit.test_cli_errors import assert_clean_failure
+    from tests.unit.cli.test_cli_errors import assert_clean_failure
 
     data = workdir / "items.csv"
     data.write_text("stereotype,anti_stereotype,unrelated\nA b.,C d.,E f.\n")

@@ -1,4 +1,4 @@
-"""TFDP: docs/methods.md section 4 checks with fixed embeddings (no model needed)."""
+"""TFDP: docs/methods/tfdp.md checks with fixed embeddings (no model needed)."""
 
 from __future__ import annotations
 

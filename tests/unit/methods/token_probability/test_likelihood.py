@@ -1,4 +1,4 @@
-"""Token-probability bias score: docs/methods.md section 1 checks."""
+"""Token-probability bias score: docs/methods/token_probability.md checks."""
 
 from __future__ import annotations
 

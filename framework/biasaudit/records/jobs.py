@@ -1,0 +1,41 @@
+"""One job's outcome in the job ledger (`verdicts.gating.Ledger`): written as one JSON line
+by whichever process ran the job, read back by `biasaudit run` once Hydra's launcher
+returns (the sweep table, the JUnit file, the exit code)."""
+
+from __future__ import annotations
+
+import json
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class JobOutcome(BaseModel):
+    """A finished job: its verdict and run folder, or the error that stopped it.
+
+    Only the fields given when it was made are written (`to_json`), as the ledger's lines
+    always were: `{job, overrides, overall, measured, unmeasured_reason, run_dir}` for a
+    run that finished, `{job, overrides, error}` for a user error, and `internal: true`
+    added for a bug."""
+
+    # lines written by other versions may carry more keys: kept, not refused
+    model_config = ConfigDict(extra="allow", frozen=True)
+    job: int = 0
+    """Hydra's job number (0 for a single run)."""
+    overrides: list[str] = Field(default_factory=list)
+    overall: str | None = None
+    """The run's overall verdict (None: the job did not finish)."""
+    measured: bool = True
+    """False: too many of the run's model requests failed for it to measure (exit 4)."""
+    unmeasured_reason: str | None = None
+    run_dir: str | None = None
+    error: str | None = None
+    """The one-line error that stopped the job."""
+    internal: bool = False
+    """The error is a bug in biasaudit (a traceback was printed; the command exits 70)."""
+
+    def to_json(self) -> str:
+        """The ledger line: the fields given when the outcome was made, in field order."""
+        return json.dumps(self.model_dump(mode="json", exclude_unset=True), default=str)
+
+
+__all__ = ["JobOutcome"]
