@@ -208,6 +208,35 @@ def _shown_path(p: Path) -> str:
         return str(p)
 
 
+def _suite_row(job: Job, run_dir: Path, s: RunSummary, out_dir: Path) -> SuiteRow:
+    """One member run's line of the suite: its headline, verdicts and counts."""
+    label, est, ref = headline_of(s, job.member)
+    return SuiteRow(
+        member=job.member_id, subject=job.subject, audit=s.audit.name, method=s.audit.method,
+        model=s.model.name, overall=s.overall, measured=s.measured,
+        unmeasured_reason=s.unmeasured_reason, estimate_name=label, estimate=est,
+        reference=ref, magnitude=magnitude(est.value, ref),
+        verdicts=[SuiteVerdict(metric=v.metric, over=v.over, verdict=v.verdict, estimate=v.estimate)
+                  for v in s.verdicts],
+        report=str(Path(run_dir).relative_to(out_dir) / "report.html"),
+        requests=s.execution.requests, calls=s.execution.calls,
+        failures=s.execution.failures,
+    )
+
+
+def _suite_overall(verdicts: list[str]) -> str:
+    """FAIL if any run failed, else INCONCLUSIVE if any could not decide, else PASS (sanity
+    members are left out by the caller: they are about the model's fitness for a method,
+    stated on their own)."""
+    overall = "PASS"
+    for v in verdicts:
+        if v == "FAIL":
+            overall = "FAIL"
+        elif v in ("INCONCLUSIVE", "NO THRESHOLDS") and overall == "PASS":
+            overall = "INCONCLUSIVE"
+    return overall
+
+
 def build_suite_summary(suite: SuiteSpec, suite_file: Path, command: list[str],
                         results: list[tuple[Job, Path, RunSummary]], out_dir: Path) -> SuiteSummary:
     members = list(dict.fromkeys(j.member_id for j, _, _ in results))
@@ -217,33 +246,16 @@ def build_suite_summary(suite: SuiteSpec, suite_file: Path, command: list[str],
     cis: dict[str, dict[str, tuple[float | None, float | None]]] = {}
     method_of: dict[str, str] = {}
     for job, run_dir, s in results:
-        label, est, ref = headline_of(s, job.member)
-        mags[job.member_id][job.subject] = magnitude(est.value, ref)
-        cis.setdefault(job.member_id, {})[job.subject] = (est.ci_low, est.ci_high)
+        row = _suite_row(job, run_dir, s, out_dir)
+        mags[job.member_id][job.subject] = row.magnitude
+        cis.setdefault(job.member_id, {})[job.subject] = (row.estimate.ci_low, row.estimate.ci_high)
         method_of[job.member_id] = s.audit.method
-        rows.append(SuiteRow(
-            member=job.member_id, subject=job.subject, audit=s.audit.name, method=s.audit.method,
-            model=s.model.name, overall=s.overall, measured=s.measured,
-            unmeasured_reason=s.unmeasured_reason, estimate_name=label, estimate=est,
-            reference=ref, magnitude=mags[job.member_id][job.subject],
-            verdicts=[SuiteVerdict(metric=v.metric, over=v.over, verdict=v.verdict, estimate=v.estimate)
-                      for v in s.verdicts],
-            report=str(Path(run_dir).relative_to(out_dir) / "report.html"),
-            requests=s.execution.requests, calls=s.execution.calls,
-            failures=s.execution.failures,
-        ))
+        rows.append(row)
     verdict_matrix = {m: {r.subject: r.overall for r in rows if r.member == m} for m in members}
     sanity_ids = {j.member_id for j, _, _ in results if j.member.sanity}
     sanity = [SanityCheck(member=r.member, subject=r.subject, model=r.model, verdict=r.overall,
                           text=SANITY_TEXT.get(r.overall, "")) for r in rows if r.member in sanity_ids]
-    overall = "PASS"
-    for r in rows:
-        if r.member in sanity_ids:
-            continue  # about the model's fitness for a method, stated on its own
-        if r.overall == "FAIL":
-            overall = "FAIL"
-        elif r.overall in ("INCONCLUSIVE", "NO THRESHOLDS") and overall == "PASS":
-            overall = "INCONCLUSIVE"
+    overall = _suite_overall([r.overall for r in rows if r.member not in sanity_ids])
     return SuiteSummary(
         suite=SuiteInfo(name=suite.name, title=suite.title or suite.name, description=suite.description,
                         file=_shown_path(suite_file), **signoff(suite)),
