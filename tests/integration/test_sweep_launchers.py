@@ -64,5 +64,12 @@ def test_submitit_local_sweep(workdir: Path, cli) -> None:  # type: ignore[no-un
 
 
 def test_ray_local_sweep(workdir: Path, cli) -> None:  # type: ignore[no-untyped-def]
-    first = _sweep(workdir, cli, ["hydra/launcher=ray_local", "+hydra.launcher.ray.init.num_cpus=2"])
-    _rerun_from_cache(workdir, cli, first)
+    import ray
+
+    try:
+        first = _sweep(workdir, cli, ["hydra/launcher=ray_local", "+hydra.launcher.ray.init.num_cpus=2"])
+        _rerun_from_cache(workdir, cli, first)
+    finally:
+        # Hydra's Ray launcher leaves Ray running in this process; its raylet would keep
+        # writing warnings (a nearly full disk, say) into later tests' stderr
+        ray.shutdown()
