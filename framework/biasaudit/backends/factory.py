@@ -6,6 +6,7 @@ import json
 from typing import Any
 
 from biasaudit.backends.base import BACKENDS, Backend
+from biasaudit.backends.weights import forget as forget_weights
 from biasaudit.errors import BackendError
 from biasaudit.spec import AuditConfig, ModelConfig, NLIConfig, RuntimeConfig
 
@@ -69,6 +70,7 @@ def unload_all() -> None:
         if shutdown is not None:
             shutdown()  # a managed engine's process
     _LOADED.clear()
+    forget_weights()  # the backends' shared weights too, so their memory can be freed
 
 
 # -- what answers a spec's requests --------------------------------------------------

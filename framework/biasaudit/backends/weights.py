@@ -38,6 +38,6 @@ def loads() -> int:
 
 
 def forget() -> None:
-    """Drop every shared model (tests; `unload_all`)."""
+    """Drop every shared model (`factory.unload_all` calls it)."""
     with _LOCK:
         _WEIGHTS.clear()
