@@ -121,7 +121,7 @@ class RunResult:
 
         from biasaudit.report.csv_export import ESTIMATE_COLUMNS, estimate_rows
 
-        return pd.DataFrame(estimate_rows(self.summary.model_dump(mode="json")), columns=ESTIMATE_COLUMNS)
+        return pd.DataFrame(estimate_rows(self.summary.metrics), columns=ESTIMATE_COLUMNS)
 
     @cached_property
     def items(self) -> pd.DataFrame:
@@ -131,7 +131,7 @@ class RunResult:
 
         from biasaudit.report.csv_export import item_rows
 
-        columns, rows = item_rows(self.summary.model_dump(mode="json"))
+        columns, rows = item_rows(self.summary.metrics)
         return pd.DataFrame(rows, columns=columns)
 
     @cached_property

@@ -47,6 +47,7 @@ from biasaudit.records.compare import (
     RankingRow,
 )
 from biasaudit.records.estimate import Estimate
+from biasaudit.records.metric_result import ItemRow
 from biasaudit.records.summary import RunSummary
 from biasaudit.runner.suite import magnitude
 from biasaudit.stats import holm
@@ -97,36 +98,35 @@ def rankings(runs: Runs, settings: Sequence[str]) -> list[RankingGroup]:
     return out
 
 
-def _condition(it: dict[str, Any]) -> str:
+def _condition(it: ItemRow) -> str:
     """The prompt condition of an item: its factor levels (whatever the factor order of
     the cell id), else its cell."""
-    levels = it.get("levels")
-    if isinstance(levels, dict) and levels:
-        return json.dumps(levels, sort_keys=True, ensure_ascii=False, default=str)
-    return str(it.get("cell") or "")
+    if it.levels:
+        return json.dumps(it.levels, sort_keys=True, ensure_ascii=False, default=str)
+    return str(it.cell or "")
 
 
-def _hashed(items: list[dict[str, Any]]) -> bool:
-    return all(isinstance(it.get("stimulus_sha"), str) and it["stimulus_sha"] for it in items)
+def _hashed(items: list[ItemRow]) -> bool:
+    return all(it.stimulus_sha for it in items)
 
 
-def _units(items: list[dict[str, Any]], key: str) -> dict[tuple[str, str], list[float]] | None:
+def _units(items: list[ItemRow], key: str) -> dict[tuple[str, str], list[float]] | None:
     """Unit (stimulus content hash, condition) -> the items' values of `key` (None when
     some item lacks it)."""
     out: dict[tuple[str, str], list[float]] = {}
     for it in items:
-        v = it.get(key)
+        v = it.value(key)
         if not isinstance(v, int | float) or not np.isfinite(float(v)):
             return None
-        out.setdefault((str(it.get("stimulus_sha")), _condition(it)), []).append(float(v))
+        out.setdefault((str(it.stimulus_sha), _condition(it)), []).append(float(v))
     return out
 
 
-def _n_units(items: list[dict[str, Any]]) -> int:
-    return len({(str(it.get("stimulus_sha")), _condition(it)) for it in items})
+def _n_units(items: list[ItemRow]) -> int:
+    return len({(str(it.stimulus_sha), _condition(it)) for it in items})
 
 
-def paired_test(items_a: list[dict[str, Any]], items_b: list[dict[str, Any]], *, seed: int = 0) -> dict[str, Any] | None:
+def paired_test(items_a: list[ItemRow], items_b: list[ItemRow], *, seed: int = 0) -> dict[str, Any] | None:
     """The paired comparison of two runs' items on their shared units, matched by the
     stimulus's content hash and the condition (None: none shared, or an item without a
     content hash)."""
@@ -163,7 +163,7 @@ class _Entry:
 
     label: str
     setting: str
-    items: list[dict[str, Any]]
+    items: list[ItemRow]
     headline: Estimate
     data_sha: str | None
     method: str
@@ -198,8 +198,8 @@ def unpaired_reason(a: _Entry, b: _Entry) -> str:
     hashed_a, hashed_b = _hashed(a.items), _hashed(b.items)
     shared, matched = 0, ""
     if hashed_a and hashed_b:
-        ka = {(it["stimulus_sha"], _condition(it)) for it in a.items}
-        kb = {(it["stimulus_sha"], _condition(it)) for it in b.items}
+        ka = {(it.stimulus_sha, _condition(it)) for it in a.items}
+        kb = {(it.stimulus_sha, _condition(it)) for it in b.items}
         shared = len(ka & kb)
         matched = f"{_of(shared, len(ka), len(kb))} match by content"
     if _data_differs(a, b):

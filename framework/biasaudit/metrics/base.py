@@ -17,9 +17,12 @@ from pydantic import BaseModel
 from biasaudit.plan import Plan, PlanItem
 from biasaudit.records.codes import Code, Unit
 from biasaudit.records.metric_result import (
+    ITEM_KEYS,
+    ItemRow,
     MetricResult,
     PlotSpec,
     ReliabilityItem,
+    Scalar,
     Table,
 )
 from biasaudit.records.responses import Response
@@ -67,7 +70,8 @@ class MetricContext:
                 return dict(c.levels)
         return {}
 
-    def item(self, stimulus: str, cell: str, fields: Mapping[str, Any] | None = None, **values: Any) -> dict[str, Any]:
+    def item(self, stimulus: str, cell: str, fields: Mapping[str, Any] | None = None,
+             **values: float | None) -> ItemRow:
         """One row of `MetricResult.items`: where the unit sits (stimulus, cell and its
         factor levels), the stimulus's scalar fields, its content hash (`stimulus_sha`, of
         all the plan stimulus's fields, whatever subset `fields` passes) and `values`."""
@@ -84,18 +88,18 @@ def stimulus_sha(fields: Mapping[str, Any]) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-def item_row(stimulus: str, cell: str, levels: Mapping[str, str], fields: Mapping[str, Any] | None = None,
-             sha: str | None = None, **values: Any) -> dict[str, Any]:
+def item_row(stimulus: str, cell: str | None, levels: Mapping[str, str] | None,
+             fields: Mapping[str, Any] | None = None, sha: str | None = None, **values: float | None) -> ItemRow:
     """One row of `MetricResult.items` (see `MetricContext.item`); `stimulus_sha` is `sha`,
-    else the hash of `fields` (which should then be all the stimulus's fields)."""
-    scalar = {k: v for k, v in (fields or {}).items() if isinstance(v, str | int | float) and k not in ITEM_KEYS}
+    else the hash of `fields` (which should then be all the stimulus's fields). `values`:
+    `outcome` and/or `diff` (set only when given: a row without a 0/1 outcome has none,
+    and a given None stays null) and the method's other per-item numbers."""
+    scalar: dict[str, Scalar | None] = {k: v for k, v in (fields or {}).items()
+              if isinstance(v, str | int | float) and k not in ITEM_KEYS and k not in values}
     sha = sha if sha is not None else stimulus_sha(fields) if fields else None
-    return {"stimulus": stimulus, "cell": cell, "levels": dict(levels), **({"stimulus_sha": sha} if sha else {}),
-            **scalar, **values}
-
-
-ITEM_KEYS = frozenset({"stimulus", "stimulus_sha", "cell", "levels", "outcome", "diff"})
-"""Keys of an item row that stimulus fields may not take over."""
+    numbers: dict[str, Any] = {k: values.pop(k) for k in ("outcome", "diff") if k in values}
+    return ItemRow(stimulus=stimulus, cell=cell, levels=None if levels is None else dict(levels), stimulus_sha=sha or None,
+                   fields=scalar, values=dict(values), **numbers)
 
 DefaultCoding = tuple[dict[str, dict[str, Any]], list[dict[str, Any]]]
 """Layers (name -> layer mapping, as in a spec) and reliability pairs."""
@@ -125,5 +129,5 @@ class MetricDef:
     """The layers a spec without `coding:` gets for this metric."""
 
 
-__all__ = ["ITEM_KEYS", "METRICS", "DefaultCoding", "item_row", "stimulus_sha", "MetricContext", "MetricDef", "MetricResult", "PlotSpec",
+__all__ = ["ITEM_KEYS", "METRICS", "DefaultCoding", "ItemRow", "item_row", "stimulus_sha", "MetricContext", "MetricDef", "MetricResult", "PlotSpec",
            "ReliabilityItem", "Table"]

@@ -5,9 +5,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_serializer, model_validator
 
 from biasaudit.records.estimate import Estimate, Spread
+
+Scalar = str | bool | int | float
+"""A stimulus field an item row carries (bool before int: a True field stays True)."""
+Number = bool | int | float | str | None
+"""A per-item value: an int stays an int (JSON `1`, not `1.0`); text read back from a
+summary written by another version is kept as it is."""
 
 
 class ValidityFlag(BaseModel):
@@ -87,6 +93,83 @@ class ReliabilityItem(BaseModel):
     note: str = ""
 
 
+ITEM_KEYS = frozenset({"stimulus", "stimulus_sha", "cell", "levels", "outcome", "diff"})
+"""Keys of an item row that stimulus fields may not take over."""
+
+
+class ItemRow(BaseModel):
+    """One scored item (pair, triple, question...) of a metric, for cross-run analysis
+    (`biasaudit compare`), items.csv and the report's "largest differences".
+
+    In summary.json a row is one flat object, as it always was: `stimulus`, `cell` and
+    `levels` (absent for metrics whose items sit outside the design's cells), `stimulus_sha`
+    (absent when unknown), the stimulus's scalar fields, then the item's numbers: `outcome`,
+    `diff` and any other per-item value of the method, in that order."""
+
+    model_config = ConfigDict(frozen=True)
+    stimulus: str
+    cell: str | None = None
+    """The design cell (None: the metric's items are not per cell)."""
+    levels: dict[str, str] | None = None
+    """Factor -> level of `cell`."""
+    stimulus_sha: str | None = None
+    """sha256 of the stimulus's fields (what `compare` pairs two runs' items on)."""
+    fields: dict[str, Scalar | None] = Field(default_factory=dict)
+    """The stimulus's scalar fields (never one of ITEM_KEYS)."""
+    outcome: int | None = None
+    """0/1: the unit behind a proportion headline (compared with McNemar's test)."""
+    diff: int | float | None = None
+    """A continuous per-item score (compared with a paired bootstrap and Wilcoxon's test)."""
+    values: dict[str, Number] = Field(default_factory=dict)
+    """The method's other per-item numbers (e.g. pivotal perplexity's `accurate`)."""
+
+    @model_serializer(mode="plain")
+    def _flat(self) -> dict[str, Any]:
+        # the flat object summary.json and items.csv have always held (column order included)
+        out: dict[str, Any] = {"stimulus": self.stimulus}
+        if self.cell is not None:
+            out["cell"] = self.cell
+        if self.levels is not None:
+            out["levels"] = dict(self.levels)
+        if self.stimulus_sha is not None:
+            out["stimulus_sha"] = self.stimulus_sha
+        out.update(self.fields)
+        if "outcome" in self.model_fields_set:
+            out["outcome"] = self.outcome
+        if "diff" in self.model_fields_set:
+            out["diff"] = self.diff
+        out.update(self.values)
+        return out
+
+    @model_validator(mode="before")
+    @classmethod
+    def _from_flat(cls, data: Any) -> Any:
+        """Read a flat row back (summary.json): scalar keys before the first number are the
+        stimulus's fields, those after `outcome`/`diff` the method's other numbers."""
+        # the structured form (made in Python) has mappings there; a flat row's fields are scalars
+        if not isinstance(data, dict) or isinstance(data.get("fields"), dict) or isinstance(data.get("values"), dict):
+            return data
+        out: dict[str, Any] = {}
+        fields: dict[str, Any] = {}
+        values: dict[str, Any] = {}
+        numbers = False
+        for k, v in data.items():
+            if k in ITEM_KEYS:
+                out[k] = v
+                numbers = numbers or k in ("outcome", "diff")
+            else:
+                (values if numbers else fields)[k] = v
+        return {**out, "fields": fields, "values": values}
+
+    def value(self, key: str) -> Number:
+        """A per-item number by name (`outcome`, `diff` or one of `values`)."""
+        if key == "outcome":
+            return self.outcome
+        if key == "diff":
+            return self.diff
+        return self.values.get(key)
+
+
 class MetricResult(BaseModel):
     model_config = ConfigDict(frozen=True)
     id: str = ""
@@ -110,10 +193,5 @@ class MetricResult(BaseModel):
     validity: list[ValidityFlag] = Field(default_factory=list)
     """Why (part of) the result cannot be decided: blocking flags make the verdicts on
     the estimates they name INCONCLUSIVE (metrics/validity.py)."""
-    items: list[dict[str, Any]] = Field(default_factory=list)
-    """Per-item values for cross-run analysis (`biasaudit compare`), made by
-    `MetricContext.item`: `stimulus`, `cell`, `levels` (factor -> level), `stimulus_sha`
-    (content hash of the stimulus's fields: what `compare` pairs on), the stimulus's
-    scalar fields, and the item's numbers: `outcome` (0/1, the unit behind a proportion
-    headline, compared with McNemar's test) and/or `diff` (a continuous per-item score,
-    compared with a paired bootstrap and Wilcoxon's test)."""
+    items: list[ItemRow] = Field(default_factory=list)
+    """One row per scored item (`ItemRow`, made by `MetricContext.item`)."""

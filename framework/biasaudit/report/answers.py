@@ -32,7 +32,7 @@ from typing import Any
 from biasaudit.plan import Plan, PlanItem
 from biasaudit.plan.requests import Request
 from biasaudit.records.codes import Code
-from biasaudit.records.metric_result import MetricResult
+from biasaudit.records.metric_result import ItemRow, MetricResult
 from biasaudit.records.responses import Response
 
 CSV_CHARS = 2000
@@ -132,13 +132,13 @@ class _Index:
         return self.by_cell.get((stimulus, cell)) or self.by_stimulus.get(stimulus) or []
 
 
-def _item_plan_items(items: Sequence[Mapping[str, Any]], index: _Index) -> list[list[PlanItem]]:
+def _item_plan_items(items: Sequence[ItemRow], index: _Index) -> list[list[PlanItem]]:
     """The plan items behind each item row (see the module docstring)."""
-    rows = Counter((str(i.get("stimulus", "")), str(i.get("cell", ""))) for i in items)
+    rows = Counter((i.stimulus, i.cell or "") for i in items)
     seen: Counter[tuple[str, str]] = Counter()
     out = []
     for i in items:
-        k = (str(i.get("stimulus", "")), str(i.get("cell", "")))
+        k = (i.stimulus, i.cell or "")
         its = index.of(*k)
         if len(its) > 1 and rows[k] == len(its):
             its = [its[seen[k]]]
@@ -248,23 +248,21 @@ def _largest(plan: Plan, responses: Mapping[str, Response],
     index = _Index(plan)
     out = []
     for mid, r in results.items():
-        scored = [i for i in r.items if isinstance(i.get("diff"), int | float) and not isinstance(i.get("diff"), bool)
-                  and i["diff"] == i["diff"]]
+        scored = [(i, float(i.diff)) for i in r.items
+                  if isinstance(i.diff, int | float) and not isinstance(i.diff, bool) and i.diff == i.diff]
         if not scored:
             continue
-        top = sorted(scored, key=lambda i: (-abs(float(i["diff"])), str(i.get("stimulus", "")),
-                                            str(i.get("cell", ""))))[:TOP_ITEMS]
+        top = sorted(scored, key=lambda x: (-abs(x[1]), x[0].stimulus, x[0].cell or ""))[:TOP_ITEMS]
         rows = []
-        for i in top:
-            its = index.of(str(i.get("stimulus", "")), str(i.get("cell", "")))
+        for i, diff in top:
+            its = index.of(i.stimulus, i.cell or "")
             sides: dict[str, dict[str, str]] = {}
             for it in its:  # one text per slot (its first variant and sample)
                 if it.slot not in sides and len(sides) < MAX_SIDES:
                     req = plan.requests.get(it.key)
                     sides[it.slot] = {"slot": it.slot, "text": clip(prompt_text(req), SHOW_CHARS),
                                       "answer": clip(answer_text(req, responses.get(it.key)), SHOW_CHARS)}
-            rows.append({"stimulus": str(i.get("stimulus", "")), "cell": str(i.get("cell", "")),
-                         "diff": float(i["diff"]), "sides": list(sides.values())})
+            rows.append({"stimulus": i.stimulus, "cell": i.cell or "", "diff": diff, "sides": list(sides.values())})
         out.append({"metric": mid, "title": r.title or r.name, "n_items": len(scored), "shown": len(rows),
                     "rows": rows})
     return out

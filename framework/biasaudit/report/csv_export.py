@@ -15,44 +15,59 @@ from __future__ import annotations
 import csv
 import io
 import json
-from collections.abc import Callable, Iterator
+import math
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
+
+from biasaudit.records.estimate import Estimate
+from biasaudit.records.metric_result import MetricResult
 
 ESTIMATE_COLUMNS = ["metric", "estimate", "headline", "cell", "group", "value", "ci_low", "ci_high", "n",
                     "level", "method", "note"]
 
 
-def _estimate_rows(metric: str, name: str, headline: bool, cell: str, est: dict[str, Any]) -> Iterator[dict[str, Any]]:
+def _finite(x: float | None) -> float | None:
+    # as summary.json has it: a NaN or infinite float is written as null there
+    return x if x is None or math.isfinite(x) else None
+
+
+def _numbers(e: Estimate) -> dict[str, Any]:
+    return {"value": _finite(e.value), "ci_low": _finite(e.ci_low), "ci_high": _finite(e.ci_high), "n": e.n,
+            "level": _finite(e.level), "method": e.method, "note": e.note}
+
+
+def _estimate_rows(metric: str, name: str, headline: bool, cell: str, est: Estimate) -> Iterator[dict[str, Any]]:
     base = {"metric": metric, "estimate": name, "headline": headline, "cell": cell}
-    yield {**base, "group": "", **{k: est.get(k) for k in ESTIMATE_COLUMNS[5:]}}
-    for group, g in (est.get("groups") or {}).items():
-        yield {**base, "group": group, **{k: g.get(k) for k in ESTIMATE_COLUMNS[5:]}}
+    yield {**base, "group": "", **_numbers(est)}
+    for group, g in est.groups.items():
+        yield {**base, "group": group, **_numbers(g)}
 
 
-def estimate_rows(summary: dict[str, Any]) -> list[dict[str, Any]]:
+def estimate_rows(metrics: Mapping[str, MetricResult]) -> list[dict[str, Any]]:
     rows: list[dict[str, Any]] = []
-    for mid, m in summary["metrics"].items():
-        for name, est in m["estimates"].items():
-            rows.extend(_estimate_rows(mid, name, name == m["headline"], "", est))
-        for name, cells in (m.get("cells") or {}).items():
+    for mid, m in metrics.items():
+        for name, est in m.estimates.items():
+            rows.extend(_estimate_rows(mid, name, name == m.headline, "", est))
+        for name, cells in m.cells.items():
             for cell, est in cells.items():
-                rows.extend(_estimate_rows(mid, name, name == m["headline"], cell, est))
+                rows.extend(_estimate_rows(mid, name, name == m.headline, cell, est))
     return rows
 
 
-def item_rows(summary: dict[str, Any], texts: dict[str, list[dict[str, str]]] | None = None,
+def item_rows(metrics: Mapping[str, MetricResult], texts: dict[str, list[dict[str, str]]] | None = None,
               ) -> tuple[list[str], list[dict[str, Any]]]:
     """Columns (metric first, then every item field in first-seen order) and rows; with
     `texts` (metric id -> one {prompt, answer} per item), the two text columns last."""
     columns: dict[str, None] = {"metric": None}
     rows = []
     attached: list[tuple[dict[str, Any], dict[str, str]]] = []
-    for mid, m in summary["metrics"].items():
+    for mid, m in metrics.items():
         per_item = (texts or {}).get(mid) or []
-        for n, item in enumerate(m.get("items") or []):
+        for n, item in enumerate(m.items):
             row = {"metric": mid}
-            for k, v in item.items():
+            # the row as summary.json holds it (ItemRow's flat form): one column per key
+            for k, v in item.model_dump(mode="json").items():
                 if k == "levels" and isinstance(v, dict):  # one column per factor: filterable in a spreadsheet
                     for f, lv in v.items():
                         columns.setdefault(f"level.{f}", None)
@@ -100,10 +115,10 @@ def _is_number(s: str) -> bool:
     return True
 
 
-def write_csvs(run_dir: Path, summary: dict[str, Any], write: Callable[[Path, str], None],
+def write_csvs(run_dir: Path, metrics: Mapping[str, MetricResult], write: Callable[[Path, str], None],
                texts: dict[str, list[dict[str, str]]] | None = None) -> None:
-    write(run_dir / "estimates.csv", _csv(ESTIMATE_COLUMNS, estimate_rows(summary)))
-    columns, rows = item_rows(summary, texts)
+    write(run_dir / "estimates.csv", _csv(ESTIMATE_COLUMNS, estimate_rows(metrics)))
+    columns, rows = item_rows(metrics, texts)
     write(run_dir / "items.csv", _csv(columns, rows))
 
 

@@ -114,7 +114,7 @@ def render_all(
     # the templates and the CSV writers read the summary as written to summary.json
     summary: dict[str, Any] = run.model_dump(mode="json")
     write(run_dir / "summary.json", json.dumps(summary, indent=2, allow_nan=False, default=str))
-    write_csvs(run_dir, summary, write, item_texts)
+    write_csvs(run_dir, run.metrics, write, item_texts)
     plot_files: dict[str, list[dict[str, str]]] = {}
     if formats & {"html", "pdf"}:
         plots = {mid: [render_plot(p) for p in m["plots"]] for mid, m in summary["metrics"].items()}

@@ -56,10 +56,10 @@ def collect(runs: Runs) -> Collected:
             value = m.estimates[m.headline].value
             if m.name == "bias_score" and subject not in got.tp and value is not None:
                 got.tp[subject] = value
-                got.tp_items.extend({**it, "model": subject} for it in m.items)
+                got.tp_items.extend({**it.model_dump(), "model": subject} for it in m.items)
             elif m.name == "nli_bias" and subject not in got.nli:
                 got.nli[subject] = {k: v for k in CONDITIONS if (v := m.estimates[k].value) is not None}
-                got.nli_items.extend({**it, "model": subject} for it in m.items)
+                got.nli_items.extend({**it.model_dump(), "model": subject} for it in m.items)
     return got
 
 

@@ -29,7 +29,7 @@ from biasaudit.methods.stereoset.scores import (
 )
 from biasaudit.metrics.base import MetricContext
 from biasaudit.records.estimate import Estimate
-from biasaudit.records.metric_result import MetricResult, ReliabilityItem
+from biasaudit.records.metric_result import ItemRow, MetricResult, ReliabilityItem
 from biasaudit.records.responses import ScoredTokens, parse_output
 from biasaudit.registry import ADAPTERS
 from biasaudit.spec import AuditConfig
@@ -181,6 +181,6 @@ def compute(ctx: MetricContext, metric_id: str, params: BaseModel) -> MetricResu
         tables=tables, plots=domain_plots(by_domain),
         counts={"items": len(items) + len(problems), "scored": len(items), "unscorable": len(problems),
                 "targets": len({x.target for x in items})},
-        items=[{"stimulus": x.stimulus, "target": x.target, "bias_type": x.bias_type, "split": x.split,
-                "diff": x.stereotype - x.anti} for x in items],
+        items=[ItemRow(stimulus=x.stimulus, fields={"target": x.target, "bias_type": x.bias_type, "split": x.split},
+                       diff=x.stereotype - x.anti) for x in items],
         params=p.model_dump())

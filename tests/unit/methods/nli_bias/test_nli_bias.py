@@ -66,7 +66,7 @@ def test_scores_are_percentages_of_triples() -> None:
         assert res.estimates[m].value == pytest.approx(expected), m
     assert res.headline == "M6" and res.estimates["M6"].method == "wilson"
     assert {"M6.cat.x", "M9.cat.y"} <= set(res.estimates)
-    assert len(res.items) == 4 and res.items[0]["diff"] == pytest.approx(__import__("math").log(0.5 / 0.25))
+    assert len(res.items) == 4 and res.items[0].diff == pytest.approx(__import__("math").log(0.5 / 0.25))
 
 
 def _tiny_nli(out: Path, order: list[str], tokenizer_dir: Path) -> None:
