@@ -23,10 +23,10 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field
 
 from biasaudit.coding.layers import CodingPlan, Layer, ReliabilityPair
 from biasaudit.records.codes import Code, Unit
+from biasaudit.records.coding import Agreement, PairReport, PanelReport, PositionReport
 from biasaudit.records.estimate import Estimate
 from biasaudit.stats import cohen_kappa, fleiss_kappa, krippendorff_alpha_nominal, wilson
 from biasaudit.stats.bootstrap import resample_weights
@@ -34,51 +34,6 @@ from biasaudit.stats.disaggregate import Obs, pooled, proportion
 
 RESAMPLES = 2000
 LEVEL = 0.95
-
-
-class Agreement(BaseModel):
-    model_config = ConfigDict(frozen=True)
-    n: int
-    """Units both layers coded."""
-    percent: Estimate
-    kappa: Estimate
-    alpha: Estimate
-    ir: Estimate | None = None
-    dni: Estimate | None = None
-
-
-class PairReport(BaseModel):
-    model_config = ConfigDict(frozen=True)
-    a: str
-    b: str
-    labels: list[str]
-    """The shared label space."""
-    pooled: Agreement
-    cells: dict[str, Agreement] = Field(default_factory=dict)
-
-
-class PanelReport(BaseModel):
-    model_config = ConfigDict(frozen=True)
-    layer: str
-    judges: list[str]
-    n: int
-    """Units every judge labelled."""
-    fleiss: float | None
-    alpha: Estimate
-    pairwise: list[list[Any]]
-    """[judge a, judge b, units, percent agreement, Cohen's kappa]."""
-
-
-class PositionReport(BaseModel):
-    model_config = ConfigDict(frozen=True)
-    layer: str
-    order: str
-    flips: Estimate | None = None
-    """`both`: share of units whose answer changes with the option order."""
-    first: Estimate | None = None
-    """`both` and `rotate`: share of answers that pick the option listed first."""
-    expected_first: float | None = None
-    """That share without a position effect (mean of 1 / number of options)."""
 
 
 def _interval(boot: np.ndarray, point: float | None) -> tuple[float | None, float | None]:

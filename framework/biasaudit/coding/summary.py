@@ -7,62 +7,13 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Mapping, Sequence
 
-from pydantic import BaseModel, ConfigDict, Field
-
 from biasaudit.coding.base import LayerCalls
 from biasaudit.coding.layers import CodingPlan, Layer
-from biasaudit.coding.reliability import PairReport, PanelReport, PositionReport, reliability
+from biasaudit.coding.reliability import reliability
 from biasaudit.records.codes import Code, Unit
+from biasaudit.records.coding import CellLabels, CodingReport, LayerReport
 from biasaudit.records.estimate import Estimate
 from biasaudit.stats.disaggregate import Obs, by_cell, mean, pooled, proportion
-
-
-class CellLabels(BaseModel):
-    model_config = ConfigDict(frozen=True)
-    cell: str
-    levels: dict[str, str]
-    n: int
-    """Units the layer coded in this cell."""
-    counts: dict[str, int]
-    shares: dict[str, float]
-    mean: Estimate | None = None
-    """Value layers: the mean value in the cell."""
-
-
-class LayerReport(BaseModel):
-    model_config = ConfigDict(frozen=True)
-    name: str
-    coder: str
-    title: str
-    input: str
-    labels: list[str] | None
-    value_type: str
-    fallback: str | None = None
-    fallback_of: str | None = None
-    handed: int | None = None
-    """Fallback layers: units their primary handed over."""
-    status: dict[str, int]
-    """Units by status: coded, abstain, not_applicable, failed."""
-    sources: dict[str, int]
-    """Coded units by who coded them (the coder, or `fallback:<layer>`)."""
-    cells: list[CellLabels]
-    pooled: dict[str, Estimate] = Field(default_factory=dict)
-    """Label -> its share over all coded units (value layers: `mean`)."""
-    calls: dict[str, int] = Field(default_factory=dict)
-    """Coding requests, calls made, cache hits and failures of this layer."""
-    truncated: int = 0
-    """Units whose input was longer than `runtime.limits.max_coding_chars` and was cut to
-    that length for the coder (flagged `input_truncated` in the code's detail)."""
-
-
-class CodingReport(BaseModel):
-    model_config = ConfigDict(frozen=True)
-    defaults: bool = False
-    """The layers are the metrics' defaults (the spec declares none)."""
-    layers: list[LayerReport] = Field(default_factory=list)
-    pairs: list[PairReport] = Field(default_factory=list)
-    panels: list[PanelReport] = Field(default_factory=list)
-    positions: list[PositionReport] = Field(default_factory=list)
 
 
 def _cell_labels(lay: Layer, units: Sequence[Unit], coded: list[tuple[Unit, Code]],

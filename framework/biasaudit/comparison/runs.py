@@ -165,7 +165,7 @@ SIDE_BY_SIDE_COLUMNS = ["audit", "model", "setting", "metric", "estimate", "valu
 
 def settings(runs: Runs) -> list[str]:
     """Each run's overrides that differ between the runs (the swept settings), as text."""
-    shown = varying_overrides([list(s.reproducibility.get("overrides") or []) for _, s in runs])
+    shown = varying_overrides([list(s.reproducibility.overrides) for _, s in runs])
     return [" ".join(ovs) for ovs in shown]
 
 
@@ -258,7 +258,7 @@ def compare(paths: list[Path], notes: list[str] | None = None,
     setting = settings(runs)
     return CompareResult(
         runs=[CompareRun(path=str(p), label=run_label(p, s), model=s.model.name, setting=st,
-                         overrides=list(s.reproducibility.get("overrides") or []))
+                         overrides=list(s.reproducibility.overrides))
               for (p, s), st in zip(runs, setting, strict=True)],
         side_by_side=SideBySide(columns=SIDE_BY_SIDE_COLUMNS, rows=side_by_side(runs, setting)),
         rankings=rankings(runs, setting),

@@ -1,9 +1,11 @@
-"""The typed run summary: what `summary.json` holds, read back by `compare`, suites and
-the CLI through fields rather than string keys.
+"""The typed run summary: what a run found and how it was made, read by the report,
+`compare`, suites, the API and the CLI through fields rather than string keys.
 
-Sections that only the report templates read (cover, executive summary, method,
-conditions, reliability, quality, reproducibility, trail) stay mappings: they are laid
-out for the templates, and every number in them is also in the typed sections.
+`RunSummary` holds data only. The report's views of it (executive summary, method,
+prompt conditions, the reliability table, data quality, the validity flags, the verdict
+rows' clause texts) are built from these records at render time (`report/sections.py`)
+and written beside them into `summary.json`, in the layout it has always had; reading a
+summary.json back keeps those view keys as extra fields and ignores them.
 """
 
 from __future__ import annotations
@@ -12,8 +14,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from biasaudit.records.coding import CodingReport
 from biasaudit.records.estimate import Estimate
 from biasaudit.records.execution import ExecutionStats
 from biasaudit.records.metric_result import MetricResult
@@ -48,6 +51,130 @@ class DataInfo(_Record):
 class DesignInfo(_Record):
     cells: list[str] = Field(default_factory=list)
     n_cells: int = 0
+    levels: dict[str, dict[str, str]] = Field(default_factory=dict)
+    """Cell id -> factor -> level (empty for a summary written before this field)."""
+    factors: dict[str, list[str]] = Field(default_factory=dict)
+    """The spec's factors and their levels, in the spec's order."""
+    probe: str = ""
+    """The probe kind the plan asked the model (`generate`, `pair_logprob`...)."""
+    kind: str = ""
+    """The design kind (`DesignSpec.kind`)."""
+    metric_names: dict[str, str] = Field(default_factory=dict)
+    """Metric id -> registered metric name (whose method text the report shows)."""
+
+
+class Cover(_Record):
+    """Who and what the run was: the model, the spec, the data, when, by which version,
+    and the auditor's own scope, limitations and sign-off (as written: the report escapes
+    them). The report's cover page."""
+
+    notices: list[str] = Field(default_factory=list)
+    """Licence notices of the models the run used, once each."""
+    title: str = ""
+    audit: str = ""
+    method: str = ""
+    description: str = ""
+    model: str = ""
+    backend: str = ""
+    served_by: str = ""
+    """A managed engine serving the model (`model.serve`): which, and which weights."""
+    model_file: str = ""
+    model_sha256: str = ""
+    model_revision: str = ""
+    spec_file: str = ""
+    spec_sha256: str = ""
+    data_source: str = ""
+    data_sha256: str = ""
+    started: str = ""
+    finished: str = ""
+    generated: str = ""
+    tool_version: str = ""
+    run_id: str = ""
+    scope: str = ""
+    limitations: str = ""
+    auditor: str = ""
+    signoff_date: str = ""
+    scoring: list[str] = Field(default_factory=list)
+    """How scored texts' first words were conditioned over HTTP, as the backend recorded it."""
+
+
+class Reproducibility(_Record):
+    command: str = ""
+    """The command line, shell-quoted."""
+    overrides: list[str] = Field(default_factory=list)
+    choices: dict[str, str] = Field(default_factory=dict)
+    seed: int = 0
+    cache: str = ""
+    versions: dict[str, str] = Field(default_factory=dict)
+    rerun: str = ""
+    """`biasaudit run` with the run's overrides, shell-quoted."""
+
+
+class Trail(_Record):
+    """The audit trail beside the report: responses.jsonl (one line per plan item) and codes.jsonl."""
+
+    file: str = "responses.jsonl"
+    lines: int = 0
+    requests: int = 0
+    ok: int = 0
+    failed: int = 0
+    codes: str | None = None
+
+
+class SampleCode(_Record):
+    layer: str
+    code: str | float | None = None
+    """The layer's label or value, or its status (`abstain`, `failed`...) when it did not code."""
+
+
+class SampleAnswer(_Record):
+    stimulus: str
+    cell: str
+    prompt: str
+    answer: str
+    codes: list[SampleCode] = Field(default_factory=list)
+
+
+class SampleGroup(_Record):
+    """A few answers of one group of a breakdown (a metric's `by` field, or the cells)."""
+
+    by: str
+    group: str
+    n: int
+    shown: int
+    groups: int
+    answers: list[SampleAnswer] = Field(default_factory=list)
+
+
+class Side(_Record):
+    slot: str
+    text: str
+    answer: str
+
+
+class LargestRow(_Record):
+    stimulus: str
+    cell: str
+    diff: float
+    sides: list[Side] = Field(default_factory=list)
+
+
+class LargestItems(_Record):
+    """A metric's items with the largest absolute per-item difference, with their texts."""
+
+    metric: str
+    title: str
+    n_items: int
+    shown: int
+    rows: list[LargestRow] = Field(default_factory=list)
+
+
+class Answers(_Record):
+    """The report's "What the model said" (report/answers.py): texts cut, counts bounded."""
+
+    samples: list[SampleGroup] = Field(default_factory=list)
+    largest: list[LargestItems] = Field(default_factory=list)
+    limits: dict[str, int] = Field(default_factory=dict)
 
 
 class VerdictRow(_Record):
@@ -63,6 +190,11 @@ class VerdictRow(_Record):
     blocked: bool = False
     """A validity guard held the verdict back (INCONCLUSIVE; `reason` says why)."""
     would_be: str | None = None
+    adjust: str = "none"
+    """Multiplicity adjustment of a worst-cell interval."""
+    sanity: bool = False
+    """From a sanity threshold: about the model's fitness for the method."""
+    note: str = ""
 
 
 class RunSummary(_Record):
@@ -72,34 +204,44 @@ class RunSummary(_Record):
     spec_sha256: str = ""
     data: DataInfo = Field(default_factory=DataInfo)
     generated: str = ""
-    cover: dict[str, Any] = Field(default_factory=dict)
-    executive: dict[str, Any] = Field(default_factory=dict)
-    method: dict[str, Any] = Field(default_factory=dict)
+    cover: Cover = Field(default_factory=Cover)
     design: DesignInfo = Field(default_factory=DesignInfo)
     execution: ExecutionStats = Field(default_factory=ExecutionStats)
     """Counts of the run (keys written by other versions are ignored)."""
     metrics: dict[str, MetricResult] = Field(default_factory=dict)
-    coding: dict[str, Any] = Field(default_factory=dict)
+    coding: CodingReport = Field(default_factory=CodingReport)
     """Layers (label distributions per cell, status counts), reliability pairs, panels."""
-    conditions: dict[str, Any] = Field(default_factory=dict)
-    reliability: list[dict[str, Any]] = Field(default_factory=list)
-    quality: dict[str, Any] = Field(default_factory=dict)
     verdicts: list[VerdictRow] = Field(default_factory=list)
-    validity: list[dict[str, Any]] = Field(default_factory=list)
-    """Every validity flag of the run's metrics, with the metric it is on (report's
-    "Can these numbers decide?" section)."""
     overall: str = ""
     measured: bool = True
     """False: more than `validity.max_failed_share` of the run's model requests failed, so
     the run could not measure (every verdict INCONCLUSIVE; `biasaudit run` exits 4)."""
     unmeasured_reason: str | None = None
     """With `measured` False: how many requests failed, and the top reasons."""
-    reproducibility: dict[str, Any] = Field(default_factory=dict)
-    trail: dict[str, Any] = Field(default_factory=dict)
-    answers: dict[str, Any] = Field(default_factory=dict)
+    reproducibility: Reproducibility = Field(default_factory=Reproducibility)
+    trail: Trail = Field(default_factory=Trail)
+    answers: Answers = Field(default_factory=Answers)
     """The report's "What the model said": a few answers per group with their codes
     (`samples`) and the items that differ most with their texts (`largest`),
     report/answers.py; texts cut, counts bounded."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _design_of_older_summaries(cls, data: Any) -> Any:
+        """A summary.json written before the design carried its factors and cell levels
+        has them in its report views (`method`, `conditions`): taken from there, so its
+        views are built again as they were."""
+        if not isinstance(data, dict) or not isinstance(data.get("design"), dict) or "probe" in data["design"]:
+            return data
+        method, cond = data.get("method"), data.get("conditions")
+        design = dict(data["design"])
+        if isinstance(method, dict):
+            design.update(probe=method.get("probe") or "", kind=method.get("design") or "",
+                          factors=method.get("factors") or {})
+        if isinstance(cond, dict):
+            design["levels"] = {c["cell"]: c.get("levels") or {} for sp in cond.get("spreads") or []
+                                for c in sp.get("cells") or [] if isinstance(c, dict) and "cell" in c}
+        return {**data, "design": design}
 
     def to_json(self) -> str:
         return json.dumps(self.model_dump(mode="json"), indent=2, allow_nan=False, default=str)
@@ -109,4 +251,5 @@ class RunSummary(_Record):
         return cls.model_validate(json.loads(path.read_text(encoding="utf-8")))
 
 
-__all__ = ["AuditInfo", "DataInfo", "DesignInfo", "ModelInfo", "RunSummary", "VerdictRow"]
+__all__ = ["Answers", "AuditInfo", "Cover", "DataInfo", "DesignInfo", "LargestItems", "LargestRow", "ModelInfo",
+           "Reproducibility", "RunSummary", "SampleAnswer", "SampleCode", "SampleGroup", "Side", "Trail", "VerdictRow"]

@@ -34,6 +34,7 @@ from biasaudit.plan.requests import Request
 from biasaudit.records.codes import Code
 from biasaudit.records.metric_result import ItemRow, MetricResult
 from biasaudit.records.responses import Response
+from biasaudit.records.summary import Answers
 
 CSV_CHARS = 2000
 """Most characters of a prompt or answer in an items.csv cell."""
@@ -269,15 +270,15 @@ def _largest(plan: Plan, responses: Mapping[str, Response],
 
 
 def answers_section(plan: Plan, responses: Mapping[str, Response], results: Mapping[str, MetricResult],
-                    units: Sequence[Any], codes: Mapping[str, Mapping[str, Code]]) -> dict[str, Any]:
+                    units: Sequence[Any], codes: Mapping[str, Mapping[str, Code]]) -> Answers:
     """summary.json's `answers`: `samples` (generate probes: a few answers per group with
     their codes per layer) and `largest` (metrics with per-item differences: the items
     that differ most, with their texts)."""
-    return {
+    return Answers.model_validate({
         "samples": _samples(plan, responses, results, units, codes) if plan.kind == "generate" else [],
         "largest": _largest(plan, responses, results),
         "limits": {"per_group": SAMPLES_PER_GROUP, "groups": MAX_GROUPS, "items": TOP_ITEMS, "chars": SHOW_CHARS},
-    }
+    })
 
 
 __all__ = ["CSV_CHARS", "answer_text", "answers_section", "clip", "item_texts", "prompt_text"]

@@ -1,7 +1,8 @@
-"""Render report.html, report.md and summary.json from the run summary.
+"""Render report.html, report.md and summary.json from the typed run summary.
 
-The HTML and Markdown are drawn only from the summary dict, so summary.json holds every
-number they show. Model text is escaped by Jinja's autoescape.
+The report's views are built here, at render time (`sections.document`); the HTML and
+Markdown are drawn only from that document, which is what summary.json holds, so
+summary.json holds every number they show. Model text is escaped by Jinja's autoescape.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from biasaudit.records.suite import SuiteSummary
 from biasaudit.records.summary import RunSummary
 from biasaudit.report.csv_export import write_compare_csvs, write_csvs
 from biasaudit.report.plots import render_plot
+from biasaudit.report.sections import document
 from biasaudit.spec.models import ReportSpec
 
 
@@ -111,8 +113,9 @@ def render_all(
     JSON summary always). `item_texts`: metric id -> one {prompt, answer} per item,
     items.csv's text columns."""
     formats = set(report.formats) | {"json"}
-    # the templates and the CSV writers read the summary as written to summary.json
-    summary: dict[str, Any] = run.model_dump(mode="json")
+    # the report's views are built now, from the typed summary; the templates read the
+    # document summary.json holds (its records and these views)
+    summary: dict[str, Any] = document(run, report.crosswalk)
     write(run_dir / "summary.json", json.dumps(summary, indent=2, allow_nan=False, default=str))
     write_csvs(run_dir, run.metrics, write, item_texts)
     plot_files: dict[str, list[dict[str, str]]] = {}

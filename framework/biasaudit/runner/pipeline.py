@@ -4,6 +4,7 @@ measure -> judge -> render. Each stage reads what the previous one produced."""
 from __future__ import annotations
 
 import contextlib
+import copy
 import json
 import logging
 import os
@@ -35,11 +36,19 @@ from biasaudit.errors import BiasAuditError
 from biasaudit.metrics import MetricContext
 from biasaudit.metrics.validity import counts_flag, depends_on, failure_flag, layer_flags
 from biasaudit.plan import Plan, compile_plan
+from biasaudit.records.coding import CodingReport
 from biasaudit.records.execution import ExecutionStats
 from biasaudit.records.manifest import DataRef, ModelRef, RunManifest
 from biasaudit.records.metric_result import MetricResult, ValidityFlag
 from biasaudit.records.responses import Response
-from biasaudit.records.summary import RunSummary
+from biasaudit.records.summary import (
+    AuditInfo,
+    DataInfo,
+    DesignInfo,
+    ModelInfo,
+    RunSummary,
+    VerdictRow,
+)
 from biasaudit.registry import METRICS
 from biasaudit.runner.checks import apply_limits, check_breakdowns, check_config, coding_plan
 from biasaudit.spec.compose import Composed
@@ -308,57 +317,45 @@ def finish(
     return summary
 
 
-def scoring_conventions(responses: dict[str, Response]) -> list[str]:
-    """How the scored texts' first words were conditioned over HTTP, as the backend
-    recorded it per response (in-process scoring always puts the model's BOS first)."""
-    seen = {str(r.output["conditioning"]) for r in responses.values()
-            if r.ok and isinstance(r.output, dict) and r.output.get("conditioning")}
-    return sorted(seen)
-
-
 def build_summary(
     prep: Prepared, results: dict[str, MetricResult], verdicts: list[VerdictRecord],
     stats: ExecutionStats, run_manifest: RunManifest, responses: dict[str, Response], coded: Coded,
 ) -> RunSummary:
-    from biasaudit.report import sections
+    """The run's typed records; the report builds its views of them when it renders."""
     from biasaudit.report.answers import answers_section
+    from biasaudit.runner import provenance
 
     cfg = prep.composed.config
     generated = datetime.now(UTC).isoformat(timespec="seconds")
-    vdicts = [v.model_dump(mode="json") for v in verdicts]
-    overall = overall_verdict(verdicts)
     not_measured = unmeasured(prep, responses)
-    execution = stats.as_dict()
     coding = coding_report(prep.coding, coded.result.units, coded.result.codes, coded.result.handed, coded.calls,
                            seed=cfg.runtime.seed)
-    return RunSummary.model_validate({
-        "audit": {"name": cfg.audit.name, "method": cfg.audit.method, "description": cfg.audit.description,
-                  "title": cfg.report.title or cfg.audit.name},
-        "run_id": run_manifest.run_id,
-        "model": run_manifest.model.model_dump(mode="json"),
-        "spec_sha256": run_manifest.spec_sha256,
-        "data": run_manifest.data.model_dump(mode="json"),
-        "generated": generated,
-        "cover": {**sections.cover(cfg, run_manifest, generated), "scoring": scoring_conventions(responses)},
-        "executive": sections.executive(results, vdicts, overall, run_manifest.model.name,
-                                        unmeasured=not_measured.message if not_measured else None),
-        "method": sections.method(cfg, prep.plan, prep.stimuli),
-        "design": {"cells": [c.id for c in prep.plan.cells], "n_cells": len(prep.plan.cells)},
-        "execution": execution,
-        "metrics": {k: r.model_dump(mode="json") for k, r in results.items()},
-        "coding": coding.model_dump(mode="json"),
-        "conditions": sections.conditions(cfg, prep.plan, results),
-        "reliability": sections.reliability(results, execution, coding),
-        "quality": sections.quality(run_manifest, results, execution),
-        "verdicts": sections.verdict_rows(vdicts, cfg.report.crosswalk),
-        "validity": [{"metric": k, **f.model_dump(mode="json")} for k, r in results.items() for f in r.validity],
-        "overall": overall,
-        "measured": not_measured is None,
-        "unmeasured_reason": not_measured.message if not_measured else None,
-        "reproducibility": sections.reproducibility(run_manifest),
-        "trail": sections.trail(prep.plan, responses, bool(coded.result.codes)),
-        "answers": answers_section(prep.plan, responses, results, coded.result.units, coded.result.codes),
-    })
+    return RunSummary(
+        audit=AuditInfo(name=cfg.audit.name, method=cfg.audit.method, description=cfg.audit.description,
+                        title=cfg.report.title or cfg.audit.name),
+        run_id=run_manifest.run_id,
+        model=ModelInfo.model_validate(run_manifest.model.model_dump(mode="json")),
+        spec_sha256=run_manifest.spec_sha256,
+        data=DataInfo.model_validate(run_manifest.data.model_dump(mode="json")),
+        generated=generated,
+        cover=provenance.cover(cfg, run_manifest, generated, responses),
+        design=DesignInfo(cells=[c.id for c in prep.plan.cells], n_cells=len(prep.plan.cells),
+                          levels={c.id: dict(c.levels) for c in prep.plan.cells},
+                          factors={f: list(levels) for f, levels in cfg.factors.items()},
+                          probe=prep.plan.kind, kind=cfg.design.kind,
+                          metric_names={m.key: m.name for m in cfg.metrics}),
+        execution=copy.deepcopy(stats),  # the run's counts as they are now (a re-render sets some later)
+        # through JSON, as summary.json holds them (numpy scalars become plain numbers)
+        metrics={k: MetricResult.model_validate(r.model_dump(mode="json")) for k, r in results.items()},
+        coding=CodingReport.model_validate(coding.model_dump(mode="json")),
+        verdicts=[VerdictRow.model_validate(v.model_dump(mode="json")) for v in verdicts],
+        overall=overall_verdict(verdicts),
+        measured=not_measured is None,
+        unmeasured_reason=not_measured.message if not_measured else None,
+        reproducibility=provenance.reproducibility(run_manifest),
+        trail=provenance.trail(prep.plan, responses, bool(coded.result.codes)),
+        answers=answers_section(prep.plan, responses, results, coded.result.units, coded.result.codes),
+    )
 
 
 def overall_verdict(verdicts: list[VerdictRecord]) -> str:

@@ -108,7 +108,7 @@ def test_api_run_writes_a_rerun_line_the_cli_reproduces(workdir: Path, cli, monk
     spec = tp_spec(workdir, 6)
     first = biasaudit.run(str(spec), ["model=scripted", *isolation(workdir)])
     assert isinstance(first, biasaudit.RunResult)
-    rerun = first.summary.reproducibility["rerun"]
+    rerun = first.summary.reproducibility.rerun
     assert f"spec={spec.resolve()}" in rerun
     monkeypatch.chdir(workdir)
     code, _, err = cli(*shlex.split(rerun)[1:])
