@@ -5,7 +5,7 @@
 prompt conditions, the reliability table, data quality, the validity flags, the verdict
 rows' clause texts) are built from these records at render time (`report/sections.py`)
 and written beside them into `summary.json`, in the layout it has always had; reading a
-summary.json back keeps those view keys as extra fields and ignores them.
+summary.json back leaves those views out.
 """
 
 from __future__ import annotations
@@ -196,6 +196,18 @@ class VerdictRow(_Record):
     """From a sanity threshold: about the model's fitness for the method."""
     note: str = ""
 
+    @model_validator(mode="before")
+    @classmethod
+    def _without_views(cls, data: Any) -> Any:
+        # the report's wording of the row (report/sections.verdict_rows), not data
+        if isinstance(data, dict) and ("over_text" in data or "clauses" in data):
+            return {k: v for k, v in data.items() if k not in ("over_text", "clauses")}
+        return data
+
+
+VIEW_KEYS = frozenset({"executive", "method", "conditions", "reliability", "quality", "validity"})
+"""summary.json's report views (report/sections.py), built at render time from the record."""
+
 
 class RunSummary(_Record):
     audit: AuditInfo
@@ -227,21 +239,27 @@ class RunSummary(_Record):
 
     @model_validator(mode="before")
     @classmethod
-    def _design_of_older_summaries(cls, data: Any) -> Any:
-        """A summary.json written before the design carried its factors and cell levels
-        has them in its report views (`method`, `conditions`): taken from there, so its
-        views are built again as they were."""
-        if not isinstance(data, dict) or not isinstance(data.get("design"), dict) or "probe" in data["design"]:
+    def _without_views(cls, data: Any) -> Any:
+        """summary.json as written: the report's views are left out (the record read back
+        equals the one the run built). A summary written before the design carried its
+        factors and cell levels has them in its views (`method`, `conditions`): taken from
+        there, so its views are built again as they were."""
+        if not isinstance(data, dict):
             return data
+        out = {k: v for k, v in data.items() if k not in VIEW_KEYS}
+        design = data.get("design")
+        if not isinstance(design, dict) or "probe" in design:
+            return out
+        design = dict(design)
         method, cond = data.get("method"), data.get("conditions")
-        design = dict(data["design"])
         if isinstance(method, dict):
             design.update(probe=method.get("probe") or "", kind=method.get("design") or "",
                           factors=method.get("factors") or {})
         if isinstance(cond, dict):
             design["levels"] = {c["cell"]: c.get("levels") or {} for sp in cond.get("spreads") or []
-                                for c in sp.get("cells") or [] if isinstance(c, dict) and "cell" in c}
-        return {**data, "design": design}
+                                if isinstance(sp, dict) for c in sp.get("cells") or []
+                                if isinstance(c, dict) and "cell" in c}
+        return {**out, "design": design}
 
     def to_json(self) -> str:
         return json.dumps(self.model_dump(mode="json"), indent=2, allow_nan=False, default=str)
@@ -251,5 +269,5 @@ class RunSummary(_Record):
         return cls.model_validate(json.loads(path.read_text(encoding="utf-8")))
 
 
-__all__ = ["Answers", "AuditInfo", "Cover", "DataInfo", "DesignInfo", "LargestItems", "LargestRow", "ModelInfo",
+__all__ = ["VIEW_KEYS", "Answers", "AuditInfo", "Cover", "DataInfo", "DesignInfo", "LargestItems", "LargestRow", "ModelInfo",
            "Reproducibility", "RunSummary", "SampleAnswer", "SampleCode", "SampleGroup", "Side", "Trail", "VerdictRow"]

@@ -98,3 +98,11 @@ def test_an_older_summary_takes_its_design_from_its_views() -> None:
     assert (old.design.probe, old.design.kind, old.design.factors) == ("generate", "full", {"f": ["a", "b", "c"]})
     assert old.design.levels == {"f=a": {"f": "a"}, "f=b": {"f": "b"}, "f=c": {"f": "c"}}
     assert sections.conditions(old) == doc["conditions"] and sections.method(old) == doc["method"]
+
+
+def test_a_summary_read_back_leaves_the_views_out() -> None:
+    built = _summary()
+    doc = json.loads(json.dumps(sections.document(built, None)))
+    assert doc["verdicts"][0]["over_text"] and doc["executive"]["n_thresholds"] == 2
+    back = RunSummary.model_validate(doc)
+    assert back == built and back.model_extra == {} and back.verdicts[0].model_extra == {}
