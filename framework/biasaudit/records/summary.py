@@ -14,7 +14,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, JsonValue, model_validator
 
 from biasaudit.records.coding import CodingReport
 from biasaudit.records.estimate import Estimate
@@ -78,9 +78,11 @@ class Cover(_Record):
     backend: str = ""
     served_by: str = ""
     """A managed engine serving the model (`model.serve`): which, and which weights."""
-    model_file: str = ""
-    model_sha256: str = ""
-    model_revision: str = ""
+    model_file: JsonValue = ""
+    """From the backend's identity, as it gives it (a model through an NLI route gives the
+    identity of that model, a mapping): the file, path or name of the weights."""
+    model_sha256: JsonValue = ""
+    model_revision: JsonValue = ""
     spec_file: str = ""
     spec_sha256: str = ""
     data_source: str = ""

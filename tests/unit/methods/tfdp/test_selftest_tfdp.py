@@ -40,7 +40,7 @@ def _planted(workdir: Path, *args: str) -> dict[str, float]:
     prep = prepare(compose([*args, *isolation(workdir)]))
     oracle, params = _oracle_for(prep)
     res = run_oracle(prep, oracle, params, "planted")[0]["tfdp"]
-    wfs = {str(it["stimulus"]): float(it["diff"]) for it in res.items}  # every pair's WFS
+    wfs = {it.stimulus: float(it.diff) for it in res.items}  # every pair's WFS
     assert res.estimates["WFS"].value == pytest.approx(sum(wfs.values()) / len(wfs))
     return wfs
 
