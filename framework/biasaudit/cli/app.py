@@ -569,13 +569,19 @@ def cmd_calibrate(args: argparse.Namespace, rest: list[str]) -> int:
 
     failed = False
     for result in results:
-        print(f"layer {result['layer']}: control set {result['control_set']} ({result['n']} labelled responses)")
+        blank = f"; {result['unlabelled']} rows without a gold label left out" if result.get("unlabelled") else ""
+        print(f"layer {result['layer']}: control set {result['control_set']} ({result['n']} labelled responses{blank})")
         print(f"{'rater':<18}{'accuracy':>10}  {'95% CI':<16}{'chance':>8}{'kappa':>8}  {'95% CI':<18}verdict")
         for r in result["raters"]:
             verdict = "better than chance" if r["better_than_chance"] else "NOT better than chance"
             print(f"{r['rater']:<18}{r['accuracy']:>10.3f}  [{r['ci_low']:.3f}, {r['ci_high']:.3f}]  "
                   f"{num(r['chance']):>8}{num(r['kappa']):>8}  [{num(r['kappa_low'])}, {num(r['kappa_high'])}]"
                   f"{'':<2}{verdict}")
+            conf = r.get("confusion") or {}
+            if conf.get("matrix"):
+                rows = "; ".join(f"{g}: {' '.join(str(x) for x in row)}" for g, row in zip(conf["labels"],
+                                                                                       conf["matrix"], strict=True))
+                print(f"{'':<18}confusion (rows: gold, columns: rater; order {'/'.join(conf['labels'])}): {rows}")
         if not result["passed"]:
             failed = True
             print(f"layer {result['layer']}: its coder is NOT better than chance (kappa's 95% lower bound <= 0); "

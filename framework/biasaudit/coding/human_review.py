@@ -107,11 +107,11 @@ def _rates(labels: list[str], units: Sequence[Unit], machine: Mapping[str, str],
         if ppi_ok is not None:
             est = Estimate.no_data(PPI, f"undefined: {ppi_ok}")
         else:
-            est = ppi_mean(f, lab, y, st)
+            est = ppi_mean(f, lab, y, st, bounds=(0.0, 1.0))
             if est.has_data and blank:
                 est = est.model_copy(update={"note": est.note + f"; {blank} sampled unit(s) left blank count as "
                                                                  "unlabelled (assumed missing at random)"})
-        out.append(LabelRate(label=label, judge=judge, human=stratified_mean(lab, y, st), ppi=est))
+        out.append(LabelRate(label=label, judge=judge, human=stratified_mean(lab, y, st, bounds=(0.0, 1.0)), ppi=est))
     return out
 
 

@@ -31,6 +31,7 @@ tests check it against a hand computation and by simulated coverage.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 
 import numpy as np
@@ -51,7 +52,7 @@ def _stratified(f: np.ndarray, lab: np.ndarray, y: np.ndarray, st: np.ndarray
     """(theta, its variance, the summed variance of y - f) or why it is undefined."""
     total = len(f)
     theta, var, rect_var = 0.0, 0.0, 0.0
-    for h in sorted(set(st.tolist())):
+    for h in np.unique(st).tolist():
         in_h = st == h
         n_h = int((in_h & lab).sum())
         if n_h < 2:
@@ -73,30 +74,44 @@ def _arrays(f: Sequence[float], labelled: Sequence[bool], y: Sequence[float | No
             ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     fa = np.asarray(f, dtype=float)
     lab = np.asarray(labelled, dtype=bool)
-    ya = np.asarray([0.0 if v is None else v for v in y], dtype=float)
-    st = np.asarray(["all"] * len(fa) if strata is None else [str(s) for s in strata], dtype=object)
+    # None (no human label) reads as 0: only labelled units' values are used
+    ya = y.astype(float) if isinstance(y, np.ndarray) else np.asarray([0.0 if v is None else v for v in y], dtype=float)
+    st = np.full(len(fa), "all") if strata is None else np.asarray(strata).astype(str)
     if not (len(fa) == len(lab) == len(ya) == len(st)):
         raise ValueError("f, labelled, y and strata must have one entry per unit")
     return fa, lab, ya, st
 
 
 def _design(st: np.ndarray) -> str:
-    return ("stratified, strata weighted by their share of the units" if len(set(st.tolist())) > 1
+    return ("stratified, strata weighted by their share of the units" if len(np.unique(st)) > 1
             else "simple random sample")
 
 
-def _interval(theta: float, var: float, level: float) -> tuple[float, float]:
-    half = float(norm.ppf(1 - (1 - level) / 2)) * float(np.sqrt(var))
-    return theta - half, theta + half
+@functools.lru_cache(maxsize=8)
+def _z(level: float) -> float:
+    return float(norm.ppf(1 - (1 - level) / 2))
+
+
+def _interval(theta: float, var: float, level: float, bounds: tuple[float, float] | None
+              ) -> tuple[float, float]:
+    """The CLT interval; with `bounds` (a rate: (0, 1)) cut to them, which only drops
+    values the quantity cannot take."""
+    half = _z(level) * float(np.sqrt(var))
+    lo, hi = theta - half, theta + half
+    if bounds is not None:
+        lo, hi = max(lo, bounds[0]), min(hi, bounds[1])
+    return lo, hi
 
 
 def ppi_mean(f: Sequence[float], labelled: Sequence[bool], y: Sequence[float | None],
-             strata: Sequence[str] | None = None, *, level: float = 0.95) -> Estimate:
+             strata: Sequence[str] | None = None, *, level: float = 0.95,
+             bounds: tuple[float, float] | None = None) -> Estimate:
     """PPI estimate of the humans' mean of `y` over all units, with its CLT interval.
 
     `f` is the judge's value for every unit; `labelled` marks the units humans labelled
     and `y` holds their value there (anything elsewhere); `strata` the sampling stratum
-    of every unit (None: one simple random sample). Undefined, with the reason in the
+    of every unit (None: one simple random sample); `bounds` cuts the interval to the
+    values the mean can take (a rate: (0, 1)). Undefined, with the reason in the
     note, when nothing is labelled, when a stratum has fewer than two labelled units, or
     when a variance estimate is zero: the judge agrees with every human label (the
     correction's variance would be 0, and the interval would ignore the judge's errors).
@@ -113,7 +128,7 @@ def ppi_mean(f: Sequence[float], labelled: Sequence[bool], y: Sequence[float | N
         return _undefined(PPI, f"the judge agrees with every one of the {n} human labels, so the correction's "
                                "variance estimate is 0 and an interval would ignore the judge's errors; label "
                                "more units")
-    lo, hi = _interval(theta, var, level)
+    lo, hi = _interval(theta, var, level, bounds)
     return Estimate(value=theta, ci_low=lo, ci_high=hi, n=n, rows=total, method=PPI, level=level,
                     note=f"prediction-powered (Angelopoulos et al. 2023): the judge on {total - n} unlabelled "
                          f"units, corrected by its error on {n} human-labelled ones; {_design(st)}; units "
@@ -121,7 +136,7 @@ def ppi_mean(f: Sequence[float], labelled: Sequence[bool], y: Sequence[float | N
 
 
 def stratified_mean(labelled: Sequence[bool], y: Sequence[float | None], strata: Sequence[str] | None = None, *,
-                    level: float = 0.95) -> Estimate:
+                    level: float = 0.95, bounds: tuple[float, float] | None = None) -> Estimate:
     """The humans-only estimate: the stratified sample mean of `y` (PPI with f = 0) with
     its CLT interval, the strata weighted by their share of all units as in `ppi_mean`."""
     _, lab, ya, st = _arrays([0.0] * len(labelled), labelled, y, strata)
@@ -134,7 +149,7 @@ def stratified_mean(labelled: Sequence[bool], y: Sequence[float | None], strata:
     n = int(lab.sum())
     if var <= 0.0:
         return _undefined(CLASSICAL, f"all {n} human labels give the same value: the variance estimate is 0")
-    lo, hi = _interval(theta, var, level)
+    lo, hi = _interval(theta, var, level, bounds)
     return Estimate(value=theta, ci_low=lo, ci_high=hi, n=n, rows=len(lab), method=CLASSICAL, level=level,
                     note=f"human labels only, {n} units; {_design(st)}; units treated as independent")
 
