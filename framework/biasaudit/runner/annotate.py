@@ -37,7 +37,7 @@ from biasaudit.coding.human_sheet import (
 from biasaudit.coding.stage import response_text
 from biasaudit.coding.units import units_of
 from biasaudit.errors import BiasAuditError, StoreError
-from biasaudit.records.codes import Code
+from biasaudit.records.codes import Code, Unit
 from biasaudit.records.responses import Response
 from biasaudit.report.answers import prompt_text
 from biasaudit.runner.pipeline import Prepared, prepare, read_manifest
@@ -184,7 +184,7 @@ def export_sheet(run_dir: Path, layer: str, n: int, out: Path, *, stratify: str 
     sizes = dict(sorted(Counter(strata.values()).items()))
     take = allocate(sizes, n)
     rng = np.random.default_rng(prep.composed.config.runtime.seed if seed is None else seed)
-    picked = []
+    picked: list[Unit] = []
     for h in sizes:  # strata in name order, units in plan order: the draw depends on the seed alone
         ids = [u for u in pop if strata[u.id] == h]
         picked.extend(ids[i] for i in sorted(rng.choice(len(ids), size=take[h], replace=False).tolist()))

@@ -24,7 +24,14 @@ from collections.abc import Mapping, Sequence
 from pydantic import BaseModel, ConfigDict
 
 from biasaudit.coding.base import Answers, CoderDef, CoderEnv, CodingRequest
-from biasaudit.coding.human_sheet import FilledSheet, check_run, read_record, read_sheet, sheet_path, stratum_of
+from biasaudit.coding.human_sheet import (
+    FilledSheet,
+    check_run,
+    read_record,
+    read_sheet,
+    sheet_path,
+    stratum_of,
+)
 from biasaudit.records.codes import Code, Unit
 
 
