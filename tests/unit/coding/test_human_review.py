@@ -229,3 +229,31 @@ def test_allocation_gives_each_stratum_two_then_shares_by_size() -> None:
     assert allocate({"A": 3, "B": 2}, 50) == {"A": 3, "B": 2}  # fewer units than asked: all of them
     with pytest.raises(BiasAuditError, match="cannot give each of the 3 strata 2 units"):
         allocate({"A": 5, "B": 5, "C": 5}, 5)
+
+
+def test_each_judge_of_a_panel_gets_its_own_confusion_matrix(tmp_path: Path) -> None:
+    from biasaudit.coding.human_review import gold_report
+    from biasaudit.coding.layers import ReliabilityPair
+    from biasaudit.records.codes import Code
+
+    units, texts = _units()
+    sheet = _export(tmp_path, units, texts)
+    _fill(sheet, {units[i].id: lab for i, lab in HUMAN.items()})
+    p, result = _code(tmp_path, sheet, units, texts)
+    # a panel's codes: j1 always agrees with the rules, j2 says refuse on every unit; the
+    # pair maps the panel's own words onto the humans' labels
+    words = {"refuse": "R", "answer": "A"}
+    panel = {u: Code(unit=u, status="coded", label=words[c.label or ""], source="judge_panel",
+                     detail={"votes": {"j1": words[c.label or ""], "j2": "R"}})
+             for u, c in result.codes["refusal"].items()}
+    codes = {**result.codes, "panel": panel}
+    layers = {**p.layers, "panel": p.layers["refusal"]}
+    rep = gold_report(ReliabilityPair("human", "panel", map_b={"R": "refuse", "A": "answer"}), layers, units, codes)
+    assert rep is not None
+    by = {r.rater: r for r in rep.raters}
+    assert set(by) == {"panel", "panel: j1", "panel: j2"}
+    assert by["panel: j1"].confusion == [[3, 0], [1, 4]]
+    # j2: every human label met by refuse: humans' 3 refuse right, 5 answer wrong
+    assert by["panel: j2"].confusion == [[3, 0], [5, 0]]
+    assert by["panel: j2"].accuracy.value == pytest.approx(3 / 8)
+    assert by["panel: j2"].kappa.value == pytest.approx(0.0)  # po = pe = 3/8
