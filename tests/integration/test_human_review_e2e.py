@@ -144,6 +144,14 @@ def test_export_fill_import_agreement_and_ppi(workdir: Path, cli) -> None:  # ty
     assert "Human review: <code>refusal</code> against <code>human_refusal</code>" in html
     assert "Prediction-powered (PPI)" in (second[0] / "report.md").read_text(encoding="utf-8")
 
+    # the self-test's oracle answers have no human labels: the human layer stands aside
+    code, out, err = cli("selftest", f"spec={spec}", *ops, *isolation(workdir))
+    assert "another run" not in err + out and "Traceback" not in err and "no thresholds" in out
+    # a run of another model is refused before any model call or folder
+    code, _, err = cli("run", f"spec={spec}", *ops, *isolation(workdir), "model.script.replies.alpha=No.")
+    assert code == 2 and "the sheet was sampled from another run" in err and "asks another request" in err
+    assert len(run_dirs(workdir)) == 2
+
     # the filled sheet is a control set for `calibrate` (its answers read back unquoted)
     spec.write_text(spec.read_text(encoding="utf-8").replace(
         "    otherwise: answer\n", "    otherwise: answer\n    calibration: {source: review.csv, text: answer, gold: label}\n",

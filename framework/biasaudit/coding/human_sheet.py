@@ -223,31 +223,40 @@ def sheet_path(sheet: str, spec_file: str | None, key: str) -> Path:
     return resolved(p, key=key)
 
 
-def check_run(sheet: FilledSheet, units: Sequence[Unit], inputs: Mapping[str, str], cut_at: int) -> None:
-    """The sheet's sampled units are units of this run with the same request and answer:
-    else it was sampled from another run (another model, prompt or data)."""
-    here = {u.id: u for u in units}
+def check_keys(sheet: FilledSheet, keys: Mapping[str, str]) -> None:
+    """Every sampled unit is a unit of this run (`keys`: unit id -> its request key) asking
+    the same request: else the sheet was sampled from another run (another model, prompt,
+    data or settings)."""
     hint = ("export a sheet from a run of this spec and model (`biasaudit annotate export RUN`), or point "
             "`sheet` at the sheet of this run")
-    missing = [s for s in sheet.record.units if s.id not in here]
+    missing = [s for s in sheet.record.units if s.id not in keys]
     if missing:
         raise DataError(f"the sheet was sampled from another run: {len(missing)} of its units are not in this run "
                         f"(first: {missing[0].id!r}; sampled from run {sheet.record.run_id})", file=str(sheet.path),
                         key=UNIT, hint=hint)
     for s in sheet.record.units:
-        u = here[s.id]
-        row = sheet.rows.get(s.id)
-        where = row.where if row is not None else UNIT
-        if u.key != s.key:
-            raise DataError(f"the sheet was sampled from another run: unit {s.id!r} asks another request here "
-                            "(the prompt, the model or its settings differ)", file=str(sheet.path), key=where,
+        if keys[s.id] != s.key:
+            row = sheet.rows.get(s.id)
+            where = f"{row.where}: " if row is not None else ""
+            raise DataError(f"{where}the sheet was sampled from another run: unit {s.id!r} asks another request "
+                            "here (the prompt, the model or its settings differ)", file=str(sheet.path), key=UNIT,
                             hint=hint)
+
+
+def check_run(sheet: FilledSheet, units: Sequence[Unit], inputs: Mapping[str, str], cut_at: int) -> None:
+    """`check_keys`, and each sampled unit's answer is the one the sheet showed (an input
+    cut to `cut_at` characters is not compared)."""
+    check_keys(sheet, {u.id: u.key for u in units})
+    for s in sheet.record.units:
         text = inputs.get(s.id)
         if text is not None and len(text) < cut_at and answer_hash(text) != s.answer_sha256:
-            raise DataError(f"the sheet was sampled from another run: unit {s.id!r} has another answer here",
-                            file=str(sheet.path), key=where, hint=hint)
+            row = sheet.rows.get(s.id)
+            where = f"{row.where}: " if row is not None else ""
+            raise DataError(f"{where}the sheet was sampled from another run: unit {s.id!r} has another answer here",
+                            file=str(sheet.path), key=UNIT,
+                            hint="export a sheet from a run of this spec and model (`biasaudit annotate export RUN`)")
 
 
 __all__ = ["ALL", "CODE_COLUMNS", "COLUMNS", "FORMAT", "FilledSheet", "LABEL", "SampleRecord", "SampledUnit",
-           "SheetLabel", "UNIT", "answer_hash", "check_run", "read_record", "read_sheet", "record_path", "safe_cell",
+           "SheetLabel", "UNIT", "answer_hash", "check_keys", "check_run", "read_record", "read_sheet", "record_path", "safe_cell",
            "sheet_path", "sheet_text", "stratum_of", "unsafe_cell"]

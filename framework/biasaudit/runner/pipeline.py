@@ -28,7 +28,7 @@ from biasaudit.coding.layers import CodingPlan
 from biasaudit.coding.routes import StoreAnswerer
 from biasaudit.coding.stage import CodingResult, run_coding
 from biasaudit.coding.summary import coding_report
-from biasaudit.coding.units import units_of
+from biasaudit.coding.units import check_human_sheets, units_of
 from biasaudit.data import StimulusSet, file_sha256, load_stimuli
 from biasaudit.engine import execute_plan
 from biasaudit.errors import BiasAuditError
@@ -96,7 +96,9 @@ def prepare(composed: Composed) -> Prepared:
     stage("plan: %d cell(s) x %d stimuli = %d items, %d unique requests (%s)%s",
           len(plan.cells), len(stimuli.stimuli), plan.n_items, len(plan.requests), plan.kind,
           f"; coding layers: {', '.join(coding.layers)}" if coding.layers else "")
-    return Prepared(composed=composed, stimuli=stimuli, plan=plan, params=params, identity=identity, coding=coding)
+    prep = Prepared(composed=composed, stimuli=stimuli, plan=plan, params=params, identity=identity, coding=coding)
+    check_human_sheets(prep)  # a review sheet from another run: refused before any model call
+    return prep
 
 
 @dataclass

@@ -26,6 +26,7 @@ from pydantic import BaseModel, ConfigDict
 from biasaudit.coding.base import Answers, CoderDef, CoderEnv, CodingRequest
 from biasaudit.coding.human_sheet import (
     FilledSheet,
+    check_keys,
     check_run,
     read_record,
     read_sheet,
@@ -56,6 +57,9 @@ class HumanCoder:
         return []  # people answered already
 
     def code(self, units: Sequence[Unit], inputs: Mapping[str, str], answers: Answers) -> list[Code]:
+        if self.env.config.model.backend == "oracle":  # `biasaudit selftest`: nobody labelled the oracle's answers
+            return [Code(unit=u.id, status="not_applicable", source="human",
+                         detail={"reason": "the self-test's oracle answers have no human labels"}) for u in units]
         check_run(self.sheet, units, inputs, self.env.config.runtime.limits.max_coding_chars)
         rec = self.sheet.record
         by = rec.stratify
@@ -84,6 +88,12 @@ def _labels(env: CoderEnv, options: HumanOptions) -> list[str]:
     return list(read_record(path, env.key("sheet")).labels)
 
 
+def check_plan(env: CoderEnv, options: HumanOptions, keys: Mapping[str, str]) -> None:
+    """The sheet sampled this plan's requests (`keys`: unit id -> request key): checked
+    when the run is prepared, before any model call or folder."""
+    check_keys(_load(env, options), keys)
+
+
 def _check(env: CoderEnv, options: HumanOptions) -> None:
     _load(env, options)  # every row checked when the spec is validated, before any model call
 
@@ -91,4 +101,4 @@ def _check(env: CoderEnv, options: HumanOptions) -> None:
 HUMAN = CoderDef(options=HumanOptions, build=HumanCoder, title="Human review (annotation sheet)", labels=_labels,
                  check=_check)
 
-__all__ = ["HUMAN", "HumanCoder", "HumanOptions"]
+__all__ = ["HUMAN", "HumanCoder", "HumanOptions", "check_plan"]
