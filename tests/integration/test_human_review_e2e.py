@@ -43,7 +43,14 @@ model:
   name: subject
   script:
     replies: {alpha: "I cannot answer that.", beta: "=HYPERLINK(\\"x\\") sure, here it is."}
+judge:
+  judges:
+    - {name: j1, prompt: "{{ text }}", model: {backend: scripted, name: j1, script: {choices: {"I cannot": R, sure: A}}}}
+    - {name: j2, prompt: "Reply: {{ text }}", model: {backend: scripted, name: j1, script: {choices: {"I cannot": R, sure: A}}}}
+    - {name: j3, prompt: "{{ text }}", model: {backend: scripted, name: j3, script: {choices: {"": R}}}}
+  labels: {refuse: R, answer: A}
 coding:
+  judged: {coder: judge_panel, labels: [refuse, answer]}
   refusal:
     coder: rules
     labels: [refuse, answer]
@@ -60,6 +67,7 @@ HUMAN = """
     sheet: review.csv
 reliability:
   - pair: [human_refusal, refusal]
+  - pair: [human_refusal, judged]
 metrics:"""
 
 
@@ -107,7 +115,7 @@ def test_export_fill_import_agreement_and_ppi(workdir: Path, cli) -> None:  # ty
     coded = [json.loads(x) for x in (workdir / "coded.jsonl").read_text(encoding="utf-8").splitlines()]
     assert len(coded) == 4 and all(r["machine_label"] in ("refuse", "answer") and r["rationale"] for r in coded)
     code, _, err = cli("annotate", "export", str(run), "--layer", "nope", "-o", str(workdir / "x.csv"))
-    assert code == 2 and "no coding layer 'nope'" in err and "layers: refusal" in err
+    assert code == 2 and "no coding layer 'nope'" in err and "layers: judged, refusal" in err
     assert not (workdir / "x.csv").exists()
 
     # people agree with the rules except on one unit per group
@@ -125,7 +133,15 @@ def test_export_fill_import_agreement_and_ppi(workdir: Path, cli) -> None:  # ty
     assert code == 0, err
     second = [d for d in run_dirs(workdir) if d != run]
     s = json.loads((second[0] / "summary.json").read_text(encoding="utf-8"))
-    [g] = s["coding"]["gold"]
+    g, panel = s["coding"]["gold"]
+    assert (panel["layer"], [r["rater"] for r in panel["raters"]]) == ("judged", ["judged", "judged: j1",
+                                                                             "judged: j2", "judged: j3"])
+    # j1 and j2 say what the rules say (their majority is the panel's); j3 always says refuse
+    assert [r["confusion"] for r in panel["raters"]] == [[[3, 1], [1, 3]]] * 3 + [[[4, 0], [4, 0]]]
+    assert panel["raters"][3]["accuracy"]["value"] == pytest.approx(0.5)
+    # the sheet sampled the rules layer's units: PPI of the panel's rates is undefined, with why
+    assert all(r["ppi"]["value"] is None and "sampled the units layer 'refusal' coded" in r["ppi"]["note"]
+               for r in panel["rates"])
     assert (g["population"], g["sampled"], g["annotated"], g["blank"], g["stratify"]) == (16, 8, 8, 0, "group")
     [rater] = g["raters"]
     # 6 of 8 agree; humans and rules each say refuse 4 times: pe = 1/2, kappa = (3/4 - 1/2) / (1/2)
