@@ -738,7 +738,10 @@ def build_parser() -> argparse.ArgumentParser:
     cb = sub.add_parser("calibrate", help="code a layer's labelled control set: accuracy and kappa (per judge for panels)",
                         description="Code the control set (responses with known labels) of every coding layer with "
                                     "a `calibration` section, and report the accuracy (Wilson 95% interval) and "
-                                    "Cohen's kappa against the gold labels: the layer's, and each judge's for a panel.",
+                                    "Cohen's kappa against the gold labels, with the confusion matrix: the layer's, and each "
+                                    "judge's for a panel. A filled annotation sheet (`biasaudit annotate export`, "
+                                    "labelled by people) is a control set too: calibration: {source: <sheet>.csv, "
+                                    "text: answer, gold: label}; its blank labels are left out.",
                         formatter_class=fmt, epilog=OVERRIDES_HELP)
     cb.add_argument("--layer", default=None, help="the coding layer (default: every layer with a `calibration` section)")
     cb.set_defaults(fn=cmd_calibrate)
