@@ -176,8 +176,10 @@ def _raw_rows(path: Path, key: str, limits: RuntimeLimits) -> list[tuple[str, di
     for col in (UNIT, LABEL):
         if col not in header:
             raise DataError(f"the sheet has no {col!r} column", file=str(path), key=key,
-                            hint=f"keep the columns `annotate export` wrote (found: {names_excerpt(header)})")
-    return [(f"row {i}", r) for i, r in enumerate(rows, start=1)]
+                            hint="save it as comma-separated UTF-8 csv with the columns `annotate export` wrote "
+                                 f"(found: {names_excerpt(header)})")
+    # a row with every cell empty (a spreadsheet's trailing row) is no row
+    return [(f"row {i}", r) for i, r in enumerate(rows, start=1) if any(str(v).strip() for v in r.values())]
 
 
 def _text(v: Any, path: Path, where: str, column: str) -> str:

@@ -178,6 +178,21 @@ def test_hostile_sheets_are_one_error_line_with_file_and_row(tmp_path: Path, edi
     assert err.hint
 
 
+def test_empty_rows_and_padded_labels_are_read_as_people_leave_them(tmp_path: Path) -> None:
+    units, texts = _units()
+    sheet = _export(tmp_path, units, texts)
+    _fill(sheet, {units[0].id: " refuse ", units[10].id: "'answer"})  # a quote only defuses formulas
+    with sheet.open("a", encoding="utf-8") as f:
+        f.write(",,,,,\n\n")  # a spreadsheet's trailing empty row, and a blank line
+    with pytest.raises(DataError, match="row 5: label \"'answer\" is not one of"):
+        _code(tmp_path, sheet, units, texts)
+    _fill(sheet, {units[0].id: " refuse ", units[10].id: "answer"})
+    with sheet.open("a", encoding="utf-8") as f:
+        f.write(",,,,,\n")
+    _, result = _code(tmp_path, sheet, units, texts)
+    assert result.codes["human"]["u0"].label == "refuse" and result.codes["human"]["u10"].label == "answer"
+
+
 def test_a_label_column_missing_or_a_record_missing_is_an_error(tmp_path: Path) -> None:
     units, texts = _units()
     sheet = _export(tmp_path, units, texts)
