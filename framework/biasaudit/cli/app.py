@@ -764,6 +764,10 @@ def build_parser() -> argparse.ArgumentParser:
     it.set_defaults(fn=cmd_init)
     for sp in (r, v, pl, cb):
         _with_overrides(sp)
+    from biasaudit.cli import pack, verify
+
+    pack.add_parser(sub)
+    verify.add_parser(sub)
     return p
 
 

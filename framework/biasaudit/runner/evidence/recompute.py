@@ -1,0 +1,78 @@
+"""Re-computing a packed run with no model: the run is rebuilt in a temporary folder from
+the pack alone (its spec, data, resolved config, the store slice rebuilt as a fresh cache
+and the model identities the stored responses are keyed on) and re-rendered through the
+same path as `biasaudit report RUN` (`runner.pipeline.rerender`). Its estimates and
+verdicts must be byte-identical to the packed summary's."""
+
+from __future__ import annotations
+
+import copy
+import functools
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from biasaudit.backends import identity_scope
+from biasaudit.errors import BiasAuditError
+from biasaudit.records.manifest import RunManifest
+from biasaudit.runner.evidence.store_export import PackedAnswerer, import_store
+from biasaudit.runner.pipeline import rerender
+
+DECIDED = ("metrics", "verdicts", "overall", "measured", "unmeasured_reason", "validity")
+"""The parts of summary.json that carry estimates and verdicts (the rest is when and how
+long: it differs between a run and its re-rendering)."""
+
+
+def decided(summary: dict[str, Any]) -> dict[str, str]:
+    """Each decided part of a summary as canonical JSON text (what is compared byte for byte)."""
+    return {k: json.dumps(summary.get(k), sort_keys=True, ensure_ascii=False, separators=(",", ":")) for k in DECIDED}
+
+
+@dataclass
+class Recomputed:
+    summary: dict[str, Any]
+    """The re-rendered summary.json."""
+    codes: bytes | None
+    """The re-rendered codes.jsonl (None: the run has no coding layers)."""
+
+
+def pinned_identities(path: Path) -> dict[str, dict[str, Any]]:
+    raw = json.loads(path.read_text(encoding="utf-8"))
+    table = raw.get("pinned") if isinstance(raw, dict) else None
+    if not isinstance(table, dict) or not all(isinstance(v, dict) for v in table.values()):
+        raise BiasAuditError("no `pinned` identities", file="model/identity.json")
+    return table
+
+
+def recompute(run: Path, work: Path) -> Recomputed:
+    """Re-render the packed run in `run` (a `runs/<name>/` folder of an extracted pack)
+    inside the empty folder `work`."""
+    m = RunManifest.model_validate(json.loads((run / "config" / "manifest.json").read_text(encoding="utf-8")))
+    specs = sorted((run / "spec").glob("*")) if (run / "spec").is_dir() else []
+    if len(specs) != 1:
+        raise BiasAuditError("the pack holds no spec file for this run", file=f"runs/{run.name}/spec")
+    cfg = copy.deepcopy(m.config)
+    cache = work / "cache.sqlite"
+    if m.data.source is not None:
+        data = sorted((run / "data").glob("stimuli-*")) if (run / "data").is_dir() else []
+        if len(data) != 1:
+            raise BiasAuditError("the pack holds no data file for this run", file=f"runs/{run.name}/data")
+        cfg["stimuli"]["source"] = str(data[0].resolve())
+        m.data.source = str(data[0].resolve())
+    cfg.setdefault("runtime", {})["cache"] = str(cache)
+    report = cfg.setdefault("report", {})
+    report["formats"] = ["md"]  # the numbers are all that is compared: no PDF, no browser
+    if report.get("crosswalk"):
+        report["crosswalk"] = str((run / "config" / "crosswalk.yaml").resolve())
+    out = work / "run"
+    out.mkdir()
+    m = m.model_copy(update={"config": cfg, "cache": str(cache), "spec_file": str(specs[0].resolve()),
+                             "run_dir": str(out)})
+    (out / "manifest.json").write_text(json.dumps(m.as_json(), indent=2, default=str), encoding="utf-8")
+    vectors = import_store(run / "store", cache)
+    with identity_scope(pinned_identities(run / "model" / "identity.json")):
+        rerender(out, answerer=functools.partial(PackedAnswerer, vectors=vectors))
+    summary = json.loads((out / "summary.json").read_text(encoding="utf-8"))
+    codes = (out / "codes.jsonl").read_bytes() if (out / "codes.jsonl").is_file() else None
+    return Recomputed(summary=summary, codes=codes)
