@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from biasaudit.backends.base import BACKENDS, Backend
@@ -54,16 +54,17 @@ def identity_scope(pinned: dict[str, dict[str, Any]] | None = None) -> Iterator[
         _SCOPE.pop()
 
 
-def _scoped(what: Any, compute: Any) -> dict[str, Any]:
+def _scoped(what: Any, compute: Callable[[], dict[str, Any]]) -> dict[str, Any]:
     if not _SCOPE:
-        return compute()  # type: ignore[no-any-return]
+        return compute()
     import hashlib
 
     key = hashlib.sha256(json.dumps(what, sort_keys=True, default=str).encode()).hexdigest()
     table = _SCOPE[-1]
     if key not in table:
         table[key] = compute()
-    return json.loads(json.dumps(table[key]))  # a copy: callers may add to it
+    copied: dict[str, Any] = json.loads(json.dumps(table[key]))  # a copy: callers may add to it
+    return copied
 
 
 def backend_identity(model: ModelConfig) -> dict[str, Any]:

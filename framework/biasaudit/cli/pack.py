@@ -61,7 +61,7 @@ def cmd_pack(args: argparse.Namespace, rest: list[str]) -> int:
         print(redact(exc.one_line()), file=sys.stderr)
         return 2
     for line in res.checks:
-        print(f"checked: {line}")
+        print(f"self-check (what `biasaudit verify` checks): {line}")
     for note in res.notes:
         print(f"note: {note}")
     signed = f", signed by key sha256:{res.fingerprint[:16]}..." if res.fingerprint else ", not signed"

@@ -8,10 +8,10 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-PACK_FORMAT = "biasaudit-evidence-pack/1"
+PACK_FORMAT: Literal["biasaudit-evidence-pack/1"] = "biasaudit-evidence-pack/1"
 MANIFEST_NAME = "MANIFEST.json"
 SIGNATURE_NAME = "MANIFEST.sig"
-PUBLIC_KEY_NAME = "MANIFEST.pub"
+PUBLIC_KEY_NAME: Literal["MANIFEST.pub"] = "MANIFEST.pub"
 
 
 class _Strict(BaseModel):

@@ -315,7 +315,8 @@ def build_pack(source: Path, out: Path, *, force: bool = False, key: Ed25519Priv
     scrub(files, notes)
     add_pdfs(files, names, notes)
     summaries = {n: json.loads(files[f"runs/{n}/report/summary.json"]) for n in names}
-    files["CROSSWALK.md"] = redact(crosswalk_page(sorted(files), summaries, notes)).encode("utf-8")
+    listed = [*sorted(files), "CROSSWALK.md", *([PUBLIC_KEY_NAME] if key is not None else [])]
+    files["CROSSWALK.md"] = redact(crosswalk_page(listed, summaries, notes)).encode("utf-8")
     signing = None
     if key is not None:
         files[PUBLIC_KEY_NAME] = public_pem(key)
@@ -346,7 +347,7 @@ def _self_check(files: dict[str, bytes], key: Ed25519PrivateKey | None) -> list[
         raise BiasAuditError(f"the pack would not verify: {rep.problems[0]}"
                              + (f" (and {len(rep.problems) - 1} more)" if len(rep.problems) > 1 else ""),
                              hint="nothing was written; re-render the run (`biasaudit report RUN`) and pack again")
-    return rep.lines
+    return [line.replace("the key given with --public-key", "the signing key") for line in rep.lines]
 
 
 def _write_zip(target: Path, files: dict[str, bytes]) -> int:

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import re
 import stat
-import zlib
 import zipfile
+import zlib
 from pathlib import Path
 
 from biasaudit.errors import BiasAuditError
