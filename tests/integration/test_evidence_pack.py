@@ -215,3 +215,20 @@ def test_outputs_and_inputs_are_checked(run: Path, workdir: Path, cli) -> None: 
         zf.writestr(info, b"pwned")
     code, _, err = cli("verify", str(evil))
     assert code == 2 and "not a safe evidence pack" in err and not (workdir.parent / "escaped.txt").exists()
+
+
+def test_a_suite_packs_every_member_run_and_verifies(workdir: Path, cli) -> None:  # type: ignore[no-untyped-def]
+    (workdir / "m").mkdir()
+    write_crows_subset(workdir / "m" / "crows.csv", 6)
+    write_spec(workdir / "m" / "audit.yaml", SPEC)
+    write_spec(workdir / "suite.yaml", "suite:\n  name: mini\n  members:\n    - {spec: m/audit.yaml, label: tp}\n")
+    cli("run", "-m", f"spec={workdir / 'suite.yaml'}", "model=scripted", "model.name=s1,s2", *isolation(workdir))
+    [suite] = list((workdir / "reports" / "mini").iterdir())
+    pack = workdir / "suite.zip"
+    code, _, err = cli("pack", str(suite), "-o", str(pack))
+    assert code == 0, err
+    manifest = json.loads(_members(pack)["MANIFEST.json"])
+    assert manifest["source"] == "suite" and manifest["runs"] == ["tp--s1", "tp--s2"]
+    assert {"suite/summary.json", "suite/report.html"} <= set(manifest["files"])
+    code, out, _ = cli("verify", str(pack))
+    assert code == 0 and out.count("byte-identical") == 2, out
