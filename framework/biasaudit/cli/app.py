@@ -764,10 +764,11 @@ def build_parser() -> argparse.ArgumentParser:
     it.set_defaults(fn=cmd_init)
     for sp in (r, v, pl, cb):
         _with_overrides(sp)
-    from biasaudit.cli import pack, verify
+    from biasaudit.cli.pack import add_parser as add_pack
+    from biasaudit.cli.verify import add_parser as add_verify
 
-    pack.add_parser(sub)
-    verify.add_parser(sub)
+    add_pack(sub)
+    add_verify(sub)
     return p
 
 
