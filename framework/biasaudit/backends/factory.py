@@ -40,18 +40,24 @@ def check_probe_support(model: ModelConfig, kind: str, model_file: str | None = 
 # the identities a run's re-computation asked for; `verify` pins them, so that checking a
 # pack needs no weights: the recorded digests are what the stored responses are keyed on).
 _SCOPE: list[dict[str, dict[str, Any]]] = []
+_STRICT: list[bool] = []
 
 
 @contextlib.contextmanager
-def identity_scope(pinned: dict[str, dict[str, Any]] | None = None) -> Iterator[dict[str, dict[str, Any]]]:
+def identity_scope(pinned: dict[str, dict[str, Any]] | None = None, *,
+                   strict: bool = False) -> Iterator[dict[str, dict[str, Any]]]:
     """Within it, an identity whose config is in `pinned` is taken from there, not computed;
-    every identity asked for is recorded in the yielded mapping (config digest -> identity)."""
+    every identity asked for is recorded in the yielded mapping (config digest -> identity).
+    `strict`: an identity not pinned is an error, never computed (a pack's config may name
+    any path: hashing it would read files the verifier never meant to show)."""
     table = dict(pinned or {})
     _SCOPE.append(table)
+    _STRICT.append(strict)
     try:
         yield table
     finally:
         _SCOPE.pop()
+        _STRICT.pop()
 
 
 def _scoped(what: Any, compute: Callable[[], dict[str, Any]]) -> dict[str, Any]:
@@ -62,6 +68,9 @@ def _scoped(what: Any, compute: Callable[[], dict[str, Any]]) -> dict[str, Any]:
     key = hashlib.sha256(json.dumps(what, sort_keys=True, default=str).encode()).hexdigest()
     table = _SCOPE[-1]
     if key not in table:
+        if _STRICT[-1]:
+            raise BackendError(f"no recorded identity for the {what[0]} config {key[:16]}...", key="model",
+                               hint="the evidence pack's model/identity.json lacks it: pack the run again")
         table[key] = compute()
     copied: dict[str, Any] = json.loads(json.dumps(table[key]))  # a copy: callers may add to it
     return copied

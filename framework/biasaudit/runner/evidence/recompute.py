@@ -18,6 +18,7 @@ from biasaudit.errors import BiasAuditError
 from biasaudit.records.manifest import RunManifest
 from biasaudit.runner.evidence.store_export import PackedAnswerer, import_store
 from biasaudit.runner.pipeline import rerender
+from biasaudit.spec import RuntimeLimits
 
 DECIDED = ("metrics", "verdicts", "overall", "measured", "unmeasured_reason", "validity")
 """The parts of summary.json that carry estimates and verdicts (the rest is when and how
@@ -37,6 +38,29 @@ class Recomputed:
     """The re-rendered codes.jsonl (None: the run has no coding layers)."""
 
 
+def _section(cfg: dict[str, Any], key: str) -> dict[str, Any]:
+    node = cfg.setdefault(key, {})
+    if not isinstance(node, dict):
+        raise BiasAuditError(f"`{key}` is not a mapping", file="config/manifest.json")
+    return node
+
+
+# Bounds on what the re-computation may build, kept at most at their defaults whatever the
+# packed config says (a pack could raise them to exhaust the verifier's machine); the
+# limits that change results (`max_coding_chars`) are the run's own.
+_RESOURCE_LIMITS = ("max_cells", "max_plan_items", "max_stimuli", "max_data_bytes", "template_chars",
+                    "template_steps", "template_seconds")
+
+
+def _bounded(packed: Any) -> dict[str, Any]:
+    default = RuntimeLimits().model_dump(mode="json")
+    limits = {**default, **(packed if isinstance(packed, dict) else {})}
+    for k in _RESOURCE_LIMITS:
+        v = limits.get(k)
+        limits[k] = min(v, default[k]) if isinstance(v, (int, float)) and not isinstance(v, bool) else default[k]
+    return limits
+
+
 def pinned_identities(path: Path) -> dict[str, dict[str, Any]]:
     raw = json.loads(path.read_text(encoding="utf-8"))
     table = raw.get("pinned") if isinstance(raw, dict) else None
@@ -54,24 +78,30 @@ def recompute(run: Path, work: Path) -> Recomputed:
         raise BiasAuditError("the pack holds no spec file for this run", file=f"runs/{run.name}/spec")
     cfg = copy.deepcopy(m.config)
     cache = work / "cache.sqlite"
-    if m.data.source is not None:
+    # The packed config is untrusted: every path it names is replaced by the packed file
+    # (none may point at the verifier's files), and its resource limits are the defaults.
+    stimuli, runtime, report = (_section(cfg, k) for k in ("stimuli", "runtime", "report"))
+    if stimuli.get("source") is not None or m.data.source is not None:
         data = sorted((run / "data").glob("stimuli-*")) if (run / "data").is_dir() else []
         if len(data) != 1:
             raise BiasAuditError("the pack holds no data file for this run", file=f"runs/{run.name}/data")
-        cfg["stimuli"]["source"] = str(data[0].resolve())
+        stimuli["source"] = str(data[0].resolve())
         m.data.source = str(data[0].resolve())
-    cfg.setdefault("runtime", {})["cache"] = str(cache)
-    report = cfg.setdefault("report", {})
+    runtime.update(cache=str(cache), limits=_bounded(runtime.get("limits")), models_dir=str(work / "models"),
+                   job_cache_dir=None, reports_dir=str(work))
     report["formats"] = ["md"]  # the numbers are all that is compared: no PDF, no browser
     if report.get("crosswalk"):
-        report["crosswalk"] = str((run / "config" / "crosswalk.yaml").resolve())
+        packed = run / "config" / "crosswalk.yaml"
+        if not packed.is_file():
+            raise BiasAuditError("the pack holds no crosswalk file for this run", file=f"runs/{run.name}/config")
+        report["crosswalk"] = str(packed.resolve())
     out = work / "run"
     out.mkdir()
     m = m.model_copy(update={"config": cfg, "cache": str(cache), "spec_file": str(specs[0].resolve()),
                              "run_dir": str(out)})
     (out / "manifest.json").write_text(json.dumps(m.as_json(), indent=2, default=str), encoding="utf-8")
     vectors = import_store(run / "store", cache)
-    with identity_scope(pinned_identities(run / "model" / "identity.json")):
+    with identity_scope(pinned_identities(run / "model" / "identity.json"), strict=True):
         rerender(out, answerer=functools.partial(PackedAnswerer, vectors=vectors))
     summary = json.loads((out / "summary.json").read_text(encoding="utf-8"))
     codes = (out / "codes.jsonl").read_bytes() if (out / "codes.jsonl").is_file() else None

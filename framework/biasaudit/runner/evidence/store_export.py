@@ -75,8 +75,8 @@ class PackedAnswerer(StoreAnswerer):
     vectors: dict[str, np.ndarray] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        if self.vectors:
-            self._embedder = PackedEmbedder(self.vectors)
+        # never the embedder model: its path comes from the pack's config
+        self._embedder = PackedEmbedder(self.vectors)
 
 
 def _lines(rows: Iterable[dict[str, Any]]) -> str:
