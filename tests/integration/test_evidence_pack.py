@@ -232,3 +232,33 @@ def test_a_suite_packs_every_member_run_and_verifies(workdir: Path, cli) -> None
     assert {"suite/summary.json", "suite/report.html"} <= set(manifest["files"])
     code, out, _ = cli("verify", str(pack))
     assert code == 0 and out.count("byte-identical") == 2, out
+
+
+def test_a_run_with_judge_coding_recomputes_its_codes_from_the_pack(workdir: Path, cli) -> None:  # type: ignore[no-untyped-def]
+    """Rules and a scripted judge panel: the judges' cached answers travel in the store
+    slice, the codes re-compute byte for byte, and a forged judge answer is caught."""
+    from tests.unit.coding.test_coding_plan import spec as coding_spec
+
+    s, ops = coding_spec(workdir)
+    cli("run", f"spec={s}", *ops, *isolation(workdir))
+    [run] = run_dirs(workdir)
+    pack = workdir / "coded.zip"
+    code, out, err = cli("pack", str(run), "-o", str(pack))
+    assert code == 0, err
+    files = _members(pack)
+    r = next(n for n in files if n.endswith("/store/responses.jsonl")).rsplit("/store/", 1)[0]
+    rows = [json.loads(x) for x in files[f"{r}/store/responses.jsonl"].decode().splitlines()]
+    assert len(rows) == 6 + 10  # the subject's 6 answers and the judges' 10 (as the run made them)
+    assert files[f"{r}/trail/codes.jsonl"] == (run / "codes.jsonl").read_bytes()
+    assert cli("verify", str(pack))[0] == 0
+    # one judge answer forged (and rehashed): the codes and the endorsement rate no longer follow
+    judged = [x for x in rows if x["kind"] != "generate"]
+    assert judged, [x["kind"] for x in rows]
+    target = judged[0]
+    answer = json.loads(target["output"])
+    flipped = "E" if answer["choice"] != "E" else "A"  # E is the judges' refusal letter, A endorsement
+    target["output"] = json.dumps({"choice": flipped, "probs": {k: 0.7 if k == flipped else 0.075 for k in answer["probs"]}})
+    forged = {**files, f"{r}/store/responses.jsonl": "".join(json.dumps(x) + "\n" for x in rows).encode()}
+    code, out, _ = cli("verify", str(_rezip(pack, workdir / "forged.zip", forged, rehash=(f"{r}/store/responses.jsonl",))))
+    assert code == 1, out
+    assert f"FAILED: {r}/trail/codes.jsonl: differs from the codes re-computed from the packed responses" in out
