@@ -97,8 +97,10 @@ def recompute(run: Path, work: Path) -> Recomputed:
         report["crosswalk"] = str(packed.resolve())
     out = work / "run"
     out.mkdir()
-    m = m.model_copy(update={"config": cfg, "cache": str(cache), "spec_file": str(specs[0].resolve()),
-                             "run_dir": str(out)})
+    # `spec_file` stays the run's: it is only a label here (the packed spec is the evidence,
+    # the config as run is what is re-computed), and messages that name it (e.g. "run
+    # `biasaudit calibrate spec=...`") must read as they did; every path is absolute now
+    m = m.model_copy(update={"config": cfg, "cache": str(cache), "run_dir": str(out)})
     (out / "manifest.json").write_text(json.dumps(m.as_json(), indent=2, default=str), encoding="utf-8")
     vectors = import_store(run / "store", cache)
     with identity_scope(pinned_identities(run / "model" / "identity.json"), strict=True):
