@@ -163,6 +163,11 @@ def test_a_rehashed_store_or_trail_is_caught_by_the_recomputation(run: Path, wor
     code, out, _ = cli("verify", str(_rezip(pack, workdir / "trail.zip", forged, rehash=(f"{r}/trail/responses.jsonl",))))
     assert code == 1 and out.count("FAILED") == 1
     assert f"FAILED: {r}/trail/responses.jsonl: line 1 does not match the stored response" in out
+    # a line of the trail dropped (an item hidden from the reviewer), rehashed
+    cut = files[f"{r}/trail/responses.jsonl"].decode().splitlines()[:-1]
+    forged = {**files, f"{r}/trail/responses.jsonl": ("\n".join(cut) + "\n").encode()}
+    code, out, _ = cli("verify", str(_rezip(pack, workdir / "cut.zip", forged, rehash=(f"{r}/trail/responses.jsonl",))))
+    assert code == 1 and f"FAILED: {r}/trail/responses.jsonl: 15 lines, but the plan has 16 items" in out
 
 
 def test_a_planted_api_key_never_lands_in_the_pack(run: Path, workdir: Path, cli) -> None:  # type: ignore[no-untyped-def]

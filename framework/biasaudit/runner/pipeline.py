@@ -489,10 +489,12 @@ def read_manifest(run_dir: Path) -> RunManifest:
         raise StoreError(f"manifest.json lacks a usable {where!r}", file=str(mpath), hint=hint) from None
 
 
-def rerender(run_dir: Path, answerer: Callable[..., StoreAnswerer] = StoreAnswerer) -> RunSummary:
+def rerender(run_dir: Path, answerer: Callable[..., StoreAnswerer] = StoreAnswerer, *,
+             trail: bool = False) -> RunSummary:
     """Rebuild the report of a finished run from its manifest and the store: no model
     calls (a missing response is an error). `answerer` makes the offline coding answerer
-    (an evidence pack's records what it reads, or serves packed embeddings)."""
+    (an evidence pack's records what it reads, or serves packed embeddings); `trail`
+    writes responses.jsonl again (an evidence pack compares it with the packed one)."""
     from biasaudit.errors import StoreError
     from biasaudit.spec import validate_config
 
@@ -517,7 +519,7 @@ def rerender(run_dir: Path, answerer: Callable[..., StoreAnswerer] = StoreAnswer
     if m.execution is not None:  # the run's own counts of what a re-render does not redo
         for k in ("calls", "seconds", "model_load_s", "model_loads", "new_failures", "coding_s"):
             setattr(stats, k, getattr(m.execution, k))
-    return finish(prep, responses, stats, run_dir, m, write_responses=False, offline=True,
+    return finish(prep, responses, stats, run_dir, m, write_responses=trail, offline=True,
                   answerer=answerer(cfg, offline=True, stats=stats))
 
 

@@ -36,6 +36,8 @@ class Recomputed:
     """The re-rendered summary.json."""
     codes: bytes | None
     """The re-rendered codes.jsonl (None: the run has no coding layers)."""
+    trail: bytes
+    """The audit trail (responses.jsonl) written again from the packed store rows."""
 
 
 def _section(cfg: dict[str, Any], key: str) -> dict[str, Any]:
@@ -104,7 +106,7 @@ def recompute(run: Path, work: Path) -> Recomputed:
     (out / "manifest.json").write_text(json.dumps(m.as_json(), indent=2, default=str), encoding="utf-8")
     vectors = import_store(run / "store", cache)
     with identity_scope(pinned_identities(run / "model" / "identity.json"), strict=True):
-        rerender(out, answerer=functools.partial(PackedAnswerer, vectors=vectors))
+        rerender(out, answerer=functools.partial(PackedAnswerer, vectors=vectors), trail=True)
     summary = json.loads((out / "summary.json").read_text(encoding="utf-8"))
     codes = (out / "codes.jsonl").read_bytes() if (out / "codes.jsonl").is_file() else None
-    return Recomputed(summary=summary, codes=codes)
+    return Recomputed(summary=summary, codes=codes, trail=(out / "responses.jsonl").read_bytes())

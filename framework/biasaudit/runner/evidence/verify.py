@@ -170,7 +170,7 @@ def _check_run(run: Path, where: str, work: Path, rep: VerifyReport) -> None:
     if again.codes is not None or codes.is_file():
         if not codes.is_file() or again.codes != codes.read_bytes():
             rep.problems.append(f"{where}/trail/codes.jsonl: differs from the codes re-computed from the packed responses")
-    _check_trail(run, where, rep)
+    _check_trail(run, where, again.trail, rep)
     if not any(p.startswith(where + "/") or p.startswith(where + ":") for p in rep.problems):
         n_metrics = len(again.summary.get("metrics", {}))
         n_verdicts = len(again.summary.get("verdicts", []))
@@ -178,23 +178,25 @@ def _check_run(run: Path, where: str, work: Path, rep: VerifyReport) -> None:
                          f"responses with no model call: byte-identical (overall {again.summary.get('overall')})")
 
 
-def _check_trail(run: Path, where: str, rep: VerifyReport) -> None:
-    """The audit trail (trail/responses.jsonl) says what the store slice says, item by item."""
-    stored: dict[str, tuple[Any, Any]] = {}
+def _check_trail(run: Path, where: str, again: bytes, rep: VerifyReport) -> None:
+    """The audit trail (trail/responses.jsonl) is the one the packed store rows give, item
+    by item (compared as JSON: the cache keeps outputs with sorted keys, the run wrote them
+    in the order the model's answer had)."""
     try:
-        for line in (run / "store" / "responses.jsonl").read_text(encoding="utf-8").splitlines():
-            r = json.loads(line)
-            stored[r["key"]] = (r["status"], json.loads(r["output"]) if r.get("output") else None)
-        lines = (run / "trail" / "responses.jsonl").read_text(encoding="utf-8").splitlines()
-    except (OSError, ValueError, KeyError, TypeError, RecursionError):
-        return  # an unreadable store slice is reported by the re-computation
-    for i, line in enumerate(lines, 1):
+        packed = (run / "trail" / "responses.jsonl").read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError):
+        rep.problems.append(f"{where}/trail/responses.jsonl: missing or not UTF-8 text")
+        return
+    fresh = again.decode("utf-8").splitlines()
+    for i, (a, b) in enumerate(zip(packed, fresh, strict=False), 1):
         try:
-            item = json.loads(line)
-            same = stored.get(item["key"]) == (item["status"], item["output"])
-        except (ValueError, KeyError, TypeError, RecursionError):
+            same = json.loads(a) == json.loads(b)
+        except (ValueError, RecursionError):
             same = False
         if not same:
             rep.problems.append(f"{where}/trail/responses.jsonl: line {i} does not match the stored response "
                                 "the estimates are computed from")
             return
+    if len(packed) != len(fresh):
+        rep.problems.append(f"{where}/trail/responses.jsonl: {len(packed)} lines, but the plan has {len(fresh)} "
+                            "items (lines were removed or added)")
