@@ -267,3 +267,39 @@ def test_a_run_with_judge_coding_recomputes_its_codes_from_the_pack(workdir: Pat
     code, out, _ = cli("verify", str(_rezip(pack, workdir / "forged.zip", forged, rehash=(f"{r}/store/responses.jsonl",))))
     assert code == 1, out
     assert f"FAILED: {r}/trail/codes.jsonl: differs from the codes re-computed from the packed responses" in out
+
+
+def test_a_key_from_the_environment_signs_and_never_lands_in_the_pack(run: Path, workdir: Path, cli,  # type: ignore[no-untyped-def]
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    key, pub, _ = _keys(workdir)
+    pem = key.read_text()
+    monkeypatch.setenv("AUDIT_SIGNING_KEY", pem)
+    pack = workdir / "env.zip"
+    code, out, err = cli("pack", str(run), "-o", str(pack), "--sign-key-env", "AUDIT_SIGNING_KEY")
+    assert code == 0, err
+    assert cli("verify", str(pack), "--public-key", str(pub))[0] == 0
+    body = [line for line in pem.splitlines() if not line.startswith("-----")]
+    blob = b"\n".join(_members(pack).values()).decode("latin-1")
+    assert body and not any(line in blob for line in body)
+    assert not any(line.lower() in blob.lower() for line in body)
+
+
+def test_the_pdf_is_rendered_when_chromium_is_there(run: Path, workdir: Path, cli,  # type: ignore[no-untyped-def]
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("BIASAUDIT_CHROMIUM")
+    from biasaudit.report.pdf import find_chromium
+
+    if find_chromium() is None:
+        pytest.skip("headless Chromium is not installed")
+    pack = workdir / "pdf.zip"
+    assert cli("pack", str(run), "-o", str(pack))[0] == 0
+    files = _members(pack)
+    [pdf] = [n for n in files if n.endswith("/report/report.pdf")]
+    assert files[pdf].startswith(b"%PDF-")
+    from io import BytesIO
+
+    from pypdf import PdfReader
+
+    text = " ".join(p.extract_text() for p in PdfReader(BytesIO(files[pdf])).pages)
+    assert "pack-test" in text and "bias_score" in text.replace("\n", "")
+    assert "report.pdf: not in the pack" not in files["CROSSWALK.md"].decode()
