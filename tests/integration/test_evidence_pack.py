@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import subprocess
 import zipfile
 from pathlib import Path
 
@@ -48,12 +47,20 @@ def run(workdir: Path, cli, monkeypatch: pytest.MonkeyPatch) -> Path:  # type: i
 
 
 def _keys(folder: Path) -> tuple[Path, Path, Path]:
+    """An Ed25519 key pair as PEM files (what `openssl genpkey -algorithm ed25519` writes),
+    and the public key of another pair."""
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+    def public(k: Ed25519PrivateKey) -> bytes:
+        return k.public_key().public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo)
+
     key, pub, pub2 = folder / "key.pem", folder / "pub.pem", folder / "other.pem"
-    subprocess.run(["openssl", "genpkey", "-algorithm", "ed25519", "-out", str(key)], check=True)
-    subprocess.run(["openssl", "pkey", "-in", str(key), "-pubout", "-out", str(pub)], check=True)
-    other = folder / "other-key.pem"
-    subprocess.run(["openssl", "genpkey", "-algorithm", "ed25519", "-out", str(other)], check=True)
-    subprocess.run(["openssl", "pkey", "-in", str(other), "-pubout", "-out", str(pub2)], check=True)
+    mine, other = Ed25519PrivateKey.generate(), Ed25519PrivateKey.generate()
+    key.write_bytes(mine.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                       serialization.NoEncryption()))
+    pub.write_bytes(public(mine))
+    pub2.write_bytes(public(other))
     return key, pub, pub2
 
 

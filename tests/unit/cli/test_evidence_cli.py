@@ -33,3 +33,21 @@ def test_bad_inputs_are_one_line_with_exit_2(tmp_path: Path, capsys: pytest.Capt
     assert main(["verify", str(tmp_path / "x.zip")]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "not a zip file" in err
+
+
+def test_signing_keys_that_cannot_sign_are_named(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+    pem = serialization.Encoding.PEM
+    pkcs8 = serialization.PrivateFormat.PKCS8
+    (tmp_path / "ec.pem").write_bytes(ec.generate_private_key(ec.SECP256R1()).private_bytes(
+        pem, pkcs8, serialization.NoEncryption()))
+    (tmp_path / "locked.pem").write_bytes(Ed25519PrivateKey.generate().private_bytes(
+        pem, pkcs8, serialization.BestAvailableEncryption(b"passphrase")))
+    for name, why in (("ec.pem", "not Ed25519"), ("locked.pem", "the signing key is encrypted")):
+        assert main(["pack", str(tmp_path), "-o", str(tmp_path / "a.zip"), "--sign-key", str(tmp_path / name)]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and why in err and "--sign-key" in err
+    assert not (tmp_path / "a.zip").exists()
