@@ -776,6 +776,11 @@ def build_parser() -> argparse.ArgumentParser:
     annotate_parser(sub)
     for sp in (r, v, pl, cb):
         _with_overrides(sp)
+    from biasaudit.cli.pack import add_parser as add_pack
+    from biasaudit.cli.verify import add_parser as add_verify
+
+    add_pack(sub)
+    add_verify(sub)
     return p
 
 

@@ -10,6 +10,7 @@ import os
 import platform
 import shlex
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -112,12 +113,13 @@ class Coded:
 
 
 def code(prep: Prepared, responses: dict[str, Response], stats: ExecutionStats | None = None,
-         offline: bool = False) -> Coded:
+         offline: bool = False, answerer: StoreAnswerer | None = None) -> Coded:
     """The coding stage: every layer codes every answered unit; its model calls are
-    cached requests (offline: answered only from the store)."""
+    cached requests (offline: answered only from the store). An evidence pack passes its
+    own offline `answerer` (one that records, or serves packed embeddings)."""
     if not prep.coding.layers:
         return Coded(CodingResult(codes={}, units=[]), {})
-    answerer = StoreAnswerer(prep.composed.config, offline=offline, stats=stats)
+    answerer = answerer or StoreAnswerer(prep.composed.config, offline=offline, stats=stats)
     t0 = time.perf_counter()
     try:
         result = run_coding(prep.coding, units_of(prep), responses, answerer)
@@ -269,13 +271,14 @@ def _write_trail(tmp: Path, prep: Prepared, responses: dict[str, Response]) -> N
 def finish(
     prep: Prepared, responses: dict[str, Response], stats: ExecutionStats, run_dir: Path,
     run_manifest: RunManifest, *, write_responses: bool = True, offline: bool = False,
+    answerer: StoreAnswerer | None = None,
 ) -> RunSummary:
     from biasaudit.report import render_all
 
     cfg = prep.composed.config
     if prep.coding.layers:
         stage("coding: %s", ", ".join(f"{n} ({lay.coder_name})" for n, lay in prep.coding.layers.items()))
-    coded = code(prep, responses, stats, offline=offline)
+    coded = code(prep, responses, stats, offline=offline, answerer=answerer)
     # the run stage is the model calls and the coding calls together
     stats.run_stage_s = stats.seconds + stats.coding_s
     if not offline:
@@ -488,9 +491,12 @@ def read_manifest(run_dir: Path) -> RunManifest:
         raise StoreError(f"manifest.json lacks a usable {where!r}", file=str(mpath), hint=hint) from None
 
 
-def rerender(run_dir: Path) -> RunSummary:
+def rerender(run_dir: Path, answerer: Callable[..., StoreAnswerer] = StoreAnswerer, *,
+             trail: bool = False) -> RunSummary:
     """Rebuild the report of a finished run from its manifest and the store: no model
-    calls (a missing response is an error)."""
+    calls (a missing response is an error). `answerer` makes the offline coding answerer
+    (an evidence pack's records what it reads, or serves packed embeddings); `trail`
+    writes responses.jsonl again (an evidence pack compares it with the packed one)."""
     from biasaudit.errors import StoreError
     from biasaudit.spec import validate_config
 
@@ -515,7 +521,8 @@ def rerender(run_dir: Path) -> RunSummary:
     if m.execution is not None:  # the run's own counts of what a re-render does not redo
         for k in ("calls", "seconds", "model_load_s", "model_loads", "new_failures", "coding_s"):
             setattr(stats, k, getattr(m.execution, k))
-    return finish(prep, responses, stats, run_dir, m, write_responses=False, offline=True)
+    return finish(prep, responses, stats, run_dir, m, write_responses=trail, offline=True,
+                  answerer=answerer(cfg, offline=True, stats=stats))
 
 
 __all__ = ["Coded", "PlanInputs", "Prepared", "code", "measure", "plan_inputs", "prepare", "rerender", "run",
