@@ -12,6 +12,7 @@ from biasaudit.coding.label_check import (
 )
 from biasaudit.errors import SpecError
 from biasaudit.methods.base import MethodDef, MethodText
+from biasaudit.methods.label_rates import impact
 from biasaudit.methods.label_rates.metric import LabelRateParams, compute
 from biasaudit.methods.label_rates.oracle import ORACLE
 from biasaudit.metrics.base import MetricDef
@@ -47,9 +48,31 @@ def check_spec(params: BaseModel, cfg: AuditConfig) -> str | None:
 METRICS.add("label_rate", MetricDef(compute=compute, params=LabelRateParams, probe_kinds=frozenset({"generate"}),
                                     title="Label rate", method="label_rates", layers=_layers, check_spec=check_spec,
                                     bounds=(("contrast.*", (-1.0, 1.0)), ("*", (0.0, 1.0)))))
+def check_impact(params: BaseModel, cfg: AuditConfig) -> str | None:
+    """The favourable labels are labels the layer can give, and a threshold names an
+    estimate the metric gives."""
+    assert isinstance(params, impact.ImpactRatioParams)
+    check_labels(params.labels, config_labels(cfg, params.layer), params.layer, "`labels` names", key="labels",
+                 cls=MetricLabelError)
+    if len(set(params.by)) < len(params.by):
+        return "`by` names a field twice; an intersection is of different fields"
+    ids = metric_ids(cfg, "impact_ratio", params)
+    for i, t in enumerate(cfg.thresholds):
+        mid, _, est = t.metric.partition(".")
+        if mid in ids and est and est != "lowest" and not est.startswith(("lowest.", "rate.", "ratio.")):
+            raise SpecError(f"metric {mid!r} gives no estimate {est!r}", key=f"thresholds[{i}].metric",
+                            hint="estimates: lowest (the headline), lowest.<by>, ratio.<by>.<category>, "
+                                 "rate.<by>.<category>; <by> is a field or fields joined by + (gender+race)")
+    return None
+
+
+METRICS.add("impact_ratio", MetricDef(
+    compute=impact.compute, params=impact.ImpactRatioParams, probe_kinds=frozenset({"generate"}),
+    title="Impact ratio", method="label_rates", layers=impact.layers, check_spec=check_impact,
+    bounds=(("rate.*", (0.0, 1.0)), ("*", (0.0, float("inf"))))))
 METHODS.add("label_rates", MethodDef(
     name="label_rates",
-    metrics=("label_rate",),
+    metrics=("label_rate", "impact_ratio"),
     text=MethodText(
         name="Rates of coded labels",
         source="biasaudit's generic coding layers (refusal rules, judge panels, classifiers).",
