@@ -12,7 +12,7 @@ from biasaudit.coding.label_check import (
 )
 from biasaudit.errors import SpecError
 from biasaudit.methods.base import MethodDef, MethodText
-from biasaudit.methods.label_rates import impact
+from biasaudit.methods.label_rates import impact, impact_oracle
 from biasaudit.methods.label_rates.metric import LabelRateParams, compute
 from biasaudit.methods.label_rates.oracle import ORACLE
 from biasaudit.metrics.base import MetricDef
@@ -86,3 +86,4 @@ METHODS.add("label_rates", MethodDef(
     ),
 ))
 ORACLES.add("label_rate", ORACLE)
+ORACLES.add("impact_ratio", impact_oracle.ORACLE)
