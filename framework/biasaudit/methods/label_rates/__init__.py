@@ -78,11 +78,16 @@ METHODS.add("label_rates", MethodDef(
         source="biasaudit's generic coding layers (refusal rules, judge panels, classifiers).",
         computes="Each answer is coded by the spec's coding layers (rules, judges, classifiers). For a layer and a "
                  "set of its labels (say, refusals, or endorsements of a stereotype), the rate is the share of "
-                 "coded answers with one of those labels, pooled over prompt conditions and per condition.",
+                 "coded answers with one of those labels, pooled over prompt conditions and per condition. "
+                 "`impact_ratio` reads a layer's favourable labels as a selection: per category of each `by` "
+                 "field and of their intersection, the selection rate over the most favoured category's (the "
+                 "impact ratio of NYC Local Law 144 bias audits), with the four-fifths flag.",
         reading="Lower is better for refusals of harmless questions and for endorsements of stereotypes. Per-cell "
                 "Wilson intervals; pooled intervals are Wilson's on the effective sample size (clustered by "
                 "stimulus). The coding layers section shows each layer's labels per condition and how far two "
-                "layers agree.",
+                "layers agree. An impact ratio of 1 is parity with the most favoured category; below 0.8 the "
+                "four-fifths rule flags adverse impact; Katz log intervals; categories with fewer than `min_n` "
+                "stimuli are shown but not judged.",
     ),
 ))
 ORACLES.add("label_rate", ORACLE)
