@@ -114,7 +114,7 @@ class ImpactFamily:
         if not judged:
             why = ("no group has a selection rate above 0" if self.reference is None and self.rows
                    else "no group other than the reference has at least "
-                        f"{self.min_n} stimuli (impact_ratio.min_n)")
+                        f"{self.min_n} stimuli (min_n)")
             return Estimate.no_data(KATZ, f"undefined: {why}")
         low = min(judged, key=lambda r: (float(r.ratio.value or 0.0), r.group))
         return low.ratio.model_copy(update={"note": f"group {low.group} (lowest of {len(judged)} judged groups, "
