@@ -108,7 +108,8 @@ def oracle_responses(prep: Prepared, oracle: OracleDef, params: Any, kind: str) 
                                          error_kind="refused"))
             continue
         got = oracle.respond(OracleCase(kind=kind, item=it, request=req, fields=fields[it.stimulus],
-                                        vars=level_vars.get(it.cell, {}), params=params, side=sides[it.stimulus]))
+                                        vars=level_vars.get(it.cell, {}), params=params, side=sides[it.stimulus],
+                                        stimuli=fields))
         out[it.key] = (Response(key=it.key, status="ok", output=got) if got is not None
                        else Response(key=it.key, status="failed", error="no oracle answer", error_kind="oracle"))
     return out
