@@ -95,6 +95,10 @@ def plan_inputs(composed: Composed) -> PlanInputs:
 def prepare(composed: Composed) -> Prepared:
     """Everything that can fail on bad input, before any model call or file write."""
     params, stimuli, identity, coding = plan_inputs(composed)
+    if composed.config.runtime.sequential.look_every is not None:
+        from biasaudit.runner.sequential import schedule
+
+        schedule(len(stimuli.stimuli), composed.config.runtime.sequential)  # too many looks: refused now
     stage("planning %s (%d stimuli)", composed.config.audit.name, len(stimuli.stimuli))
     plan = compile_plan(composed.config, stimuli, identity, str(composed.spec_file))
     stage("plan: %d cell(s) x %d stimuli = %d items, %d unique requests (%s)%s",

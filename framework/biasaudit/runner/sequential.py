@@ -73,14 +73,15 @@ def restrict(prep: Prepared, keep: set[str]) -> Prepared:
     return dataclasses.replace(prep, stimuli=stimuli, plan=plan)
 
 
-def schedule(prep: Prepared, seq: SequentialConfig) -> list[int]:
-    """The stimulus counts of the looks, checked."""
+def schedule(planned: int, seq: SequentialConfig) -> list[int]:
+    """The stimulus counts of the looks of a run of `planned` stimuli, checked (before any
+    model call or file write: `pipeline.prepare`)."""
     assert seq.look_every is not None
-    sizes = look_sizes(len(prep.stimuli.stimuli), seq.look_every, seq.max_looks)
+    sizes = look_sizes(planned, seq.look_every, seq.max_looks)
     if len(sizes) > MAX_LOOKS:
-        raise SpecError(f"{len(sizes)} looks (one every {seq.look_every} of {len(prep.stimuli.stimuli)} stimuli); "
-                        f"at most {MAX_LOOKS}", key="runtime.sequential.look_every",
-                        hint=f"set runtime.sequential.look_every={-(-len(prep.stimuli.stimuli) // MAX_LOOKS)} or more, "
+        raise SpecError(f"{len(sizes)} looks (one every {seq.look_every} of {planned} stimuli); at most {MAX_LOOKS}",
+                        key="runtime.sequential.look_every",
+                        hint=f"set runtime.sequential.look_every={-(-planned // MAX_LOOKS)} or more, "
                              "or runtime.sequential.max_looks")
     return sizes
 
@@ -105,7 +106,7 @@ def run_sequential(prep: Prepared, store: Store, backend_factory: Callable[[], B
     seq = cfg.runtime.sequential
     assert seq.look_every is not None
     planned = len(prep.stimuli.stimuli)
-    sizes = schedule(prep, seq)
+    sizes = schedule(planned, seq)
     order = stimulus_order(prep)
     fractions = [s / planned for s in sizes]
 
@@ -199,4 +200,4 @@ def _final_stats(sub: Prepared, responses: dict[str, Response], total: Execution
     return stats
 
 
-__all__ = ["SequentialOutcome", "restrict", "run_sequential", "stimulus_order"]
+__all__ = ["SequentialOutcome", "restrict", "run_sequential", "schedule", "stimulus_order"]
