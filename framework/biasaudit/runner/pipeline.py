@@ -145,6 +145,13 @@ def measure(prep: Prepared, responses: dict[str, Response], coded: Coded, *, cal
     return guard(prep, responses, coded, results, calibration=calibration, accept_dominant=accept_dominant)
 
 
+def code_and_measure(prep: Prepared, responses: dict[str, Response], stats: ExecutionStats,
+                     offline: bool) -> tuple[Coded, dict[str, MetricResult]]:
+    """The coding stage, then the metrics: one look of a sequential run (runner/sequential.py)."""
+    coded = code(prep, responses, stats, offline=offline)
+    return coded, measure(prep, responses, coded)
+
+
 def guard(prep: Prepared, responses: dict[str, Response], coded: Coded, results: dict[str, MetricResult], *,
           calibration: bool = True, accept_dominant: frozenset[str] = frozenset()) -> dict[str, MetricResult]:
     """Add to each result the validity flags that come from outside the metric: the run's
@@ -458,7 +465,7 @@ def run(prep: Prepared, run_dir: Path, command: list[str]) -> RunSummary:
         if cfg.runtime.sequential.look_every is not None:
             from biasaudit.runner.sequential import run_sequential
 
-            looked = run_sequential(prep, store, lambda: build_audit_backend(cfg),
+            looked = run_sequential(prep, store, lambda: build_audit_backend(cfg), code_and_measure,
                                     retry_failed=cfg.runtime.retry_failed, progress=cfg.runtime.progress,
                                     who=audit_subject(cfg), load_note=load_note(cfg))
             prep, responses, stats = looked.prep, looked.responses, looked.stats
@@ -541,7 +548,7 @@ def rerender(run_dir: Path) -> RunSummary:
         if cfg.runtime.sequential.look_every is not None:  # the same looks, from the store: the same stop
             from biasaudit.runner.sequential import run_sequential
 
-            looked = run_sequential(prep, store, None, progress=False)
+            looked = run_sequential(prep, store, None, code_and_measure, progress=False)
             prep, responses, stats = looked.prep, looked.responses, looked.stats
         else:
             responses, stats = execute_plan(prep.plan, store, None, progress=False)

@@ -16,6 +16,7 @@ import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -28,14 +29,21 @@ from biasaudit.records.execution import ExecutionStats
 from biasaudit.records.metric_result import MetricResult
 from biasaudit.records.responses import Response
 from biasaudit.records.sequential import Look, LookThreshold, SequentialRecord
-from biasaudit.runner.pipeline import Coded, Prepared, code, measure
 from biasaudit.spec import SequentialConfig, ThresholdSpec
 from biasaudit.stats.sequential import Boundaries, boundaries, look_sizes
 from biasaudit.store import Store
 from biasaudit.verdicts.sequential import look_level, look_verdicts
 from biasaudit.verdicts.thresholds import VerdictRecord, resolve
 
+if TYPE_CHECKING:  # the pipeline hands its stages in (it calls this module: no import cycle)
+    from biasaudit.runner.pipeline import Coded, Prepared
+
 MAX_LOOKS = 200
+
+# One look's coding and metrics (`pipeline.code` then `pipeline.measure`): the run
+# restricted to the stimuli seen, their responses, counts to add to, offline or not.
+CodeAndMeasure = Callable[["Prepared", dict[str, Response], ExecutionStats, bool],
+                          tuple["Coded", dict[str, MetricResult]]]
 
 
 @dataclass
@@ -97,9 +105,9 @@ def _add(total: ExecutionStats, part: ExecutionStats) -> None:
         setattr(total, k, getattr(total, k) + getattr(part, k))
 
 
-def run_sequential(prep: Prepared, store: Store, backend_factory: Callable[[], Backend] | None, *,
-                   retry_failed: bool = False, progress: bool = True, who: str = "the model",
-                   load_note: str = "") -> SequentialOutcome:
+def run_sequential(prep: Prepared, store: Store, backend_factory: Callable[[], Backend] | None,
+                   code_and_measure: CodeAndMeasure, *, retry_failed: bool = False, progress: bool = True,
+                   who: str = "the model", load_note: str = "") -> SequentialOutcome:
     """The looks of a sequential run (`backend_factory=None`: from the store only, as a
     re-render does; the looks and the stop are the same)."""
     cfg = prep.composed.config
@@ -131,10 +139,9 @@ def run_sequential(prep: Prepared, store: Store, backend_factory: Callable[[], B
         responses.update(got)
         look_stats = ExecutionStats()
         sub_responses = {key: responses[key] for key in sub.plan.requests}
-        coded = code(sub, sub_responses, look_stats, offline=backend_factory is None)
+        coded, results = code_and_measure(sub, sub_responses, look_stats, backend_factory is None)
         _add(total, st)
         _add(total, look_stats)
-        results = measure(sub, sub_responses, coded)
         verdicts = look_verdicts(thresholds, results, bounds_for, k)
         rows = []
         for i, (t, v) in enumerate(zip(thresholds, verdicts, strict=True)):
