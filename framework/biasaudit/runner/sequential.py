@@ -114,7 +114,9 @@ def run_sequential(prep: Prepared, store: Store, backend_factory: Callable[[], B
     seq = cfg.runtime.sequential
     assert seq.look_every is not None
     planned = len(prep.stimuli.stimuli)
-    sizes = schedule(planned, seq)
+    thresholds = cfg.thresholds
+    # nothing to decide: one look at every stimulus (looking earlier could never stop the run)
+    sizes = schedule(planned, seq) if thresholds else [planned]
     order = stimulus_order(prep)
     fractions = [s / planned for s in sizes]
 
@@ -122,7 +124,6 @@ def run_sequential(prep: Prepared, store: Store, backend_factory: Callable[[], B
     def bounds_for(alpha: float) -> Boundaries:
         return boundaries(fractions, alpha, seq.spending)
 
-    thresholds = cfg.thresholds
     decided: dict[int, tuple[VerdictRecord, int]] = {}
     looks: list[Look] = []
     responses: dict[str, Response] = {}

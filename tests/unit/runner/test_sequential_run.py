@@ -6,6 +6,7 @@ A killed sequential run resuming: tests/integration/test_sequential_resume.py.""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -121,3 +122,39 @@ def test_too_many_looks_is_refused_before_anything_runs() -> None:
     with pytest.raises(SpecError) as e:
         schedule(1000, SequentialConfig(look_every=2))
     assert e.value.key == "runtime.sequential.look_every" and "look_every=5" in (e.value.hint or "")
+
+
+@pytest.mark.slow  # a whole run with its reports
+def test_no_thresholds_means_one_look(workdir: Path, cli) -> None:  # type: ignore[no-untyped-def]
+    code, _, err = cli("run", *SEQ, *planted(workdir), "thresholds=[]", *isolation(workdir))
+    assert code == 0, err
+    q = _summary(run_dirs(workdir)[0])["sequential"]
+    assert (q["planned_looks"], q["stopped_at"], q["not_run"]) == ([40], 1, 0)
+    assert q["reason"].startswith("the spec has no thresholds")
+
+
+@pytest.mark.slow  # a whole run with its reports
+def test_stimulus_ids_are_escaped_in_the_section(workdir: Path, cli) -> None:  # type: ignore[no-untyped-def]
+    """Ids come from the data file: the not-run list shows them as text in HTML and Markdown."""
+    import csv
+
+    from tests.helpers import TP_SPEC, write_spec
+
+    header, rows = read_csv(CROWS_SAMPLE)
+    with (workdir / "pairs.csv").open("w", newline="", encoding="utf-8") as f:
+        w = csv.writer(f)
+        w.writerow(header)
+        for i, r in enumerate(rows):
+            w.writerow([f"<img src=x onerror=alert({i})>|x" if h == "" else r[h] for h in header])
+    spec = write_spec(workdir / "tp.yaml", TP_SPEC.format(name="tp-ids", source="pairs.csv"))
+    code, _, err = cli("run", f"spec={spec}", "runtime.sequential.look_every=10", *planted(workdir),
+                       *isolation(workdir))
+    assert code == 1, err
+    run = run_dirs(workdir)[0]
+    assert _summary(run)["sequential"]["not_run"] == 20
+    html = (run / "report.html").read_text()
+    assert "<img" not in html and "&lt;img src=x onerror=alert(" in html
+    md = (run / "report.md").read_text()
+    section = md[md.index("## Sequential stopping"):md.index("## Method")]
+    assert "&lt;img src=x onerror=alert(" in section and "<img" not in section
+    assert "\\|x" in section and re.search(r"(?<!\\)\|x", section) is None  # a pipe cannot split the table
