@@ -151,9 +151,13 @@ def run_sequential(prep: Prepared, store: Store, backend_factory: Callable[[], B
                 decided[i] = (v, k)
             res, name = resolve(t.metric, results)
             _, spent = look_level(res.estimates[name], bounds_for, k)
+            verdict, reason = v.verdict, v.reason
+            if i in decided and not here:  # decided earlier: the design stopped for it there
+                verdict = decided[i][0].verdict
+                reason = f"kept from look {decided[i][1] + 1} (this look's interval alone: {v.verdict})"
             rows.append(LookThreshold(threshold=threshold_label(t), value=v.estimate.value, ci_low=v.estimate.ci_low,
                                       ci_high=v.estimate.ci_high, level=v.estimate.level, spent=spent,
-                                      n=v.estimate.n, verdict=v.verdict, reason=v.reason, decided_here=here,
+                                      n=v.estimate.n, verdict=verdict, reason=reason, decided_here=here,
                                       cell=v.cell))
         looks.append(Look(index=k + 1, stimuli=size, fraction=size / planned, thresholds=rows))
         last = (sub, coded, results, verdicts, look_stats)

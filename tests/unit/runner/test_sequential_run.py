@@ -158,3 +158,20 @@ def test_stimulus_ids_are_escaped_in_the_section(workdir: Path, cli) -> None:  #
     section = md[md.index("## Sequential stopping"):md.index("## Method")]
     assert "&lt;img src=x onerror=alert(" in section and "<img" not in section
     assert "\\|x" in section and re.search(r"(?<!\\)\|x", section) is None  # a pipe cannot split the table
+
+
+@pytest.mark.slow  # a whole run with its reports
+def test_a_threshold_decided_early_keeps_its_verdict(workdir: Path, cli) -> None:  # type: ignore[no-untyped-def]
+    two = ("thresholds=[{metric: bias_score, min: 40, max: 60},"
+           " {metric: bias_score_shared, min: 0, max: 100}]")
+    code, _, err = cli("run", *SEQ, *planted(workdir), two, *isolation(workdir))
+    assert code == 1, err
+    s = _summary(run_dirs(workdir)[0])
+    look1, look2 = (look["thresholds"] for look in s["sequential"]["looks"])
+    # the whole range [0, 100] is allowed: PASS at the first look (interval at 0.99991 inside it)
+    assert look1[1]["verdict"] == "PASS" and look1[1]["decided_here"]
+    assert look2[1]["verdict"] == "PASS" and not look2[1]["decided_here"]
+    assert look2[1]["reason"].startswith("kept from look 1")
+    assert look2[0]["verdict"] == "FAIL" and look2[0]["decided_here"]
+    assert [v["verdict"] for v in s["verdicts"]] == ["FAIL", "PASS"]
+    assert s["verdicts"][1]["estimate"]["n"] == 10  # the verdict of the look that decided it
