@@ -26,6 +26,8 @@ config group option. A spec file may also be given without `spec=` (`audit.yaml`
   model=smollm2                        the model under test (conf/model/)
   stimuli.source=/data/crows.csv       any spec key
   runtime.batch_size=16                run-time settings (conf/runtime/)
+  runtime.sequential.look_every=50     look at the thresholds every 50 stimuli and stop once all are
+                                       decided (alpha-spending; docs/statistics.md#sequential-stopping)
 """
 
 

@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from biasaudit.records.estimate import Estimate
 from biasaudit.records.execution import ExecutionStats
 from biasaudit.records.metric_result import MetricResult
+from biasaudit.records.sequential import SequentialRecord
 
 
 class _Record(BaseModel):
@@ -100,6 +101,9 @@ class RunSummary(_Record):
     """The report's "What the model said": a few answers per group with their codes
     (`samples`) and the items that differ most with their texts (`largest`),
     report/answers.py; texts cut, counts bounded."""
+    sequential: SequentialRecord | None = None
+    """With `runtime.sequential`: the looks (stimuli seen, per-threshold estimate, repeated
+    interval and decision), where the run stopped and why, and the stimuli not run."""
 
     def to_json(self) -> str:
         return json.dumps(self.model_dump(mode="json"), indent=2, allow_nan=False, default=str)

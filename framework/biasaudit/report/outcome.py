@@ -41,13 +41,17 @@ def final_line(summary: RunSummary) -> str:
     """The last line a run prints, naming each headline estimate, e.g.
     'crows-pairs-tp: INCONCLUSIVE; bias_score.score 67.5 [52.02, 79.92] (95% intervals)';
     verdicts a validity guard held back are counted: '(2 not decidable: see the report)'; a
-    run that could not measure says so and why: ', could not measure: 84/84 requests failed ...'."""
+    run that could not measure says so and why: ', could not measure: 84/84 requests failed ...'; a
+    sequential run where it stopped: '; sequential: stopped at look 2 of 4, 20 of 40 stimuli run'."""
     blocked = sum(1 for v in summary.verdicts if v.blocked)
     if not summary.measured:
         held = f", could not measure: {summary.unmeasured_reason or 'too many requests failed'}"
     else:
         held = f" ({blocked} not decidable: see the report's validity section)" if blocked else ""
-    return f"{summary.audit.name}: {summary.overall}{held}; {headlines(summary)} (95% intervals)"
+    q = summary.sequential
+    looked = "" if q is None else (f"; sequential: stopped at look {q.stopped_at} of {len(q.planned_looks)}, "
+                                   f"{q.run} of {q.planned} stimuli run")
+    return f"{summary.audit.name}: {summary.overall}{held}; {headlines(summary)} (95% intervals){looked}"
 
 
 def load_summary(run_dir: str | Path) -> RunSummary | None:

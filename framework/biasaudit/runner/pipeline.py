@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from pydantic import BaseModel
 
@@ -40,12 +40,16 @@ from biasaudit.records.execution import ExecutionStats
 from biasaudit.records.manifest import DataRef, ModelRef, RunManifest
 from biasaudit.records.metric_result import MetricResult, ValidityFlag
 from biasaudit.records.responses import Response
+from biasaudit.records.sequential import SequentialRecord
 from biasaudit.records.summary import RunSummary
 from biasaudit.registry import METRICS
 from biasaudit.runner.checks import apply_limits, check_breakdowns, check_config, coding_plan
 from biasaudit.spec.compose import Composed
 from biasaudit.store import Store
 from biasaudit.verdicts.thresholds import VerdictRecord, evaluate
+
+if TYPE_CHECKING:
+    from biasaudit.runner.sequential import SequentialOutcome
 
 log = logging.getLogger(__name__)
 
@@ -92,6 +96,10 @@ def plan_inputs(composed: Composed) -> PlanInputs:
 def prepare(composed: Composed) -> Prepared:
     """Everything that can fail on bad input, before any model call or file write."""
     params, stimuli, identity, coding = plan_inputs(composed)
+    if composed.config.runtime.sequential.look_every is not None:
+        from biasaudit.runner.sequential import schedule
+
+        schedule(len(stimuli.stimuli), composed.config.runtime.sequential)  # too many looks: refused now
     stage("planning %s (%d stimuli)", composed.config.audit.name, len(stimuli.stimuli))
     plan = compile_plan(composed.config, stimuli, identity, str(composed.spec_file))
     stage("plan: %d cell(s) x %d stimuli = %d items, %d unique requests (%s)%s",
@@ -139,6 +147,13 @@ def measure(prep: Prepared, responses: dict[str, Response], coded: Coded, *, cal
                         codes=coded.result.codes, layers=prep.coding.layers)
     results = {m.key: METRICS.get(m.name).compute(ctx, m.key, prep.params[m.key]) for m in cfg.metrics}
     return guard(prep, responses, coded, results, calibration=calibration, accept_dominant=accept_dominant)
+
+
+def code_and_measure(prep: Prepared, responses: dict[str, Response], stats: ExecutionStats,
+                     offline: bool) -> tuple[Coded, dict[str, MetricResult]]:
+    """The coding stage, then the metrics: one look of a sequential run (runner/sequential.py)."""
+    coded = code(prep, responses, stats, offline=offline)
+    return coded, measure(prep, responses, coded)
 
 
 def guard(prep: Prepared, responses: dict[str, Response], coded: Coded, results: dict[str, MetricResult], *,
@@ -271,22 +286,31 @@ def _write_trail(tmp: Path, prep: Prepared, responses: dict[str, Response]) -> N
 def finish(
     prep: Prepared, responses: dict[str, Response], stats: ExecutionStats, run_dir: Path,
     run_manifest: RunManifest, *, write_responses: bool = True, offline: bool = False,
-    answerer: StoreAnswerer | None = None,
+    answerer: StoreAnswerer | None = None, looked: SequentialOutcome | None = None,
 ) -> RunSummary:
+    """Code, measure, judge and report. With `looked` (a sequential run), its last look's
+    codes and metrics and its verdicts are the run's (`prep`, `responses` and `stats` are
+    then those of the stimuli it took)."""
     from biasaudit.report import render_all
 
     cfg = prep.composed.config
-    if prep.coding.layers:
-        stage("coding: %s", ", ".join(f"{n} ({lay.coder_name})" for n, lay in prep.coding.layers.items()))
-    coded = code(prep, responses, stats, offline=offline, answerer=answerer)
+    if looked is not None:
+        coded = looked.coded
+    else:
+        if prep.coding.layers:
+            stage("coding: %s", ", ".join(f"{n} ({lay.coder_name})" for n, lay in prep.coding.layers.items()))
+        coded = code(prep, responses, stats, offline=offline, answerer=answerer)
     # the run stage is the model calls and the coding calls together
     stats.run_stage_s = stats.seconds + stats.coding_s
     if not offline:
         run_manifest.run_stage_s = round(stats.run_stage_s, 3)
         run_manifest.execution = stats
-    stage("measuring: %s", ", ".join(m.key for m in cfg.metrics))
-    results = measure(prep, responses, coded)
-    verdicts = evaluate(cfg.thresholds, results)
+    if looked is not None:
+        results, verdicts = looked.results, looked.verdicts
+    else:
+        stage("measuring: %s", ", ".join(m.key for m in cfg.metrics))
+        results = measure(prep, responses, coded)
+        verdicts = evaluate(cfg.thresholds, results)
     stage("reporting: %s in %s", ", ".join(sorted(set(cfg.report.formats) | {"json", "csv"})), run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
     if write_responses:
@@ -294,7 +318,8 @@ def finish(
     if coded.result.codes:
         write_codes(run_dir / "codes.jsonl", coded)
     _write(run_dir / "manifest.json", _manifest_text(run_manifest))
-    summary = build_summary(prep, results, verdicts, stats, run_manifest, responses, coded)
+    summary = build_summary(prep, results, verdicts, stats, run_manifest, responses, coded,
+                            looked.record if looked is not None else None)
     # summary.json goes last: a folder with one is complete (`compare` and reruns rely
     # on that), even when the process is killed while the report is being written
     held: dict[Path, str] = {}
@@ -324,6 +349,7 @@ def scoring_conventions(responses: dict[str, Response]) -> list[str]:
 def build_summary(
     prep: Prepared, results: dict[str, MetricResult], verdicts: list[VerdictRecord],
     stats: ExecutionStats, run_manifest: RunManifest, responses: dict[str, Response], coded: Coded,
+    sequential: SequentialRecord | None = None,
 ) -> RunSummary:
     from biasaudit.report import sections
     from biasaudit.report.answers import answers_section
@@ -363,6 +389,7 @@ def build_summary(
         "reproducibility": sections.reproducibility(run_manifest),
         "trail": sections.trail(prep.plan, responses, bool(coded.result.codes)),
         "answers": answers_section(prep.plan, responses, results, coded.result.units, coded.result.codes),
+        "sequential": sequential.model_dump(mode="json") if sequential is not None else None,
     })
 
 
@@ -438,17 +465,26 @@ def run(prep: Prepared, run_dir: Path, command: list[str]) -> RunSummary:
         run_dir.mkdir(parents=True, exist_ok=True)
         _write(run_dir / "manifest.json", _manifest_text(run_manifest))
         t0 = time.perf_counter()
-        responses, stats = execute_plan(
-            prep.plan, store,
-            lambda: build_audit_backend(cfg),
-            retry_failed=cfg.runtime.retry_failed,
-            progress=cfg.runtime.progress,
-            who=audit_subject(cfg), load_note=load_note(cfg),
-        )
+        looked = None
+        if cfg.runtime.sequential.look_every is not None:
+            from biasaudit.runner.sequential import run_sequential
+
+            looked = run_sequential(prep, store, lambda: build_audit_backend(cfg), code_and_measure,
+                                    retry_failed=cfg.runtime.retry_failed, progress=cfg.runtime.progress,
+                                    who=audit_subject(cfg), load_note=load_note(cfg))
+            prep, responses, stats = looked.prep, looked.responses, looked.stats
+        else:
+            responses, stats = execute_plan(
+                prep.plan, store,
+                lambda: build_audit_backend(cfg),
+                retry_failed=cfg.runtime.retry_failed,
+                progress=cfg.runtime.progress,
+                who=audit_subject(cfg), load_note=load_note(cfg),
+            )
         run_manifest.finished = datetime.now(UTC).isoformat(timespec="seconds")
         run_manifest.run_stage_s = round(time.perf_counter() - t0, 3)
         run_manifest.execution = stats
-        summary = finish(prep, responses, stats, run_dir, run_manifest)
+        summary = finish(prep, responses, stats, run_dir, run_manifest, looked=looked)
     except KeyboardInterrupt:
         store.finish_run(run_id, "interrupted", stats.as_dict() if stats else {})
         note_interrupted(run_dir, "stopped with Ctrl-C", str(store.path), command)
@@ -515,14 +551,30 @@ def rerender(run_dir: Path, answerer: Callable[..., StoreAnswerer] = StoreAnswer
             again = f": {shlex.join(m.command)}" if m.command else ""
             raise StoreError(f"this run did not finish (status: {status})", file=str(run_dir),
                              hint=f"resume it by running the same command again{again}")
-        responses, stats = execute_plan(prep.plan, store, None, progress=False)
+        looked = None
+        if cfg.runtime.sequential.look_every is not None:  # the same looks, from the store: the same stop
+            from biasaudit.runner.sequential import run_sequential
+
+            def look(p: Prepared, r: dict[str, Response], st: ExecutionStats,
+                     offline: bool) -> tuple[Coded, dict[str, MetricResult]]:
+                # each look codes through the caller's offline answerer (verify's packed one)
+                coded = code(p, r, st, offline=True, answerer=answerer(cfg, offline=True, stats=st))
+                return coded, measure(p, r, coded)
+
+            looked = run_sequential(prep, store, None, look, progress=False)
+            prep, responses, stats = looked.prep, looked.responses, looked.stats
+        else:
+            responses, stats = execute_plan(prep.plan, store, None, progress=False)
     finally:
         store.close()
     if m.execution is not None:  # the run's own counts of what a re-render does not redo
         for k in ("calls", "seconds", "model_load_s", "model_loads", "new_failures", "coding_s"):
             setattr(stats, k, getattr(m.execution, k))
+        if looked is not None:
+            for k in ("cache_hits", "coding_calls", "coding_cache_hits", "embedding_calls", "embedding_cache_hits"):
+                setattr(stats, k, getattr(m.execution, k))
     return finish(prep, responses, stats, run_dir, m, write_responses=trail, offline=True,
-                  answerer=answerer(cfg, offline=True, stats=stats))
+                  answerer=answerer(cfg, offline=True, stats=stats), looked=looked)
 
 
 __all__ = ["Coded", "PlanInputs", "Prepared", "code", "measure", "plan_inputs", "prepare", "rerender", "run",

@@ -578,6 +578,24 @@ class RuntimeLimits(Strict):
     (`input_truncated`) and counted in the report."""
 
 
+class SequentialConfig(Strict):
+    """Sequential stopping (docs/statistics.md, "Sequential stopping"): the run takes its
+    stimuli in a seeded random order, judges its thresholds every `look_every` stimuli
+    with group-sequential (Lan-DeMets alpha-spending) intervals, and stops once every
+    threshold is decided. Off while `look_every` is null."""
+
+    look_every: int | None = Field(default=None, ge=1)
+    """Stimuli between two looks (null: no sequential stopping, every stimulus is run)."""
+    spending: Literal["obrien_fleming", "pocock"] = "obrien_fleming"
+    """How the error rate is spent over the looks: `obrien_fleming` (strict early, close to
+    the fixed design's interval at the end) or `pocock` (about even over the looks: earlier
+    stops, a wider interval at the last look)."""
+    max_looks: int | None = Field(default=None, ge=1, le=200)
+    """At most this many looks (the looks after the (max_looks - 1)-th are merged into the
+    last, at the planned number of stimuli); null: every `look_every` stimuli, up to 200
+    looks (raise `look_every` beyond that)."""
+
+
 class RuntimeConfig(Strict):
     batch_size: int = Field(default=8, ge=1)
     """Rows per batch for local models."""
@@ -619,6 +637,9 @@ class RuntimeConfig(Strict):
     """Send requests whose stored result is a failure to the model again."""
     limits: RuntimeLimits = Field(default_factory=RuntimeLimits)
     """Resource bounds (see `RuntimeLimits`)."""
+    sequential: SequentialConfig = Field(default_factory=SequentialConfig)
+    """Sequential stopping: look at the thresholds every `look_every` stimuli and stop when
+    all are decided (see `SequentialConfig`)."""
 
 
 class ValiditySpec(Strict):
