@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import re
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -175,3 +176,19 @@ def test_a_threshold_decided_early_keeps_its_verdict(workdir: Path, cli) -> None
     assert look2[0]["verdict"] == "FAIL" and look2[0]["decided_here"]
     assert [v["verdict"] for v in s["verdicts"]] == ["FAIL", "PASS"]
     assert s["verdicts"][1]["estimate"]["n"] == 10  # the verdict of the look that decided it
+
+
+@pytest.mark.slow  # a whole run, then pack and verify (each re-renders the looks from the cache)
+def test_a_sequential_run_packs_and_verifies(workdir: Path, cli, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
+    # verify redoes the looks with its offline packed answerer: the same stop, the same verdicts
+    monkeypatch.setenv("BIASAUDIT_CHROMIUM", "/nonexistent/chromium")  # no PDF: seconds saved
+    assert cli("run", *SEQ, *planted(workdir), *isolation(workdir))[0] == 1
+    run = run_dirs(workdir)[0]
+    pack = workdir / "audit.zip"
+    code, out, err = cli("pack", str(run), "-o", str(pack))
+    assert code == 0, err
+    code, out, err = cli("verify", str(pack))
+    assert code == 0, out + err
+    with zipfile.ZipFile(pack) as z:
+        packed = json.loads(next(z.read(n) for n in z.namelist() if n.endswith("report/summary.json")))
+    assert packed["sequential"]["stopped_at"] == 2 and packed["verdicts"][0]["verdict"] == "FAIL"
