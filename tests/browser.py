@@ -26,9 +26,14 @@ class PageLoad:
     exceptions: list[str] = field(default_factory=list)
     requests: list[str] = field(default_factory=list)
     screenshot: bytes = b""
+    values: list[object] = field(default_factory=list)
+    """What each of `load_page`'s `steps` evaluated to, in order."""
 
 
-def load_page(html: Path, timeout: float = 60.0) -> PageLoad:
+def load_page(html: Path, timeout: float = 60.0, steps: tuple[str, ...] = (), size: tuple[int, int] = (1200, 1600),
+              ) -> PageLoad:
+    """Load `html`, then evaluate each JavaScript expression of `steps` in the page (a
+    user's clicks and choices, or questions about what it shows), then screenshot it."""
     import websocket
 
     exe = find_chromium()
@@ -38,7 +43,7 @@ def load_page(html: Path, timeout: float = 60.0) -> PageLoad:
     # profile folder a straggler still writes to is not a test failure.
     with tempfile.TemporaryDirectory(prefix="biasaudit-cdp-", ignore_cleanup_errors=True) as profile:
         proc = subprocess.Popen([exe, *FLAGS, f"--user-data-dir={profile}", "--remote-debugging-port=0",
-                                 "--window-size=1200,1600", "about:blank"],
+                                 f"--window-size={size[0]},{size[1]}", "about:blank"],
                                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, start_new_session=True)
         try:
             port = _devtools_port(proc, timeout)
@@ -46,7 +51,7 @@ def load_page(html: Path, timeout: float = 60.0) -> PageLoad:
             page = next(t for t in targets if t["type"] == "page")
             ws = websocket.create_connection(page["webSocketDebuggerUrl"], timeout=timeout, suppress_origin=True)
             try:
-                return _drive(ws, html, timeout)
+                return _drive(ws, html, timeout, steps)
             finally:
                 ws.close()
         finally:
@@ -70,7 +75,7 @@ def _devtools_port(proc: subprocess.Popen[str], timeout: float) -> int:
     raise RuntimeError("chromium did not start its DevTools endpoint")
 
 
-def _drive(ws: object, html: Path, timeout: float) -> PageLoad:
+def _drive(ws: object, html: Path, timeout: float, steps: tuple[str, ...] = ()) -> PageLoad:
     out = PageLoad()
     msg_id = 0
 
@@ -111,6 +116,13 @@ def _drive(ws: object, html: Path, timeout: float) -> PageLoad:
         except Exception:
             pass
     ws.settimeout(timeout)  # type: ignore[attr-defined]
+    for step in steps:
+        i = send("Runtime.evaluate", expression=step, returnByValue=True, awaitPromise=True)
+        reply = pump(lambda msg, i=i: msg.get("id") == i)
+        result = reply.get("result", {})
+        if "exceptionDetails" in result:
+            out.exceptions.append(result["exceptionDetails"].get("text", "exception") + f" in step {step!r}")
+        out.values.append(result.get("result", {}).get("value"))
     i = send("Page.captureScreenshot", format="png")
     reply = pump(lambda msg: msg.get("id") == i)
     out.screenshot = base64.b64decode(reply["result"]["data"])
