@@ -31,6 +31,7 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
                          "the page says how many it leaves out")
     vw.add_argument("--open", action="store_true", help="open the page in the default browser")
     vw.set_defaults(fn=cmd_view)
+    assert isinstance(vw, argparse.ArgumentParser)
     return vw
 
 

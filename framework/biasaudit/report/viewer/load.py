@@ -216,7 +216,7 @@ class _Items:
             bs: dict[str, float | None] = {}
             for item in r.items:
                 sid, cell, d = str(item.get("stimulus", "")), str(item.get("cell", "")), _diff(item)
-                target: dict[Any, float | None] = bc if cell in cells else bs  # type: ignore[assignment]
+                target: dict[Any, float | None] = bc if cell in cells else bs
                 k: Any = (sid, cell) if cell in cells else sid
                 old = target.get(k)
                 target[k] = d if old is None or (d is not None and abs(d) > abs(old)) else old
@@ -338,8 +338,9 @@ def _int(v: Any) -> int:
 def _code(obj: Mapping[str, Any]) -> ViewCode:
     label, value = obj.get("label"), obj.get("value")
     code = str(label) if label is not None else f"{value:.4g}" if isinstance(value, int | float) else ""
-    detail = obj.get("detail") if isinstance(obj.get("detail"), dict) else {}
-    why = "; ".join(f"{k}: {_text(v, 300)}" for k, v in detail.items())  # type: ignore[union-attr]
+    raw = obj.get("detail")
+    detail: dict[str, Any] = raw if isinstance(raw, dict) else {}
+    why = "; ".join(f"{k}: {_text(v, 300)}" for k, v in detail.items())
     return ViewCode(layer=_text(obj.get("layer", ""), 200), status=_text(obj.get("status", ""), 40), code=_text(code, 200),
                     source=_text(obj.get("source", ""), 200), why=clip(why, FIELD_CHARS))
 

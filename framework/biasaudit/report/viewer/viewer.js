@@ -1,5 +1,5 @@
 // biasaudit viewer: builds the page from the JSON in #viewer-data with DOM calls and
-// textContent only (no innerHTML): every text in the data is untrusted model or stimulus text.
+// textContent only (never an HTML parser): every text in the data is untrusted model or stimulus text.
 (function () {
   "use strict";
   var data = JSON.parse(document.getElementById("viewer-data").textContent);
