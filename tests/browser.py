@@ -31,9 +31,11 @@ class PageLoad:
 
 
 def load_page(html: Path, timeout: float = 60.0, steps: tuple[str, ...] = (), size: tuple[int, int] = (1200, 1600),
-              ) -> PageLoad:
+              clip: str | None = None) -> PageLoad:
     """Load `html`, then evaluate each JavaScript expression of `steps` in the page (a
-    user's clicks and choices, or questions about what it shows), then screenshot it."""
+    user's clicks and choices, or questions about what it shows), then screenshot it: the
+    window, or the page area `clip` evaluates to (`[x, y, width, height]` in CSS pixels
+    of the page, beyond the window if need be)."""
     import websocket
 
     exe = find_chromium()
@@ -51,7 +53,7 @@ def load_page(html: Path, timeout: float = 60.0, steps: tuple[str, ...] = (), si
             page = next(t for t in targets if t["type"] == "page")
             ws = websocket.create_connection(page["webSocketDebuggerUrl"], timeout=timeout, suppress_origin=True)
             try:
-                return _drive(ws, html, timeout, steps)
+                return _drive(ws, html, timeout, steps, clip)
             finally:
                 ws.close()
         finally:
@@ -75,7 +77,7 @@ def _devtools_port(proc: subprocess.Popen[str], timeout: float) -> int:
     raise RuntimeError("chromium did not start its DevTools endpoint")
 
 
-def _drive(ws: object, html: Path, timeout: float, steps: tuple[str, ...] = ()) -> PageLoad:
+def _drive(ws: object, html: Path, timeout: float, steps: tuple[str, ...] = (), clip: str | None = None) -> PageLoad:
     out = PageLoad()
     msg_id = 0
 
@@ -123,7 +125,12 @@ def _drive(ws: object, html: Path, timeout: float, steps: tuple[str, ...] = ()) 
         if "exceptionDetails" in result:
             out.exceptions.append(result["exceptionDetails"].get("text", "exception") + f" in step {step!r}")
         out.values.append(result.get("result", {}).get("value"))
-    i = send("Page.captureScreenshot", format="png")
+    shot: dict[str, object] = {"format": "png"}
+    if clip is not None:
+        i = send("Runtime.evaluate", expression=clip, returnByValue=True)
+        x, y, w, h = pump(lambda msg, i=i: msg.get("id") == i)["result"]["result"]["value"]
+        shot.update(clip={"x": x, "y": y, "width": w, "height": h, "scale": 1}, captureBeyondViewport=True)
+    i = send("Page.captureScreenshot", **shot)
     reply = pump(lambda msg: msg.get("id") == i)
     out.screenshot = base64.b64decode(reply["result"]["data"])
     return out

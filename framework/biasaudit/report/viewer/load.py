@@ -45,7 +45,7 @@ MAX_BYTES = 48 * 2**20
 MAX_LINE = 16 * 2**20
 """A responses.jsonl / codes.jsonl line longer than this is skipped (and counted)."""
 JSON_LIMIT = 256 * 2**20
-HINT = "give a run folder written by `biasaudit run` (or a suite's folder)"
+HINT = "give a run folder written by `biasaudit run`, or a suite's folder (of a sweep, one of its run folders)"
 
 
 def load_view(folder: Path, *, max_rows: int = MAX_ROWS) -> ViewData:
@@ -280,7 +280,7 @@ def _rows(run_dir: Path, idx: int, cap: int, fields: Mapping[str, Mapping[str, A
     skipped = [0]
     start = len(data.rows)
     by_unit: dict[str, ViewRow] = {}
-    used = sum(len(r.prompt) + len(r.answer) for r in data.rows)
+    used = sum(_size(r) for r in data.rows)
     with open_input(path, 2**62, what="responses.jsonl", error=StoreError) as f:
         for obj in _lines(f, skipped):
             if len(data.rows) - start >= cap or used >= MAX_BYTES:
@@ -289,7 +289,7 @@ def _rows(run_dir: Path, idx: int, cap: int, fields: Mapping[str, Mapping[str, A
             if row is None:
                 skipped[0] += 1
                 continue
-            used += len(row.prompt) + len(row.answer)
+            used += _size(row)
             data.rows.append(row)
             by_unit[f"{row.cell}|{row.stimulus}|{row.slot}|{row.variant}|{row.sample}"] = row
     codes = run_dir / "codes.jsonl"
@@ -304,6 +304,11 @@ def _rows(run_dir: Path, idx: int, cap: int, fields: Mapping[str, Mapping[str, A
     if used >= MAX_BYTES:
         notices.append(f"{label}: the page holds at most {MAX_BYTES // 2**20} MiB of text; later responses left out")
     return total, len(data.rows) - start
+
+
+def _size(row: ViewRow) -> int:
+    """The characters of text a row adds to the page (its codes are bounded per layer)."""
+    return len(row.prompt) + len(row.answer) + len(row.output) + sum(len(k) + len(v) for k, v in row.fields.items())
 
 
 def _row(obj: Mapping[str, Any], idx: int, fields: Mapping[str, Mapping[str, Any]], by: list[str], items: _Items,
