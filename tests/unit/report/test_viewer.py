@@ -265,3 +265,26 @@ def test_help_and_defaults(capsys: pytest.CaptureFixture[str]) -> None:
     for words in ("RUN_DIR/viewer.html", "suite folder", "group, label and verdict", "sort by item difference",
                   "Content-Security-Policy", "rather than a local server", "--max-rows N", "--open"):
         assert words in text, words
+
+
+@pytest.mark.slow  # a run of its own
+def test_per_level_estimates_of_a_design_factor_name_their_condition(workdir: Path, cli) -> None:  # type: ignore[no-untyped-def]
+    from tests.helpers import biaxis_spec
+
+    spec, ops = biaxis_spec(workdir)
+    cli("run", "--fail-on", "never", f"spec={spec}", *ops, *isolation(workdir))
+    [run] = run_dirs(workdir)
+    data, _, _ = _view(cli, run)
+    levels = [line["levels"] for line in trail(run)]
+    assert [r["levels"] for r in data["rows"]] == levels
+    per_level = [e for e in data["estimates"] if e["factor"]]
+    factors = {e["factor"] for e in per_level}
+    assert factors and factors <= {"task", "tone"}
+    for e in per_level:
+        assert e["field"] == "" and e["cell"] == ""
+        tail = e["estimate"].split(f".{e['factor']}.", 1)[1].removesuffix(".paired")
+        assert tail in (e["values"][0], "-".join(e["values"]))
+        assert sum(lv[e["factor"]] in e["values"] for lv in levels) > 0
+    union = {(e["factor"], tuple(e["values"])) for e in per_level if e["estimate"].startswith("union.")}
+    assert union == {("task", ("bj",)), ("task", ("explain",)), ("tone", ("calm",)), ("tone", ("upset",))}
+    assert all(e["factor"] == "" for e in data["estimates"] if "." not in e["estimate"])  # pooled: no condition

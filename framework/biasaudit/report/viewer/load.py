@@ -264,7 +264,12 @@ def _add_run(data: ViewData, run_dir: Path, rel: str, summary: RunSummary, label
     if run.shown < run.responses:
         notices.append(f"{label}: showing the first {run.shown} of {run.responses} responses "
                        f"(biasaudit view --max-rows N shows more; every response is in responses.jsonl)")
-    data.estimates.extend(_estimates(summary, idx, by, fields, verdicts))
+    factors: dict[str, set[str]] = {}
+    for levels in [r.levels for r in data.rows if r.run == idx] + [i.get("levels") for m in summary.metrics.values()
+                                                                   for i in m.items]:
+        for f, lv in (levels if isinstance(levels, dict) else {}).items():
+            factors.setdefault(str(f), set()).add(str(lv))
+    data.estimates.extend(_estimates(summary, idx, by, fields, factors, verdicts))
 
 
 def _rows(run_dir: Path, idx: int, cap: int, fields: Mapping[str, Mapping[str, Any]], by: list[str], items: _Items,
@@ -325,9 +330,11 @@ def _row(obj: Mapping[str, Any], idx: int, fields: Mapping[str, Mapping[str, Any
     mine = items.of(sid, cell)
     marks = sorted({v for mid, _, vcell, v in verdicts
                     if (mid in mine or mid not in items.by_cell) and (vcell is None or vcell == cell)})
+    raw = obj.get("levels")
+    levels: dict[str, Any] = raw if isinstance(raw, dict) else {}
     return ViewRow(
-        run=idx, cell=cell, stimulus=sid, slot=str(obj.get("slot", "")), variant=_int(obj.get("variant")),
-        sample=_int(obj.get("sample")),
+        run=idx, cell=cell, levels={str(k): _text(v, 200) for k, v in levels.items()}, stimulus=sid,
+        slot=str(obj.get("slot", "")), variant=_int(obj.get("variant")), sample=_int(obj.get("sample")),
         groups={g: _text(f[g], 200) for g in by if g in f and f[g] is not None and f[g] != ""},
         fields={str(k): _text(v) for k, v in f.items()},
         prompt=clip(prompt_text(req), TEXT_CHARS), answer=clip(answer, TEXT_CHARS),
@@ -368,14 +375,17 @@ def _group(name: str, by: list[str], values: Mapping[str, set[str]]) -> tuple[st
 
 
 def _estimates(summary: RunSummary, idx: int, by: list[str], fields: Mapping[str, Mapping[str, Any]],
-               verdicts: list[tuple[str, str, str | None, str]]) -> list[ViewEstimate]:
+               factors: Mapping[str, set[str]], verdicts: list[tuple[str, str, str | None, str]]) -> list[ViewEstimate]:
     values = {fld: {str(f[fld]) for f in fields.values() if f.get(fld) not in (None, "")} for fld in by}
     out = []
 
     def add(mid: str, name: str, headline: str, cell: str, e: Estimate, fld: str, vals: list[str]) -> None:
+        factor = ""
+        if not fld and not cell:  # a per-level estimate of a design factor (BiAxisAudit's `<x>.<factor>.<level>`)
+            factor, vals = _group(name, list(factors), factors)
         marks = sorted({v for vm, vn, vc, v in verdicts if vm == mid and vn == name and (vc or "") == cell})
         out.append(ViewEstimate(run=idx, metric=mid, estimate=name, headline=name == headline, cell=cell, field=fld,
-                                values=vals, value=_finite(e.value), ci_low=_finite(e.ci_low),
+                                factor=factor, values=vals, value=_finite(e.value), ci_low=_finite(e.ci_low),
                                 ci_high=_finite(e.ci_high), n=e.n, method=e.method, note=clip(e.note or "", 300),
                                 verdicts=marks))
 

@@ -32,6 +32,8 @@ class ViewRow(_Record):
     run: int
     """Index into `ViewData.runs`."""
     cell: str
+    levels: dict[str, str] = Field(default_factory=dict)
+    """Factor -> level of the cell."""
     stimulus: str
     slot: str = ""
     variant: int = 0
@@ -65,8 +67,10 @@ class ViewEstimate(_Record):
     """The cell of a per-cell estimate; empty when pooled over cells."""
     field: str = ""
     """The breakdown field of a per-group estimate or contrast."""
+    factor: str = ""
+    """The design factor of a per-level estimate (`<x>.<factor>.<level>`), when it is one."""
     values: list[str] = Field(default_factory=list)
-    """The group(s) of `field` it is computed over."""
+    """The group(s) of `field`, or the level(s) of `factor`, it is computed over."""
     value: float | None = None
     ci_low: float | None = None
     ci_high: float | None = None

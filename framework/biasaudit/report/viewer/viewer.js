@@ -82,6 +82,7 @@
       if (r.run !== e.run || !inMetric(r, e.metric)) { return false; }
       if (e.cell && r.cell !== e.cell) { return false; }
       if (e.field && e.values.indexOf(r.groups[e.field]) < 0) { return false; }
+      if (e.factor && e.values.indexOf(r.levels[e.factor]) < 0) { return false; }
     }
     if (state.q) {
       var q = state.q.toLowerCase();
@@ -142,7 +143,7 @@
       b.addEventListener("click", function () { showEstimate(e); });
       add(tr, add(el("td"), b));
       if (runs.length > 1) { add(tr, el("td", null, runs[e.run].label)); }
-      var group = e.field ? e.field + " = " + e.values.join(" vs ") : "";
+      var group = e.field ? e.field + " = " + e.values.join(" vs ") : e.factor ? "condition " + e.factor + " = " + e.values.join(" vs ") : "";
       var ci = e.ci_low === null || e.ci_high === null ? "" : "[" + fmt(e.ci_low) + ", " + fmt(e.ci_high) + "]";
       var val = el("td", "num", fmt(e.value));
       if (e.note) { val.title = e.note; }
@@ -270,7 +271,8 @@
     if (state.est) {
       var e = state.est;
       add(banner, "Responses behind " + (runs.length > 1 ? runs[e.run].label + ": " : "") + e.metric + " / " + e.estimate +
-        (e.cell ? ", cell " + e.cell : "") + (e.field ? ", " + e.field + " = " + e.values.join(" or ") : "") + " ");
+        (e.cell ? ", cell " + e.cell : "") + (e.field ? ", " + e.field + " = " + e.values.join(" or ") : "") +
+        (e.factor ? ", condition " + e.factor + " = " + e.values.join(" or ") : "") + " ");
       var clear = el("button", "link", "clear");
       clear.type = "button";
       clear.id = "clear-estimate";
