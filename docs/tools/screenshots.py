@@ -6,9 +6,10 @@ It runs a small audit in a temporary folder (the shipped `refusal_stance` spec o
 statements, SmolLM2 as the model and its judge panel, a sign-off given as overrides),
 writes the viewer, and captures each part with headless Chromium through the DevTools
 protocol (tests/browser.py, the same driver the browser tests use). `--model scripted`
-runs the test double instead (seconds, canned answers) to check the tool itself.
+runs the test double instead (seconds, canned answers) to check the tool itself; `--run`
+captures a finished run of the same spec instead of running one.
 
-    python docs/tools/screenshots.py docs/img [--model smollm2] [--n 4]
+    python docs/tools/screenshots.py docs/img [--model smollm2] [--n 4] [--run RUN_DIR]
 """
 
 from __future__ import annotations
@@ -75,6 +76,8 @@ def main() -> int:
     ap.add_argument("out", type=Path, help="the folder for the PNG files (docs/img)")
     ap.add_argument("--model", default="smollm2", help="the model config (default: smollm2)")
     ap.add_argument("--n", type=int, default=4, help="statements sampled (default: 4)")
+    ap.add_argument("--run", type=Path, default=None,
+                    help="a finished run folder of the same spec to capture instead of running the audit")
     args = ap.parse_args()
     from tests.browser import load_page
 
@@ -86,7 +89,7 @@ def main() -> int:
         return 2
     args.out.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="biasaudit-shots-") as tmp:
-        run = run_audit(Path(tmp), args.model, args.n)
+        run = args.run if args.run is not None else run_audit(Path(tmp), args.model, args.n)
         subprocess.run([sys.executable, "-m", "biasaudit.cli.app", "view", str(run)], check=True,
                        capture_output=True, cwd=REPO)
         shots = [

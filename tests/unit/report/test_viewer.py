@@ -288,3 +288,21 @@ def test_per_level_estimates_of_a_design_factor_name_their_condition(workdir: Pa
     union = {(e["factor"], tuple(e["values"])) for e in per_level if e["estimate"].startswith("union.")}
     assert union == {("task", ("bj",)), ("task", ("explain",)), ("tone", ("calm",)), ("tone", ("upset",))}
     assert all(e["factor"] == "" for e in data["estimates"] if "." not in e["estimate"])  # pooled: no condition
+
+
+def test_a_suite_reads_only_run_folders_inside_it(tmp_path: Path) -> None:
+    from biasaudit.report.viewer import load_view
+
+    suite = tmp_path / "suite"
+    suite.mkdir()
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    (outside / "summary.json").write_text("{}")
+    est = {"value": 1.0, "ci_low": 0.0, "ci_high": 2.0, "n": 3, "method": "t"}
+    rows = [{"member": "m", "subject": "far", "estimate": est, "report": "../elsewhere/report.html"},
+            {"member": "m", "subject": "gone", "estimate": est, "report": "m--gone/report.html"}]
+    (suite / "summary.json").write_text(json.dumps({"suite": {"name": "s"}, "rows": rows}))
+    data = load_view(suite)
+    assert data.kind == "suite" and data.runs == [] and data.rows == []
+    assert data.notices == ["m / far: no run folder inside the suite folder; left out",
+                            "m / gone: m--gone has no summary.json; left out"]
