@@ -762,9 +762,9 @@ def build_parser() -> argparse.ArgumentParser:
                                     "`biasaudit run spec=./audit.yaml`.")
     it.add_argument("dir", help="the folder to create (must be new or empty)")
     it.set_defaults(fn=cmd_init)
-    from biasaudit.cli import view
+    from biasaudit.cli.view import add_parser as add_view
 
-    view.add_parser(sub)
+    add_view(sub)
     for sp in (r, v, pl, cb):
         _with_overrides(sp)
     return p
