@@ -306,3 +306,24 @@ def test_a_suite_reads_only_run_folders_inside_it(tmp_path: Path) -> None:
     assert data.kind == "suite" and data.runs == [] and data.rows == []
     assert data.notices == ["m / far: no run folder inside the suite folder; left out",
                             "m / gone: m--gone has no summary.json; left out"]
+
+
+def test_damaged_lines_and_the_text_budget_are_counted(hostile: Path, tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    import shutil
+
+    from biasaudit.report.viewer import load
+
+    run = tmp_path / "run"
+    shutil.copytree(hostile, run)
+    lines = (run / "responses.jsonl").read_bytes().split(b"\n")
+    long_line = b'{"pad": "' + b"x" * 20000 + b'"}'  # the longest good line (a 10000-character answer) is shorter
+    # a cut line, a JSON array, an over-long line among the 8 good ones
+    (run / "responses.jsonl").write_bytes(b"\n".join([lines[0], b'{"cell": "trunc', b"[1, 2]", long_line, *lines[1:]]))
+    monkeypatch.setattr(load, "MAX_LINE", 16384)
+    data = load.load_view(run)
+    assert len(data.rows) == 8 and data.runs[0].responses == 11
+    assert "hostile-view: 3 line(s) of responses.jsonl / codes.jsonl could not be read; skipped" in data.notices
+    monkeypatch.setattr(load, "MAX_BYTES", 200)  # the first rows' text passes it
+    data = load.load_view(run)
+    assert 0 < len(data.rows) < 8
+    assert "hostile-view: the page holds at most 0 MiB of text; later responses left out" in data.notices
