@@ -774,8 +774,10 @@ def build_parser() -> argparse.ArgumentParser:
     it.add_argument("dir", help="the folder to create (must be new or empty)")
     it.set_defaults(fn=cmd_init)
     from biasaudit.cli.annotate import add_parser as annotate_parser
+    from biasaudit.cli.view import add_parser as add_view
 
     annotate_parser(sub)
+    add_view(sub)
     for sp in (r, v, pl, cb):
         _with_overrides(sp)
     from biasaudit.cli.pack import add_parser as add_pack
