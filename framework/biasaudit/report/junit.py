@@ -79,8 +79,8 @@ def case_message(v: VerdictRow) -> str:
     e = v.estimate
     how = f"{e.method}, n={e.n}".strip(", ")
     claim = claim_text(v.verdict, v.is_equivalence, v.min, v.max)
-    return (f"{v.verdict} ({claim}): {v.metric} = {estimate_text(e)} (95% interval; {how}); "
-            f"allowed {bounds_text(v)}: {v.reason}")
+    return (f"{v.verdict}: {v.metric} = {estimate_text(e)} (95% interval; {how}); "
+            f"allowed {bounds_text(v)}: {v.reason}; claim: {claim}")
 
 
 # -- stable names ---------------------------------------------------------------------------
