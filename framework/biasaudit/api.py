@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 from biasaudit.errors import BiasAuditError, SpecError, user_error
 
 if TYPE_CHECKING:
+    from biasaudit.runner.power import PowerRow
     import pandas as pd
 
     from biasaudit.records.compare import CompareResult
@@ -385,6 +386,25 @@ def plan(spec: SpecLike, overrides: Sequence[str] | None = None) -> PlanEstimate
                     cached=job.model.cached, calls_needed=job.needed, input_tokens=job.model.input_tokens,
                     output_tokens=job.model.output_tokens, seconds=job.seconds,
                     coding={e.layer: e.calls for e in job.coding})
+
+
+def power(spec: SpecLike, overrides: Sequence[str] | None = None, *, target_power: float = 0.8,
+          true_value: float | dict[str, float] | None = None, pilot: SpecLike | None = None,
+          icc: float | None = None, sd: float | None = None) -> list[PowerRow]:
+    """`biasaudit plan --power`: per threshold, the stimuli needed to decide with probability
+    `target_power` at the true value, and the deviations detectable at the spec's current n
+    (`biasaudit.runner.power.PowerRow`). `true_value`: one value for every threshold, or
+    threshold metric -> value; `pilot`: an earlier run's folder (its intervals give the noise)."""
+    from biasaudit.runner.cost import estimate_jobs
+    from biasaudit.runner.power import plan_power
+    from biasaudit.spec.compose import compose, prepare_overrides
+
+    with _errors():
+        raw = prepare_overrides(_overrides(spec, overrides))
+        [job] = estimate_jobs([(" ".join(raw), compose(raw))], lookup_cache=False)
+        vals = true_value if isinstance(true_value, dict) else ({} if true_value is None else {"": true_value})
+        return plan_power(job.composed.config, job.counts, target=target_power, true_values=vals,
+                          pilot=Path(pilot) if pilot is not None else None, icc=icc, sd=sd)
 
 
 @dataclass(frozen=True)

@@ -412,12 +412,22 @@ def cmd_plan(args: argparse.Namespace, rest: list[str]) -> int:
         need = sample_size_for_half_width(args.half_width)
         rows.append((f"stimuli for ±{args.half_width:g}", f"{need} per cell (p=0.5, Wilson 95%)"))
     rows += coding_rows(job)
+    try:  # before anything is printed: a bad --power option is one error line, nothing else
+        from biasaudit.cli.power import compute_power
+
+        power = compute_power(job, args) if args.power else None
+    except BiasAuditError as exc:
+        return _fail(exc)
     width = max(len(k) for k, _ in rows)
     for k, v in rows:
         print(f"{k:<{width}}  {v}")
     if args.cells:
         for c in counts.cells:
             print(f"  cell {c.id}")
+    if power is not None:
+        from biasaudit.cli.power import print_power
+
+        print_power(power, args)
     return 0
 
 
@@ -713,6 +723,9 @@ def build_parser() -> argparse.ArgumentParser:
                     help="count a sweep (`model=a,b metrics.0.alpha=0.6,0.7`): one row per job, and totals")
     pl.add_argument("--half-width", type=float, default=None, metavar="H",
                     help="also print how many stimuli a 95%% half-width of H (e.g. 0.05) needs")
+    from biasaudit.cli.power import add_arguments as add_power_arguments
+
+    add_power_arguments(pl)
     pl.set_defaults(fn=cmd_plan)
     rp = sub.add_parser("report", help="re-render a run's report from the store (no model calls)",
                         description="Rebuild a finished run's reports from its manifest.json and the cache: "
