@@ -27,12 +27,12 @@ from typing import TYPE_CHECKING, Any
 from biasaudit.errors import BiasAuditError, SpecError, user_error
 
 if TYPE_CHECKING:
-    from biasaudit.runner.power import PowerRow
     import pandas as pd
 
     from biasaudit.records.compare import CompareResult
     from biasaudit.records.suite import SuiteSummary
     from biasaudit.records.summary import RunSummary, VerdictRow
+    from biasaudit.runner.power import PowerRow
     from biasaudit.spec.compose import Composed
 
 SpecLike = str | os.PathLike[str]

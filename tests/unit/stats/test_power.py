@@ -10,7 +10,14 @@ from statsmodels.stats.power import NormalIndPower, TTestPower
 from statsmodels.stats.proportion import proportion_effectsize
 
 from biasaudit.stats import mean_t, wilson_clustered
-from biasaudit.stats.power import Dispersion, Rule, design_factor, detectable, p_decide, stimuli_needed
+from biasaudit.stats.power import (
+    Dispersion,
+    Rule,
+    design_factor,
+    detectable,
+    p_decide,
+    stimuli_needed,
+)
 from biasaudit.verdicts.thresholds import judge, judge_equivalence
 
 SIMS = 1500
