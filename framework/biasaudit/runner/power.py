@@ -80,6 +80,10 @@ class PowerRow:
     needed: int | None = None
     """Stimuli for the expected verdict with the target probability (None: unreachable)."""
     mde: Detectable | None = None
+    icc: float | None = None
+    """The intra-cluster correlation used (None for a mean planned from a pilot's per-stimulus SD)."""
+    design_effect: float | None = None
+    """1 + (m - 1) ICC, where an ICC was used."""
     note: str = ""
 
 
@@ -99,8 +103,10 @@ def plan_power(cfg: AuditConfig, counts: PlanCounts, *, target: float = 0.8,
     _, n_samples = request_params(cfg)
     stimuli = max(1, counts.per_cell_n // max(1, n_samples))
     m = counts.units / stimuli
+    m_cell = m / max(1, len(counts.cells))
     names = {mm.key: mm.name for mm in cfg.metrics}
-    return [_row(t, names, stimuli, m, target, true_values or {}, summary, icc, sd) for t in cfg.thresholds]
+    return [_row(t, names, stimuli, m_cell if t.over == "worst_cell" else m, target, true_values or {}, summary,
+                 icc, sd) for t in cfg.thresholds]
 
 
 def _read_pilot(run_dir: Path) -> RunSummary:
@@ -138,13 +144,11 @@ def _row(t: ThresholdSpec, names: dict[str, str], stimuli: int, m: float, target
                                    "run a pilot and read its interval")
     mid, _, est_name = t.metric.partition(".")
     rng = _range(names[mid], est_name)
-    if t.over == "worst_cell":
-        # every cell is judged on its own rows (its estimator's own interval, no pooling)
-        m = m / max(1.0, _cells(summary, mid, est_name) or 1.0) if summary is not None else 1.0
     pilot_est = _pilot_estimate(summary, mid, est_name, t.over) if summary is not None else None
     if summary is not None and pilot_est is None:
         return _replace(base, note=f"the pilot has no estimate {t.metric!r} with an interval")
-    disp, noise = _dispersion(pilot_est, rng, m, icc, sd)
+    disp, noise, rho = _dispersion(pilot_est, rng, m, icc, sd)
+    base = _replace(base, icc=rho, design_effect=None if rho is None else 1 + (m - 1) * rho)
     if disp is None:
         return _replace(base, note=noise)
     value, source = _true_value(t, true_values, pilot_est, low, high)
@@ -167,14 +171,6 @@ def _replace(row: PowerRow, **kw: object) -> PowerRow:
     return replace(row, **kw)  # type: ignore[arg-type]
 
 
-def _cells(summary: RunSummary | None, mid: str, est_name: str) -> float | None:
-    if summary is None or mid not in summary.metrics:
-        return None
-    res = summary.metrics[mid]
-    e = res.estimates.get(est_name or res.headline)
-    return float(e.cells) if e is not None and e.cells else None
-
-
 def _pilot_estimate(summary: RunSummary | None, mid: str, est_name: str, over: str) -> Estimate | None:
     if summary is None or mid not in summary.metrics:
         return None
@@ -189,8 +185,8 @@ def _pilot_estimate(summary: RunSummary | None, mid: str, est_name: str, over: s
 
 
 def _dispersion(est: Estimate | None, rng: tuple[float, float] | None, m: float, icc: float | None,
-                sd: float | None) -> tuple[Dispersion | None, str]:
-    """The per-stimulus noise of the estimate, and what it rests on in words."""
+                sd: float | None) -> tuple[Dispersion | None, str, float | None]:
+    """The per-stimulus noise of the estimate, what it rests on in words, and the ICC used."""
     share = est.method.startswith("wilson") if est is not None else rng is not None
     if share and rng is not None:
         lo, hi = rng
@@ -200,19 +196,25 @@ def _dispersion(est: Estimate | None, rng: tuple[float, float] | None, m: float,
             if rho is not None and icc is None:
                 f = design_factor(m, rho)
                 return (Dispersion("proportion", low=lo, width=width, factor=f),
-                        f"share on [{lo:g}, {hi:g}]; pilot {how}; design effect {m * f:.3g} at m={m:g}")
+                        f"share on [{lo:g}, {hi:g}], p from the true value; pilot {how}; design effect "
+                        f"{m * f:.3g} at m={m:g}", rho)
+        if m == 1:
+            return (Dispersion("proportion", low=lo, width=width),
+                    f"share on [{lo:g}, {hi:g}], p from the true value; one row per stimulus (no design effect)",
+                    None)
         rho = icc if icc is not None else DEFAULT_ICC
         f = design_factor(m, rho)
-        src = "--icc" if icc is not None else "default (the largest)"
-        p_note = "p from the true value" if est is None else "p from the true value; pilot ICC not identifiable"
+        src = "--icc" if icc is not None else "default: the largest"
+        p_note = "p from the true value" if est is None else "p from the true value; the pilot gives no ICC"
         return (Dispersion("proportion", low=lo, width=width, factor=f),
-                f"share on [{lo:g}, {hi:g}], {p_note}; ICC {rho:g} ({src}); design effect {m * f:.3g} at m={m:g}")
+                f"share on [{lo:g}, {hi:g}], {p_note}; ICC {rho:g} ({src}); design effect {m * f:.3g} at m={m:g}",
+                rho)
     if est is not None:
         assert est.ci_low is not None and est.ci_high is not None and est.value is not None
         k = est.clusters or est.n
         half = (est.ci_high - est.ci_low) / 2
         if half <= 0 or k < 2:
-            return None, "the pilot's interval has zero width: it gives no standard error"
+            return None, "not planned: the pilot's interval has zero width, so it gives no standard error", None
         q = float(st.t.ppf(1 - (1 - est.level) / 2, k - 1)) if est.method == "t" \
             else float(st.norm.ppf(1 - (1 - est.level) / 2))
         sd_c = half / q * math.sqrt(k)
@@ -221,14 +223,15 @@ def _dispersion(est: Estimate | None, rng: tuple[float, float] | None, m: float,
         sd_c *= math.sqrt(scale)
         return (Dispersion("mean", sd_cluster=sd_c),
                 f"mean; pilot per-stimulus SD {sd_c:.4g} (from its {est.level:.0%} {est.method} interval on {k} "
-                f"stimuli, m={m_pilot:g}{f', scaled by m_pilot/m = {scale:.3g}' if scale > 1 else ''})")
+                f"stimuli, m={m_pilot:g}{f', scaled by m_pilot/m = {scale:.3g}' if scale > 1 else ''})", None)
     if sd is None:
-        return None, "not planned: a mean with no declared range has no safe default noise; give --sd or --pilot"
+        return (None, "not planned: a mean with no declared range has no safe default noise; give --sd or --pilot",
+                None)
     rho = icc if icc is not None else DEFAULT_ICC
     f = design_factor(m, rho)
     return (Dispersion("mean", sd_cluster=sd * math.sqrt(f)),
-            f"mean; row SD {sd:g} (--sd); ICC {rho:g} ({'--icc' if icc is not None else 'default (the largest)'}); "
-            f"design effect {m * f:.3g} at m={m:g}")
+            f"mean; row SD {sd:g} (--sd); ICC {rho:g} ({'--icc' if icc is not None else 'default: the largest'}); "
+            f"design effect {m * f:.3g} at m={m:g}", rho)
 
 
 def _pilot_icc(est: Estimate, lo: float, width: float) -> tuple[float | None, str]:
