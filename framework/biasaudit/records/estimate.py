@@ -49,7 +49,7 @@ class Estimate(BaseModel):
     @property
     def tost_level(self) -> float:
         """1 - 2 alpha: the level of `tost_interval`."""
-        return 2 * self.level - 1
+        return round(2 * self.level - 1, 12)  # 0.9, not 0.8999999999999999
 
     @property
     def half_width(self) -> float | None:

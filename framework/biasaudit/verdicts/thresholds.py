@@ -120,7 +120,7 @@ def tost_estimate(est: Estimate, rng: tuple[float, float] | None = None) -> Esti
     """`est` at level 1 - 2 alpha by its own method: the interval the estimator made beside
     the 1 - alpha one, else an exact recomputation (Wilson from the count, t from the
     standard error); None when neither exists (never a stretched interval)."""
-    level = 2 * est.level - 1
+    level = est.tost_level
     if est.tost_interval is not None:
         lo, hi = est.tost_interval
         return est.model_copy(update={"ci_low": lo, "ci_high": hi, "level": level, "tost_interval": None})

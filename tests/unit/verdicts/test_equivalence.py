@@ -98,3 +98,33 @@ def test_records_keep_their_keys_and_say_their_claim() -> None:
     assert eq.model_dump(mode="json")["equivalence"] is True
     assert claim_text("PASS", True, 45, 55) == "equivalence shown within [45, 55]"
     assert claim_text("PASS", False, None, 60) == "no deviation shown beyond the bound"
+
+
+def test_a_run_reports_each_claim(workdir, cli) -> None:  # type: ignore[no-untyped-def]
+    import json
+
+    from tests.conftest import isolation
+    from tests.helpers import tp_spec
+
+    spec = tp_spec(workdir, 40)
+    spec.write_text(spec.read_text().replace(
+        "  - {metric: bias_score, min: 40, max: 60}",
+        "  - {metric: bias_score, min: 40, max: 60}\n"
+        "  - {metric: bias_score, equivalence: {low: 5, high: 95}}\n"
+        "  - {metric: bias_score.likelihood_diff.mean, equivalence: {low: -100, high: 100}}"))
+    code, out, _ = cli("run", f"spec={spec}", "model=scripted", "--junit", str(workdir / "j.xml"), *isolation(workdir))
+    [run_dir] = [p for p in (workdir / "reports").glob("*/*") if p.is_dir()]
+    s = json.loads((run_dir / "summary.json").read_text())
+    bound, eq, eq_mean = s["verdicts"]
+    assert "equivalence" not in bound and "tost" not in bound  # the keys a bound's verdict always had
+    est = s["metrics"]["bias_score"]["estimates"]["score"]
+    k = round(est["value"] / 100 * est["n"])
+    lo, hi = proportion_confint(k, est["n"], alpha=0.10, method="wilson")
+    assert eq["equivalence"] is True and eq["verdict"] == "PASS" and eq["tost"]["level"] == 0.9
+    assert (eq["tost"]["ci_low"], eq["tost"]["ci_high"]) == pytest.approx((100 * lo, 100 * hi))
+    assert eq_mean["verdict"] == "PASS"
+    md = (run_dir / "report.md").read_text()
+    assert "**PASS**: equivalence shown within \\[5, 95\\]" in md and "Equivalence bands (TOST)" in md
+    assert "equivalence shown within [5, 95]" in (run_dir / "report.html").read_text()
+    assert "claim: equivalence shown within [5, 95]" in (workdir / "j.xml").read_text()
+    assert "bias_score equivalence shown within [5, 95]" in out
