@@ -106,7 +106,7 @@ def plan_power(cfg: AuditConfig, counts: PlanCounts, *, target: float = 0.8,
     m_cell = m / max(1, len(counts.cells))
     names = {mm.key: mm.name for mm in cfg.metrics}
     return [_row(t, names, stimuli, m_cell if t.over == "worst_cell" else m, target, true_values or {}, summary,
-                 icc, sd) for t in cfg.thresholds]
+                 icc, sd, len(counts.cells)) for t in cfg.thresholds]
 
 
 def _read_pilot(run_dir: Path) -> RunSummary:
@@ -135,7 +135,7 @@ def _range(metric_name: str, est_name: str) -> tuple[float, float] | None:
 
 def _row(t: ThresholdSpec, names: dict[str, str], stimuli: int, m: float, target: float,
          true_values: dict[str, float], summary: RunSummary | None, icc: float | None,
-         sd: float | None) -> PowerRow:
+         sd: float | None, cells: int) -> PowerRow:
     low, high = t.band
     base = PowerRow(threshold=t.metric, over=t.over, equivalence=t.equivalence is not None, low=low, high=high,
                     stimuli=stimuli, rows_per_stimulus=m)
@@ -157,12 +157,26 @@ def _row(t: ThresholdSpec, names: dict[str, str], stimuli: int, m: float, target
     rule = Rule(low=low, high=high, equivalence=t.equivalence is not None,
                 alpha=1 - (pilot_est.level if pilot_est is not None else DEFAULT_LEVEL))
     decided = p_decide(rule, disp, value, stimuli)
+    # worst_cell: PASS needs every one of c cells to pass. Whatever the dependence between
+    # cells, P(all pass) >= 1 - c (1 - P(one passes)) (Bonferroni), so each cell is planned
+    # for 1 - (1 - target) / c; FAIL needs one cell, so the per-cell target suffices.
+    c = cells if t.over == "worst_cell" else 1
+    pass_target = 1 - (1 - target) / c
+    note = (f"every one of {c} cells must PASS: each is planned for P >= {pass_target:.4g}, so that all pass "
+            f"with P >= {target:g} (Bonferroni); P now is that lower bound" if c > 1 else "")
     mde = detectable(rule, disp, stimuli, target, limits=rng)
+    if c > 1:
+        mde = Detectable(fail_beyond=mde.fail_beyond,
+                         pass_inside=detectable(rule, disp, stimuli, pass_target, limits=rng).pass_inside)
     if decided is None:
         return _replace(base, kind=disp.kind, true_value=value, true_source=source, noise=noise, mde=mde,
                         note="the true value is on a bound: no n decides it")
-    return _replace(base, kind=disp.kind, true_value=value, true_source=source, noise=noise, expected=decided[0],
-                    power_now=decided[1], needed=stimuli_needed(rule, disp, value, target), mde=mde)
+    verdict, prob = decided
+    if verdict == "PASS" and c > 1:
+        prob = max(0.0, 1 - c * (1 - prob))
+    return _replace(base, kind=disp.kind, true_value=value, true_source=source, noise=noise, expected=verdict,
+                    power_now=prob, mde=mde, note=note if verdict == "PASS" else "",
+                    needed=stimuli_needed(rule, disp, value, pass_target if verdict == "PASS" else target))
 
 
 def _replace(row: PowerRow, **kw: object) -> PowerRow:
