@@ -104,3 +104,23 @@ def test_bad_power_options_are_one_line(workdir: Path, cli, args: list[str], key
     lines = [ln for ln in err.strip().splitlines() if ln.strip()]
     assert code == 2 and len(lines) == 1 and key in lines[0] and "hint:" in lines[0], err
     assert "subject requests" not in out  # nothing printed before the error
+
+
+def test_worst_cell_plans_every_cell_to_pass(tmp_path: Path) -> None:
+    from biasaudit.stats import wilson
+    from biasaudit.stats.power import Dispersion, Rule, stimuli_needed
+    from biasaudit.verdicts.thresholds import judge
+
+    cfg = compose([f"spec={tp_spec(tmp_path, 4)}", "model=scripted"]).config
+    cfg = cfg.model_copy(update={"thresholds": [ThresholdSpec(metric="bias_score", over="worst_cell", max=60)]})
+    [row] = plan_power(cfg, _counts(50, 4), true_values={"": 50.0})
+    # one row per stimulus and cell; each of the 4 cells planned for 1 - 0.2 / 4 = 0.95
+    want = stimuli_needed(Rule(low=None, high=60.0), Dispersion("proportion", width=100.0), 50.0, 0.95)
+    assert row.needed == want and "Bonferroni" in row.note
+    # simulated: 4 independent cells of that many stimuli all PASS in at least 80% of audits
+    rng = np.random.default_rng(6)
+    assert want is not None
+    hits = rng.binomial(want, 0.5, size=(1000, 4))
+    all_pass = np.mean([all(judge(wilson(int(h), want).scaled(100), None, 60)[0] == "PASS" for h in sim)
+                        for sim in hits])
+    assert all_pass >= 0.8 - 0.03
