@@ -377,6 +377,9 @@ def cmd_plan(args: argparse.Namespace, rest: list[str]) -> int:
 
         rest = _positional_spec(rest, "plan")
         found = load_suite(list(rest))
+        if args.power and (found is not None or args.multirun):
+            raise SpecError("--power plans one spec, not a suite or a sweep", key="--power",
+                            hint="run `biasaudit plan --power` on each member spec (or each job's overrides)")
         if found is not None:
             return _plan_suite(found, list(rest))
         overrides = prepare_overrides(list(rest))
@@ -716,7 +719,9 @@ def build_parser() -> argparse.ArgumentParser:
     st.set_defaults(fn=cmd_selftest)
     pl = sub.add_parser("plan", help="show cells, request counts and a token estimate before any model call",
                         description="Count the plan (cells, stimuli, unique requests, cached requests, tokens) "
-                                    "and estimate the time from throughput measured in earlier runs.",
+                                    "and estimate the time from throughput measured in earlier runs. With --power, "
+                                    "also how many stimuli each threshold needs to reach a verdict, and what the "
+                                    "current n can detect (docs/planning-an-audit.md).",
                         formatter_class=fmt, epilog=OVERRIDES_HELP)
     pl.add_argument("--cells", action="store_true", help="list every cell of the design")
     pl.add_argument("-m", "--multirun", action="store_true",

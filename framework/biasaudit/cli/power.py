@@ -24,7 +24,7 @@ def add_arguments(pl: argparse.ArgumentParser) -> None:
                    help="probability of deciding to plan for (default 0.8)")
     g.add_argument("--true-value", action="append", default=[], metavar="[METRIC=]V",
                    help="the true value to plan for, on the estimate's scale (e.g. 55 for a score in [0, 100]); "
-                        "`bias_score.score=55` for one threshold; default: the pilot's estimate, else the "
+                        "`METRIC.ESTIMATE=V` (a threshold's `metric`) for one threshold; default: the pilot's estimate, else the "
                         "middle of a two-sided band")
     g.add_argument("--pilot", metavar="RUN_DIR", default=None,
                    help="an earlier run's folder: its intervals give the per-stimulus variance and the "
@@ -45,7 +45,7 @@ def true_values(items: list[str]) -> dict[str, float]:
             v = float(val)
         except ValueError:
             raise SpecError(f"--true-value {item!r} is not a number", key="--true-value",
-                            hint="give e.g. --true-value 55 or --true-value bias_score.score=55") from None
+                            hint="give e.g. --true-value 55, or --true-value METRIC=55 with a threshold's metric") from None
         if not math.isfinite(v):
             raise SpecError(f"--true-value {item!r} is not finite", key="--true-value", hint="give a finite number")
         out[key] = v

@@ -154,6 +154,10 @@ def _row(t: ThresholdSpec, names: dict[str, str], stimuli: int, m: float, target
     value, source = _true_value(t, true_values, pilot_est, low, high)
     if value is None:
         return _replace(base, kind=disp.kind, noise=noise, note=source)
+    if rng is not None and not rng[0] <= value <= rng[1]:
+        return _replace(base, kind=disp.kind, noise=noise, true_value=value, true_source=source,
+                        note=f"not planned: the true value {value:g} is outside the estimate's range "
+                             f"({rng[0]:g} to {rng[1]:g}); give one on the estimate's scale")
     rule = Rule(low=low, high=high, equivalence=t.equivalence is not None,
                 alpha=1 - (pilot_est.level if pilot_est is not None else DEFAULT_LEVEL))
     decided = p_decide(rule, disp, value, stimuli)

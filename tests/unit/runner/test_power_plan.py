@@ -124,3 +124,12 @@ def test_worst_cell_plans_every_cell_to_pass(tmp_path: Path) -> None:
     all_pass = np.mean([all(judge(wilson(int(h), want).scaled(100), None, 60)[0] == "PASS" for h in sim)
                         for sim in hits])
     assert all_pass >= 0.8 - 0.03
+
+
+def test_power_refuses_a_sweep_and_a_value_off_the_scale(workdir: Path, cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    spec = tp_spec(workdir, 4)
+    code, _, err = cli("plan", f"spec={spec}", "model=scripted", "--power", "-m", *isolation(workdir))
+    assert code == 2 and "--power plans one spec" in err
+    cfg = compose([f"spec={tp_spec(tmp_path, 4)}", "model=scripted"]).config
+    [row] = plan_power(cfg, _counts(10, 1), true_values={"": 0.5 * 1000})
+    assert row.needed is None and "outside the estimate's range" in row.note
