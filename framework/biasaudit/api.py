@@ -38,7 +38,7 @@ if TYPE_CHECKING:
 SpecLike = str | os.PathLike[str]
 
 VERDICT_COLUMNS = ["metric", "over", "cell", "min", "max", "value", "ci_low", "ci_high", "n", "level", "method", "verdict",
-                   "blocked", "would_be", "reason"]
+                   "blocked", "would_be", "reason", "claim"]
 """The columns of `RunResult.verdicts_df`."""
 
 
@@ -139,13 +139,17 @@ class RunResult:
     def verdicts_df(self) -> pd.DataFrame:
         """`verdicts` as a table, one row per threshold: metric, over, cell ("" for the
         pooled estimate), the bounds min and max, the estimate (value, ci_low, ci_high, n,
-        level, method), verdict, blocked, would_be and reason."""
+        level, method), verdict, blocked, would_be, reason and claim (what the verdict shows:
+        for an equivalence threshold, min and max hold its band)."""
         import pandas as pd
+
+        from biasaudit.verdicts.claims import claim_text
 
         rows = [{"metric": v.metric, "over": v.over, "cell": v.cell or "", "min": v.min, "max": v.max,
                  "value": v.estimate.value, "ci_low": v.estimate.ci_low, "ci_high": v.estimate.ci_high,
                  "n": v.estimate.n, "level": v.estimate.level, "method": v.estimate.method, "verdict": v.verdict,
-                 "blocked": v.blocked, "would_be": v.would_be, "reason": v.reason} for v in self.summary.verdicts]
+                 "blocked": v.blocked, "would_be": v.would_be, "reason": v.reason,
+                 "claim": claim_text(v.verdict, v.is_equivalence, v.min, v.max)} for v in self.summary.verdicts]
         return pd.DataFrame(rows, columns=VERDICT_COLUMNS)
 
     @property

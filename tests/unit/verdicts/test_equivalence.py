@@ -128,3 +128,8 @@ def test_a_run_reports_each_claim(workdir, cli) -> None:  # type: ignore[no-unty
     assert "equivalence shown within [5, 95]" in (run_dir / "report.html").read_text()
     assert "claim: equivalence shown within [5, 95]" in (workdir / "j.xml").read_text()
     assert "bias_score equivalence shown within [5, 95]" in out
+    from biasaudit.api import RunResult
+
+    df = RunResult.load(run_dir).verdicts_df
+    assert list(df["claim"])[1] == "equivalence shown within [5, 95]"
+    assert (df["min"].iloc[1], df["max"].iloc[1]) == (5, 95)
