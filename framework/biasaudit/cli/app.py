@@ -379,6 +379,9 @@ def cmd_plan(args: argparse.Namespace, rest: list[str]) -> int:
 
         rest = _positional_spec(rest, "plan")
         found = load_suite(list(rest))
+        if args.power and (found is not None or args.multirun):
+            raise SpecError("--power plans one spec, not a suite or a sweep", key="--power",
+                            hint="run `biasaudit plan --power` on each member spec (or each job's overrides)")
         if found is not None:
             return _plan_suite(found, list(rest))
         overrides = prepare_overrides(list(rest))
@@ -414,12 +417,22 @@ def cmd_plan(args: argparse.Namespace, rest: list[str]) -> int:
         need = sample_size_for_half_width(args.half_width)
         rows.append((f"stimuli for ±{args.half_width:g}", f"{need} per cell (p=0.5, Wilson 95%)"))
     rows += coding_rows(job)
+    try:  # before anything is printed: a bad --power option is one error line, nothing else
+        from biasaudit.cli.power import compute_power
+
+        power = compute_power(job, args) if args.power else None
+    except BiasAuditError as exc:
+        return _fail(exc)
     width = max(len(k) for k, _ in rows)
     for k, v in rows:
         print(f"{k:<{width}}  {v}")
     if args.cells:
         for c in counts.cells:
             print(f"  cell {c.id}")
+    if power is not None:
+        from biasaudit.cli.power import print_power
+
+        print_power(power, args)
     return 0
 
 
@@ -714,13 +727,18 @@ def build_parser() -> argparse.ArgumentParser:
     st.set_defaults(fn=cmd_selftest)
     pl = sub.add_parser("plan", help="show cells, request counts and a token estimate before any model call",
                         description="Count the plan (cells, stimuli, unique requests, cached requests, tokens) "
-                                    "and estimate the time from throughput measured in earlier runs.",
+                                    "and estimate the time from throughput measured in earlier runs. With --power, "
+                                    "also how many stimuli each threshold needs to reach a verdict, and what the "
+                                    "current n can detect (docs/planning-an-audit.md).",
                         formatter_class=fmt, epilog=OVERRIDES_HELP)
     pl.add_argument("--cells", action="store_true", help="list every cell of the design")
     pl.add_argument("-m", "--multirun", action="store_true",
                     help="count a sweep (`model=a,b metrics.0.alpha=0.6,0.7`): one row per job, and totals")
     pl.add_argument("--half-width", type=float, default=None, metavar="H",
                     help="also print how many stimuli a 95%% half-width of H (e.g. 0.05) needs")
+    from biasaudit.cli.power import add_arguments as add_power_arguments
+
+    add_power_arguments(pl)
     pl.set_defaults(fn=cmd_plan)
     rp = sub.add_parser("report", help="re-render a run's report from the store (no model calls)",
                         description="Rebuild a finished run's reports from its manifest.json and the cache: "

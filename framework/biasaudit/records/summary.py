@@ -65,6 +65,13 @@ class VerdictRow(_Record):
     """A validity guard held the verdict back (INCONCLUSIVE; `reason` says why)."""
     would_be: str | None = None
 
+    # `equivalence` and `tost` are written only for equivalence thresholds (kept as extra
+    # keys, so the verdicts of other runs keep the keys they always had)
+    @property
+    def is_equivalence(self) -> bool:
+        """An equivalence (TOST) threshold: `min`/`max` hold the band."""
+        return bool((self.model_extra or {}).get("equivalence"))
+
 
 class RunSummary(_Record):
     audit: AuditInfo

@@ -11,6 +11,7 @@ from pydantic import ValidationError
 from biasaudit.records.estimate import Estimate
 from biasaudit.records.jobs import JobOutcome
 from biasaudit.records.summary import RunSummary
+from biasaudit.verdicts.claims import claim_text
 
 
 def num(x: float | None) -> str:
@@ -51,6 +52,10 @@ def final_line(summary: RunSummary) -> str:
     q = summary.sequential
     looked = "" if q is None else (f"; sequential: stopped at look {q.stopped_at} of {len(q.planned_looks)}, "
                                    f"{q.run} of {q.planned} stimuli run")
+    # which claim a PASS makes: equivalence shown (TOST) is not the same as no deviation shown
+    shown = [f"{v.metric} {claim_text(v.verdict, True, v.min, v.max)}" for v in summary.verdicts
+             if v.is_equivalence and v.verdict == "PASS"]
+    held += f" ({'; '.join(shown)})" if shown else ""
     return f"{summary.audit.name}: {summary.overall}{held}; {headlines(summary)} (95% intervals){looked}"
 
 

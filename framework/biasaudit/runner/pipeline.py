@@ -32,7 +32,7 @@ from biasaudit.coding.summary import coding_report
 from biasaudit.coding.units import check_human_sheets, units_of
 from biasaudit.data import StimulusSet, file_sha256, load_stimuli
 from biasaudit.engine import execute_plan
-from biasaudit.errors import BiasAuditError
+from biasaudit.errors import BiasAuditError, SpecError
 from biasaudit.metrics import MetricContext
 from biasaudit.metrics.validity import counts_flag, depends_on, failure_flag, layer_flags
 from biasaudit.plan import Plan, compile_plan
@@ -100,6 +100,13 @@ def prepare(composed: Composed) -> Prepared:
         from biasaudit.runner.sequential import schedule
 
         schedule(len(stimuli.stimuli), composed.config.runtime.sequential)  # too many looks: refused now
+        # A look judges on repeated two-sided intervals; an equivalence band would need its
+        # own spending of 2*alpha at every look (TOST), which the looks do not compute yet.
+        for i, t in enumerate(composed.config.thresholds):
+            if t.equivalence is not None:
+                raise SpecError("an equivalence threshold cannot be judged at the looks of a sequential run",
+                                file=str(composed.spec_file), key=f"thresholds[{i}].equivalence",
+                                hint="run without runtime.sequential, or use min/max bounds for this threshold")
     stage("planning %s (%d stimuli)", composed.config.audit.name, len(stimuli.stimuli))
     plan = compile_plan(composed.config, stimuli, identity, str(composed.spec_file))
     stage("plan: %d cell(s) x %d stimuli = %d items, %d unique requests (%s)%s",

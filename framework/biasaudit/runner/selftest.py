@@ -144,7 +144,8 @@ def _truth(oracle: OracleDef, kind: str, params: Any, res: MetricResult, name: s
 def _expected(t: ThresholdSpec, truth: float | None) -> str:
     if truth is None:
         return "?"
-    inside = (t.min is None or truth >= t.min) and (t.max is None or truth <= t.max)
+    lo, hi = t.band  # (min, max), or an equivalence threshold's band
+    inside = (lo is None or truth >= lo) and (hi is None or truth <= hi)
     return "PASS" if inside else "FAIL"
 
 

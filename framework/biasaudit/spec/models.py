@@ -282,6 +282,21 @@ class MetricSpec(BaseModel):
         return dict(self.model_extra or {})
 
 
+class EquivalenceBand(Strict):
+    """An equivalence margin (TOST): the band of values counted as fair."""
+
+    low: float = Field(allow_inf_nan=False)
+    """Lowest value inside the margin."""
+    high: float = Field(allow_inf_nan=False)
+    """Highest value inside the margin (larger than `low`)."""
+
+    @model_validator(mode="after")
+    def _order(self) -> EquivalenceBand:
+        if not self.low < self.high:
+            raise ValueError("`equivalence.low` must be smaller than `equivalence.high`")
+        return self
+
+
 class ThresholdSpec(Strict):
     metric: str
     """`<metric id>` for its headline estimate, or `<metric id>.<estimate name>`."""
@@ -306,11 +321,31 @@ class ThresholdSpec(Strict):
     """A check that the method works on this model (a task whose answer is known), not a
     bias threshold: the report states it as the sanity check passed or failed for the
     model, and a failure as the model not meeting the method's premise."""
+    equivalence: EquivalenceBand | None = None
+    """Instead of `min`/`max`: an equivalence margin `{low, high}` (TOST). PASS only when
+    the 1 - 2 alpha interval (90% beside a 95% one) lies within the band ("equivalence
+    shown": fair within the margin); FAIL when the 1 - alpha interval lies wholly outside
+    it; INCONCLUSIVE otherwise. A `min`/`max` threshold's PASS says only that no deviation
+    beyond the bound was shown."""
+
+    @property
+    def band(self) -> tuple[float | None, float | None]:
+        """(low, high) the verdict is judged against: the equivalence band or (min, max)."""
+        if self.equivalence is not None:
+            return self.equivalence.low, self.equivalence.high
+        return self.min, self.max
 
     @model_validator(mode="after")
     def _bound(self) -> ThresholdSpec:
+        if self.equivalence is not None:
+            if self.min is not None or self.max is not None:
+                raise ValueError("give either `equivalence: {low, high}` or `min`/`max`, not both")
+            if self.adjust != "none":
+                raise ValueError("`adjust` does not apply to `equivalence`: every cell must show equivalence "
+                                 "at 1 - 2 alpha (an intersection-union test needs no adjustment)")
+            return self
         if self.min is None and self.max is None:
-            raise ValueError("a threshold needs `min`, `max` or both")
+            raise ValueError("a threshold needs `min`, `max` or both (or `equivalence: {low, high}`)")
         if self.min is not None and self.max is not None and self.min > self.max:
             raise ValueError("`min` is larger than `max`")
         if self.adjust != "none" and self.over != "worst_cell":

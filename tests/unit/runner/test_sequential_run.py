@@ -113,6 +113,16 @@ def test_bad_settings_are_one_line_errors(workdir: Path, cli, override: str, key
     assert run_dirs(workdir) == []
 
 
+def test_an_equivalence_threshold_is_refused_in_a_sequential_run(workdir: Path, cli) -> None:  # type: ignore[no-untyped-def]
+    # the looks judge repeated two-sided intervals; a TOST band is not judged there (yet)
+    band = "thresholds=[{metric: bias_score, equivalence: {low: 40, high: 60}}]"
+    code, out, err = cli("run", *SEQ, "model=scripted", band, *isolation(workdir))
+    assert code == 2, err
+    lines = [x for x in err.splitlines() if x.startswith("error")]
+    assert len(lines) == 1 and "thresholds[0].equivalence" in lines[0] and "Traceback" not in err
+    assert run_dirs(workdir) == []
+
+
 def test_too_many_looks_is_refused_before_anything_runs() -> None:
     from biasaudit.errors import SpecError
     from biasaudit.runner.sequential import schedule
