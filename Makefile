@@ -13,7 +13,7 @@ export TOKENIZERS_PARALLELISM := false
 # pip warns about every unreachable mirror location; keep real errors visible.
 QUIET_PIP := 2>&1 | { grep -v -e '^WARNING: Location' -e 'is ignored: it is neither' || true; }
 
-.PHONY: setup setup-vllm audit test test-fast bench docs lint clean help example-report
+.PHONY: setup setup-vllm chromium audit test test-fast bench docs lint clean help example-report screenshots
 
 help:
 	@echo "make audit   set up .venv if needed and run the default audit on the embedded models"
@@ -23,8 +23,15 @@ help:
 	@echo "make docs    regenerate the method pages docs/methods/*.md from each method's MethodText and method.md"
 	@echo "make lint    ruff, mypy --strict and the import-linter layer contracts (CI runs it before the tests)"
 	@echo "make example-report  run the default suite and screenshot its report to reports/example-report.png"
+	@echo "make screenshots  run a small audit on SmolLM2 and refresh docs/img/ (the viewer, the report's newer blocks)"
 
-setup: $(STAMP)
+setup: $(STAMP) chromium
+
+# Headless Chromium (Debian's package) for the PDF report and the browser tests of the
+# report and the viewer; nothing to do when one is found. Without root or passwordless
+# sudo it warns (the browser tests then skip locally; under CI=true it fails instead).
+chromium:
+	@.ci/chromium
 
 # vLLM (CPU build) for `model.serve=vllm` and the HTTP parity tests, in a venv of its own:
 # it pins its own torch. torch 2.13.0 is the same CPU build as biasaudit's; PyPI's
@@ -67,6 +74,11 @@ example-report: setup
 	  p = [l.split(' ', 1)[1] for l in open('.biasaudit/last-audit.txt') if l.startswith('report: ')][-1].strip(); \
 	  html_to_png(pathlib.Path(p), pathlib.Path('reports/example-report.png'), width=1200, height=2400)"
 	@echo "screenshot: reports/example-report.png"
+
+# docs/img/: the viewer and the report's newer blocks (sample answers, sign-off, pairwise
+# contrasts), from a small audit on SmolLM2 (docs/tools/screenshots.py; about two minutes).
+screenshots: setup
+	$(BIN)/python docs/tools/screenshots.py docs/img
 
 test: setup setup-vllm
 	$(BIN)/python -m pytest -q -p no:cacheprovider --durations=15

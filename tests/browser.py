@@ -26,9 +26,16 @@ class PageLoad:
     exceptions: list[str] = field(default_factory=list)
     requests: list[str] = field(default_factory=list)
     screenshot: bytes = b""
+    values: list[object] = field(default_factory=list)
+    """What each of `load_page`'s `steps` evaluated to, in order."""
 
 
-def load_page(html: Path, timeout: float = 60.0) -> PageLoad:
+def load_page(html: Path, timeout: float = 60.0, steps: tuple[str, ...] = (), size: tuple[int, int] = (1200, 1600),
+              clip: str | None = None) -> PageLoad:
+    """Load `html`, then evaluate each JavaScript expression of `steps` in the page (a
+    user's clicks and choices, or questions about what it shows), then screenshot it: the
+    window, or the page area `clip` evaluates to (`[x, y, width, height]` in CSS pixels
+    of the page, beyond the window if need be)."""
     import websocket
 
     exe = find_chromium()
@@ -38,7 +45,7 @@ def load_page(html: Path, timeout: float = 60.0) -> PageLoad:
     # profile folder a straggler still writes to is not a test failure.
     with tempfile.TemporaryDirectory(prefix="biasaudit-cdp-", ignore_cleanup_errors=True) as profile:
         proc = subprocess.Popen([exe, *FLAGS, f"--user-data-dir={profile}", "--remote-debugging-port=0",
-                                 "--window-size=1200,1600", "about:blank"],
+                                 f"--window-size={size[0]},{size[1]}", "about:blank"],
                                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, start_new_session=True)
         try:
             port = _devtools_port(proc, timeout)
@@ -46,7 +53,7 @@ def load_page(html: Path, timeout: float = 60.0) -> PageLoad:
             page = next(t for t in targets if t["type"] == "page")
             ws = websocket.create_connection(page["webSocketDebuggerUrl"], timeout=timeout, suppress_origin=True)
             try:
-                return _drive(ws, html, timeout)
+                return _drive(ws, html, timeout, steps, clip)
             finally:
                 ws.close()
         finally:
@@ -70,7 +77,7 @@ def _devtools_port(proc: subprocess.Popen[str], timeout: float) -> int:
     raise RuntimeError("chromium did not start its DevTools endpoint")
 
 
-def _drive(ws: object, html: Path, timeout: float) -> PageLoad:
+def _drive(ws: object, html: Path, timeout: float, steps: tuple[str, ...] = (), clip: str | None = None) -> PageLoad:
     out = PageLoad()
     msg_id = 0
 
@@ -111,7 +118,19 @@ def _drive(ws: object, html: Path, timeout: float) -> PageLoad:
         except Exception:
             pass
     ws.settimeout(timeout)  # type: ignore[attr-defined]
-    i = send("Page.captureScreenshot", format="png")
+    for step in steps:
+        i = send("Runtime.evaluate", expression=step, returnByValue=True, awaitPromise=True)
+        reply = pump(lambda msg, i=i: msg.get("id") == i)
+        result = reply.get("result", {})
+        if "exceptionDetails" in result:
+            out.exceptions.append(result["exceptionDetails"].get("text", "exception") + f" in step {step!r}")
+        out.values.append(result.get("result", {}).get("value"))
+    shot: dict[str, object] = {"format": "png"}
+    if clip is not None:
+        i = send("Runtime.evaluate", expression=clip, returnByValue=True)
+        x, y, w, h = pump(lambda msg, i=i: msg.get("id") == i)["result"]["result"]["value"]
+        shot.update(clip={"x": x, "y": y, "width": w, "height": h, "scale": 1}, captureBeyondViewport=True)
+    i = send("Page.captureScreenshot", **shot)
     reply = pump(lambda msg: msg.get("id") == i)
     out.screenshot = base64.b64decode(reply["result"]["data"])
     return out

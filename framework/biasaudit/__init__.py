@@ -24,6 +24,7 @@ Functions:
     run(spec, overrides=None, *, verbose=False) -> RunResult (SuiteResult for a suite)
     validate(spec, overrides=None) -> Validation
     plan(spec, overrides=None) -> PlanEstimate
+    power(spec, overrides=None, *, target_power=0.8, true_value=None, pilot=None) -> list[PowerRow]
     selftest(spec, overrides=None) -> SelfTest
     compare(paths, out=None) -> Comparison
     RunResult.load(run_dir) -> RunResult of a finished run folder
@@ -55,6 +56,7 @@ if TYPE_CHECKING:
         Validation,
         compare,
         plan,
+        power,
         run,
         selftest,
         validate,
@@ -65,12 +67,12 @@ if TYPE_CHECKING:
 # name -> module; loaded on first attribute access (PEP 562) so that `import biasaudit`
 # does not import pandas, Hydra or torch
 _LAZY = {
-    "run": "api", "plan": "api", "validate": "api", "compare": "api", "RunResult": "api", "SuiteResult": "api",
+    "run": "api", "plan": "api", "power": "api", "validate": "api", "compare": "api", "RunResult": "api", "SuiteResult": "api",
     "Validation": "api", "PlanEstimate": "api", "selftest": "api", "SelfTest": "api", "Comparison": "api", "BiasAuditError": "errors", "RunSummary": "records.summary",
 }
 
 __all__ = ["BiasAuditError", "Comparison", "PlanEstimate", "RunResult", "RunSummary", "SelfTest", "SuiteResult",
-           "Validation", "__version__", "compare", "plan", "run", "selftest", "validate"]
+           "Validation", "__version__", "compare", "plan", "power", "run", "selftest", "validate"]
 
 
 

@@ -32,12 +32,13 @@ if TYPE_CHECKING:
     from biasaudit.records.compare import CompareResult
     from biasaudit.records.suite import SuiteSummary
     from biasaudit.records.summary import RunSummary, VerdictRow
+    from biasaudit.runner.power import PowerRow
     from biasaudit.spec.compose import Composed
 
 SpecLike = str | os.PathLike[str]
 
 VERDICT_COLUMNS = ["metric", "over", "cell", "min", "max", "value", "ci_low", "ci_high", "n", "level", "method", "verdict",
-                   "blocked", "would_be", "reason"]
+                   "blocked", "would_be", "reason", "claim"]
 """The columns of `RunResult.verdicts_df`."""
 
 
@@ -138,13 +139,17 @@ class RunResult:
     def verdicts_df(self) -> pd.DataFrame:
         """`verdicts` as a table, one row per threshold: metric, over, cell ("" for the
         pooled estimate), the bounds min and max, the estimate (value, ci_low, ci_high, n,
-        level, method), verdict, blocked, would_be and reason."""
+        level, method), verdict, blocked, would_be, reason and claim (what the verdict shows:
+        for an equivalence threshold, min and max hold its band)."""
         import pandas as pd
+
+        from biasaudit.verdicts.claims import claim_text
 
         rows = [{"metric": v.metric, "over": v.over, "cell": v.cell or "", "min": v.min, "max": v.max,
                  "value": v.estimate.value, "ci_low": v.estimate.ci_low, "ci_high": v.estimate.ci_high,
                  "n": v.estimate.n, "level": v.estimate.level, "method": v.estimate.method, "verdict": v.verdict,
-                 "blocked": v.blocked, "would_be": v.would_be, "reason": v.reason} for v in self.summary.verdicts]
+                 "blocked": v.blocked, "would_be": v.would_be, "reason": v.reason,
+                 "claim": claim_text(v.verdict, v.is_equivalence, v.min, v.max)} for v in self.summary.verdicts]
         return pd.DataFrame(rows, columns=VERDICT_COLUMNS)
 
     @property
@@ -385,6 +390,25 @@ def plan(spec: SpecLike, overrides: Sequence[str] | None = None) -> PlanEstimate
                     cached=job.model.cached, calls_needed=job.needed, input_tokens=job.model.input_tokens,
                     output_tokens=job.model.output_tokens, seconds=job.seconds,
                     coding={e.layer: e.calls for e in job.coding})
+
+
+def power(spec: SpecLike, overrides: Sequence[str] | None = None, *, target_power: float = 0.8,
+          true_value: float | dict[str, float] | None = None, pilot: SpecLike | None = None,
+          icc: float | None = None, sd: float | None = None) -> list[PowerRow]:
+    """`biasaudit plan --power`: per threshold, the stimuli needed to decide with probability
+    `target_power` at the true value, and the deviations detectable at the spec's current n
+    (`biasaudit.runner.power.PowerRow`). `true_value`: one value for every threshold, or
+    threshold metric -> value; `pilot`: an earlier run's folder (its intervals give the noise)."""
+    from biasaudit.runner.cost import estimate_jobs
+    from biasaudit.runner.power import plan_power
+    from biasaudit.spec.compose import compose, prepare_overrides
+
+    with _errors():
+        raw = prepare_overrides(_overrides(spec, overrides))
+        [job] = estimate_jobs([(" ".join(raw), compose(raw))], lookup_cache=False)
+        vals = true_value if isinstance(true_value, dict) else ({} if true_value is None else {"": true_value})
+        return plan_power(job.composed.config, job.counts, target=target_power, true_values=vals,
+                          pilot=Path(pilot) if pilot is not None else None, icc=icc, sd=sd)
 
 
 @dataclass(frozen=True)

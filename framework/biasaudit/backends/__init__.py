@@ -14,6 +14,7 @@ from biasaudit.backends.factory import (
     build_nli_backend,
     check_audit_support,
     check_probe_support,
+    identity_scope,
     nli_identity,
 )
 
@@ -31,5 +32,6 @@ __all__ = [
     "build_nli_backend",
     "nli_identity",
     "check_probe_support",
+    "identity_scope",
     "resolve_model_path",
 ]

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from biasaudit.backends.base import BACKENDS, Backend
@@ -34,7 +36,51 @@ def check_probe_support(model: ModelConfig, kind: str, model_file: str | None = 
         )
 
 
+# Identities recorded or pinned for the scope of `identity_scope` (an evidence pack records
+# the identities a run's re-computation asked for; `verify` pins them, so that checking a
+# pack needs no weights: the recorded digests are what the stored responses are keyed on).
+_SCOPE: list[dict[str, dict[str, Any]]] = []
+_STRICT: list[bool] = []
+
+
+@contextlib.contextmanager
+def identity_scope(pinned: dict[str, dict[str, Any]] | None = None, *,
+                   strict: bool = False) -> Iterator[dict[str, dict[str, Any]]]:
+    """Within it, an identity whose config is in `pinned` is taken from there, not computed;
+    every identity asked for is recorded in the yielded mapping (config digest -> identity).
+    `strict`: an identity not pinned is an error, never computed (a pack's config may name
+    any path: hashing it would read files the verifier never meant to show)."""
+    table = dict(pinned or {})
+    _SCOPE.append(table)
+    _STRICT.append(strict)
+    try:
+        yield table
+    finally:
+        _SCOPE.pop()
+        _STRICT.pop()
+
+
+def _scoped(what: Any, compute: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+    if not _SCOPE:
+        return compute()
+    import hashlib
+
+    key = hashlib.sha256(json.dumps(what, sort_keys=True, default=str).encode()).hexdigest()
+    table = _SCOPE[-1]
+    if key not in table:
+        if _STRICT[-1]:
+            raise BackendError(f"no recorded identity for the {what[0]} config {key[:16]}...", key="model",
+                               hint="the evidence pack's model/identity.json lacks it: pack the run again")
+        table[key] = compute()
+    copied: dict[str, Any] = json.loads(json.dumps(table[key]))  # a copy: callers may add to it
+    return copied
+
+
 def backend_identity(model: ModelConfig) -> dict[str, Any]:
+    return _scoped(["model", model.model_dump(mode="json")], lambda: _backend_identity(model))
+
+
+def _backend_identity(model: ModelConfig) -> dict[str, Any]:
     local = BACKENDS.get(model.backend, key="model.backend").identity(model)
     if model.serve is not None:
         from biasaudit.backends.served import served_identity
@@ -92,6 +138,12 @@ def audit_identity(cfg: AuditConfig) -> dict[str, Any]:
 
 
 def nli_identity(cfg: AuditConfig) -> dict[str, Any]:
+    nli, chat = _nli_parts(cfg)
+    what = ["nli", nli.model_dump(mode="json"), chat.model_dump(mode="json") if chat else None]
+    return _scoped(what, lambda: _nli_identity(cfg))
+
+
+def _nli_identity(cfg: AuditConfig) -> dict[str, Any]:
     from biasaudit.backends.hf_nli import identity as hf_nli_identity
     from biasaudit.backends.llm_nli import identity as llm_nli_identity
 

@@ -26,6 +26,8 @@ config group option. A spec file may also be given without `spec=` (`audit.yaml`
   model=smollm2                        the model under test (conf/model/)
   stimuli.source=/data/crows.csv       any spec key
   runtime.batch_size=16                run-time settings (conf/runtime/)
+  runtime.sequential.look_every=50     look at the thresholds every 50 stimuli and stop once all are
+                                       decided (alpha-spending; docs/statistics.md#sequential-stopping)
 """
 
 
@@ -377,6 +379,9 @@ def cmd_plan(args: argparse.Namespace, rest: list[str]) -> int:
 
         rest = _positional_spec(rest, "plan")
         found = load_suite(list(rest))
+        if args.power and (found is not None or args.multirun):
+            raise SpecError("--power plans one spec, not a suite or a sweep", key="--power",
+                            hint="run `biasaudit plan --power` on each member spec (or each job's overrides)")
         if found is not None:
             return _plan_suite(found, list(rest))
         overrides = prepare_overrides(list(rest))
@@ -412,12 +417,22 @@ def cmd_plan(args: argparse.Namespace, rest: list[str]) -> int:
         need = sample_size_for_half_width(args.half_width)
         rows.append((f"stimuli for ±{args.half_width:g}", f"{need} per cell (p=0.5, Wilson 95%)"))
     rows += coding_rows(job)
+    try:  # before anything is printed: a bad --power option is one error line, nothing else
+        from biasaudit.cli.power import compute_power
+
+        power = compute_power(job, args) if args.power else None
+    except BiasAuditError as exc:
+        return _fail(exc)
     width = max(len(k) for k, _ in rows)
     for k, v in rows:
         print(f"{k:<{width}}  {v}")
     if args.cells:
         for c in counts.cells:
             print(f"  cell {c.id}")
+    if power is not None:
+        from biasaudit.cli.power import print_power
+
+        print_power(power, args)
     return 0
 
 
@@ -569,13 +584,19 @@ def cmd_calibrate(args: argparse.Namespace, rest: list[str]) -> int:
 
     failed = False
     for result in results:
-        print(f"layer {result['layer']}: control set {result['control_set']} ({result['n']} labelled responses)")
+        blank = f"; {result['unlabelled']} rows without a gold label left out" if result.get("unlabelled") else ""
+        print(f"layer {result['layer']}: control set {result['control_set']} ({result['n']} labelled responses{blank})")
         print(f"{'rater':<18}{'accuracy':>10}  {'95% CI':<16}{'chance':>8}{'kappa':>8}  {'95% CI':<18}verdict")
         for r in result["raters"]:
             verdict = "better than chance" if r["better_than_chance"] else "NOT better than chance"
             print(f"{r['rater']:<18}{r['accuracy']:>10.3f}  [{r['ci_low']:.3f}, {r['ci_high']:.3f}]  "
                   f"{num(r['chance']):>8}{num(r['kappa']):>8}  [{num(r['kappa_low'])}, {num(r['kappa_high'])}]"
                   f"{'':<2}{verdict}")
+            conf = r.get("confusion") or {}
+            if conf.get("matrix"):
+                rows = "; ".join(f"{g}: {' '.join(str(x) for x in row)}" for g, row in zip(conf["labels"],
+                                                                                       conf["matrix"], strict=True))
+                print(f"{'':<18}confusion (rows: gold, columns: rater; order {'/'.join(conf['labels'])}): {rows}")
         if not result["passed"]:
             failed = True
             print(f"layer {result['layer']}: its coder is NOT better than chance (kappa's 95% lower bound <= 0); "
@@ -706,13 +727,18 @@ def build_parser() -> argparse.ArgumentParser:
     st.set_defaults(fn=cmd_selftest)
     pl = sub.add_parser("plan", help="show cells, request counts and a token estimate before any model call",
                         description="Count the plan (cells, stimuli, unique requests, cached requests, tokens) "
-                                    "and estimate the time from throughput measured in earlier runs.",
+                                    "and estimate the time from throughput measured in earlier runs. With --power, "
+                                    "also how many stimuli each threshold needs to reach a verdict, and what the "
+                                    "current n can detect (docs/planning-an-audit.md).",
                         formatter_class=fmt, epilog=OVERRIDES_HELP)
     pl.add_argument("--cells", action="store_true", help="list every cell of the design")
     pl.add_argument("-m", "--multirun", action="store_true",
                     help="count a sweep (`model=a,b metrics.0.alpha=0.6,0.7`): one row per job, and totals")
     pl.add_argument("--half-width", type=float, default=None, metavar="H",
                     help="also print how many stimuli a 95%% half-width of H (e.g. 0.05) needs")
+    from biasaudit.cli.power import add_arguments as add_power_arguments
+
+    add_power_arguments(pl)
     pl.set_defaults(fn=cmd_plan)
     rp = sub.add_parser("report", help="re-render a run's report from the store (no model calls)",
                         description="Rebuild a finished run's reports from its manifest.json and the cache: "
@@ -732,7 +758,10 @@ def build_parser() -> argparse.ArgumentParser:
     cb = sub.add_parser("calibrate", help="code a layer's labelled control set: accuracy and kappa (per judge for panels)",
                         description="Code the control set (responses with known labels) of every coding layer with "
                                     "a `calibration` section, and report the accuracy (Wilson 95% interval) and "
-                                    "Cohen's kappa against the gold labels: the layer's, and each judge's for a panel.",
+                                    "Cohen's kappa against the gold labels, with the confusion matrix: the layer's, and each "
+                                    "judge's for a panel. A filled annotation sheet (`biasaudit annotate export`, "
+                                    "labelled by people) is a control set too: calibration: {source: <sheet>.csv, "
+                                    "text: answer, gold: label}; its blank labels are left out.",
                         formatter_class=fmt, epilog=OVERRIDES_HELP)
     cb.add_argument("--layer", default=None, help="the coding layer (default: every layer with a `calibration` section)")
     cb.set_defaults(fn=cmd_calibrate)
@@ -762,8 +791,18 @@ def build_parser() -> argparse.ArgumentParser:
                                     "`biasaudit run spec=./audit.yaml`.")
     it.add_argument("dir", help="the folder to create (must be new or empty)")
     it.set_defaults(fn=cmd_init)
+    from biasaudit.cli.annotate import add_parser as annotate_parser
+    from biasaudit.cli.view import add_parser as add_view
+
+    annotate_parser(sub)
+    add_view(sub)
     for sp in (r, v, pl, cb):
         _with_overrides(sp)
+    from biasaudit.cli.pack import add_parser as add_pack
+    from biasaudit.cli.verify import add_parser as add_verify
+
+    add_pack(sub)
+    add_verify(sub)
     return p
 
 

@@ -1,8 +1,8 @@
 """What a coder's calibration says, kept with the cache, and read by a run.
 
 `biasaudit calibrate` codes a layer's labelled control set and scores each rater against
-the gold labels: accuracy (Wilson interval) beside the chance level, and Cohen's kappa
-with a bootstrap interval (control rows resampled). A rater is *better than chance* when
+the gold labels: accuracy (Wilson interval) beside the chance level, Cohen's kappa
+with a bootstrap interval (control rows resampled) and the confusion matrix. A rater is *better than chance* when
 kappa's lower bound is above 0: its agreement with the gold labels is more than its
 label marginals alone would give. The result is stored in the cache under the coder's
 identity (its coder, options, labels and the identities of the models it asks), so an
@@ -80,7 +80,20 @@ def rater_score(name: str, labels: Sequence[str | None], gold: Sequence[str], se
     k, k_lo, k_hi = kappa_interval(labels, gold, seed=seed)
     better = k_lo is not None and k_lo > 0
     return {"rater": name, "n": len(gold), "accuracy": acc.value, "ci_low": acc.ci_low, "ci_high": acc.ci_high,
-            "chance": chance, "kappa": k, "kappa_low": k_lo, "kappa_high": k_hi, "better_than_chance": better}
+            "chance": chance, "kappa": k, "kappa_low": k_lo, "kappa_high": k_hi, "better_than_chance": better,
+            "confusion": confusion(labels, gold)}
+
+
+def confusion(labels: Sequence[str | None], gold: Sequence[str]) -> dict[str, Any]:
+    """The confusion matrix: rows the gold label, columns the rater's (a missing label,
+    an abstention, is its own column `none`)."""
+    from sklearn.metrics import confusion_matrix
+
+    got = ["none" if x is None else str(x) for x in labels]
+    order = list(dict.fromkeys([*sorted(set(gold)), *sorted(set(got) - set(gold))]))
+    if not gold:
+        return {"labels": order, "matrix": []}
+    return {"labels": order, "matrix": confusion_matrix(list(gold), got, labels=order).tolist()}
 
 
 def record(cfg: AuditConfig, lay: Layer, result: Mapping[str, Any]) -> bool:
@@ -146,4 +159,4 @@ def calibration_problems(cfg: AuditConfig, plan: CodingPlan, spec: str = "SPEC")
     return out
 
 
-__all__ = ["calibration_problems", "coder_key", "kappa_interval", "model_backed", "rater_score", "record"]
+__all__ = ["calibration_problems", "coder_key", "confusion", "kappa_interval", "model_backed", "rater_score", "record"]

@@ -1,6 +1,7 @@
 """The coding stage, summarised for the report: per layer, what coded it and the
 distribution of its labels (or values) per prompt condition; the reliability pairs,
-the judge panels' agreement and the choice layers' position effects."""
+the judge panels' agreement, the choice layers' position effects and, for pairs with a
+human layer, the agreement with the human labels and the PPI label rates."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 
 from biasaudit.coding.base import LayerCalls
+from biasaudit.coding.human_review import gold_reports
 from biasaudit.coding.layers import CodingPlan, Layer
 from biasaudit.coding.reliability import reliability
 from biasaudit.records.codes import Code, Unit
@@ -74,7 +76,8 @@ def coding_report(plan: CodingPlan, units: Sequence[Unit], codes: Mapping[str, M
     layers = [layer_report(lay, units, codes.get(name, {}), handed.get(name), calls.get(name), seed)
               for name, lay in plan.layers.items()]
     pairs, panels, positions = reliability(plan, units, codes, seed)
-    return CodingReport(defaults=plan.defaults, layers=layers, pairs=pairs, panels=panels, positions=positions)
+    return CodingReport(defaults=plan.defaults, layers=layers, pairs=pairs, panels=panels, positions=positions,
+                        gold=gold_reports(plan, units, codes, seed))
 
 
 __all__ = ["CellLabels", "CodingReport", "LayerReport", "coding_report", "layer_report"]

@@ -51,6 +51,9 @@ class OracleCase:
     """The parameters of the spec's (first) metric of this method."""
     side: bool
     """`null`: this stimulus's side in the balanced assignment (True: the target side)."""
+    stimuli: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    """Every stimulus's fields (id -> fields), for an oracle whose answer depends on the
+    other stimuli (e.g. which category of a field it disfavours)."""
 
 
 @dataclass(frozen=True)

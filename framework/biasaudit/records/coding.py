@@ -96,6 +96,53 @@ class LayerReport(BaseModel):
     that length for the coder (flagged `input_truncated` in the code's detail)."""
 
 
+class RaterGold(BaseModel):
+    """One rater against the human labels."""
+
+    model_config = ConfigDict(frozen=True)
+    rater: str
+    n: int
+    """Units both the humans and this rater labelled."""
+    accuracy: Estimate
+    chance: float | None
+    """The accuracy of always giving the most common human label."""
+    kappa: Estimate
+    labels: list[str]
+    """Row and column order of `confusion`."""
+    confusion: list[list[int]]
+    """Rows: the human label; columns: the rater's label."""
+
+
+class LabelRate(BaseModel):
+    model_config = ConfigDict(frozen=True)
+    label: str
+    judge: Estimate
+    """The machine layer's rate of the label over every unit it coded."""
+    human: Estimate
+    """The humans' rate over their sample (strata weighted)."""
+    ppi: Estimate
+    """The prediction-powered estimate of the humans' rate over every unit."""
+
+
+class GoldReport(BaseModel):
+    model_config = ConfigDict(frozen=True)
+    human: str
+    layer: str
+    labels: list[str]
+    """The shared label space (after the pair's `map`)."""
+    sampled_layer: str | None = None
+    """The layer whose units the sheet sampled."""
+    stratify: str | None = None
+    population: int
+    """Units the machine layer coded."""
+    sampled: int
+    annotated: int
+    blank: int
+    """Sampled units left blank (not annotated)."""
+    raters: list[RaterGold] = Field(default_factory=list)
+    rates: list[LabelRate] = Field(default_factory=list)
+
+
 class CodingReport(BaseModel):
     model_config = ConfigDict(frozen=True)
     defaults: bool = False
@@ -104,6 +151,10 @@ class CodingReport(BaseModel):
     pairs: list[PairReport] = Field(default_factory=list)
     panels: list[PanelReport] = Field(default_factory=list)
     positions: list[PositionReport] = Field(default_factory=list)
+    gold: list[GoldReport] = Field(default_factory=list)
+    """Pairs with a `human` layer: each rater against the human labels, and the label
+    rates with their prediction-powered intervals."""
 
 
-__all__ = ["Agreement", "CellLabels", "CodingReport", "LayerReport", "PairReport", "PanelReport", "PositionReport"]
+__all__ = ["Agreement", "CellLabels", "CodingReport", "GoldReport", "LabelRate", "LayerReport", "PairReport", "PanelReport",
+           "PositionReport", "RaterGold"]

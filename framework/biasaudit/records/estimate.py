@@ -32,6 +32,11 @@ class Estimate(BaseModel):
     """Rows (stimulus x condition x sample) behind a pooled estimate, when it differs from `n`."""
     groups: dict[str, Estimate] = Field(default_factory=dict)
     """Optional per-group breakdown (e.g. by category)."""
+    tost_interval: tuple[float, float] | None = Field(default=None, exclude=True)
+    """The interval at level 1 - 2 alpha (alpha = 1 - `level`: 0.90 beside a 95% interval),
+    made by the same method from the same data (the same resamples for a bootstrap), for
+    equivalence (TOST) thresholds. Kept in memory only: the verdict that uses it records it,
+    so summary.json's estimates stay as they were."""
 
     @classmethod
     def no_data(cls, method: str, note: str = "no data") -> Estimate:
@@ -40,6 +45,11 @@ class Estimate(BaseModel):
     @property
     def has_data(self) -> bool:
         return self.value is not None and self.n > 0
+
+    @property
+    def tost_level(self) -> float:
+        """1 - 2 alpha: the level of `tost_interval`."""
+        return round(2 * self.level - 1, 12)  # 0.9, not 0.8999999999999999
 
     @property
     def half_width(self) -> float | None:
@@ -53,7 +63,9 @@ class Estimate(BaseModel):
 
         return self.model_copy(
             update={"value": s(self.value), "ci_low": s(self.ci_low), "ci_high": s(self.ci_high),
-                    "groups": {k: g.scaled(factor) for k, g in self.groups.items()}}
+                    "groups": {k: g.scaled(factor) for k, g in self.groups.items()},
+                    "tost_interval": None if self.tost_interval is None
+                    else (self.tost_interval[0] * factor, self.tost_interval[1] * factor)}
         )
 
     def fmt(self, digits: int = 3) -> str:

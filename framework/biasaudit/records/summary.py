@@ -20,6 +20,7 @@ from biasaudit.records.coding import CodingReport
 from biasaudit.records.estimate import Estimate
 from biasaudit.records.execution import ExecutionStats
 from biasaudit.records.metric_result import MetricResult
+from biasaudit.records.sequential import SequentialRecord
 
 
 class _Record(BaseModel):
@@ -206,6 +207,13 @@ class VerdictRow(_Record):
             return {k: v for k, v in data.items() if k not in ("over_text", "clauses")}
         return data
 
+    # `equivalence` and `tost` are written only for equivalence thresholds (kept as extra
+    # keys, so the verdicts of other runs keep the keys they always had)
+    @property
+    def is_equivalence(self) -> bool:
+        """An equivalence (TOST) threshold: `min`/`max` hold the band."""
+        return bool((self.model_extra or {}).get("equivalence"))
+
 
 VIEW_KEYS = frozenset({"executive", "method", "conditions", "reliability", "quality", "validity"})
 """summary.json's report views (report/sections.py), built at render time from the record."""
@@ -238,6 +246,9 @@ class RunSummary(_Record):
     """The report's "What the model said": a few answers per group with their codes
     (`samples`) and the items that differ most with their texts (`largest`),
     report/answers.py; texts cut, counts bounded."""
+    sequential: SequentialRecord | None = None
+    """With `runtime.sequential`: the looks (stimuli seen, per-threshold estimate, repeated
+    interval and decision), where the run stopped and why, and the stimuli not run."""
 
     @model_validator(mode="before")
     @classmethod

@@ -38,6 +38,7 @@ from typing import Any
 from biasaudit._util.fileio import check_output_file, write_output_file
 from biasaudit.records.summary import RunSummary, VerdictRow
 from biasaudit.report.outcome import estimate_text, num
+from biasaudit.verdicts.claims import claim_text
 from biasaudit.verdicts.gating import DEFAULT_FAIL_ON
 
 # XML 1.0 cannot carry most control characters, even escaped; spec text could hold them.
@@ -60,6 +61,8 @@ class SuiteRun:
 
 def bounds_text(v: VerdictRow) -> str:
     lo, hi = v.min, v.max
+    if v.is_equivalence:
+        return f"equivalence band [{num(lo)}, {num(hi)}]"
     if lo is not None and hi is not None:
         return f"within [{num(lo)}, {num(hi)}]"
     if lo is not None:
@@ -75,8 +78,9 @@ def case_name(v: VerdictRow) -> str:
 def case_message(v: VerdictRow) -> str:
     e = v.estimate
     how = f"{e.method}, n={e.n}".strip(", ")
+    claim = claim_text(v.verdict, v.is_equivalence, v.min, v.max)
     return (f"{v.verdict}: {v.metric} = {estimate_text(e)} (95% interval; {how}); "
-            f"allowed {bounds_text(v)}: {v.reason}")
+            f"allowed {bounds_text(v)}: {v.reason}; claim: {claim}")
 
 
 # -- stable names ---------------------------------------------------------------------------

@@ -14,6 +14,7 @@ from html import escape
 from typing import TYPE_CHECKING, Any
 
 from biasaudit._util.jupyter import in_notebook
+from biasaudit.verdicts.claims import claim_text
 
 if TYPE_CHECKING:
     from biasaudit.records.suite import SuiteSummary
@@ -85,9 +86,11 @@ def run_summary_html(summary: Any, run_dir: Any) -> str:
         parts.append(table(
             ["metric", "over", "cell", "bounds", _interval_header(v.estimate.level for v in summary.verdicts),
              "verdict", "reason"],
-            [[_text(v.metric), _text(v.over), _text(v.cell), f"[{_number(v.min)}, {_number(v.max)}]",
+            [[_text(v.metric), _text(v.over), _text(v.cell),
+              f"{'equivalence ' if v.is_equivalence else ''}[{_number(v.min)}, {_number(v.max)}]",
               interval(v.estimate.value, v.estimate.ci_low, v.estimate.ci_high), verdict_badge(v.verdict),
-              _text(v.reason)] for v in summary.verdicts]))
+              _text(f"{claim_text(v.verdict, v.is_equivalence, v.min, v.max)}: {v.reason}")]
+             for v in summary.verdicts]))
     parts.append(f"<p><small>run folder <code>{_text(run_dir)}</code></small></p></div>")
     return "".join(parts)
 

@@ -11,6 +11,7 @@ from pydantic import ValidationError
 from biasaudit.records.estimate import Estimate
 from biasaudit.records.jobs import JobOutcome
 from biasaudit.records.summary import RunSummary
+from biasaudit.verdicts.claims import claim_text
 
 
 def num(x: float | None) -> str:
@@ -41,13 +42,21 @@ def final_line(summary: RunSummary) -> str:
     """The last line a run prints, naming each headline estimate, e.g.
     'crows-pairs-tp: INCONCLUSIVE; bias_score.score 67.5 [52.02, 79.92] (95% intervals)';
     verdicts a validity guard held back are counted: '(2 not decidable: see the report)'; a
-    run that could not measure says so and why: ', could not measure: 84/84 requests failed ...'."""
+    run that could not measure says so and why: ', could not measure: 84/84 requests failed ...'; a
+    sequential run where it stopped: '; sequential: stopped at look 2 of 4, 20 of 40 stimuli run'."""
     blocked = sum(1 for v in summary.verdicts if v.blocked)
     if not summary.measured:
         held = f", could not measure: {summary.unmeasured_reason or 'too many requests failed'}"
     else:
         held = f" ({blocked} not decidable: see the report's validity section)" if blocked else ""
-    return f"{summary.audit.name}: {summary.overall}{held}; {headlines(summary)} (95% intervals)"
+    q = summary.sequential
+    looked = "" if q is None else (f"; sequential: stopped at look {q.stopped_at} of {len(q.planned_looks)}, "
+                                   f"{q.run} of {q.planned} stimuli run")
+    # which claim a PASS makes: equivalence shown (TOST) is not the same as no deviation shown
+    shown = [f"{v.metric} {claim_text(v.verdict, True, v.min, v.max)}" for v in summary.verdicts
+             if v.is_equivalence and v.verdict == "PASS"]
+    held += f" ({'; '.join(shown)})" if shown else ""
+    return f"{summary.audit.name}: {summary.overall}{held}; {headlines(summary)} (95% intervals){looked}"
 
 
 def load_summary(run_dir: str | Path) -> RunSummary | None:

@@ -23,6 +23,7 @@ from biasaudit.report.csv_export import write_compare_csvs, write_csvs
 from biasaudit.report.plots import render_plot
 from biasaudit.report.sections import document
 from biasaudit.spec.models import ReportSpec
+from biasaudit.verdicts.claims import claim_text
 
 
 def fixed(x: float, digits: int) -> str:
@@ -101,8 +102,20 @@ def _env(autoescape: bool) -> Environment:
         trim_blocks=True,
         lstrip_blocks=True,
     )
-    env.filters.update(num=fmt_num, est=fmt_est, md=md_cell, md_lines=md_lines)
+    env.filters.update(num=fmt_num, est=fmt_est, md=md_cell, md_lines=md_lines, claim=verdict_claim,
+                       kinds=verdict_kinds)
     return env
+
+
+def verdict_claim(v: dict[str, Any]) -> str:
+    """The claim a verdict row makes (verdicts/claims.py): equivalence shown, or no
+    deviation shown beyond a bound, ..."""
+    return claim_text(str(v["verdict"]), bool(v.get("equivalence")), v.get("min"), v.get("max"))
+
+
+def verdict_kinds(verdicts: list[dict[str, Any]]) -> set[str]:
+    """The kinds of threshold among the verdicts: 'bound', 'equivalence'."""
+    return {"equivalence" if v.get("equivalence") else "bound" for v in verdicts}
 
 
 def render_all(

@@ -151,6 +151,7 @@ def reliability(s: RunSummary) -> list[dict[str, Any]]:
                          "note": "share of units endorsing on exactly one layer"})
             rows.append({"metric": src, "name": f"DNI ({p.a} - {p.b})", "estimate": _est(p.pooled.dni),
                          "note": "direction of the disagreement"})
+    rows.extend(_gold_rows(coding))
     for pan in coding.panels:
         rows.append({"metric": f"coding: {pan.layer}", "name": "inter-judge Krippendorff's alpha",
                      "estimate": _est(pan.alpha), "note": f"judges {', '.join(pan.judges)}"})
@@ -162,6 +163,24 @@ def reliability(s: RunSummary) -> list[dict[str, Any]]:
             rows.append({"metric": f"coding: {pos.layer}", "name": "first-option rate", "estimate": _est(pos.first),
                          "note": f"answers picking the first-listed option (no position effect: "
                                  f"{pos.expected_first:.3f})"})
+    return rows
+
+
+def _gold_rows(coding: Any) -> list[dict[str, Any]]:
+    """Pairs with a human layer: each rater's accuracy and kappa against the human labels,
+    and each label's prediction-powered rate (coding/human_review.py)."""
+    rows = []
+    for g in getattr(coding, "gold", []):
+        src = f"human review: {g.layer} vs {g.human}"
+        for r in g.raters:
+            rows.append({"metric": src, "name": f"accuracy of {r.rater}", "estimate": _est(r.accuracy),
+                         "note": f"against {r.n} human labels (chance {r.chance:.3f})" if r.chance is not None
+                         else "no unit labelled by both"})
+            rows.append({"metric": src, "name": f"Cohen's kappa of {r.rater}", "estimate": _est(r.kappa),
+                         "note": "against the human labels; interval resamples stimuli"})
+        for rate in g.rates:
+            rows.append({"metric": src, "name": f"rate of {rate.label} (PPI)", "estimate": _est(rate.ppi),
+                         "note": f"judge-only {rate.judge.fmt()}; " + (rate.ppi.note or "")})
     return rows
 
 

@@ -10,6 +10,10 @@ The control set's responses are coded as given (a layer's `strip` and `input` do
 apply: the text column is the input); its rows' columns are the template variables, and
 `calibration.levels` sets the factor levels they answer (e.g. `{task: bj}` for rules and
 questions that differ per task). A layer's fallback codes what it cannot, as in a run.
+
+A filled annotation sheet (`biasaudit annotate export`, labelled by people) is a control
+set too: `calibration: {source: review/stance.csv, text: answer, gold: label}`. Rows
+with a blank gold label are left out and counted (`unlabelled`).
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from typing import Any
 from biasaudit._util.fileio import names_excerpt
 from biasaudit._util.secrets import watch_config
 from biasaudit.coding.calibration_record import rater_score, record
+from biasaudit.coding.human_sheet import record_path, unsafe_cell
 from biasaudit.coding.layers import CodingPlan, Input
 from biasaudit.coding.routes import StoreAnswerer
 from biasaudit.coding.stage import run_coding
@@ -49,7 +54,16 @@ def calibrate_layer(composed: Composed, plan: CodingPlan, name: str) -> dict[str
         if col not in header:
             raise SpecError(f"control set has no column {col!r}", file=str(path), key=f"{key}.{where}",
                             hint=f"columns: {names_excerpt(header)}")
-    gold = [cal.map.get(str(r[cal.gold]), str(r[cal.gold])) for r in rows]
+    # a filled annotation sheet (`annotate export`) is a control set: its blank labels were
+    # not annotated (left out, counted) and its formula-safe cells are read as written
+    unlabelled = sum(1 for r in rows if not str(r[cal.gold]).strip())
+    rows = [r for r in rows if str(r[cal.gold]).strip()]
+    if not rows:
+        raise DataError("no row of the control set has a gold label", file=str(path), key=f"{key}.gold",
+                        hint=f"fill the {cal.gold!r} column")
+    if record_path(path).is_file():
+        rows = [{k: unsafe_cell(v) if isinstance(v, str) else v for k, v in r.items()} for r in rows]
+    gold = [cal.map.get(str(r[cal.gold]).strip(), str(r[cal.gold]).strip()) for r in rows]
     if layer.labels is not None:
         unknown = sorted(set(gold) - set(layer.labels))
         if unknown:
@@ -80,7 +94,8 @@ def calibrate_layer(composed: Composed, plan: CodingPlan, name: str) -> dict[str
         raters.append(rater_score(j, [codes[u.id].detail.get("votes", {}).get(j) for u in units], gold,
                                   seed=cfg.runtime.seed))
     raters.append(rater_score("panel majority" if judges else name, labels, gold, seed=cfg.runtime.seed))
-    out: dict[str, Any] = {"layer": name, "control_set": str(path), "n": len(rows), "raters": raters}
+    out: dict[str, Any] = {"layer": name, "control_set": str(path), "n": len(rows), "unlabelled": unlabelled,
+                           "raters": raters}
     # kept with the cache: a run whose layer uses this coder reads it (coding/calibration_record.py)
     out["passed"] = record(cfg, layer, out)
     return out

@@ -73,8 +73,9 @@ def _check_bounds(t: ThresholdSpec, bounds: tuple[tuple[str, tuple[float, float]
     lo, hi = rng
     if t.over == "spread":  # the range of per-cell values
         lo, hi = 0.0, hi - lo
-    for side in ("min", "max"):
-        v = getattr(t, side)
+    sides = [("min", t.min), ("max", t.max)] if t.equivalence is None else \
+        [("equivalence.low", t.equivalence.low), ("equivalence.high", t.equivalence.high)]
+    for side, v in sides:
         if v is not None and not lo <= v <= hi:
             raise SpecError(f"{side} {v:g} is outside the range of {t.metric!r} ({lo:g} to {hi:g}"
                             f"{' for a spread' if t.over == 'spread' else ''})", file=spec_file,

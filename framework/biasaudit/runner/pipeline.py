@@ -11,10 +11,11 @@ import os
 import platform
 import shlex
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from pydantic import BaseModel
 
@@ -29,10 +30,10 @@ from biasaudit.coding.layers import CodingPlan
 from biasaudit.coding.routes import StoreAnswerer
 from biasaudit.coding.stage import CodingResult, run_coding
 from biasaudit.coding.summary import coding_report
-from biasaudit.coding.units import units_of
+from biasaudit.coding.units import check_human_sheets, units_of
 from biasaudit.data import StimulusSet, file_sha256, load_stimuli
 from biasaudit.engine import execute_plan
-from biasaudit.errors import BiasAuditError
+from biasaudit.errors import BiasAuditError, SpecError
 from biasaudit.metrics import MetricContext
 from biasaudit.metrics.validity import counts_flag, depends_on, failure_flag, layer_flags
 from biasaudit.plan import Plan, compile_plan
@@ -41,6 +42,7 @@ from biasaudit.records.execution import ExecutionStats
 from biasaudit.records.manifest import DataRef, ModelRef, RunManifest
 from biasaudit.records.metric_result import MetricResult, ValidityFlag
 from biasaudit.records.responses import Response
+from biasaudit.records.sequential import SequentialRecord
 from biasaudit.records.summary import (
     AuditInfo,
     DataInfo,
@@ -54,6 +56,9 @@ from biasaudit.runner.checks import apply_limits, check_breakdowns, check_config
 from biasaudit.spec.compose import Composed
 from biasaudit.store import Store
 from biasaudit.verdicts.thresholds import VerdictRecord, evaluate
+
+if TYPE_CHECKING:
+    from biasaudit.runner.sequential import SequentialOutcome
 
 log = logging.getLogger(__name__)
 
@@ -100,12 +105,25 @@ def plan_inputs(composed: Composed) -> PlanInputs:
 def prepare(composed: Composed) -> Prepared:
     """Everything that can fail on bad input, before any model call or file write."""
     params, stimuli, identity, coding = plan_inputs(composed)
+    if composed.config.runtime.sequential.look_every is not None:
+        from biasaudit.runner.sequential import schedule
+
+        schedule(len(stimuli.stimuli), composed.config.runtime.sequential)  # too many looks: refused now
+        # A look judges on repeated two-sided intervals; an equivalence band would need its
+        # own spending of 2*alpha at every look (TOST), which the looks do not compute yet.
+        for i, t in enumerate(composed.config.thresholds):
+            if t.equivalence is not None:
+                raise SpecError("an equivalence threshold cannot be judged at the looks of a sequential run",
+                                file=str(composed.spec_file), key=f"thresholds[{i}].equivalence",
+                                hint="run without runtime.sequential, or use min/max bounds for this threshold")
     stage("planning %s (%d stimuli)", composed.config.audit.name, len(stimuli.stimuli))
     plan = compile_plan(composed.config, stimuli, identity, str(composed.spec_file))
     stage("plan: %d cell(s) x %d stimuli = %d items, %d unique requests (%s)%s",
           len(plan.cells), len(stimuli.stimuli), plan.n_items, len(plan.requests), plan.kind,
           f"; coding layers: {', '.join(coding.layers)}" if coding.layers else "")
-    return Prepared(composed=composed, stimuli=stimuli, plan=plan, params=params, identity=identity, coding=coding)
+    prep = Prepared(composed=composed, stimuli=stimuli, plan=plan, params=params, identity=identity, coding=coding)
+    check_human_sheets(prep)  # a review sheet from another run: refused before any model call
+    return prep
 
 
 @dataclass
@@ -119,12 +137,13 @@ class Coded:
 
 
 def code(prep: Prepared, responses: dict[str, Response], stats: ExecutionStats | None = None,
-         offline: bool = False) -> Coded:
+         offline: bool = False, answerer: StoreAnswerer | None = None) -> Coded:
     """The coding stage: every layer codes every answered unit; its model calls are
-    cached requests (offline: answered only from the store)."""
+    cached requests (offline: answered only from the store). An evidence pack passes its
+    own offline `answerer` (one that records, or serves packed embeddings)."""
     if not prep.coding.layers:
         return Coded(CodingResult(codes={}, units=[]), {})
-    answerer = StoreAnswerer(prep.composed.config, offline=offline, stats=stats)
+    answerer = answerer or StoreAnswerer(prep.composed.config, offline=offline, stats=stats)
     t0 = time.perf_counter()
     try:
         result = run_coding(prep.coding, units_of(prep), responses, answerer)
@@ -144,6 +163,13 @@ def measure(prep: Prepared, responses: dict[str, Response], coded: Coded, *, cal
                         codes=coded.result.codes, layers=prep.coding.layers)
     results = {m.key: METRICS.get(m.name).compute(ctx, m.key, prep.params[m.key]) for m in cfg.metrics}
     return guard(prep, responses, coded, results, calibration=calibration, accept_dominant=accept_dominant)
+
+
+def code_and_measure(prep: Prepared, responses: dict[str, Response], stats: ExecutionStats,
+                     offline: bool) -> tuple[Coded, dict[str, MetricResult]]:
+    """The coding stage, then the metrics: one look of a sequential run (runner/sequential.py)."""
+    coded = code(prep, responses, stats, offline=offline)
+    return coded, measure(prep, responses, coded)
 
 
 def guard(prep: Prepared, responses: dict[str, Response], coded: Coded, results: dict[str, MetricResult], *,
@@ -276,21 +302,31 @@ def _write_trail(tmp: Path, prep: Prepared, responses: dict[str, Response]) -> N
 def finish(
     prep: Prepared, responses: dict[str, Response], stats: ExecutionStats, run_dir: Path,
     run_manifest: RunManifest, *, write_responses: bool = True, offline: bool = False,
+    answerer: StoreAnswerer | None = None, looked: SequentialOutcome | None = None,
 ) -> RunSummary:
+    """Code, measure, judge and report. With `looked` (a sequential run), its last look's
+    codes and metrics and its verdicts are the run's (`prep`, `responses` and `stats` are
+    then those of the stimuli it took)."""
     from biasaudit.report import render_all
 
     cfg = prep.composed.config
-    if prep.coding.layers:
-        stage("coding: %s", ", ".join(f"{n} ({lay.coder_name})" for n, lay in prep.coding.layers.items()))
-    coded = code(prep, responses, stats, offline=offline)
+    if looked is not None:
+        coded = looked.coded
+    else:
+        if prep.coding.layers:
+            stage("coding: %s", ", ".join(f"{n} ({lay.coder_name})" for n, lay in prep.coding.layers.items()))
+        coded = code(prep, responses, stats, offline=offline, answerer=answerer)
     # the run stage is the model calls and the coding calls together
     stats.run_stage_s = stats.seconds + stats.coding_s
     if not offline:
         run_manifest.run_stage_s = round(stats.run_stage_s, 3)
         run_manifest.execution = stats
-    stage("measuring: %s", ", ".join(m.key for m in cfg.metrics))
-    results = measure(prep, responses, coded)
-    verdicts = evaluate(cfg.thresholds, results)
+    if looked is not None:
+        results, verdicts = looked.results, looked.verdicts
+    else:
+        stage("measuring: %s", ", ".join(m.key for m in cfg.metrics))
+        results = measure(prep, responses, coded)
+        verdicts = evaluate(cfg.thresholds, results)
     stage("reporting: %s in %s", ", ".join(sorted(set(cfg.report.formats) | {"json", "csv"})), run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
     if write_responses:
@@ -298,7 +334,8 @@ def finish(
     if coded.result.codes:
         write_codes(run_dir / "codes.jsonl", coded)
     _write(run_dir / "manifest.json", _manifest_text(run_manifest))
-    summary = build_summary(prep, results, verdicts, stats, run_manifest, responses, coded)
+    summary = build_summary(prep, results, verdicts, stats, run_manifest, responses, coded,
+                            looked.record if looked is not None else None)
     # summary.json goes last: a folder with one is complete (`compare` and reruns rely
     # on that), even when the process is killed while the report is being written
     held: dict[Path, str] = {}
@@ -320,6 +357,7 @@ def finish(
 def build_summary(
     prep: Prepared, results: dict[str, MetricResult], verdicts: list[VerdictRecord],
     stats: ExecutionStats, run_manifest: RunManifest, responses: dict[str, Response], coded: Coded,
+    sequential: SequentialRecord | None = None,
 ) -> RunSummary:
     """The run's typed records; the report builds its views of them when it renders."""
     from biasaudit.report.answers import answers_section
@@ -355,6 +393,7 @@ def build_summary(
         reproducibility=provenance.reproducibility(run_manifest),
         trail=provenance.trail(prep.plan, responses, bool(coded.result.codes)),
         answers=answers_section(prep.plan, responses, results, coded.result.units, coded.result.codes),
+        sequential=sequential,
     )
 
 
@@ -430,17 +469,26 @@ def run(prep: Prepared, run_dir: Path, command: list[str]) -> RunSummary:
         run_dir.mkdir(parents=True, exist_ok=True)
         _write(run_dir / "manifest.json", _manifest_text(run_manifest))
         t0 = time.perf_counter()
-        responses, stats = execute_plan(
-            prep.plan, store,
-            lambda: build_audit_backend(cfg),
-            retry_failed=cfg.runtime.retry_failed,
-            progress=cfg.runtime.progress,
-            who=audit_subject(cfg), load_note=load_note(cfg),
-        )
+        looked = None
+        if cfg.runtime.sequential.look_every is not None:
+            from biasaudit.runner.sequential import run_sequential
+
+            looked = run_sequential(prep, store, lambda: build_audit_backend(cfg), code_and_measure,
+                                    retry_failed=cfg.runtime.retry_failed, progress=cfg.runtime.progress,
+                                    who=audit_subject(cfg), load_note=load_note(cfg))
+            prep, responses, stats = looked.prep, looked.responses, looked.stats
+        else:
+            responses, stats = execute_plan(
+                prep.plan, store,
+                lambda: build_audit_backend(cfg),
+                retry_failed=cfg.runtime.retry_failed,
+                progress=cfg.runtime.progress,
+                who=audit_subject(cfg), load_note=load_note(cfg),
+            )
         run_manifest.finished = datetime.now(UTC).isoformat(timespec="seconds")
         run_manifest.run_stage_s = round(time.perf_counter() - t0, 3)
         run_manifest.execution = stats
-        summary = finish(prep, responses, stats, run_dir, run_manifest)
+        summary = finish(prep, responses, stats, run_dir, run_manifest, looked=looked)
     except KeyboardInterrupt:
         store.finish_run(run_id, "interrupted", stats.as_dict() if stats else {})
         note_interrupted(run_dir, "stopped with Ctrl-C", str(store.path), command)
@@ -483,9 +531,12 @@ def read_manifest(run_dir: Path) -> RunManifest:
         raise StoreError(f"manifest.json lacks a usable {where!r}", file=str(mpath), hint=hint) from None
 
 
-def rerender(run_dir: Path) -> RunSummary:
+def rerender(run_dir: Path, answerer: Callable[..., StoreAnswerer] = StoreAnswerer, *,
+             trail: bool = False) -> RunSummary:
     """Rebuild the report of a finished run from its manifest and the store: no model
-    calls (a missing response is an error)."""
+    calls (a missing response is an error). `answerer` makes the offline coding answerer
+    (an evidence pack's records what it reads, or serves packed embeddings); `trail`
+    writes responses.jsonl again (an evidence pack compares it with the packed one)."""
     from biasaudit.errors import StoreError
     from biasaudit.spec import validate_config
 
@@ -504,13 +555,30 @@ def rerender(run_dir: Path) -> RunSummary:
             again = f": {shlex.join(m.command)}" if m.command else ""
             raise StoreError(f"this run did not finish (status: {status})", file=str(run_dir),
                              hint=f"resume it by running the same command again{again}")
-        responses, stats = execute_plan(prep.plan, store, None, progress=False)
+        looked = None
+        if cfg.runtime.sequential.look_every is not None:  # the same looks, from the store: the same stop
+            from biasaudit.runner.sequential import run_sequential
+
+            def look(p: Prepared, r: dict[str, Response], st: ExecutionStats,
+                     offline: bool) -> tuple[Coded, dict[str, MetricResult]]:
+                # each look codes through the caller's offline answerer (verify's packed one)
+                coded = code(p, r, st, offline=True, answerer=answerer(cfg, offline=True, stats=st))
+                return coded, measure(p, r, coded)
+
+            looked = run_sequential(prep, store, None, look, progress=False)
+            prep, responses, stats = looked.prep, looked.responses, looked.stats
+        else:
+            responses, stats = execute_plan(prep.plan, store, None, progress=False)
     finally:
         store.close()
     if m.execution is not None:  # the run's own counts of what a re-render does not redo
         for k in ("calls", "seconds", "model_load_s", "model_loads", "new_failures", "coding_s"):
             setattr(stats, k, getattr(m.execution, k))
-    return finish(prep, responses, stats, run_dir, m, write_responses=False, offline=True)
+        if looked is not None:
+            for k in ("cache_hits", "coding_calls", "coding_cache_hits", "embedding_calls", "embedding_cache_hits"):
+                setattr(stats, k, getattr(m.execution, k))
+    return finish(prep, responses, stats, run_dir, m, write_responses=trail, offline=True,
+                  answerer=answerer(cfg, offline=True, stats=stats), looked=looked)
 
 
 __all__ = ["Coded", "PlanInputs", "Prepared", "code", "measure", "plan_inputs", "prepare", "rerender", "run",

@@ -108,7 +108,8 @@ def oracle_responses(prep: Prepared, oracle: OracleDef, params: Any, kind: str) 
                                          error_kind="refused"))
             continue
         got = oracle.respond(OracleCase(kind=kind, item=it, request=req, fields=fields[it.stimulus],
-                                        vars=level_vars.get(it.cell, {}), params=params, side=sides[it.stimulus]))
+                                        vars=level_vars.get(it.cell, {}), params=params, side=sides[it.stimulus],
+                                        stimuli=fields))
         out[it.key] = (Response(key=it.key, status="ok", output=got) if got is not None
                        else Response(key=it.key, status="failed", error="no oracle answer", error_kind="oracle"))
     return out
@@ -143,7 +144,8 @@ def _truth(oracle: OracleDef, kind: str, params: Any, res: MetricResult, name: s
 def _expected(t: ThresholdSpec, truth: float | None) -> str:
     if truth is None:
         return "?"
-    inside = (t.min is None or truth >= t.min) and (t.max is None or truth <= t.max)
+    lo, hi = t.band  # (min, max), or an equivalence threshold's band
+    inside = (lo is None or truth >= lo) and (hi is None or truth <= hi)
     return "PASS" if inside else "FAIL"
 
 

@@ -282,6 +282,21 @@ class MetricSpec(BaseModel):
         return dict(self.model_extra or {})
 
 
+class EquivalenceBand(Strict):
+    """An equivalence margin (TOST): the band of values counted as fair."""
+
+    low: float = Field(allow_inf_nan=False)
+    """Lowest value inside the margin."""
+    high: float = Field(allow_inf_nan=False)
+    """Highest value inside the margin (larger than `low`)."""
+
+    @model_validator(mode="after")
+    def _order(self) -> EquivalenceBand:
+        if not self.low < self.high:
+            raise ValueError("`equivalence.low` must be smaller than `equivalence.high`")
+        return self
+
+
 class ThresholdSpec(Strict):
     metric: str
     """`<metric id>` for its headline estimate, or `<metric id>.<estimate name>`."""
@@ -306,11 +321,31 @@ class ThresholdSpec(Strict):
     """A check that the method works on this model (a task whose answer is known), not a
     bias threshold: the report states it as the sanity check passed or failed for the
     model, and a failure as the model not meeting the method's premise."""
+    equivalence: EquivalenceBand | None = None
+    """Instead of `min`/`max`: an equivalence margin `{low, high}` (TOST). PASS only when
+    the 1 - 2 alpha interval (90% beside a 95% one) lies within the band ("equivalence
+    shown": fair within the margin); FAIL when the 1 - alpha interval lies wholly outside
+    it; INCONCLUSIVE otherwise. A `min`/`max` threshold's PASS says only that no deviation
+    beyond the bound was shown."""
+
+    @property
+    def band(self) -> tuple[float | None, float | None]:
+        """(low, high) the verdict is judged against: the equivalence band or (min, max)."""
+        if self.equivalence is not None:
+            return self.equivalence.low, self.equivalence.high
+        return self.min, self.max
 
     @model_validator(mode="after")
     def _bound(self) -> ThresholdSpec:
+        if self.equivalence is not None:
+            if self.min is not None or self.max is not None:
+                raise ValueError("give either `equivalence: {low, high}` or `min`/`max`, not both")
+            if self.adjust != "none":
+                raise ValueError("`adjust` does not apply to `equivalence`: every cell must show equivalence "
+                                 "at 1 - 2 alpha (an intersection-union test needs no adjustment)")
+            return self
         if self.min is None and self.max is None:
-            raise ValueError("a threshold needs `min`, `max` or both")
+            raise ValueError("a threshold needs `min`, `max` or both (or `equivalence: {low, high}`)")
         if self.min is not None and self.max is not None and self.min > self.max:
             raise ValueError("`min` is larger than `max`")
         if self.adjust != "none" and self.over != "worst_cell":
@@ -578,6 +613,24 @@ class RuntimeLimits(Strict):
     (`input_truncated`) and counted in the report."""
 
 
+class SequentialConfig(Strict):
+    """Sequential stopping (docs/statistics.md, "Sequential stopping"): the run takes its
+    stimuli in a seeded random order, judges its thresholds every `look_every` stimuli
+    with group-sequential (Lan-DeMets alpha-spending) intervals, and stops once every
+    threshold is decided. Off while `look_every` is null."""
+
+    look_every: int | None = Field(default=None, ge=1)
+    """Stimuli between two looks (null: no sequential stopping, every stimulus is run)."""
+    spending: Literal["obrien_fleming", "pocock"] = "obrien_fleming"
+    """How the error rate is spent over the looks: `obrien_fleming` (strict early, close to
+    the fixed design's interval at the end) or `pocock` (about even over the looks: earlier
+    stops, a wider interval at the last look)."""
+    max_looks: int | None = Field(default=None, ge=1, le=200)
+    """At most this many looks (the looks after the (max_looks - 1)-th are merged into the
+    last, at the planned number of stimuli); null: every `look_every` stimuli, up to 200
+    looks (raise `look_every` beyond that)."""
+
+
 class RuntimeConfig(Strict):
     batch_size: int = Field(default=8, ge=1)
     """Rows per batch for local models."""
@@ -619,6 +672,9 @@ class RuntimeConfig(Strict):
     """Send requests whose stored result is a failure to the model again."""
     limits: RuntimeLimits = Field(default_factory=RuntimeLimits)
     """Resource bounds (see `RuntimeLimits`)."""
+    sequential: SequentialConfig = Field(default_factory=SequentialConfig)
+    """Sequential stopping: look at the thresholds every `look_every` stimuli and stop when
+    all are decided (see `SequentialConfig`)."""
 
 
 class ValiditySpec(Strict):

@@ -23,15 +23,9 @@ def at_level(est: Estimate, level: float, rng: tuple[float, float] | None = None
     """`est` with its interval at `level` (kept inside `rng`, the estimate's range)."""
     if est.value is None or est.ci_low is None or est.ci_high is None or level == est.level:
         return est
-    if est.method == "wilson" and rng is not None and est.n > 0:
-        lo, hi = rng
-        scale = hi - lo
-        k = int(round((est.value - lo) / scale * est.n))
-        if 0 <= k <= est.n:
-            w = wilson(k, est.n, level)
-            assert w.ci_low is not None and w.ci_high is not None
-            return est.model_copy(update={"ci_low": lo + w.ci_low * scale, "ci_high": lo + w.ci_high * scale,
-                                          "level": level, "note": _join(est.note, f"Wilson at {level:.4g}")})
+    exact = exact_at_level(est, level, rng) if est.method == "wilson" else None
+    if exact is not None:
+        return exact
     if est.method == "t" and est.n > 1:
         ratio = float(st.t.ppf(1 - (1 - level) / 2, est.n - 1) / st.t.ppf(1 - (1 - est.level) / 2, est.n - 1))
         how = f"t interval at {level:.4g}"
@@ -41,7 +35,35 @@ def at_level(est: Estimate, level: float, rng: tuple[float, float] | None = None
     lo_, hi_ = est.value - (est.value - est.ci_low) * ratio, est.value + (est.ci_high - est.value) * ratio
     if rng is not None:
         lo_, hi_ = max(lo_, rng[0]), min(hi_, rng[1])
-    return est.model_copy(update={"ci_low": lo_, "ci_high": hi_, "level": level, "note": _join(est.note, how)})
+    return est.model_copy(update={"ci_low": lo_, "ci_high": hi_, "level": level, "note": _join(est.note, how),
+                                  "tost_interval": None})
+
+
+def exact_at_level(est: Estimate, level: float, rng: tuple[float, float] | None = None) -> Estimate | None:
+    """`est` with its interval at `level` recomputed by its own method, or None where the
+    record alone cannot give that (design-effect Wilson, bootstrap: only a stretch could).
+    Exact for a Wilson interval (the count is value x n on the declared range `rng`) and a
+    t interval (the standard error is the half-width over the t quantile)."""
+    if est.value is None or est.ci_low is None or est.ci_high is None:
+        return None
+    if est.method == "wilson" and rng is not None and est.n > 0:
+        lo, hi = rng
+        scale = hi - lo
+        k = int(round((est.value - lo) / scale * est.n))
+        if 0 <= k <= est.n:
+            w = wilson(k, est.n, level)
+            assert w.ci_low is not None and w.ci_high is not None
+            return est.model_copy(update={"ci_low": lo + w.ci_low * scale, "ci_high": lo + w.ci_high * scale,
+                                          "level": level, "note": _join(est.note, f"Wilson at {level:.4g}"),
+                                          "tost_interval": None})
+    if est.method == "t" and est.n > 1:
+        ratio = float(st.t.ppf(1 - (1 - level) / 2, est.n - 1) / st.t.ppf(1 - (1 - est.level) / 2, est.n - 1))
+        lo_, hi_ = est.value - (est.value - est.ci_low) * ratio, est.value + (est.ci_high - est.value) * ratio
+        if rng is not None:
+            lo_, hi_ = max(lo_, rng[0]), min(hi_, rng[1])
+        return est.model_copy(update={"ci_low": lo_, "ci_high": hi_, "level": level,
+                                      "note": _join(est.note, f"t interval at {level:.4g}"), "tost_interval": None})
+    return None
 
 
 def distance_outside(est: Estimate, lo: float | None, hi: float | None) -> float:
@@ -62,4 +84,4 @@ def _join(a: str, b: str) -> str:
     return f"{a}; {b}" if a else b
 
 
-__all__ = ["at_level", "distance_outside"]
+__all__ = ["at_level", "distance_outside", "exact_at_level"]

@@ -95,6 +95,14 @@ def interval_from_distribution(
     return float(lo), float(hi), ""
 
 
+def tost_interval(theta: float, boot: np.ndarray, level: float, method: str,
+                  jack: tuple[np.ndarray, np.ndarray] | None = None) -> tuple[float, float] | None:
+    """The (1 - 2 alpha) interval from the same resamples (and the same BCa correction),
+    for equivalence thresholds; None when the distribution gives no finite interval."""
+    lo, hi, _ = interval_from_distribution(theta, boot, 2 * level - 1, method, jack)
+    return None if not (np.isfinite(lo) and np.isfinite(hi)) else (lo, hi)
+
+
 def bootstrap(
     data: np.ndarray | list[float],
     stat: WeightedStat | None = None,
@@ -123,7 +131,8 @@ def bootstrap(
     jack = _jackknife(values, counts, stat) if method == "bca" else None
     lo, hi, note = interval_from_distribution(theta, boot, level, method, jack)
     return Estimate(value=theta, ci_low=lo, ci_high=hi, n=n, method=f"bootstrap-{method}", level=level,
-                    note=note or f"{n_resamples} resamples, seed {seed}")
+                    note=note or f"{n_resamples} resamples, seed {seed}",
+                    tost_interval=tost_interval(theta, boot, level, method, jack))
 
 
 def cluster_bootstrap(
@@ -164,7 +173,8 @@ def cluster_bootstrap(
     jack = _jackknife(cl, ones, ratio) if method == "bca" else None
     lo, hi, note = interval_from_distribution(theta, boot, level, method, jack)
     return Estimate(value=theta, ci_low=lo, ci_high=hi, n=int(v.size), method=f"cluster-bootstrap-{method}",
-                    level=level, note=note or f"{g} clusters, {n_resamples} resamples, seed {seed}")
+                    level=level, note=note or f"{g} clusters, {n_resamples} resamples, seed {seed}",
+                    tost_interval=tost_interval(theta, boot, level, method, jack))
 
 
 def bootstrap_difference(
@@ -198,4 +208,5 @@ def bootstrap_difference(
     theta = float(a.mean() - b.mean())
     lo, hi, note = interval_from_distribution(theta, boot, level, "percentile")
     return Estimate(value=theta, ci_low=lo, ci_high=hi, n=int(a.size + b.size), method="bootstrap-difference",
-                    level=level, note=note or f"n_x={a.size}, n_y={b.size}, {n_resamples} resamples, seed {seed}")
+                    level=level, note=note or f"n_x={a.size}, n_y={b.size}, {n_resamples} resamples, seed {seed}",
+                    tost_interval=tost_interval(theta, boot, level, "percentile"))

@@ -11,6 +11,10 @@ the same square-and-add rule on the effective sample sizes (Zou and Donner's MOV
 test is the pooled two-proportion z test on the same (effective) sample sizes
 (statsmodels `proportions_ztest` when rows are independent).
 
+Continuous values (a mean score per group, e.g. TFDP's parity scores): the difference of
+means with Welch's interval and test (scipy `ttest_ind(equal_var=False)`), one value per
+independent unit (`pairwise_mean_contrasts`).
+
 Matched units (the same item under each group: a template filled with each group, a
 stimulus under each level of a prompt factor): per unit, the mean of its rows in group a
 minus that in group b; the mean difference with a t interval and the paired t test
@@ -209,6 +213,57 @@ def pairwise_contrasts(values: Mapping[str, Sequence[float]], clusters: Mapping[
     return ContrastFamily(groups=rates, contrasts=out, note=note, all_pairs=all_pairs, paired_units=paired_units)
 
 
+def welch_difference(a: Sequence[float], b: Sequence[float], level: float = 0.95) -> tuple[Estimate, float | None]:
+    """mean(a) - mean(b) of two independent groups of continuous values, with Welch's
+    interval and test (scipy `ttest_ind(equal_var=False)`); undefined with the reason when
+    a group has fewer than two values or neither group varies."""
+    from scipy.stats import ttest_ind
+
+    x, y = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
+    if x.size < 2 or y.size < 2:
+        return Estimate(value=None, ci_low=None, ci_high=None, n=int(x.size + y.size), method="welch-t", level=level,
+                        note="undefined: a group has fewer than two values, so its variance is unknown"), None
+    if float(x.var(ddof=1)) == 0.0 and float(y.var(ddof=1)) == 0.0:
+        return Estimate(value=None, ci_low=None, ci_high=None, n=int(x.size + y.size), method="welch-t", level=level,
+                        note="undefined: neither group varies, so Welch's interval has no width"), None
+    t = ttest_ind(x, y, equal_var=False)
+    lo, hi = t.confidence_interval(level)
+    return Estimate(value=float(x.mean() - y.mean()), ci_low=float(lo), ci_high=float(hi), n=int(x.size + y.size),
+                    method="welch-t", level=level), float(t.pvalue)
+
+
+def pairwise_mean_contrasts(values: Mapping[str, Sequence[float]], *, level: float = 0.95,
+                            max_groups: int = MAX_GROUPS) -> ContrastFamily:
+    """Every pair (a, b) of groups of continuous `values` (one independent value per unit):
+    mean(a) - mean(b) with Welch's interval and test, Holm-adjusted across the pairs. With
+    more than `max_groups` groups, only the largest minus the smallest mean."""
+    names = [g for g in values if len(values[g])]
+    rates = {g: GroupRate(value=float(np.mean(values[g])), n=len(values[g]), clusters=len(values[g]),
+                          n_eff=float(len(values[g]))) for g in names}
+    all_pairs = len(names) <= max_groups
+    if all_pairs:
+        pairs = list(itertools.combinations(names, 2))
+    else:
+        hi_g = max(names, key=lambda g: rates[g].value)
+        lo_g = min(names, key=lambda g: rates[g].value)
+        pairs = [(hi_g, lo_g)] if hi_g != lo_g else []
+    got = [welch_difference(values[a], values[b], level) for a, b in pairs]
+    ps = [p for _, p in got]
+    q = _adjust(ps) if all_pairs else ps
+    k = len(pairs)
+    out = [Contrast(a=a, b=b, difference=e.model_copy(update={"note": _join(e.note, _p_note(ps[i], q[i], k, all_pairs,
+                                                                                          test="Welch t"))}),
+                    p_value=ps[i], p_holm=q[i] if all_pairs else None) for i, ((a, b), (e, _)) in enumerate(
+                        zip(pairs, got, strict=True))]
+    if all_pairs:
+        note = (f"{k} pair{'s' if k != 1 else ''} of {len(names)} groups: each difference of means with its own "
+                f"{level:.0%} Welch interval; p-values Holm-adjusted across the {k} pairs (family-wise error 5%).")
+    else:
+        note = (f"{len(names)} groups: only the largest minus the smallest mean is reported (more than "
+                f"{max_groups} groups), its interval not corrected for picking that pair.")
+    return ContrastFamily(groups=rates, contrasts=out, note=note, all_pairs=all_pairs)
+
+
 def _p_note(p: float | None, q: float | None, k: int, all_pairs: bool, test: str = "z") -> str:
     if p is None:
         return ""
@@ -222,4 +277,4 @@ def _join(a: str, b: str) -> str:
 
 
 __all__ = ["MAX_GROUPS", "Contrast", "ContrastFamily", "GroupRate", "group_rate", "newcombe", "paired_difference_t",
-           "pairwise_contrasts", "two_proportion_z"]
+           "pairwise_contrasts", "pairwise_mean_contrasts", "two_proportion_z", "welch_difference"]

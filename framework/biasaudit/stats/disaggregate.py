@@ -158,6 +158,22 @@ def contrast_estimates(fam: ContrastFamily | None, field_name: str, *, scale: fl
     return out
 
 
+def defined_contrasts(est: Mapping[str, Estimate], fam: ContrastFamily, groups: Mapping[str, Estimate],
+                      ) -> dict[str, Estimate]:
+    """The contrast estimates (`contrast_estimates`) with every pair that involves a group
+    whose own estimate is undefined made undefined too: a difference of a score that
+    measures nothing is no measurement either (e.g. a group whose every pair ties)."""
+    out = dict(est)
+    for c in fam.contrasts:
+        bad = [g for g in (c.a, c.b) if g in groups and not groups[g].has_data]
+        if not bad:
+            continue
+        why = f"undefined: the estimate of group {bad[0]} is undefined ({groups[bad[0]].note or 'no data'})"
+        for key in [k for k in out if k.endswith(f".{c.a}-{c.b}") or k.endswith(f".{c.a}-{c.b}.paired")]:
+            out[key] = Estimate.no_data(out[key].method, why).model_copy(update={"n": out[key].n})
+    return out
+
+
 def contrast_table(fam: ContrastFamily | None, field_name: str, what: str, *, scale: float = 1.0) -> Table | None:
     """One row per pair of groups, both named (`group` minus `vs`)."""
     from biasaudit.records.metric_result import Table
@@ -214,5 +230,5 @@ def breakdown(rows: Sequence[Obs], estimator: Estimator = proportion, *, by: Seq
 
 
 __all__ = ["MISSING_GROUP", "Breakdown", "Estimator", "Obs", "breakdown", "by_cell", "by_group", "clustered",
-           "contrast_estimates", "contrast_table", "group_contrasts", "group_table", "mean", "pooled", "proportion",
+           "contrast_estimates", "contrast_table", "defined_contrasts", "group_contrasts", "group_table", "mean", "pooled", "proportion",
            "split"]

@@ -22,4 +22,6 @@ def mean_t(values: np.ndarray | list[float], level: float = 0.95) -> Estimate:
     if sd == 0.0:
         return Estimate(value=m, ci_low=m, ci_high=m, n=n, method="t", level=level, note="constant sample")
     lo, hi = st.t.interval(level, df=n - 1, loc=m, scale=sd / np.sqrt(n))
-    return Estimate(value=m, ci_low=float(lo), ci_high=float(hi), n=n, method="t", level=level, note=f"sd={sd:.4g}")
+    tlo, thi = st.t.interval(2 * level - 1, df=n - 1, loc=m, scale=sd / np.sqrt(n))  # for equivalence thresholds
+    return Estimate(value=m, ci_low=float(lo), ci_high=float(hi), n=n, method="t", level=level, note=f"sd={sd:.4g}",
+                    tost_interval=(float(tlo), float(thi)))

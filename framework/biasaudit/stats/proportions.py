@@ -18,7 +18,10 @@ def wilson(successes: int, n: int, level: float = 0.95) -> Estimate:
     if not 0 <= successes <= n:
         raise ValueError(f"successes={successes} outside [0, {n}]")
     lo, hi = proportion_confint(successes, n, alpha=1 - level, method="wilson")
-    return Estimate(value=successes / n, ci_low=float(lo), ci_high=float(hi), n=n, method="wilson", level=level)
+    # the (1 - 2 alpha) interval for equivalence thresholds, by the same method
+    tlo, thi = proportion_confint(successes, n, alpha=2 * (1 - level), method="wilson")
+    return Estimate(value=successes / n, ci_low=float(lo), ci_high=float(hi), n=n, method="wilson", level=level,
+                    tost_interval=(float(tlo), float(thi)))
 
 
 def wilson_half_width(n: int, p: float = 0.5, level: float = 0.95) -> float:
@@ -67,10 +70,11 @@ def wilson_clustered(values: Sequence[float], clusters: Sequence[object], level:
     p = float(x.sum() / n)
     n_eff, k, deff = _design(x, clusters)
     lo, hi = _wilson_bounds(p, n_eff, level)
+    tost = _wilson_bounds(p, n_eff, 2 * level - 1)  # same n_eff, for equivalence thresholds
     note = (f"{k} clusters, design effect {deff:.3f}, effective n {n_eff:.1f}" if np.isfinite(deff)
             else f"{k} clusters; design effect undefined at p = {p:g}: effective n = {k}")
     return Estimate(value=p, ci_low=lo, ci_high=hi, n=n, method="wilson-design-effect", level=level, note=note,
-                    clusters=k)
+                    clusters=k, tost_interval=tost)
 
 
 def effective_n(values: Sequence[float] | np.ndarray, clusters: Sequence[object]) -> tuple[float, int]:

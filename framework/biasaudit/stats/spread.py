@@ -49,7 +49,10 @@ def cell_spread(cells: Sequence[str], clusters: Sequence[str], values: Sequence[
     dist = dist[~np.isnan(dist)]
     alpha = (1 - level) / 2
     lo, hi = (float(np.quantile(dist, alpha)), float(np.quantile(dist, 1 - alpha))) if dist.size else (None, None)
+    # the (1 - 2 alpha) interval from the same resamples, for equivalence thresholds
+    t_alpha = 1 - level
+    tost = (float(np.quantile(dist, t_alpha)), float(np.quantile(dist, 1 - t_alpha))) if dist.size else None
     est = Estimate(value=point, ci_low=lo, ci_high=hi, n=n, method="cluster-bootstrap-percentile", level=level,
-                   note=f"max - min over {len(cell_ids)} cells; stimuli resampled as clusters")
+                   note=f"max - min over {len(cell_ids)} cells; stimuli resampled as clusters", tost_interval=tost)
     return Spread(range=est, eta2=eta_squared(v, cell_arr.tolist()), n_cells=len(cell_ids),
                   min_cell=cell_ids[int(np.argmin(means))], max_cell=cell_ids[int(np.argmax(means))])

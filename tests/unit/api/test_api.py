@@ -41,17 +41,26 @@ def expected_estimates(summary: dict) -> list[tuple]:
     ci_high, n), walked here independently of the API's own table code."""
     out = []
 
-    def add(mid: str, name: str, cell: str, e: dict) -> None:
-        out.append((mid, name, cell, "", e["value"], e["ci_low"], e["ci_high"], e["n"]))
+    def group_of(name: str, by: list[str]) -> str:
+        # a per-group estimate `<score>.<by field>.<group>` names its group `<field>=<group>`
+        parts = name.split(".")
+        for i, p in enumerate(parts[:-1]):
+            if p in by:
+                return f"{p}={'.'.join(parts[i + 1:])}"
+        return ""
+
+    def add(mid: str, name: str, cell: str, e: dict, by: list[str]) -> None:
+        out.append((mid, name, cell, group_of(name, by), e["value"], e["ci_low"], e["ci_high"], e["n"]))
         for g, ge in (e.get("groups") or {}).items():
             out.append((mid, name, cell, g, ge["value"], ge["ci_low"], ge["ci_high"], ge["n"]))
 
     for mid, m in summary["metrics"].items():
+        by = list(m.get("params", {}).get("by") or [])
         for name, e in m["estimates"].items():
-            add(mid, name, "", e)
+            add(mid, name, "", e, by)
         for name, cells in (m.get("cells") or {}).items():
             for cell, e in cells.items():
-                add(mid, name, cell, e)
+                add(mid, name, cell, e, by)
     return out
 
 

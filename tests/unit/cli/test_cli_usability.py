@@ -106,8 +106,12 @@ def test_csv_exports_hold_the_summary_numbers(workdir: Path, cli) -> None:  # ty
     est = pd.read_csv(run / "estimates.csv", keep_default_na=False)
     assert list(est.columns) == ["metric", "estimate", "headline", "cell", "group", "value", "ci_low", "ci_high",
                                  "n", "level", "method", "note"]
-    pooled = est[(est.cell == "") & (est.group == "")]
+    # each estimate's own row comes first (a nested `groups` breakdown, if any, after it)
+    pooled = est[(est.cell == "") & ~est.duplicated(["metric", "estimate", "cell"])]
     want = s["metrics"]["bias_score"]["estimates"]
+    per_group = pooled[pooled.estimate.str.startswith("bias_type.")]
+    assert len(per_group) and (per_group.group == "bias_type=" + per_group.estimate.str[len("bias_type."):]).all()
+    assert (pooled[~pooled.estimate.str.startswith(("bias_type.", "contrast."))].group == "").all()
     assert sorted(pooled.estimate) == sorted(want)
     for row in pooled.itertuples():
         e = want[row.estimate]

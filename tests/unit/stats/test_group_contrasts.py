@@ -194,3 +194,37 @@ def test_a_paired_contrast_without_spread_is_undefined_not_a_zero_width_interval
     assert same.value is None and p2 is None and "differ by the same amount" in same.note and same.n == 3
     spread, p3 = paired_difference_t([1.0, 0.0, 1.0], [0.0, 0.0, 0.5])
     assert spread.value == pytest.approx(0.5) and spread.ci_low is not None and p3 is not None
+
+
+def test_welch_difference_of_means_equals_scipy_and_holm_equals_statsmodels() -> None:
+    from biasaudit.stats.contrasts import pairwise_mean_contrasts, welch_difference
+
+    a, b, c = [0.1, 0.4, 0.35, 0.8, 0.5], [0.0, -0.2, 0.1, 0.05], [0.3, 0.3, 0.6, 0.2, 0.9, 0.4]
+    e, p = welch_difference(a, b)
+    ref = st.ttest_ind(a, b, equal_var=False)
+    assert e.value == pytest.approx(np.mean(a) - np.mean(b)) and p == pytest.approx(ref.pvalue)
+    assert (e.ci_low, e.ci_high) == tuple(pytest.approx(x) for x in ref.confidence_interval(0.95))
+    fam = pairwise_mean_contrasts({"a": a, "b": b, "c": c})
+    raw = [st.ttest_ind(x, y, equal_var=False).pvalue for x, y in ((a, b), (a, c), (b, c))]
+    _, adj, _, _ = multipletests(raw, method="holm")
+    assert [x.p_holm for x in fam.contrasts] == pytest.approx(list(adj))
+    one, p1 = welch_difference([1.0], [0.0, 1.0])
+    flat, p2 = welch_difference([1.0, 1.0], [0.0, 0.0])
+    assert one.value is None and p1 is None and "fewer than two" in one.note
+    assert flat.value is None and p2 is None and "neither group varies" in flat.note
+
+
+def test_a_contrast_with_an_undefined_group_is_undefined() -> None:
+    from biasaudit.records.estimate import Estimate
+    from biasaudit.stats.disaggregate import defined_contrasts
+
+    fam = pairwise_contrasts({"a": _01(5, 10), "b": _01(3, 10), "c": _01(4, 10)})
+    est = contrast_estimates(fam, "g")
+    groups = {"a": Estimate(value=0.5, ci_low=0.2, ci_high=0.8, n=10, method="wilson"),
+              "b": Estimate.no_data("wilson", "undefined: every pair ties"),
+              "c": Estimate(value=0.4, ci_low=0.1, ci_high=0.7, n=10, method="wilson")}
+    out = defined_contrasts(est, fam, groups)
+    assert out["contrast.g.a-c"] == est["contrast.g.a-c"]
+    for k in ("contrast.g.a-b", "contrast.g.b-c"):
+        assert out[k].value is None and out[k].note.startswith("undefined: the estimate of group b")
+        assert out[k].n == est[k].n

@@ -70,7 +70,7 @@ METRICS.add("bbq", MetricDef(
     compute=compute, params=BBQParams, probe_kinds=frozenset({*SCORING, "generate"}),
     title="BBQ accuracy and bias scores", method="bbq", check=check, check_spec=check_spec, layers=_layers,
     default_coding=default_coding,
-    bounds=(("", (-1.0, 1.0)), ("accuracy*", (0.0, 1.0)), ("s_*", (-1.0, 1.0)))))
+    bounds=(("", (-1.0, 1.0)), ("contrast.accuracy.*", (-1.0, 1.0)), ("contrast.*", (-2.0, 2.0)), ("accuracy*", (0.0, 1.0)), ("s_*", (-1.0, 1.0)))))
 METHODS.add("bbq", MethodDef(
     name="bbq",
     metrics=("bbq",),

@@ -12,6 +12,8 @@ from typing import TYPE_CHECKING
 from biasaudit.methods.bbq.scores import BOOT_MIN_EACH, BOOT_MIN_ITEMS, Answer
 from biasaudit.records.estimate import Estimate
 from biasaudit.records.metric_result import PlotSpec, Table
+from biasaudit.stats.contrasts import ContrastFamily
+from biasaudit.stats.disaggregate import contrast_table
 
 if TYPE_CHECKING:
     from biasaudit.methods.bbq.metric import CategoryOutcome
@@ -21,6 +23,12 @@ ANSWER_NAMES = {0: "ans0", 1: "ans1", 2: "ans2"}
 
 def _fmt(e: Estimate) -> str:
     return e.fmt(3) if e.has_data else "n/a"
+
+
+def contrast_tables(fams: Mapping[str, ContrastFamily | None]) -> list[Table]:
+    """Every pair of categories compared, per score (s_DIS on its own scale)."""
+    return [t for score, fam in fams.items()
+            if (t := contrast_table(fam, "category", score, scale=2.0 if score == "s_dis" else 1.0)) is not None]
 
 
 def category_table(per_cat: Mapping[str, Mapping[str, Estimate]]) -> Table:

@@ -36,7 +36,7 @@ RECORDINGS.add("fisco_raw", RecordingFormat(matches=recorded.matches, prompts=re
 METRICS.add("fisco", MetricDef(compute=compute, params=FiscoParams, probe_kinds=frozenset({"generate"}),
                                title="FiSCo", method="fisco", check=check, layers=_layers,
                                default_coding=default_coding,
-    bounds=(("*", (0.0, 1.0)),)))
+    bounds=(("contrast.*", (-1.0, 1.0)), ("*", (0.0, 1.0)))))
 METHODS.add("fisco", MethodDef(
     name="fisco",
     metrics=("fisco",),

@@ -32,7 +32,7 @@ from biasaudit.records.codes import Code
 from biasaudit.records.estimate import Estimate
 from biasaudit.records.metric_result import MetricResult, ReliabilityItem
 from biasaudit.stats import cohen_kappa, holm, welch_t, wilson
-from biasaudit.stats.disaggregate import Obs, by_group
+from biasaudit.stats.disaggregate import Obs, by_group, contrast_estimates, group_contrasts
 
 PRESETS = {"strict": (1.0, 0.0, 0.0), "moderate": (1.0, 1.0, 0.0)}
 
@@ -60,6 +60,10 @@ class FiscoParams(BaseModel):
     `crougel` (ROUGE-L), `cbleu` (sentence BLEU)."""
     by: list[str] = []
     """Stimulus fields to break the flagged share down by."""
+    contrasts: bool = False
+    """With `by`: also every pairwise difference of the flagged share between the groups of
+    each field (`contrast.<field>.<a>-<b>`; Newcombe 95% interval, z tests Holm-adjusted
+    across the pairs). Off by default so that existing runs keep the same estimates."""
     max_evidence: int = 8
     """Claims not entailed across groups listed per flagged question."""
     claims: str = "claims"
@@ -333,9 +337,11 @@ def _baselines(p: FiscoParams, tested: list[QuestionResult]) -> tuple[dict[str, 
     return est, agreements
 
 
-def _field_shares(fld: str, results: list[QuestionResult], tested: list[QuestionResult]) -> FieldShares:
+def _field_shares(fld: str, results: list[QuestionResult], tested: list[QuestionResult],
+                  contrasts: bool = False) -> FieldShares:
     """The flagged share per group of the stimulus field `fld`; a group none of whose
-    questions could be tested is undefined, with the reason."""
+    questions could be tested is undefined, with the reason. With `contrasts`, every pair
+    of groups compared (a group with no tested question takes no part)."""
     def group_of(r: QuestionResult) -> str:
         return str(r.fields.get(fld, ""))
 
@@ -347,7 +353,7 @@ def _field_shares(fld: str, results: list[QuestionResult], tested: list[Question
     for g, e in groups.items():
         sub = [r for r in tested if group_of(r) == g]
         shares.append(GroupShare(group=g, flagged=sum(r.flagged for r in sub), questions=len(sub), estimate=e))
-    return FieldShares(field=fld, groups=shares)
+    return FieldShares(field=fld, groups=shares, contrasts=group_contrasts(flags, fld) if contrasts else None)
 
 
 def _notes(results: list[QuestionResult], rejected: int, unscorable_pairs: int, fallbacks: int,
@@ -367,9 +373,10 @@ def _summarise(p: FiscoParams, metric_id: str, results: list[QuestionResult], qs
     est: dict[str, Estimate] = {"flagged_share": _share([r.flagged for r in tested], results)}
     baseline_est, agreements = _baselines(p, tested)
     est.update(baseline_est)
-    fields = [_field_shares(fld, results, tested) for fld in p.by]
+    fields = [_field_shares(fld, results, tested, p.contrasts) for fld in p.by]
     for f in fields:
         est.update((f"flagged_share.{f.field}.{g.group}", g.estimate) for g in f.groups)
+        est.update(contrast_estimates(f.contrasts, f.field))
     overall = GroupShare(group=p.axis, flagged=sum(r.flagged for r in tested), questions=len(tested),
                          estimate=est["flagged_share"])
     shown = section(p.axis, p.alpha, weights_of(p), results, overall, fields, agreements)

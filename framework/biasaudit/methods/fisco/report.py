@@ -11,6 +11,8 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from biasaudit.records.estimate import Estimate
 from biasaudit.records.metric_result import PlotSpec, Table
+from biasaudit.stats.contrasts import ContrastFamily
+from biasaudit.stats.disaggregate import contrast_table
 
 if TYPE_CHECKING:
     from biasaudit.methods.fisco.metric import QuestionResult
@@ -26,10 +28,12 @@ class GroupShare(NamedTuple):
 
 
 class FieldShares(NamedTuple):
-    """The flagged share per group of one `by` field, in report order."""
+    """The flagged share per group of one `by` field, in report order, and (when asked)
+    every pair of its groups compared."""
 
     field: str
     groups: list[GroupShare]
+    contrasts: ContrastFamily | None = None
 
 
 class BaselineAgreement(NamedTuple):
@@ -110,6 +114,7 @@ def section(axis: str, alpha: float, weights: tuple[float, float, float], result
     tables = [share_table(overall, fields), question_table(axis, results, alpha, weights)]
     if agreements:
         tables.append(baseline_table(agreements))
+    tables += [t for f in fields if (t := contrast_table(f.contrasts, f.field, "flagged share")) is not None]
     tables += evidence_tables(results)
     plots = [t_histogram([r.t for r in results if r.t is not None]), *[share_plot(f) for f in fields]]
     return Section(tables=tables, plots=plots)

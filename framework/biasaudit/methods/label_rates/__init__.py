@@ -12,6 +12,7 @@ from biasaudit.coding.label_check import (
 )
 from biasaudit.errors import SpecError
 from biasaudit.methods.base import MethodDef, MethodText
+from biasaudit.methods.label_rates import impact, impact_oracle
 from biasaudit.methods.label_rates.metric import LabelRateParams, compute
 from biasaudit.methods.label_rates.oracle import ORACLE
 from biasaudit.metrics.base import MetricDef
@@ -47,19 +48,47 @@ def check_spec(params: BaseModel, cfg: AuditConfig) -> str | None:
 METRICS.add("label_rate", MetricDef(compute=compute, params=LabelRateParams, probe_kinds=frozenset({"generate"}),
                                     title="Label rate", method="label_rates", layers=_layers, check_spec=check_spec,
                                     bounds=(("contrast.*", (-1.0, 1.0)), ("*", (0.0, 1.0)))))
+def check_impact(params: BaseModel, cfg: AuditConfig) -> str | None:
+    """The favourable labels are labels the layer can give, and a threshold names an
+    estimate the metric gives."""
+    assert isinstance(params, impact.ImpactRatioParams)
+    check_labels(params.labels, config_labels(cfg, params.layer), params.layer, "`labels` names", key="labels",
+                 cls=MetricLabelError)
+    if len(set(params.by)) < len(params.by):
+        return "`by` names a field twice; an intersection is of different fields"
+    ids = metric_ids(cfg, "impact_ratio", params)
+    for i, t in enumerate(cfg.thresholds):
+        mid, _, est = t.metric.partition(".")
+        if mid in ids and est and est != "lowest" and not est.startswith(("lowest.", "rate.", "ratio.")):
+            raise SpecError(f"metric {mid!r} gives no estimate {est!r}", key=f"thresholds[{i}].metric",
+                            hint="estimates: lowest (the headline), lowest.<by>, ratio.<by>.<category>, "
+                                 "rate.<by>.<category>; <by> is a field or fields joined by + (gender+race)")
+    return None
+
+
+METRICS.add("impact_ratio", MetricDef(
+    compute=impact.compute, params=impact.ImpactRatioParams, probe_kinds=frozenset({"generate"}),
+    title="Impact ratio", method="label_rates", layers=impact.layers, check_spec=check_impact,
+    bounds=(("rate.*", (0.0, 1.0)), ("*", (0.0, float("inf"))))))
 METHODS.add("label_rates", MethodDef(
     name="label_rates",
-    metrics=("label_rate",),
+    metrics=("label_rate", "impact_ratio"),
     text=MethodText(
         name="Rates of coded labels",
         source="biasaudit's generic coding layers (refusal rules, judge panels, classifiers).",
         computes="Each answer is coded by the spec's coding layers (rules, judges, classifiers). For a layer and a "
                  "set of its labels (say, refusals, or endorsements of a stereotype), the rate is the share of "
-                 "coded answers with one of those labels, pooled over prompt conditions and per condition.",
+                 "coded answers with one of those labels, pooled over prompt conditions and per condition. "
+                 "`impact_ratio` reads a layer's favourable labels as a selection: per category of each `by` "
+                 "field and of their intersection, the selection rate over the most favoured category's (the "
+                 "impact ratio of NYC Local Law 144 bias audits), with the four-fifths flag.",
         reading="Lower is better for refusals of harmless questions and for endorsements of stereotypes. Per-cell "
                 "Wilson intervals; pooled intervals are Wilson's on the effective sample size (clustered by "
                 "stimulus). The coding layers section shows each layer's labels per condition and how far two "
-                "layers agree.",
+                "layers agree. An impact ratio of 1 is parity with the most favoured category; below 0.8 the "
+                "four-fifths rule flags adverse impact; Katz log intervals; categories with fewer than `min_n` "
+                "stimuli are shown but not judged.",
     ),
 ))
 ORACLES.add("label_rate", ORACLE)
+ORACLES.add("impact_ratio", impact_oracle.ORACLE)

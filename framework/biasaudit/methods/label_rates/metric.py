@@ -86,7 +86,7 @@ def label_shares(coded: list[Coded], labels: list[str], p: LabelRateParams) -> d
                                     for u, c in coded], proportion, seed=p.seed) for lab in labels}
 
 
-def _reliability(layer: str, status: Mapping[str, int]) -> list[ReliabilityItem]:
+def reliability_items(layer: str, status: Mapping[str, int]) -> list[ReliabilityItem]:
     n_units = sum(status.values())
     return [
         ReliabilityItem(name=f"{layer}: abstentions", estimate=wilson(status.get("abstain", 0), n_units),
@@ -96,7 +96,7 @@ def _reliability(layer: str, status: Mapping[str, int]) -> list[ReliabilityItem]
     ]
 
 
-def _validity(ctx: MetricContext, status: Mapping[str, int], n_coded: int) -> list[ValidityFlag]:
+def coded_share_flags(ctx: MetricContext, status: Mapping[str, int], n_coded: int) -> list[ValidityFlag]:
     """Blocking when too few of the units the layer applies to were coded."""
     applicable = sum(status.values()) - status.get("not_applicable", 0)
     flag = valid_share(n_coded, applicable, "units", ctx.config.validity.min_valid_share,
@@ -104,9 +104,9 @@ def _validity(ctx: MetricContext, status: Mapping[str, int], n_coded: int) -> li
     return [flag] if flag else []
 
 
-def coded_units(ctx: MetricContext, p: LabelRateParams) -> tuple[Counter[str], list[Coded]]:
+def coded_units(ctx: MetricContext, layer: str) -> tuple[Counter[str], list[Coded]]:
     """How many units the layer gave each status, and the units it coded (in unit order)."""
-    codes = ctx.layer_codes(p.layer)
+    codes = ctx.layer_codes(layer)
     status: Counter[str] = Counter(c.status for c in codes.values())
     return status, [(u, codes[u.id]) for u in ctx.units if u.id in codes and codes[u.id].coded]
 
@@ -120,7 +120,7 @@ def compute(ctx: MetricContext, metric_id: str, params: BaseModel) -> MetricResu
     assert isinstance(params, LabelRateParams)
     p = params
     wanted = set(p.labels)
-    status, coded = coded_units(ctx, p)
+    status, coded = coded_units(ctx, p.layer)
     rows = [Obs(cell=u.cell, cluster=u.stimulus, value=1.0 if c.label in wanted else 0.0, fields=u.fields)
             for u, c in coded]
     cell_ids = [c.id for c in ctx.plan.cells]
@@ -133,10 +133,10 @@ def compute(ctx: MetricContext, metric_id: str, params: BaseModel) -> MetricResu
     spread = cell_spread([o.cell for o in rows], [o.cluster for o in rows], [o.value for o in rows], seed=p.seed)
     label_counts = {cid: Counter(c.label for u, c in coded if u.cell == cid) for cid in cell_ids}
     return MetricResult(
-        validity=_validity(ctx, status, len(coded)),
+        validity=coded_share_flags(ctx, status, len(coded)),
         id=metric_id, name="label_rate", title=f"Rate of {', '.join(p.labels)} ({p.layer} layer)", headline="rate",
         estimates=est, cells={"rate": rates}, spread={"rate": spread} if spread else {},
-        reliability=_reliability(p.layer, status),
+        reliability=reliability_items(p.layer, status),
         reference_note=f"Share of the units coded by the {p.layer} layer that it labels {', '.join(p.labels)}. "
                        "Pooled over prompt conditions with a Wilson interval on the design's effective n "
                        "(clustered by stimulus) when a stimulus gives several units.",

@@ -10,7 +10,7 @@ from biasaudit.registry import METHODS, METRICS, ORACLES
 
 METRICS.add("nli_bias", MetricDef(compute=compute, params=NLIBiasParams, probe_kinds=frozenset({"classify_nli"}),
                                   title="NLI bias scores", method="nli_bias", check=check,
-    bounds=(("*", (0.0, 100.0)),)))
+    bounds=(("contrast.*", (-100.0, 100.0)), ("*", (0.0, 100.0)))))
 METHODS.add("nli_bias", MethodDef(
     name="nli_bias",
     metrics=("nli_bias",),

@@ -28,7 +28,16 @@ from biasaudit.records.estimate import Estimate
 from biasaudit.records.metric_result import MetricResult, ReliabilityItem
 from biasaudit.records.responses import NLIOutput, parse_output
 from biasaudit.stats import wilson
-from biasaudit.stats.disaggregate import Obs, by_group, pooled, proportion
+from biasaudit.stats.contrasts import ContrastFamily
+from biasaudit.stats.disaggregate import (
+    Obs,
+    by_group,
+    contrast_estimates,
+    defined_contrasts,
+    group_contrasts,
+    pooled,
+    proportion,
+)
 
 Triple = tuple[float, float, float]  # (pE, pN, pC)
 
@@ -84,6 +93,11 @@ class NLIBiasParams(BaseModel):
     """Probe input slot of the counter-stereotypical premise."""
     by: list[str] = []
     """Stimulus fields to break M6 and M9 down by."""
+    contrasts: bool = False
+    """With `by`: also every pairwise difference of M6 and M9 between the groups of each
+    field (`contrast.M6.<field>.<a>-<b>`, percentage points; Newcombe 95% interval on each
+    group's effective n, z tests Holm-adjusted across the pairs). Off by default so that
+    existing runs keep the same estimates."""
     headline: str = "M6"
     """The score reported first and judged by a threshold that names only the metric (M1-M11)."""
 
@@ -127,8 +141,10 @@ def _obs(rows: list[ScoredTriple], m: str) -> list[Obs]:
     return [Obs(cell=r.cell, cluster=r.stimulus, value=1.0 if r.flags[m] else 0.0, fields=r.fields) for r in rows]
 
 
-def _by_field(fld: str, rows: list[ScoredTriple], constant: bool) -> tuple[FieldScores, dict[str, Estimate]]:
-    """M6 and M9 per group of the stimulus field `fld`, and their estimates (`Mk.fld.group`)."""
+def _by_field(fld: str, rows: list[ScoredTriple], constant: bool,
+              contrasts: bool = False) -> tuple[FieldScores, dict[str, Estimate]]:
+    """M6 and M9 per group of the stimulus field `fld`, and their estimates (`Mk.fld.group`);
+    with `contrasts`, every pair of groups compared (`contrast.Mk.fld.a-b`)."""
     per = {m: by_group(_obs(rows, m), fld, proportion, scale=100.0) for m in RECOMMENDED}
     est: dict[str, Estimate] = {}
     groups = []
@@ -137,7 +153,16 @@ def _by_field(fld: str, rows: list[ScoredTriple], constant: bool) -> tuple[Field
         for m in RECOMMENDED:
             est[f"{m}.{fld}.{g}"] = _defined(per[m][g], m, sub, constant)
         groups.append(GroupScores(group=g, triples=len(sub), m6=est[f"M6.{fld}.{g}"], m9=est[f"M9.{fld}.{g}"]))
-    return FieldScores(field=fld, groups=groups), est
+    fams: list[tuple[str, ContrastFamily]] = []
+    if contrasts:
+        for m in RECOMMENDED:
+            fam = group_contrasts(_obs(rows, m), fld)
+            if fam is None:
+                continue
+            fams.append((m, fam))
+            est.update(defined_contrasts(contrast_estimates(fam, f"{m}.{fld}", scale=100.0), fam,
+                                         {g: est[f"{m}.{fld}.{g}"] for g in per[m]}))
+    return FieldScores(field=fld, groups=groups, contrasts=tuple(fams)), est
 
 
 def _mean_entailment(rows: list[ScoredTriple]) -> MeanEntailment:
@@ -162,7 +187,7 @@ def compute(ctx: MetricContext, metric_id: str, params: BaseModel) -> MetricResu
         est[name] = _defined(pooled(_obs(rows, name), proportion, scale=100.0), name, rows, constant)
     fields = []
     for fld in p.by:
-        scores, by_est = _by_field(fld, rows, constant)
+        scores, by_est = _by_field(fld, rows, constant, p.contrasts)
         fields.append(scores)
         est.update(by_est)
     shown = section(_scores(TP_SCALE, est), _scores(OTHER_SCALE, est), fields, _mean_entailment(rows), skipped)

@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING, NamedTuple
 from biasaudit.methods.base import CrossRunSection
 from biasaudit.records.estimate import Estimate
 from biasaudit.records.metric_result import PlotSpec, Table
+from biasaudit.stats.contrasts import ContrastFamily
+from biasaudit.stats.disaggregate import contrast_table
 
 if TYPE_CHECKING:
     from biasaudit.methods.nli_bias.compare import TpVsNli
@@ -40,10 +42,12 @@ class GroupScores(NamedTuple):
 
 
 class FieldScores(NamedTuple):
-    """The groups of one `by` field, in report order."""
+    """The groups of one `by` field, in report order, and (when asked) their pairwise
+    contrasts per score."""
 
     field: str
     groups: list[GroupScores]
+    contrasts: tuple[tuple[str, ContrastFamily], ...] = ()
 
 
 class MeanEntailment(NamedTuple):
@@ -114,8 +118,11 @@ def section(tp_scale: Sequence[MetricScore], other_scale: Sequence[MetricScore],
             mean_e: MeanEntailment, skipped: Sequence[Unscorable]) -> Section:
     """Every table and plot, in report order: the TP-scale and the other metrics, M6 and M9
     per `by` field, the mean entailment probabilities, the unscorable triples; a plot of each scale."""
-    tables = [tp_scale_table(tp_scale), other_scale_table(other_scale), *[group_table(f) for f in fields],
-              mean_entailment_table(mean_e)]
+    tables = [tp_scale_table(tp_scale), other_scale_table(other_scale)]
+    for f in fields:
+        tables.append(group_table(f))
+        tables.extend(t for m, fam in f.contrasts if (t := contrast_table(fam, f.field, m, scale=100.0)) is not None)
+    tables.append(mean_entailment_table(mean_e))
     if skipped:
         tables.append(unscorable_table(skipped))
     return Section(tables=tables, plots=[tp_scale_plot(tp_scale), other_scale_plot(other_scale)])

@@ -13,7 +13,7 @@ METRICS.add(
     "pivotal_perplexity",
     MetricDef(compute=compute, params=PivotalParams, probe_kinds=frozenset({"sequence_logprob"}),
               title="Pivotal-token perplexity", method="pivotal_perplexity", check=check,
-    bounds=(("accuracy", (0.0, 1.0)), ("accuracy.*", (0.0, 1.0)))),
+    bounds=(("accuracy", (0.0, 1.0)), ("accuracy.*", (0.0, 1.0)), ("contrast.*", (-1.0, 1.0)))),
 )
 METHODS.add("pivotal_perplexity", MethodDef(
     name="pivotal_perplexity",

@@ -36,7 +36,16 @@ from biasaudit.records.estimate import Estimate, Spread
 from biasaudit.records.metric_result import MetricResult, ReliabilityItem
 from biasaudit.records.responses import ScoredTokens, parse_output
 from biasaudit.stats import cell_spread, cluster_bootstrap, wilson
-from biasaudit.stats.disaggregate import Obs, by_group, pooled, proportion, split
+from biasaudit.stats.disaggregate import (
+    Obs,
+    by_group,
+    contrast_estimates,
+    defined_contrasts,
+    group_contrasts,
+    pooled,
+    proportion,
+    split,
+)
 
 CLASSES = ("pivotal", "period", "other")
 _WORD = re.compile(r"\S+")
@@ -60,6 +69,11 @@ class PivotalParams(BaseModel):
     """Level variable giving the clause order, `ab` or `ba`."""
     by: list[str] = []
     """Stimulus fields to break results down by (e.g. `category`)."""
+    contrasts: bool = False
+    """With `by`: also every pairwise difference of accuracy between the groups of each
+    field (`contrast.accuracy.<field>.<a>-<b>`; Newcombe 95% interval on each group's
+    effective n, z tests Holm-adjusted across the pairs). Off by default so that existing
+    runs keep the same estimates."""
     n_resamples: int = 5000
     """Cluster-bootstrap resamples (stimuli resampled with all their prompt pairs)."""
     seed: int = 0
@@ -360,7 +374,7 @@ def _breakdown(fld: str, results: list[PairResult], p: PivotalParams) -> FieldBr
     return FieldBreakdown(field=fld, groups=[
         GroupScores(group=g, stimuli=len({o.cluster for o in stimuli[g]}), accuracy=a,
                     normalized=norms.get(g, Estimate.no_data("cluster-bootstrap-percentile")))
-        for g, a in accs.items()])
+        for g, a in accs.items()], contrasts=group_contrasts(acc_rows, fld) if p.contrasts else None)
 
 
 def _spread(results: list[PairResult]) -> dict[str, Spread]:
@@ -387,6 +401,9 @@ def _summarise(ctx: MetricContext, metric_id: str, p: PivotalParams, results: li
     breakdowns = [_breakdown(fld, results, p) for fld in p.by]
     for b in breakdowns:
         est.update((f"accuracy.{b.field}.{g.group}", g.accuracy) for g in b.groups)
+        if b.contrasts is not None:  # a group whose every pair ties has no accuracy: nor its differences
+            est.update(defined_contrasts(contrast_estimates(b.contrasts, f"accuracy.{b.field}"), b.contrasts,
+                                         {g.group: g.accuracy for g in b.groups}))
     series: dict[str, list[float | None]] = {
         cls: [r.normalized[cls] for r in results if r.normalized[cls] is not None] for cls in CLASSES}
     shown = section(conditions, breakdowns, series, {c: est[f"{c}.normalized"] for c in CLASSES}, skipped)

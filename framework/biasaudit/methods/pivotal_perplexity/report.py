@@ -13,6 +13,8 @@ from typing import Any, NamedTuple
 
 from biasaudit.records.estimate import Estimate
 from biasaudit.records.metric_result import PlotSpec, Table
+from biasaudit.stats.contrasts import ContrastFamily
+from biasaudit.stats.disaggregate import contrast_table
 
 
 class ConditionScores(NamedTuple):
@@ -34,10 +36,12 @@ class GroupScores(NamedTuple):
 
 
 class FieldBreakdown(NamedTuple):
-    """The groups of one `by` field, in report order."""
+    """The groups of one `by` field, in report order, and (when asked) every pair of its
+    groups' accuracies compared."""
 
     field: str
     groups: list[GroupScores]
+    contrasts: ContrastFamily | None = None
 
 
 class Unscorable(NamedTuple):
@@ -107,7 +111,11 @@ def section(conditions: Sequence[ConditionScores], breakdowns: Sequence[FieldBre
             skipped: Sequence[Unscorable]) -> Section:
     """Every table and plot, in report order: per condition, per `by` field (a table and an
     accuracy plot each), the unscorable pairs; the histogram and the class bars first."""
-    tables = [condition_table(conditions), *[group_table(b.field, b.groups) for b in breakdowns]]
+    tables = [condition_table(conditions)]
+    for b in breakdowns:
+        tables.append(group_table(b.field, b.groups))
+        if (ct := contrast_table(b.contrasts, b.field, "accuracy")) is not None:
+            tables.append(ct)
     if skipped:
         tables.append(unscorable_table(skipped))
     plots = [normalized_histogram(series), class_plot(classes),

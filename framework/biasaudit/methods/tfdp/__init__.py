@@ -30,7 +30,7 @@ METRICS.add("tfdp", MetricDef(
     compute=compute, params=TFDPParams, probe_kinds=frozenset({"generate", "next_token"}), title="TFDP",
     method="tfdp", check=check, layers=lambda p: {"layer": p.layer if isinstance(p, TFDPParams) else ""},
     default_coding=default_coding,
-    bounds=(("*", (-1.0, 1.0)),)))
+    bounds=(("contrast.*", (-2.0, 2.0)), ("*", (-1.0, 1.0)))))
 METHODS.add("tfdp", MethodDef(
     name="tfdp",
     metrics=("tfdp",),

@@ -37,7 +37,8 @@ from biasaudit.records.estimate import Estimate
 from biasaudit.records.metric_result import MetricResult, ReliabilityItem
 from biasaudit.records.responses import GenerateOutput, NextTokenOutput, Response
 from biasaudit.stats import mean_t, wilson
-from biasaudit.stats.disaggregate import Obs, by_group
+from biasaudit.stats.contrasts import pairwise_mean_contrasts
+from biasaudit.stats.disaggregate import Obs, by_group, contrast_estimates, split
 
 MASK = "<MASK>"
 REFUSAL = re.compile(r"\b(sorry|cannot|can't|unable|as an ai)\b", re.I)
@@ -84,6 +85,11 @@ class TFDPParams(BaseModel):
     """Tokens per answer of the continuation audit the token accounting compares with."""
     by: list[str] = []
     """Stimulus fields to break the scores down by."""
+    contrasts: bool = False
+    """Also every pairwise difference of each score's mean between the groups of the task
+    field and of each `by` field (`contrast.<score>.<field>.<a>-<b>`; Welch 95% interval,
+    tests Holm-adjusted across the pairs). Off by default so that existing runs keep the
+    same estimates."""
     max_rows: int = 15
     """Pairs with the largest |WFS| listed in the report."""
     layer: str = "vectors"
@@ -363,8 +369,9 @@ SCORES: dict[str, Callable[[PairScores], float]] = {
 """Each estimated score of a pair."""
 
 
-def _by_field(fld: str, pairs: list[PairScores], obs: Mapping[str, list[Obs]]) -> FieldScores:
-    """Mean (and SD) of every score per group of the stimulus field `fld`."""
+def _by_field(fld: str, pairs: list[PairScores], obs: Mapping[str, list[Obs]], contrasts: bool = False) -> FieldScores:
+    """Mean (and SD) of every score per group of the stimulus field `fld`; with `contrasts`,
+    every pair of groups compared on each score (one value per pair: Welch)."""
     per = {k: by_group(o, fld, _mean_sd_rows, pool=False) for k, o in obs.items()}
     groups = []
     for g in per["WFS"]:
@@ -372,7 +379,13 @@ def _by_field(fld: str, pairs: list[PairScores], obs: Mapping[str, list[Obs]]) -
         sds = {k: float(np.std([getattr(x, k.lower()) for x in sub], ddof=1)) if len(sub) > 1 else 0.0
                for k in ("WFS", "PS", "PSD")}
         groups.append(GroupScores(group=g, pairs=len(sub), estimates={k: per[k][g] for k in SCORES}, sd=sds))
-    return FieldScores(field=fld, groups=groups)
+    fams = tuple((k, pairwise_mean_contrasts({g: [x.value for x in rs] for g, rs in split(o, _field_of(fld)).items()}))
+                 for k, o in obs.items()) if contrasts and any(fld in x.fields for x in pairs) else ()
+    return FieldScores(field=fld, groups=groups, contrasts=fams)
+
+
+def _field_of(fld: str) -> Callable[[Obs], str]:
+    return lambda o: str(o.fields.get(fld, ""))
 
 
 def _undefined(est: dict[str, Estimate], why: str) -> dict[str, Estimate]:
@@ -386,10 +399,12 @@ def _summarise(ctx: MetricContext, metric_id: str, p: TFDPParams, pairs: list[Pa
     est: dict[str, Estimate] = {k: _mean_sd([f(x) for x in pairs]) for k, f in SCORES.items()}
     tasks = sorted({str(x.fields.get(p.task_field, "")) for x in pairs})
     obs = {k: [Obs(cell="", cluster=x.stimulus, value=f(x), fields=x.fields) for x in pairs] for k, f in SCORES.items()}
-    fields = [_by_field(fld, pairs, obs) for fld in dict.fromkeys([p.task_field, *p.by])]
+    fields = [_by_field(fld, pairs, obs, p.contrasts) for fld in dict.fromkeys([p.task_field, *p.by])]
     for fs in fields:
         for g in fs.groups:
             est.update((f"{k}.{fs.field}.{g.group}", v) for k, v in g.estimates.items())
+        for k, fam in fs.contrasts:
+            est.update(contrast_estimates(fam, f"{k}.{fs.field}"))
     n_pairs = len(pairs)
     k_tokens = n_reads * p.continuation_k  # the same answers as K-token continuations
     shown = section(p, fields, pairs, TokenAccounting(

@@ -11,6 +11,8 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from biasaudit.records.estimate import Estimate
 from biasaudit.records.metric_result import PlotSpec, Table
+from biasaudit.stats.contrasts import ContrastFamily
+from biasaudit.stats.disaggregate import contrast_table
 
 if TYPE_CHECKING:
     from biasaudit.methods.tfdp.metric import PairScores, TFDPParams
@@ -28,10 +30,12 @@ class GroupScores(NamedTuple):
 
 
 class FieldScores(NamedTuple):
-    """The groups of one breakdown field (the task field, then each `by` field)."""
+    """The groups of one breakdown field (the task field, then each `by` field) and (when
+    asked) every pair of its groups compared, per score."""
 
     field: str
     groups: list[GroupScores]
+    contrasts: tuple[tuple[str, ContrastFamily], ...] = ()
 
 
 class TokenAccounting(NamedTuple):
@@ -118,7 +122,11 @@ def section(p: TFDPParams, fields: Sequence[FieldScores], pairs: Sequence[PairSc
             failed: Sequence[Unscorable]) -> Section:
     """Every table and plot, in report order: one table (and a scatter and a bar plot) per
     breakdown field, the largest disparities, the token accounting, the unscorable pairs."""
-    tables = [*[field_table(f) for f in fields], disparity_table(pairs, p), token_table(tokens)]
+    tables = []
+    for f in fields:
+        tables.append(field_table(f))
+        tables.extend(t for k, fam in f.contrasts if (t := contrast_table(fam, f.field, f"mean {k}")) is not None)
+    tables += [disparity_table(pairs, p), token_table(tokens)]
     if failed:
         tables.append(unscorable_table(failed))
     plots = [plot for f in fields for plot in (scatter_plot(f), wfs_plot(f))]

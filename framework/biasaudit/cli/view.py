@@ -1,0 +1,74 @@
+"""`biasaudit view RUN_DIR`: write the viewer page of a run or suite folder."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+MAX_ROWS = 5000
+"""`report.viewer.load.MAX_ROWS`, here so that `--help` loads no report code (a test keeps them equal)."""
+
+DESCRIPTION = (
+    "Write a self-contained HTML page (RUN_DIR/viewer.html) that shows every response of a run, or of each "
+    "run of a suite folder: its prompt, stimulus fields, condition (cell) and group, every coding layer's "
+    "code and evidence (each judge's vote, the matched text, the reason), with filters by run, metric, cell, "
+    "group, label and verdict, a sort by item difference, and each estimate linked to the responses behind it. "
+    "A file rather than a local server: nothing to bind or leave running, it opens offline and travels in an "
+    "evidence pack. It reads the run folder only (no model call, no cache). Model and stimulus text is shown "
+    "as text, never as markup; the page makes no network request (a strict Content-Security-Policy)."
+)
+
+
+def add_parser(sub: Any) -> argparse.ArgumentParser:
+    vw = sub.add_parser("view", help="write a browsable page of a run's responses, codes and estimates",
+                        description=DESCRIPTION)
+    vw.add_argument("run_dir", help="a run folder (reports/<audit>/<run>) or a suite folder")
+    vw.add_argument("--out", default=None, metavar="FILE", help="where to write the page (default: RUN_DIR/viewer.html)")
+    vw.add_argument("--max-rows", type=_positive, default=MAX_ROWS, metavar="N",
+                    help=f"responses embedded at most, shared between a suite's runs (default: {MAX_ROWS}); "
+                         "the page says how many it leaves out")
+    vw.add_argument("--open", action="store_true", help="open the page in the default browser")
+    vw.set_defaults(fn=cmd_view)
+    assert isinstance(vw, argparse.ArgumentParser)
+    return vw
+
+
+def _positive(text: str) -> int:
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if n < 1:
+        raise argparse.ArgumentTypeError("give at least 1")
+    return n
+
+
+def cmd_view(args: argparse.Namespace, rest: list[str]) -> int:
+    from biasaudit.errors import BiasAuditError
+    from biasaudit.report.viewer import write_viewer
+
+    if rest:
+        print(f"error: unexpected arguments {rest} (hint: see `biasaudit view --help`)", file=sys.stderr)
+        return 2
+    try:
+        path, data = write_viewer(Path(args.run_dir), Path(args.out) if args.out else None, max_rows=args.max_rows)
+    except BiasAuditError as exc:
+        print(exc.one_line(), file=sys.stderr)
+        return 2
+    shown = sum(r.shown for r in data.runs)
+    total = sum(r.responses for r in data.runs)
+    from biasaudit._util.fileio import STD_STREAMS
+
+    out = sys.stderr if STD_STREAMS.get(str(path)) == 1 else sys.stdout  # the page itself went to stdout
+    print(f"{data.title}: {len(data.runs)} run(s), {shown} of {total} responses, {len(data.estimates)} estimates",
+          file=out)
+    for note in data.notices:
+        print(f"note: {note}", file=sys.stderr)
+    print(f"viewer: {path}", file=out)
+    if args.open:
+        import webbrowser
+
+        webbrowser.open(path.resolve().as_uri())
+    return 0

@@ -1,0 +1,264 @@
+"""The annotation sheet of human review: its columns, its sampling record, and how a
+filled sheet is read back and checked.
+
+`biasaudit annotate export` (runner/annotate.py) writes a sheet (csv or jsonl) with one
+row per sampled unit: `unit_id`, the `prompt` and `answer` the humans read, the
+`allowed_labels`, a blank `label` and a free `note` (with `--with-codes` also the
+layer's `machine_label` and `rationale`). Beside it, `<sheet>.sample.json` records what
+was sampled: the run, the layer and its labels, the strata and their sizes, the seed, and
+for each sampled unit its subject request key and a hash of the answer shown. The
+`human` coder reads the filled sheet and checks it against that record, and the record
+against the run it codes, so a sheet from another run, an unknown unit, a label outside
+the set or a unit labelled twice is one error line naming the file and the row.
+
+Sheet text is untrusted (model answers): a csv cell a spreadsheet would run as a formula
+(starting with = + - @, a tab or a carriage return) gets a leading apostrophe, removed
+again when the sheet is read back.
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import io
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from biasaudit._util.fileio import names_excerpt, read_capped, resolved
+from biasaudit.errors import DataError
+from biasaudit.records.codes import Unit
+from biasaudit.spec import RuntimeLimits
+
+FORMAT = "biasaudit-annotation-sheet/1"
+UNIT = "unit_id"
+LABEL = "label"
+COLUMNS = (UNIT, "prompt", "answer", "allowed_labels", LABEL, "note")
+CODE_COLUMNS = ("machine_label", "rationale")
+"""Added after `answer` with `--with-codes` (the review is then not blind)."""
+ALL = "all"
+"""The one stratum of a sample drawn without `--stratify`."""
+_FORMULA = ("=", "+", "-", "@", "\t", "\r")
+_MAX_RECORD = 256 * 2**20
+
+
+class SampledUnit(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    id: str
+    key: str
+    """The subject request's key: the sheet's answer is this request's."""
+    stratum: str
+    answer_sha256: str
+    """sha256 of the answer text shown on the sheet."""
+
+
+class SampleRecord(BaseModel):
+    """What `annotate export` sampled (`<sheet>.sample.json`)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    format: str = FORMAT
+    run_id: str
+    run_dir: str
+    spec_sha256: str
+    layer: str
+    """The coding layer whose units were sampled (and whose codes `--with-codes` shows)."""
+    labels: list[str]
+    stratify: str | None
+    """Cell, factor or stimulus field the sample is stratified by (None: simple random)."""
+    seed: int
+    requested: int
+    population: dict[str, int]
+    """Stratum -> units the layer coded (the units a sample is drawn from)."""
+    sampled: dict[str, int]
+    """Stratum -> units sampled."""
+    with_codes: bool = False
+    units: list[SampledUnit] = Field(default_factory=list)
+
+
+def record_path(sheet: Path) -> Path:
+    return sheet.with_name(sheet.name + ".sample.json")
+
+
+def answer_hash(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def safe_cell(text: str) -> str:
+    """A csv cell a spreadsheet would run as a formula gets a leading apostrophe."""
+    return "'" + text if text[:1] in _FORMULA else text
+
+
+def unsafe_cell(text: str) -> str:
+    """`safe_cell` undone."""
+    return text[1:] if text[:1] == "'" and text[1:2] in _FORMULA and text[1:2] != "" else text
+
+
+def stratum_of(unit: Unit, by: str | None) -> str:
+    """The stratum of a unit: its cell (`cell`), its level of a factor, or the value of a
+    stimulus field; `ALL` without `by`."""
+    if by is None:
+        return ALL
+    if by == "cell":
+        return unit.cell
+    if by in unit.levels:
+        return str(unit.levels[by])
+    value = unit.fields.get(by)
+    return "" if value is None else str(value)
+
+
+def sheet_text(rows: Sequence[Mapping[str, Any]], columns: Sequence[str], fmt: str) -> str:
+    """The sheet as text: csv (every cell quoted, formulas defused) or jsonl."""
+    if fmt == "jsonl":
+        return "".join(json.dumps({c: r.get(c) for c in columns}, ensure_ascii=False) + "\n" for r in rows)
+    buf = io.StringIO()
+    w = csv.writer(buf, quoting=csv.QUOTE_ALL, lineterminator="\n")
+    w.writerow(columns)
+    for r in rows:
+        w.writerow([safe_cell(str(r.get(c) if r.get(c) is not None else "")) for c in columns])
+    return buf.getvalue()
+
+
+@dataclass(frozen=True)
+class SheetLabel:
+    unit: str
+    label: str | None
+    """None: left blank (not annotated)."""
+    where: str
+    """`row N` (csv, data rows counted from 1) or `line N` (jsonl)."""
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class FilledSheet:
+    path: Path
+    record: SampleRecord
+    rows: dict[str, SheetLabel]
+    """Unit id -> its row."""
+
+    @property
+    def labelled(self) -> int:
+        return sum(r.label is not None for r in self.rows.values())
+
+
+def read_record(sheet: Path, key: str) -> SampleRecord:
+    rpath = record_path(sheet)
+    fix = "keep the .sample.json file `biasaudit annotate export` wrote beside the sheet, or export again"
+    if not rpath.is_file():
+        raise DataError(f"no sampling record {rpath.name} beside the sheet", file=str(sheet), key=key, hint=fix)
+    raw = read_capped(rpath, _MAX_RECORD, key=key, what="sampling record", error=DataError)
+    try:
+        rec = SampleRecord.model_validate_json(raw)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        where = ".".join(str(p) for p in err["loc"]) or "the file"
+        raise DataError(f"the sampling record is not usable ({where}: {err['msg']})", file=str(rpath), key=key,
+                        hint=fix) from None
+    if rec.format != FORMAT:
+        raise DataError(f"unknown sampling record format {rec.format!r}", file=str(rpath), key=key,
+                        hint=f"this biasaudit reads {FORMAT}: export the sheet again")
+    return rec
+
+
+def _raw_rows(path: Path, key: str, limits: RuntimeLimits) -> list[tuple[str, dict[str, Any]]]:
+    """(where the row is: `line N` of a jsonl sheet, `row N` of a csv one, a row's text
+    may span lines; the row)."""
+    from biasaudit.data.readers import read_csv, read_jsonl
+
+    if path.suffix.lower() == ".jsonl":
+        lines: list[int] = []
+        rows = read_jsonl(path, key=key, limits=limits, lines=lines)
+        return [(f"line {n}", r) for n, r in zip(lines, rows, strict=True)]
+    header, rows = read_csv(path, key=key, limits=limits)
+    for col in (UNIT, LABEL):
+        if col not in header:
+            raise DataError(f"the sheet has no {col!r} column", file=str(path), key=key,
+                            hint="save it as comma-separated UTF-8 csv with the columns `annotate export` wrote "
+                                 f"(found: {names_excerpt(header)})")
+    # a row with every cell empty (a spreadsheet's trailing row) is no row
+    return [(f"row {i}", r) for i, r in enumerate(rows, start=1) if any(str(v).strip() for v in r.values())]
+
+
+def _text(v: Any, path: Path, where: str, column: str) -> str:
+    if v is None:
+        return ""
+    if not isinstance(v, str):
+        raise DataError(f"`{column}` is not text", file=str(path), key=where, hint=f"write the {column} as a string")
+    return unsafe_cell(v).strip()
+
+
+def read_sheet(path: Path, limits: RuntimeLimits, key: str = "sheet") -> FilledSheet:
+    """A filled sheet and its record, checked: every row's unit was sampled, appears once,
+    and its label (blank: not annotated) is one of the allowed labels."""
+    rec = read_record(path, key)
+    sampled = {u.id for u in rec.units}
+    out: dict[str, SheetLabel] = {}
+    for where, row in _raw_rows(path, key, limits):
+        unit = _text(row.get(UNIT), path, where, UNIT)
+        if not unit:
+            raise DataError(f"{where}: `{UNIT}` is blank", file=str(path), key=key,
+                            hint="keep every row's unit_id as exported")
+        if unit not in sampled:
+            raise DataError(f"{where}: unit {unit!r} was not sampled for this sheet", file=str(path), key=key,
+                            hint=f"keep the unit ids as exported (the sheet samples {len(sampled)} units of "
+                                 f"run {rec.run_id}, layer {rec.layer!r})")
+        if unit in out:
+            raise DataError(f"{where}: unit {unit!r} appears twice (first on {out[unit].where})", file=str(path),
+                            key=key, hint="keep one row per unit: delete the duplicate")
+        label = _text(row.get(LABEL), path, where, LABEL)
+        if label and label not in rec.labels:
+            raise DataError(f"{where}: label {label!r} is not one of the allowed labels", file=str(path), key=key,
+                            hint=f"use one of {', '.join(rec.labels)}, or leave it blank (not annotated)")
+        out[unit] = SheetLabel(unit=unit, label=label or None, where=where, note=_text(row.get("note"), path, where,
+                                                                                      "note"))
+    return FilledSheet(path=path, record=rec, rows=out)
+
+
+def sheet_path(sheet: str, spec_file: str | None, key: str) -> Path:
+    """The sheet a spec names, relative to the spec file."""
+    p = Path(sheet).expanduser()
+    if not p.is_absolute() and spec_file is not None:
+        p = Path(spec_file).parent / p
+    return resolved(p, key=key)
+
+
+def check_keys(sheet: FilledSheet, keys: Mapping[str, str]) -> None:
+    """Every sampled unit is a unit of this run (`keys`: unit id -> its request key) asking
+    the same request: else the sheet was sampled from another run (another model, prompt,
+    data or settings)."""
+    hint = ("export a sheet from a run of this spec and model (`biasaudit annotate export RUN`), or point "
+            "`sheet` at the sheet of this run")
+    missing = [s for s in sheet.record.units if s.id not in keys]
+    if missing:
+        raise DataError(f"the sheet was sampled from another run: {len(missing)} of its units are not in this run "
+                        f"(first: {missing[0].id!r}; sampled from run {sheet.record.run_id})", file=str(sheet.path),
+                        key=UNIT, hint=hint)
+    for s in sheet.record.units:
+        if keys[s.id] != s.key:
+            row = sheet.rows.get(s.id)
+            where = f"{row.where}: " if row is not None else ""
+            raise DataError(f"{where}the sheet was sampled from another run: unit {s.id!r} asks another request "
+                            "here (the prompt, the model or its settings differ)", file=str(sheet.path), key=UNIT,
+                            hint=hint)
+
+
+def check_run(sheet: FilledSheet, units: Sequence[Unit], inputs: Mapping[str, str], cut_at: int) -> None:
+    """`check_keys`, and each sampled unit's answer is the one the sheet showed (an input
+    cut to `cut_at` characters is not compared)."""
+    check_keys(sheet, {u.id: u.key for u in units})
+    for s in sheet.record.units:
+        text = inputs.get(s.id)
+        if text is not None and len(text) < cut_at and answer_hash(text) != s.answer_sha256:
+            row = sheet.rows.get(s.id)
+            where = f"{row.where}: " if row is not None else ""
+            raise DataError(f"{where}the sheet was sampled from another run: unit {s.id!r} has another answer here",
+                            file=str(sheet.path), key=UNIT,
+                            hint="export a sheet from a run of this spec and model (`biasaudit annotate export RUN`)")
+
+
+__all__ = ["ALL", "CODE_COLUMNS", "COLUMNS", "FORMAT", "FilledSheet", "LABEL", "SampleRecord", "SampledUnit",
+           "SheetLabel", "UNIT", "answer_hash", "check_keys", "check_run", "read_record", "read_sheet", "record_path", "safe_cell",
+           "sheet_path", "sheet_text", "stratum_of", "unsafe_cell"]

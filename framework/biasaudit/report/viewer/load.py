@@ -1,0 +1,410 @@
+"""A run folder (or a suite folder) read into the viewer's records (`model.py`).
+
+It reads what the run wrote and nothing else: summary.json (the estimates, the items
+with their differences, the verdicts), responses.jsonl (every prompt and answer),
+codes.jsonl (every layer's code and its evidence) and manifest.json. The stimuli's
+fields come from the data file the manifest names when it is still there unchanged (its
+sha256 checked); otherwise from the fields the metrics' items carry, and the page says
+so. No store, no model, no write: a folder copied into an evidence pack views the same.
+
+Bounds: at most `max_rows` responses in all (a suite shares them fairly between its
+runs), each text cut to `TEXT_CHARS`, a page of at most `MAX_BYTES` of text; what is
+left out is counted in a notice the page shows above its tables.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import IO, Any
+
+from pydantic import ValidationError
+
+from biasaudit._util.fileio import open_input, read_capped
+from biasaudit._version import __version__
+from biasaudit.errors import BiasAuditError, StoreError
+from biasaudit.metrics.base import ITEM_KEYS
+from biasaudit.plan.requests import Request
+from biasaudit.records.estimate import Estimate
+from biasaudit.records.responses import Response
+from biasaudit.records.suite import SuiteSummary
+from biasaudit.records.summary import RunSummary
+from biasaudit.report.answers import answer_text, clip, prompt_text
+from biasaudit.report.viewer.model import ViewCode, ViewData, ViewEstimate, ViewRow, ViewRun
+
+MAX_ROWS = 5000
+"""Responses embedded by default (`biasaudit view --max-rows`)."""
+TEXT_CHARS = 4000
+"""Most characters of a prompt or an answer."""
+FIELD_CHARS = 500
+"""Most characters of a stimulus field, a coder's evidence or a non-text output."""
+MAX_BYTES = 48 * 2**20
+"""Most characters of text in one page, whatever `max_rows` says."""
+MAX_LINE = 16 * 2**20
+"""A responses.jsonl / codes.jsonl line longer than this is skipped (and counted)."""
+JSON_LIMIT = 256 * 2**20
+HINT = "give a run folder written by `biasaudit run`, or a suite's folder (of a sweep, one of its run folders)"
+
+
+def load_view(folder: Path, *, max_rows: int = MAX_ROWS) -> ViewData:
+    """The viewer's data for a run folder or a suite folder."""
+    if not folder.is_dir():
+        raise StoreError("not a folder", file=str(folder), hint=HINT)
+    raw = _read_json(folder / "summary.json", "summary")
+    if isinstance(raw, dict) and "suite" in raw:
+        return _suite(folder, raw, max_rows)
+    summary = _summary(folder / "summary.json", raw)
+    notices: list[str] = []
+    data = ViewData(kind="run", title=summary.audit.title or summary.audit.name, version=__version__)
+    _add_run(data, folder, ".", summary, summary.audit.name, max_rows, notices)
+    data.notices = notices
+    return data
+
+
+def _read_json(path: Path, what: str) -> Any:
+    if not path.is_file():
+        raise StoreError(f"no {path.name} here (the run did not finish, or this is not a run folder)",
+                         file=str(path.parent), hint=HINT)
+    try:
+        return json.loads(read_capped(path, JSON_LIMIT, what=what, error=StoreError).decode("utf-8"))
+    except (ValueError, RecursionError) as exc:
+        raise StoreError(f"{path.name} is not valid JSON ({str(exc)[:80]})", file=str(path),
+                         hint="run the audit again (or `biasaudit report RUN_DIR`)") from None
+
+
+def _summary(path: Path, raw: Any) -> RunSummary:
+    try:
+        return RunSummary.model_validate(raw)
+    except ValidationError as exc:
+        where = ".".join(str(p) for p in exc.errors()[0]["loc"])
+        raise StoreError(f"summary.json lacks a usable {where!r}", file=str(path), hint=HINT) from None
+
+
+def _suite(folder: Path, raw: Any, max_rows: int) -> ViewData:
+    try:
+        suite = SuiteSummary.model_validate(raw)
+    except ValidationError as exc:
+        where = ".".join(str(p) for p in exc.errors()[0]["loc"])
+        raise StoreError(f"summary.json lacks a usable {where!r}", file=str(folder / "summary.json"),
+                         hint=HINT) from None
+    top = folder.resolve()
+    members: list[tuple[str, Path, str]] = []
+    notices: list[str] = []
+    for row in suite.rows:
+        label = f"{row.member} / {row.subject}"
+        run_dir = (folder / row.report).parent if row.report else None
+        # a summary names its runs' folders: only folders inside the suite's are read
+        if run_dir is None or not (run_dir.resolve() == top or top in run_dir.resolve().parents):
+            notices.append(f"{label}: no run folder inside the suite folder; left out")
+            continue
+        if not (run_dir / "summary.json").is_file():
+            notices.append(f"{label}: {run_dir.relative_to(folder)} has no summary.json; left out")
+            continue
+        members.append((label, run_dir, str(run_dir.relative_to(folder))))
+    data = ViewData(kind="suite", title=suite.suite.title or suite.suite.name, version=__version__)
+    counts = [_count_lines(d / "responses.jsonl") for _, d, _ in members]
+    for (label, run_dir, rel), cap in zip(members, _shares(counts, max_rows), strict=True):
+        summary = _summary(run_dir / "summary.json", _read_json(run_dir / "summary.json", "summary"))
+        _add_run(data, run_dir, rel, summary, label, cap, notices)
+    data.notices = notices
+    return data
+
+
+def _shares(counts: list[int], total: int) -> list[int]:
+    """Each run's share of `total` rows: the smallest runs first take all they have, the
+    rest split what is left evenly."""
+    caps = [0] * len(counts)
+    left = total
+    order = sorted(range(len(counts)), key=lambda i: counts[i])
+    for k, i in enumerate(order):
+        caps[i] = min(counts[i], left // (len(order) - k))
+        left -= caps[i]
+    return caps
+
+
+def _count_lines(path: Path) -> int:
+    if not path.is_file():
+        return 0
+    n = 0
+    with open_input(path, 2**62, what="responses.jsonl", error=StoreError) as f:
+        while chunk := f.read(2**20):
+            n += chunk.count(b"\n")
+    return n
+
+
+def _lines(f: IO[bytes], skipped: list[int]) -> Iterator[dict[str, Any]]:
+    """The JSON objects of a JSON-lines file, one at a time; a line too long or not an
+    object is skipped and counted."""
+    while True:
+        line = f.readline(MAX_LINE + 1)
+        if not line:
+            return
+        if len(line) > MAX_LINE and not line.endswith(b"\n"):
+            skipped[0] += 1
+            while (rest := f.readline(MAX_LINE)) and not rest.endswith(b"\n"):
+                pass
+            continue
+        try:
+            obj = json.loads(line)
+        except (ValueError, RecursionError):
+            skipped[0] += 1
+            continue
+        if isinstance(obj, dict):
+            yield obj
+        elif line.strip():
+            skipped[0] += 1
+
+
+def _text(v: Any, limit: int = FIELD_CHARS) -> str:
+    if isinstance(v, str):
+        return clip(v, limit)
+    try:
+        return clip(json.dumps(v, ensure_ascii=False, default=str, separators=(",", ":")), limit)
+    except (ValueError, RecursionError):
+        return clip(str(v), limit)
+
+
+def _stimulus_fields(summary: RunSummary, run_dir: Path, notices: list[str], label: str) -> dict[str, dict[str, Any]]:
+    """Stimulus id -> fields: from the data file when it is unchanged since the run,
+    else from the metrics' items."""
+    from biasaudit.data import load_stimuli
+    from biasaudit.spec import validate_config
+
+    why = ""
+    try:
+        m = _read_json(run_dir / "manifest.json", "manifest")
+        spec_file = Path(str(m["spec_file"]))
+        cfg = validate_config(m["config"], spec_file=str(spec_file), choices=m.get("choices"))
+        stimuli = load_stimuli(cfg.stimuli, spec_file, cfg.runtime.limits)
+        if stimuli.sha256 == (m.get("data") or {}).get("sha256"):
+            return {s.id: dict(s.fields) for s in stimuli.stimuli}
+        why = "the data file changed since the run"
+    except (BiasAuditError, OSError, UnicodeError, KeyError, TypeError, ValueError) as exc:
+        why = exc.one_line() if isinstance(exc, BiasAuditError) else f"{type(exc).__name__}: {exc}"
+    out: dict[str, dict[str, Any]] = {}
+    for r in summary.metrics.values():
+        for item in (i.model_dump(mode="json") for i in r.items):  # the flat row summary.json holds
+            sid = str(item.get("stimulus", ""))
+            fields = out.setdefault(sid, {})
+            for k, v in item.items():
+                if k not in ITEM_KEYS and isinstance(v, str | int | float) and not isinstance(v, bool):
+                    fields.setdefault(k, v)
+    notices.append(f"{label}: stimulus fields from the metrics' items, not the data file ({clip(why, 200)})")
+    return out
+
+
+def _diff(item: Mapping[str, Any]) -> float | None:
+    d = item.get("diff")
+    if isinstance(d, int | float) and not isinstance(d, bool) and math.isfinite(d):
+        return float(d)
+    return None
+
+
+class _Items:
+    """Metric id -> which responses its items stand for, and their differences: an item
+    names its stimulus and cell (its stimulus alone when the cell is not a design cell,
+    as `report.answers` reads them)."""
+
+    def __init__(self, summary: RunSummary) -> None:
+        cells = set(summary.design.cells)
+        self.by_cell: dict[str, dict[tuple[str, str], float | None]] = {}
+        self.by_stimulus: dict[str, dict[str, float | None]] = {}
+        for mid, r in summary.metrics.items():
+            bc: dict[tuple[str, str], float | None] = {}
+            bs: dict[str, float | None] = {}
+            for row in r.items:
+                item = row.model_dump(mode="json")  # the flat row summary.json holds
+                sid, cell, d = str(item.get("stimulus", "")), str(item.get("cell", "")), _diff(item)
+                target: dict[Any, float | None] = bc if cell in cells else bs
+                k: Any = (sid, cell) if cell in cells else sid
+                old = target.get(k)
+                target[k] = d if old is None or (d is not None and abs(d) > abs(old)) else old
+            if bc or bs:
+                self.by_cell[mid], self.by_stimulus[mid] = bc, bs
+
+    def of(self, stimulus: str, cell: str) -> dict[str, float | None]:
+        out: dict[str, float | None] = {}
+        for mid, bc in self.by_cell.items():
+            if (stimulus, cell) in bc:
+                out[mid] = bc[(stimulus, cell)]
+            elif stimulus in self.by_stimulus[mid]:
+                out[mid] = self.by_stimulus[mid][stimulus]
+        return out
+
+
+def _metric_of(name: str, metrics: Mapping[str, Any]) -> tuple[str, str] | None:
+    """A threshold's `metric` (`id` or `id.estimate`) as (metric id, estimate name)."""
+    if name in metrics:
+        return name, metrics[name].headline
+    for mid in metrics:
+        if name.startswith(mid + "."):
+            return mid, name[len(mid) + 1:]
+    return None
+
+
+def _add_run(data: ViewData, run_dir: Path, rel: str, summary: RunSummary, label: str, cap: int,
+             notices: list[str]) -> None:
+    idx = len(data.runs)
+    by = list(dict.fromkeys(str(f) for r in summary.metrics.values() for f in (r.params.get("by") or [])
+                            if isinstance(f, str)))
+    fields = _stimulus_fields(summary, run_dir, notices, label)
+    items = _Items(summary)
+    verdicts = []
+    for v in summary.verdicts:
+        found = _metric_of(v.metric, summary.metrics)
+        if found is not None:
+            verdicts.append((found[0], found[1], v.cell, v.verdict))
+    run = ViewRun(label=label, audit=summary.audit.name, run_id=summary.run_id, model=summary.model.name,
+                  overall=summary.overall, folder=rel, metrics=list(summary.metrics),
+                  metrics_with_items=list(items.by_cell), cells=list(summary.design.cells), group_fields=by)
+    data.runs.append(run)
+    rows = _rows(run_dir, idx, cap, fields, by, items, verdicts, data, notices, label)
+    run.responses, run.shown = rows
+    if run.shown < run.responses:
+        notices.append(f"{label}: showing the first {run.shown} of {run.responses} responses "
+                       f"(biasaudit view --max-rows N shows more; every response is in responses.jsonl)")
+    factors: dict[str, set[str]] = {}
+    for levels in [r.levels for r in data.rows if r.run == idx] + [i.levels for m in summary.metrics.values()
+                                                                   for i in m.items]:
+        for f, lv in (levels if isinstance(levels, dict) else {}).items():
+            factors.setdefault(str(f), set()).add(str(lv))
+    data.estimates.extend(_estimates(summary, idx, by, fields, factors, verdicts))
+
+
+def _rows(run_dir: Path, idx: int, cap: int, fields: Mapping[str, Mapping[str, Any]], by: list[str], items: _Items,
+          verdicts: list[tuple[str, str, str | None, str]], data: ViewData, notices: list[str],
+          label: str) -> tuple[int, int]:
+    """Adds the run's first `cap` responses (with their codes) to `data.rows`; returns
+    (responses in the run, responses added)."""
+    path = run_dir / "responses.jsonl"
+    if not path.is_file():
+        notices.append(f"{label}: no responses.jsonl (a re-rendered or cut run): estimates only")
+        return 0, 0
+    total = _count_lines(path)
+    skipped = [0]
+    start = len(data.rows)
+    by_unit: dict[str, ViewRow] = {}
+    used = sum(_size(r) for r in data.rows)
+    with open_input(path, 2**62, what="responses.jsonl", error=StoreError) as f:
+        for obj in _lines(f, skipped):
+            if len(data.rows) - start >= cap or used >= MAX_BYTES:
+                break
+            row = _row(obj, idx, fields, by, items, verdicts)
+            if row is None:
+                skipped[0] += 1
+                continue
+            used += _size(row)
+            data.rows.append(row)
+            by_unit[f"{row.cell}|{row.stimulus}|{row.slot}|{row.variant}|{row.sample}"] = row
+    codes = run_dir / "codes.jsonl"
+    if codes.is_file():
+        with open_input(codes, 2**62, what="codes.jsonl", error=StoreError) as f:
+            for obj in _lines(f, skipped):
+                target = by_unit.get(str(obj.get("unit", "")))
+                if target is not None:
+                    target.codes.append(_code(obj))
+    if skipped[0]:
+        notices.append(f"{label}: {skipped[0]} line(s) of responses.jsonl / codes.jsonl could not be read; skipped")
+    if used >= MAX_BYTES:
+        notices.append(f"{label}: the page holds at most {MAX_BYTES // 2**20} MiB of text; later responses left out")
+    return total, len(data.rows) - start
+
+
+def _size(row: ViewRow) -> int:
+    """The characters of text a row adds to the page (its codes are bounded per layer)."""
+    return len(row.prompt) + len(row.answer) + len(row.output) + sum(len(k) + len(v) for k, v in row.fields.items())
+
+
+def _row(obj: Mapping[str, Any], idx: int, fields: Mapping[str, Mapping[str, Any]], by: list[str], items: _Items,
+         verdicts: list[tuple[str, str, str | None, str]]) -> ViewRow | None:
+    try:
+        req = Request.model_validate({**(obj.get("request") or {}), "key": str(obj.get("key", ""))})
+        resp = Response.model_validate({"key": req.key, "status": obj.get("status", "failed"),
+                                        "output": obj.get("output"), "error": obj.get("error")})
+    except ValidationError:
+        return None
+    cell, sid = str(obj.get("cell", "")), str(obj.get("stimulus", ""))
+    f = fields.get(sid, {})
+    answer = answer_text(req, resp)
+    mine = items.of(sid, cell)
+    marks = sorted({v for mid, _, vcell, v in verdicts
+                    if (mid in mine or mid not in items.by_cell) and (vcell is None or vcell == cell)})
+    raw = obj.get("levels")
+    levels: dict[str, Any] = raw if isinstance(raw, dict) else {}
+    return ViewRow(
+        run=idx, cell=cell, levels={str(k): _text(v, 200) for k, v in levels.items()}, stimulus=sid,
+        slot=str(obj.get("slot", "")), variant=_int(obj.get("variant")), sample=_int(obj.get("sample")),
+        groups={g: _text(f[g], 200) for g in by if g in f and f[g] is not None and f[g] != ""},
+        fields={str(k): _text(v) for k, v in f.items()},
+        prompt=clip(prompt_text(req), TEXT_CHARS), answer=clip(answer, TEXT_CHARS),
+        output="" if answer or not resp.ok else _text(resp.output),
+        status=resp.status, error=_text(resp.error or ""), items=mine, verdicts=marks,
+    )
+
+
+def _int(v: Any) -> int:
+    return v if isinstance(v, int) and not isinstance(v, bool) else 0
+
+
+def _code(obj: Mapping[str, Any]) -> ViewCode:
+    label, value = obj.get("label"), obj.get("value")
+    code = str(label) if label is not None else f"{value:.4g}" if isinstance(value, int | float) else ""
+    raw = obj.get("detail")
+    detail: dict[str, Any] = raw if isinstance(raw, dict) else {}
+    why = "; ".join(f"{k}: {_text(v, 300)}" for k, v in detail.items())
+    return ViewCode(layer=_text(obj.get("layer", ""), 200), status=_text(obj.get("status", ""), 40), code=_text(code, 200),
+                    source=_text(obj.get("source", ""), 200), why=clip(why, FIELD_CHARS))
+
+
+def _group(name: str, by: list[str], values: Mapping[str, set[str]]) -> tuple[str, list[str]]:
+    """The breakdown field and group(s) an estimate's name says it is over:
+    `<x>.<field>.<group>` or a contrast `<x>.<field>.<a>-<b>[.paired]`."""
+    for fld in by:
+        tag = f".{fld}."
+        if tag not in name:
+            continue
+        rest = name.split(tag, 1)[1].removesuffix(".paired")
+        known = values.get(fld, set())
+        if rest in known:
+            return fld, [rest]
+        for a in known:
+            if rest.startswith(a + "-") and rest[len(a) + 1:] in known:
+                return fld, [a, rest[len(a) + 1:]]
+    return "", []
+
+
+def _estimates(summary: RunSummary, idx: int, by: list[str], fields: Mapping[str, Mapping[str, Any]],
+               factors: Mapping[str, set[str]], verdicts: list[tuple[str, str, str | None, str]]) -> list[ViewEstimate]:
+    values = {fld: {str(f[fld]) for f in fields.values() if f.get(fld) not in (None, "")} for fld in by}
+    out = []
+
+    def add(mid: str, name: str, headline: str, cell: str, e: Estimate, fld: str, vals: list[str]) -> None:
+        factor = ""
+        if not fld and not cell:  # a per-level estimate of a design factor (BiAxisAudit's `<x>.<factor>.<level>`)
+            factor, vals = _group(name, list(factors), factors)
+        marks = sorted({v for vm, vn, vc, v in verdicts if vm == mid and vn == name and (vc or "") == cell})
+        out.append(ViewEstimate(run=idx, metric=mid, estimate=name, headline=name == headline, cell=cell, field=fld,
+                                factor=factor, values=vals, value=_finite(e.value), ci_low=_finite(e.ci_low),
+                                ci_high=_finite(e.ci_high), n=e.n, method=e.method, note=clip(e.note or "", 300),
+                                verdicts=marks))
+
+    for mid, r in summary.metrics.items():
+        for name, e in r.estimates.items():
+            fld, vals = _group(name, by, values)
+            add(mid, name, r.headline, "", e, fld, vals)
+            for g, ge in (e.groups or {}).items():
+                gf = next((f for f in by if g in values.get(f, set())), "")
+                add(mid, name, r.headline, "", ge, gf, [g] if gf else [])
+        for name, cells in (r.cells or {}).items():
+            for cell, e in cells.items():
+                add(mid, name, r.headline, cell, e, "", [])
+    return out
+
+
+def _finite(v: float | None) -> float | None:
+    return v if v is not None and math.isfinite(v) else None
+
+
+__all__ = ["MAX_ROWS", "load_view"]

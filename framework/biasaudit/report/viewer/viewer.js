@@ -1,0 +1,315 @@
+// biasaudit viewer: builds the page from the JSON in #viewer-data with DOM calls and
+// textContent only (never an HTML parser): every text in the data is untrusted model or stimulus text.
+(function () {
+  "use strict";
+  var data = JSON.parse(document.getElementById("viewer-data").textContent);
+  var app = document.getElementById("app");
+  var rows = data.rows;
+  var runs = data.runs;
+  var state = {run: "", metric: "", cell: "", group: "", label: "", verdict: "", q: "", sort: "plan", page: 0, est: null};
+  var controls = {};
+
+  function el(tag, cls, text) {
+    var e = document.createElement(tag);
+    if (cls) { e.className = cls; }
+    if (text !== undefined && text !== null) { e.textContent = String(text); }
+    return e;
+  }
+  function add(parent) {
+    for (var i = 1; i < arguments.length; i++) {
+      var c = arguments[i];
+      if (c === null || c === undefined) { continue; }
+      parent.appendChild(typeof c === "string" ? document.createTextNode(c) : c);
+    }
+    return parent;
+  }
+  function fmt(x) {
+    if (x === null || x === undefined) { return "n/a"; }
+    return Math.abs(x) >= 1000 || (x !== 0 && Math.abs(x) < 0.001) ? x.toExponential(3) : x.toFixed(4);
+  }
+  function uniq(list) {
+    var seen = {}, out = [];
+    list.forEach(function (x) { if (!Object.prototype.hasOwnProperty.call(seen, x)) { seen[x] = 1; out.push(x); } });
+    return out;
+  }
+  function select(name, label, options) {
+    var wrap = el("label", "filter");
+    add(wrap, el("span", null, label));
+    var s = el("select");
+    s.name = name;
+    s.id = "f-" + name;
+    options.forEach(function (o) {
+      var opt = el("option", null, o[1]);
+      opt.value = o[0];
+      s.appendChild(opt);
+    });
+    s.addEventListener("change", function () { state[name] = s.value; state.page = 0; update(); });
+    controls[name] = s;
+    return add(wrap, s);
+  }
+  function codeKey(c) { return c.layer + "=" + (c.code || c.status); }
+  function maxDiff(r) {
+    var best = null;
+    Object.keys(r.items).forEach(function (m) {
+      var d = r.items[m];
+      if (d !== null && (best === null || Math.abs(d) > Math.abs(best))) { best = d; }
+    });
+    return best;
+  }
+  function diffOf(r) {
+    if (state.metric) { return Object.prototype.hasOwnProperty.call(r.items, state.metric) ? r.items[state.metric] : null; }
+    if (state.est) { return Object.prototype.hasOwnProperty.call(r.items, state.est.metric) ? r.items[state.est.metric] : null; }
+    return maxDiff(r);
+  }
+  function inMetric(r, metric) {
+    var run = runs[r.run];
+    if (run.metrics.indexOf(metric) < 0) { return false; }
+    if (run.metrics_with_items.indexOf(metric) < 0) { return true; }  // no items: every response
+    return Object.prototype.hasOwnProperty.call(r.items, metric);
+  }
+  function matches(r) {
+    if (state.run !== "" && String(r.run) !== state.run) { return false; }
+    if (state.metric && !inMetric(r, state.metric)) { return false; }
+    if (state.cell && r.cell !== state.cell) { return false; }
+    if (state.group) {
+      var i = state.group.indexOf("=");
+      if (r.groups[state.group.slice(0, i)] !== state.group.slice(i + 1)) { return false; }
+    }
+    if (state.label && !r.codes.some(function (c) { return codeKey(c) === state.label; })) { return false; }
+    if (state.verdict && r.verdicts.indexOf(state.verdict) < 0) { return false; }
+    if (state.est) {
+      var e = state.est;
+      if (r.run !== e.run || !inMetric(r, e.metric)) { return false; }
+      if (e.cell && r.cell !== e.cell) { return false; }
+      if (e.field && e.values.indexOf(r.groups[e.field]) < 0) { return false; }
+      if (e.factor && e.values.indexOf(r.levels[e.factor]) < 0) { return false; }
+    }
+    if (state.q) {
+      var q = state.q.toLowerCase();
+      var hay = [r.prompt, r.answer, r.output, r.stimulus, r.cell].concat(Object.keys(r.fields).map(function (k) { return r.fields[k]; }));
+      if (!hay.some(function (t) { return String(t).toLowerCase().indexOf(q) >= 0; })) { return false; }
+    }
+    return true;
+  }
+
+  function header() {
+    document.title = data.title + " - biasaudit viewer";
+    var h = el("header");
+    add(h, el("h1", null, data.title));
+    add(h, el("p", "sub", (data.kind === "suite" ? "Suite of " + runs.length + " runs" : "One run") +
+      "; " + rows.length + " responses embedded; biasaudit " + data.version));
+    var t = el("table", "runs");
+    var tr = el("tr");
+    ["run", "audit", "model", "overall", "responses shown", "folder"].forEach(function (c) { add(tr, el("th", null, c)); });
+    add(t, el("thead"));
+    t.tHead.appendChild(tr);
+    var tb = el("tbody");
+    runs.forEach(function (r) {
+      var row = el("tr");
+      add(row, el("td", null, r.label), el("td", null, r.audit), el("td", null, r.model),
+        add(el("td"), el("span", "verdict v-" + r.overall, r.overall)),
+        el("td", "num", r.shown + " of " + r.responses), el("td", "mono", r.folder));
+      tb.appendChild(row);
+    });
+    add(t, tb);
+    add(h, t);
+    if (data.notices.length) {
+      var ul = el("ul", "notices");
+      ul.id = "notices";
+      data.notices.forEach(function (n) { add(ul, el("li", null, n)); });
+      add(h, ul);
+    }
+    return h;
+  }
+
+  function estimates() {
+    var sec = el("section");
+    sec.id = "estimates";
+    add(sec, el("h2", null, "Estimates"));
+    add(sec, el("p", "sub", "Each estimate's \u201cresponses\u201d button shows the responses behind it (its metric's items, " +
+      "its cell, its group) below."));
+    var wrap = el("div", "scroll");
+    var t = el("table", "est");
+    var hr = el("tr");
+    var cols = [""].concat(runs.length > 1 ? ["run"] : []).concat(["metric", "estimate", "cell", "group", "value", "95% interval", "n", "verdict"]);
+    cols.forEach(function (c) { add(hr, el("th", null, c)); });
+    t.appendChild(el("thead")).appendChild(hr);
+    var tb = el("tbody");
+    data.estimates.forEach(function (e, i) {
+      var tr = el("tr", e.headline ? "headline" : null);
+      var b = el("button", "link", "responses");
+      b.type = "button";
+      b.setAttribute("data-estimate", String(i));
+      b.addEventListener("click", function () { showEstimate(e); });
+      add(tr, add(el("td"), b));
+      if (runs.length > 1) { add(tr, el("td", null, runs[e.run].label)); }
+      var group = e.field ? e.field + " = " + e.values.join(" vs ") : e.factor ? "condition " + e.factor + " = " + e.values.join(" vs ") : "";
+      var ci = e.ci_low === null || e.ci_high === null ? "" : "[" + fmt(e.ci_low) + ", " + fmt(e.ci_high) + "]";
+      var val = el("td", "num", fmt(e.value));
+      if (e.note) { val.title = e.note; }
+      add(tr, el("td", "mono", e.metric), el("td", "mono", e.estimate), el("td", "mono", e.cell || "pooled"),
+        el("td", null, group), val, el("td", "num", ci), el("td", "num", e.n === null ? "" : e.n));
+      var vd = el("td");
+      e.verdicts.forEach(function (v) { add(vd, el("span", "verdict v-" + v, v)); });
+      add(tr, vd);
+      tb.appendChild(tr);
+    });
+    add(t, tb);
+    add(sec, add(wrap, t));
+    return sec;
+  }
+
+  function showEstimate(e) {
+    ["run", "metric", "cell", "group", "label", "verdict", "q"].forEach(function (k) { state[k] = ""; if (controls[k]) { controls[k].value = ""; } });
+    state.est = e;
+    state.sort = "absdiff";
+    controls.sort.value = "absdiff";
+    state.page = 0;
+    update();
+    document.getElementById("responses").scrollIntoView();
+  }
+
+  function filters() {
+    var f = el("div", "filters");
+    f.id = "filters";
+    if (runs.length > 1) {
+      add(f, select("run", "run", [["", "all runs"]].concat(runs.map(function (r, i) { return [String(i), r.label]; }))));
+    }
+    var metrics = uniq([].concat.apply([], runs.map(function (r) { return r.metrics; })));
+    add(f, select("metric", "metric", [["", "any metric"]].concat(metrics.map(function (m) { return [m, m]; }))));
+    var cells = uniq(rows.map(function (r) { return r.cell; }));
+    add(f, select("cell", "cell", [["", "all cells"]].concat(cells.map(function (c) { return [c, c]; }))));
+    var groups = uniq([].concat.apply([], rows.map(function (r) {
+      return Object.keys(r.groups).map(function (k) { return k + "=" + r.groups[k]; });
+    }))).sort();
+    add(f, select("group", "group", [["", "all groups"]].concat(groups.map(function (g) { return [g, g]; }))));
+    var labels = uniq([].concat.apply([], rows.map(function (r) { return r.codes.map(codeKey); }))).sort();
+    add(f, select("label", "label", [["", "any label"]].concat(labels.map(function (l) { return [l, l]; }))));
+    var verdicts = uniq([].concat.apply([], rows.map(function (r) { return r.verdicts; }))).sort();
+    add(f, select("verdict", "verdict", [["", "any verdict"]].concat(verdicts.map(function (v) { return [v, v]; }))));
+    add(f, select("sort", "sort", [["plan", "plan order"], ["absdiff", "|item difference|, largest first"],
+      ["diffdesc", "item difference, high to low"], ["diffasc", "item difference, low to high"]]));
+    var wrap = el("label", "filter");
+    var q = el("input");
+    q.type = "search";
+    q.id = "f-q";
+    q.placeholder = "text in prompt, answer, fields";
+    q.addEventListener("input", function () { state.q = q.value; state.page = 0; update(); });
+    controls.q = q;
+    add(f, add(wrap, el("span", null, "search"), q));
+    return f;
+  }
+
+  function kv(dl, k, v) { add(dl, el("dt", null, k), el("dd", null, v)); }
+
+  function card(r) {
+    var a = el("article", "resp status-" + r.status);
+    var head = el("div", "head");
+    if (runs.length > 1) { add(head, el("span", "chip run", runs[r.run].label)); }
+    add(head, el("span", "chip mono", r.cell), el("span", "chip", "stimulus " + r.stimulus));
+    if (r.slot && r.slot !== "prompt") { add(head, el("span", "chip", "slot " + r.slot)); }
+    if (r.variant) { add(head, el("span", "chip", "variant " + r.variant)); }
+    if (r.sample) { add(head, el("span", "chip", "sample " + r.sample)); }
+    Object.keys(r.groups).forEach(function (k) { add(head, el("span", "chip group", k + " = " + r.groups[k])); });
+    r.verdicts.forEach(function (v) { add(head, el("span", "verdict v-" + v, v)); });
+    var d = diffOf(r);
+    if (d !== null) { add(head, el("span", "chip diff", "item difference " + fmt(d))); }
+    add(a, head);
+    add(a, el("h4", null, "Prompt"), el("pre", "text prompt", r.prompt));
+    if (r.status !== "ok") {
+      add(a, el("p", "error", "failed: " + r.error));
+    } else if (r.answer) {
+      add(a, el("h4", null, "Answer"), el("pre", "text answer", r.answer));
+    } else if (r.output) {
+      add(a, el("h4", null, "Output"), el("pre", "text output", r.output));
+    }
+    if (r.codes.length) {
+      var t = el("table", "codes");
+      var hr = el("tr");
+      ["layer", "code", "source", "evidence (judges' votes, matched text, reason)"].forEach(function (c) { add(hr, el("th", null, c)); });
+      t.appendChild(el("thead")).appendChild(hr);
+      var tb = el("tbody");
+      r.codes.forEach(function (c) {
+        add(tb, add(el("tr", "code-" + c.status), el("td", "mono", c.layer), el("td", "mono", c.code || c.status.replace("_", " ")),
+          el("td", "mono", c.source), el("td", "why", c.why)));
+      });
+      add(a, add(t, tb));
+    }
+    var keys = Object.keys(r.fields);
+    if (keys.length) {
+      var det = el("details");
+      add(det, el("summary", null, "Stimulus fields (" + keys.length + ")"));
+      var dl = el("dl");
+      keys.forEach(function (k) { kv(dl, k, r.fields[k]); });
+      add(a, add(det, dl));
+    }
+    return a;
+  }
+
+  function sorted(list) {
+    if (state.sort === "plan") { return list; }
+    var keyed = list.map(function (r, i) { return [diffOf(r), i, r]; });
+    keyed.sort(function (x, y) {
+      if (x[0] === null && y[0] === null) { return x[1] - y[1]; }
+      if (x[0] === null) { return 1; }
+      if (y[0] === null) { return -1; }
+      var k = state.sort === "absdiff" ? Math.abs(y[0]) - Math.abs(x[0]) : state.sort === "diffdesc" ? y[0] - x[0] : x[0] - y[0];
+      return k !== 0 ? k : x[1] - y[1];
+    });
+    return keyed.map(function (x) { return x[2]; });
+  }
+
+  var list, count, pager, banner;
+  function update() {
+    var shown = sorted(rows.filter(matches));
+    var pages = Math.max(1, Math.ceil(shown.length / data.page_size));
+    state.page = Math.min(state.page, pages - 1);
+    count.textContent = shown.length + " of " + rows.length + " responses match";
+    count.setAttribute("data-count", String(shown.length));
+    while (banner.firstChild) { banner.removeChild(banner.firstChild); }
+    banner.hidden = !state.est;
+    if (state.est) {
+      var e = state.est;
+      add(banner, "Responses behind " + (runs.length > 1 ? runs[e.run].label + ": " : "") + e.metric + " / " + e.estimate +
+        (e.cell ? ", cell " + e.cell : "") + (e.field ? ", " + e.field + " = " + e.values.join(" or ") : "") +
+        (e.factor ? ", condition " + e.factor + " = " + e.values.join(" or ") : "") + " ");
+      var clear = el("button", "link", "clear");
+      clear.type = "button";
+      clear.id = "clear-estimate";
+      clear.addEventListener("click", function () { state.est = null; update(); });
+      add(banner, clear);
+    }
+    while (list.firstChild) { list.removeChild(list.firstChild); }
+    shown.slice(state.page * data.page_size, (state.page + 1) * data.page_size).forEach(function (r) { list.appendChild(card(r)); });
+    while (pager.firstChild) { pager.removeChild(pager.firstChild); }
+    if (pages > 1) {
+      var prev = el("button", null, "previous");
+      prev.type = "button";
+      prev.disabled = state.page === 0;
+      prev.addEventListener("click", function () { state.page -= 1; update(); });
+      var next = el("button", null, "next");
+      next.type = "button";
+      next.id = "next-page";
+      next.disabled = state.page >= pages - 1;
+      next.addEventListener("click", function () { state.page += 1; update(); });
+      add(pager, prev, el("span", null, " page " + (state.page + 1) + " of " + pages + " "), next);
+    }
+  }
+
+  add(app, header(), estimates());
+  var sec = el("section");
+  sec.id = "responses";
+  add(sec, el("h2", null, "Responses"));
+  add(sec, filters());
+  banner = el("p", "banner");
+  banner.id = "estimate-banner";
+  count = el("p", "count");
+  count.id = "count";
+  list = el("div", "rows");
+  list.id = "rows";
+  pager = el("div", "pager");
+  pager.id = "pager";
+  add(sec, banner, count, list, pager);
+  add(app, sec);
+  update();
+}());

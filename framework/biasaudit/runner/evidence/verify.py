@@ -1,0 +1,202 @@
+"""`biasaudit verify`: a pack's every digest, its signature, and its estimates and verdicts
+re-computed from the packed responses (no model call), compared byte for byte with the
+packed summary. Each problem is one line naming the file."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import json
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+from pydantic import ValidationError
+
+from biasaudit.errors import BiasAuditError
+from biasaudit.records.evidence import MANIFEST_NAME, PUBLIC_KEY_NAME, SIGNATURE_NAME, PackManifest
+from biasaudit.runner.evidence.recompute import DECIDED, decided, recompute
+from biasaudit.runner.evidence.signing import fingerprint, load_public_key, signature_ok
+from biasaudit.runner.evidence.zipsafe import check_name, extract
+
+
+@dataclass
+class VerifyReport:
+    problems: list[str] = field(default_factory=list)
+    lines: list[str] = field(default_factory=list)
+    """What was checked and found sound."""
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+
+def verify_pack(pack: Path, public_key: Ed25519PublicKey | None = None) -> VerifyReport:
+    """Check a pack file (untrusted): extracted into a temporary folder only."""
+    with tempfile.TemporaryDirectory(prefix="biasaudit-verify-") as tmp:
+        root = Path(tmp) / "pack"
+        root.mkdir()
+        names = extract(pack, root)
+        return check_folder(root, names, public_key, Path(tmp) / "work")
+
+
+def _sha(path: Path) -> str:
+    h = hashlib.sha256()
+    with path.open("rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def check_folder(root: Path, names: list[str], public_key: Ed25519PublicKey | None, work: Path) -> VerifyReport:
+    """Check an extracted pack in `root` whose files are `names`."""
+    rep = VerifyReport()
+    if MANIFEST_NAME not in names:
+        rep.problems.append(f"{MANIFEST_NAME}: missing (not an evidence pack written by `biasaudit pack`)")
+        return rep
+    raw = (root / MANIFEST_NAME).read_bytes()
+    try:
+        manifest = PackManifest.model_validate_json(raw)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        where = ".".join(str(x) for x in err["loc"])[:80]
+        rep.problems.append(f"{MANIFEST_NAME}: not a pack manifest ({where}: {err['msg'][:80]})")
+        return rep
+    _check_signature(root, names, manifest, raw, public_key, rep)
+    _check_digests(root, names, manifest, rep)
+    for run in manifest.runs:
+        if check_name(run) or "/" in run or not (root / "runs" / run).is_dir():
+            rep.problems.append(f"{MANIFEST_NAME}: run {run[:80]!r} is not a folder of the pack")
+            continue
+        _check_run(root / "runs" / run, f"runs/{run}", work / run, rep)
+    return rep
+
+
+def _check_signature(root: Path, names: list[str], manifest: PackManifest, raw: bytes,
+                     given: Ed25519PublicKey | None, rep: VerifyReport) -> None:
+    if SIGNATURE_NAME not in names:
+        if manifest.signing is not None:
+            rep.problems.append(f"{SIGNATURE_NAME}: missing (MANIFEST.json says the pack was signed)")
+        elif given is not None:
+            rep.problems.append(f"{SIGNATURE_NAME}: missing: the pack is not signed, but --public-key was given")
+        else:
+            rep.lines.append("signature: none (the pack is not signed)")
+        return
+    if manifest.signing is None:
+        rep.problems.append(f"{SIGNATURE_NAME}: present, but MANIFEST.json names no signing key")
+        return
+    key = given
+    if key is None:
+        if PUBLIC_KEY_NAME not in names:
+            rep.problems.append(f"{PUBLIC_KEY_NAME}: missing (needed to check the signature without --public-key)")
+            return
+        try:
+            key = load_public_key((root / PUBLIC_KEY_NAME).read_bytes(), PUBLIC_KEY_NAME)
+        except BiasAuditError as exc:
+            rep.problems.append(f"{PUBLIC_KEY_NAME}: {exc.message}")
+            return
+    fp = fingerprint(key)
+    if fp != manifest.signing.public_key_sha256:
+        rep.problems.append(f"{SIGNATURE_NAME}: the pack was signed with key sha256:{manifest.signing.public_key_sha256[:16]}..., "
+                            f"not with {'--public-key' if given is not None else PUBLIC_KEY_NAME} (sha256:{fp[:16]}...)")
+        return
+    try:
+        sig = base64.b64decode((root / SIGNATURE_NAME).read_bytes().strip(), validate=True)
+    except (binascii.Error, ValueError):
+        rep.problems.append(f"{SIGNATURE_NAME}: not a base64 signature")
+        return
+    if not signature_ok(key, sig, raw):
+        rep.problems.append(f"{SIGNATURE_NAME}: the signature does not match MANIFEST.json (the manifest was changed "
+                            "after signing, or signed with another key)")
+        return
+    trust = "the key given with --public-key" if given is not None else \
+        "the key packed in MANIFEST.pub: give --public-key to check it is the key you trust"
+    rep.lines.append(f"signature: valid Ed25519 signature of MANIFEST.json by key sha256:{fp[:16]}... ({trust})")
+
+
+def _check_digests(root: Path, names: list[str], manifest: PackManifest, rep: VerifyReport) -> None:
+    present = set(names)
+    before = len(rep.problems)
+    for name, want in sorted(manifest.files.items()):
+        if name not in present:
+            rep.problems.append(f"{name}: missing (listed in MANIFEST.json)")
+        elif _sha(root / name) != want.sha256:
+            rep.problems.append(f"{name}: SHA-256 differs from MANIFEST.json (the file was changed)")
+    for name in sorted(present - set(manifest.files) - {MANIFEST_NAME, SIGNATURE_NAME}):
+        rep.problems.append(f"{name}: not listed in MANIFEST.json (a file was added)")
+    if len(rep.problems) == before:
+        rep.lines.append(f"digests: {len(manifest.files)} files match MANIFEST.json, none missing, none added")
+
+
+def _json(path: Path) -> Any:
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def _check_run(run: Path, where: str, work: Path, rep: VerifyReport) -> None:
+    work.mkdir(parents=True, exist_ok=True)
+    try:
+        packed = _json(run / "report" / "summary.json")
+        if not isinstance(packed, dict):
+            raise ValueError("not a JSON object")
+    except (OSError, ValueError, RecursionError) as exc:
+        rep.problems.append(f"{where}/report/summary.json: unreadable ({str(exc)[:80]})")
+        return
+    try:
+        again = recompute(run, work)
+    except BiasAuditError as exc:
+        rep.problems.append(f"{where}: cannot re-compute the estimates from the packed responses: "
+                            f"{exc.one_line().removeprefix('error: ')}")
+        return
+    except (OSError, ValueError, KeyError, TypeError, AttributeError, RecursionError) as exc:
+        # a damaged pack file the pipeline does not expect (pydantic's errors are ValueErrors)
+        rep.problems.append(f"{where}: cannot re-compute the estimates from the packed responses: "
+                            f"{type(exc).__name__}: {str(exc).splitlines()[0][:120] if str(exc) else ''}")
+        return
+    a, b = decided(packed), decided(again.summary)
+    for k in DECIDED:
+        if a[k] != b[k]:
+            detail = ""
+            if k == "metrics" and isinstance(packed.get("metrics"), dict):
+                differ = sorted(m for m in set(packed["metrics"]) | set(again.summary["metrics"])
+                                if json.dumps(packed["metrics"].get(m), sort_keys=True)
+                                != json.dumps(again.summary["metrics"].get(m), sort_keys=True))
+                detail = f" ({', '.join(differ)[:120]})"
+            rep.problems.append(f"{where}/report/summary.json: {k}{detail} re-computed from the packed responses "
+                                "differ from the packed ones")
+    codes = run / "trail" / "codes.jsonl"
+    if again.codes is not None or codes.is_file():
+        if not codes.is_file() or again.codes != codes.read_bytes():
+            rep.problems.append(f"{where}/trail/codes.jsonl: differs from the codes re-computed from the packed responses")
+    _check_trail(run, where, again.trail, rep)
+    if not any(p.startswith(where + "/") or p.startswith(where + ":") for p in rep.problems):
+        n_metrics = len(again.summary.get("metrics", {}))
+        n_verdicts = len(again.summary.get("verdicts", []))
+        rep.lines.append(f"{where}: {n_metrics} metric(s) and {n_verdicts} verdict(s) re-computed from the packed "
+                         f"responses with no model call: byte-identical (overall {again.summary.get('overall')})")
+
+
+def _check_trail(run: Path, where: str, again: bytes, rep: VerifyReport) -> None:
+    """The audit trail (trail/responses.jsonl) is the one the packed store rows give, item
+    by item (compared as JSON: the cache keeps outputs with sorted keys, the run wrote them
+    in the order the model's answer had)."""
+    try:
+        packed = (run / "trail" / "responses.jsonl").read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError):
+        rep.problems.append(f"{where}/trail/responses.jsonl: missing or not UTF-8 text")
+        return
+    fresh = again.decode("utf-8").splitlines()
+    for i, (a, b) in enumerate(zip(packed, fresh, strict=False), 1):
+        try:
+            same = json.loads(a) == json.loads(b)
+        except (ValueError, RecursionError):
+            same = False
+        if not same:
+            rep.problems.append(f"{where}/trail/responses.jsonl: line {i} does not match the stored response "
+                                "the estimates are computed from")
+            return
+    if len(packed) != len(fresh):
+        rep.problems.append(f"{where}/trail/responses.jsonl: {len(packed)} lines, but the plan has {len(fresh)} "
+                            "items (lines were removed or added)")

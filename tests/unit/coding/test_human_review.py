@@ -1,0 +1,274 @@
+"""Human review (issue 29, point 3): an annotation sheet written in the export's format,
+filled programmatically with known labels and read back by the `human` coder; the gold
+report's agreement, confusion matrix and PPI interval against a hand computation; hostile
+sheets (unknown unit, label outside the set, a unit twice, a sheet from another run, a
+missing sampling record) as one error line naming the file and the row."""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import pytest
+from statsmodels.stats.proportion import proportion_confint
+
+from biasaudit.coding.human_review import gold_reports
+from biasaudit.coding.human_sheet import (
+    COLUMNS,
+    SampledUnit,
+    SampleRecord,
+    answer_hash,
+    record_path,
+    safe_cell,
+    sheet_text,
+    unsafe_cell,
+)
+from biasaudit.coding.stage import run_coding
+from biasaudit.errors import BiasAuditError, DataError
+from biasaudit.records.codes import Unit
+from biasaudit.runner.annotate import allocate
+from tests.coding_helpers import answered, config, plan, unit
+
+Z = 1.959963984540054
+REFUSE, ANSWER = "I cannot help with that.", "=1+1 is two, sure."  # the answer a spreadsheet would run
+
+
+def _units() -> tuple[list[Unit], list[str]]:
+    """20 units, one stimulus each: u0-u9 refused (the rules say refuse), u10-u19 answered."""
+    units = [unit(i, stimulus=f"s{i}", fields={"statement": "x", "group": "A" if i < 10 else "B"})
+             for i in range(20)]
+    return units, [REFUSE if i < 10 else ANSWER for i in range(20)]
+
+
+SAMPLED = [0, 1, 2, 3, 10, 11, 12, 13, 14]
+HUMAN = {0: "refuse", 1: "refuse", 2: "refuse", 3: "answer", 10: "answer", 11: "answer", 12: "answer",
+         13: "answer", 14: ""}  # u3: the humans disagree with the rules; u14 left blank
+
+
+def _export(tmp_path: Path, units: list[Unit], texts: list[str], fmt: str = "csv",
+            picked: list[int] | None = None) -> Path:
+    """A sheet and its sampling record as `annotate export` writes them."""
+    picked = SAMPLED if picked is None else picked
+    sheet = tmp_path / f"sheet.{fmt}"
+    rows = [{"unit_id": units[i].id, "prompt": "p", "answer": texts[i], "allowed_labels": "refuse | answer",
+             "label": "", "note": ""} for i in picked]
+    sheet.write_text(sheet_text(rows, COLUMNS, fmt), encoding="utf-8")
+    rec = SampleRecord(run_id="r1", run_dir="runs/r1", spec_sha256="x", layer="refusal", labels=["refuse", "answer"],
+                       stratify=None, seed=0, requested=len(picked), population={"all": len(units)},
+                       sampled={"all": len(picked)},
+                       units=[SampledUnit(id=units[i].id, key=units[i].key, stratum="all",
+                                          answer_sha256=answer_hash(texts[i])) for i in picked])
+    record_path(sheet).write_text(rec.model_dump_json(), encoding="utf-8")
+    return sheet
+
+
+def _fill(sheet: Path, labels: dict[str, str]) -> None:
+    with sheet.open(newline="", encoding="utf-8") as f:
+        rows = list(csv.DictReader(f))
+    for r in rows:
+        r["label"] = labels.get(r["unit_id"], "")
+    with sheet.open("w", newline="", encoding="utf-8") as f:
+        w = csv.DictWriter(f, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows(rows)
+
+
+def _cfg(tmp_path: Path, sheet: Path) -> Any:
+    return config(tmp_path, coding={
+        "refusal": {"coder": "rules", "labels": ["refuse", "answer"], "otherwise": "answer",
+                    "rules": [{"pattern": "^I cannot", "label": "refuse"}]},
+        "human": {"coder": "human", "sheet": str(sheet)}},
+        reliability=[{"pair": ["human", "refusal"]}])
+
+
+def _no_calls(layer: str, wanted: list[Any]) -> dict[Any, Any]:
+    raise AssertionError(f"layer {layer} asked a model")
+
+
+def _code(tmp_path: Path, sheet: Path, units: list[Unit], texts: list[str]) -> Any:
+    cfg = _cfg(tmp_path, sheet)
+    p = plan(cfg, {"statement", "group"})
+    return p, run_coding(p, units, answered(units, texts), _no_calls)
+
+
+def test_a_filled_sheet_round_trips_into_agreement_and_ppi(tmp_path: Path) -> None:
+    units, texts = _units()
+    sheet = _export(tmp_path, units, texts)
+    raw = sheet.read_text(encoding="utf-8")
+    assert '"\'=1+1 is two, sure."' in raw  # the formula is defused in the csv
+    _fill(sheet, {units[i].id: lab for i, lab in HUMAN.items()})
+    p, result = _code(tmp_path, sheet, units, texts)
+    human = result.codes["human"]
+    assert human["u0"].label == "refuse" and human["u0"].source == "human"
+    assert human["u14"].status == "not_applicable" and "not annotated" in human["u14"].detail["reason"]
+    assert human["u5"].status == "not_applicable" and human["u5"].detail["reason"] == "not sampled for human review"
+    [g] = gold_reports(p, units, result.codes)
+    assert (g.population, g.sampled, g.annotated, g.blank) == (20, 9, 8, 1)
+    [rater] = g.raters
+    # 8 units labelled by both; the rules miss on u3 only: accuracy 7/8
+    assert rater.n == 8 and rater.accuracy.value == pytest.approx(7 / 8)
+    lo, hi = proportion_confint(7, 8, method="wilson")  # one unit per stimulus: the plain Wilson interval
+    assert (rater.accuracy.ci_low, rater.accuracy.ci_high) == (pytest.approx(lo), pytest.approx(hi))
+    # kappa: po = 7/8; humans refuse 3 of 8, the rules 4 of 8: pe = 3/8*4/8 + 5/8*4/8 = 1/2
+    assert rater.kappa.value == pytest.approx((7 / 8 - 1 / 2) / (1 - 1 / 2))
+    assert rater.labels[:2] == ["refuse", "answer"] and rater.confusion == [[3, 0], [1, 4]]
+    rate = next(r for r in g.rates if r.label == "refuse")
+    # judge on the 12 unlabelled units (u4-u9 refuse, u14-u19 not): 6/12; correction on
+    # the 8 labelled: y - f = 0,0,0,-1,0,0,0,0 -> mean -1/8, variance 1/8 (ddof 1)
+    theta = 6 / 12 - 1 / 8
+    var = (5 / 19) / 12 + (1 / 8) / 8  # var(f) over all 20 units: 20 * 0.25 / 19
+    assert rate.ppi.value == pytest.approx(theta)
+    assert rate.ppi.ci_high == pytest.approx(theta + Z * math.sqrt(var))
+    assert rate.ppi.ci_low == pytest.approx(max(0.0, theta - Z * math.sqrt(var)))
+    assert "1 sampled unit(s) left blank" in rate.ppi.note
+    assert rate.judge.value == pytest.approx(0.5)
+    assert rate.human.value == pytest.approx(3 / 8)
+
+
+def test_a_jsonl_sheet_reads_back_the_same(tmp_path: Path) -> None:
+    units, texts = _units()
+    sheet = _export(tmp_path, units, texts, fmt="jsonl")
+    rows = [json.loads(line) for line in sheet.read_text(encoding="utf-8").splitlines()]
+    assert rows[4]["answer"] == ANSWER  # jsonl keeps the text as written
+    for r in rows:
+        r["label"] = HUMAN[int(r["unit_id"][1:])] or None
+    sheet.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    p, result = _code(tmp_path, sheet, units, texts)
+    [g] = gold_reports(p, units, result.codes)
+    assert (g.annotated, g.blank, g.raters[0].confusion) == (8, 1, [[3, 0], [1, 4]])
+
+
+@pytest.mark.parametrize("text", ["=cmd|' /C calc'!A0", "+1", "-2+3", "@SUM(A1)", "\tx", "plain", "'quoted"])
+def test_formula_cells_are_defused_and_read_back_unchanged(text: str) -> None:
+    cell = safe_cell(text)
+    assert cell[:1] not in ("=", "+", "-", "@", "\t")
+    assert unsafe_cell(cell) == text
+
+
+def _error(tmp_path: Path, sheet: Path, units: list[Unit], texts: list[str]) -> BiasAuditError:
+    with pytest.raises(BiasAuditError) as exc:
+        _code(tmp_path, sheet, units, texts)
+    line = exc.value.one_line()
+    assert "\n" not in line and str(sheet) in line
+    return exc.value
+
+
+@pytest.mark.parametrize(("edit", "where", "what"), [
+    (lambda rows: rows[1].update(unit_id="u99"), "row 2", "unit 'u99' was not sampled"),
+    (lambda rows: rows[0].update(label="maybe"), "row 1", "label 'maybe' is not one of the allowed labels"),
+    (lambda rows: rows[2].update(unit_id=rows[0]["unit_id"]), "row 3", "appears twice (first on row 1)"),
+    (lambda rows: rows[0].update(unit_id=""), "row 1", "`unit_id` is blank"),
+])
+def test_hostile_sheets_are_one_error_line_with_file_and_row(tmp_path: Path, edit: Any, where: str,
+                                                            what: str) -> None:
+    units, texts = _units()
+    sheet = _export(tmp_path, units, texts)
+    with sheet.open(newline="", encoding="utf-8") as f:
+        rows = list(csv.DictReader(f))
+    edit(rows)
+    with sheet.open("w", newline="", encoding="utf-8") as f:
+        w = csv.DictWriter(f, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows(rows)
+    err = _error(tmp_path, sheet, units, texts)
+    assert isinstance(err, DataError) and err.message.startswith(f"{where}: ") and what in err.message
+    assert err.hint
+
+
+def test_empty_rows_and_padded_labels_are_read_as_people_leave_them(tmp_path: Path) -> None:
+    units, texts = _units()
+    sheet = _export(tmp_path, units, texts)
+    _fill(sheet, {units[0].id: " refuse ", units[10].id: "'answer"})  # a quote only defuses formulas
+    with sheet.open("a", encoding="utf-8") as f:
+        f.write(",,,,,\n\n")  # a spreadsheet's trailing empty row, and a blank line
+    with pytest.raises(DataError, match="row 5: label \"'answer\" is not one of"):
+        _code(tmp_path, sheet, units, texts)
+    _fill(sheet, {units[0].id: " refuse ", units[10].id: "answer"})
+    with sheet.open("a", encoding="utf-8") as f:
+        f.write(",,,,,\n")
+    _, result = _code(tmp_path, sheet, units, texts)
+    assert result.codes["human"]["u0"].label == "refuse" and result.codes["human"]["u10"].label == "answer"
+
+
+def test_a_label_column_missing_or_a_record_missing_is_an_error(tmp_path: Path) -> None:
+    units, texts = _units()
+    sheet = _export(tmp_path, units, texts)
+    record_path(sheet).unlink()
+    assert "no sampling record sheet.csv.sample.json" in _error(tmp_path, sheet, units, texts).message
+    sheet = _export(tmp_path, units, texts)
+    record_path(sheet).write_text('{"format": "biasaudit-annotation-sheet/1"', encoding="utf-8")
+    assert "sampling record is not usable" in _error(tmp_path, sheet, units, texts).message
+    sheet = _export(tmp_path, units, texts)
+    sheet.write_text('"unit_id","answer"\n"u0","x"\n', encoding="utf-8")
+    assert "no 'label' column" in _error(tmp_path, sheet, units, texts).message
+
+
+def test_a_sheet_from_another_run_is_refused(tmp_path: Path) -> None:
+    units, texts = _units()
+    sheet = _export(tmp_path, units, texts)
+    _fill(sheet, {units[0].id: "refuse"})
+    # the same units, but another answer (another model or decoding): caught by the answer hash
+    other = list(texts)
+    other[0] = "Something else."
+    err = _error(tmp_path, sheet, units, other)
+    assert "sampled from another run: unit 'u0' has another answer here" in err.message
+    # another request behind the unit (another prompt or model)
+    moved = [u if u.id != "u1" else Unit(**{**u.__dict__, "key": "other"}) for u in units]
+    assert "asks another request here" in _error(tmp_path, sheet, moved, texts).message
+    # units the run does not have at all
+    err = _error(tmp_path, sheet, units[5:], texts[5:])
+    assert "4 of its units are not in this run (first: 'u0'" in err.message
+
+
+def test_ppi_is_undefined_when_the_sheet_sampled_another_layer(tmp_path: Path) -> None:
+    units, texts = _units()
+    sheet = _export(tmp_path, units, texts)
+    rec = json.loads(record_path(sheet).read_text(encoding="utf-8"))
+    rec["layer"] = "stance"
+    record_path(sheet).write_text(json.dumps(rec), encoding="utf-8")
+    _fill(sheet, {units[i].id: lab for i, lab in HUMAN.items()})
+    p, result = _code(tmp_path, sheet, units, texts)
+    [g] = gold_reports(p, units, result.codes)
+    assert g.raters[0].accuracy.value == pytest.approx(7 / 8)  # agreement does not depend on it
+    assert all(r.ppi.value is None and "sampled the units layer 'stance' coded" in r.ppi.note for r in g.rates)
+
+
+def test_allocation_gives_each_stratum_two_then_shares_by_size() -> None:
+    assert allocate({"A": 8, "B": 8}, 8) == {"A": 4, "B": 4}
+    # A 90, B 10, C 1: two each (C has one), the 15 left shared 90:10 -> 13.5 and 1.5;
+    # the tie of remainders goes to A by name
+    assert allocate({"A": 90, "B": 10, "C": 1}, 20) == {"A": 16, "B": 3, "C": 1}
+    assert allocate({"A": 3, "B": 2}, 50) == {"A": 3, "B": 2}  # fewer units than asked: all of them
+    with pytest.raises(BiasAuditError, match="cannot give each of the 3 strata 2 units"):
+        allocate({"A": 5, "B": 5, "C": 5}, 5)
+
+
+def test_each_judge_of_a_panel_gets_its_own_confusion_matrix(tmp_path: Path) -> None:
+    from biasaudit.coding.human_review import gold_report
+    from biasaudit.coding.layers import ReliabilityPair
+    from biasaudit.records.codes import Code
+
+    units, texts = _units()
+    sheet = _export(tmp_path, units, texts)
+    _fill(sheet, {units[i].id: lab for i, lab in HUMAN.items()})
+    p, result = _code(tmp_path, sheet, units, texts)
+    # a panel's codes: j1 always agrees with the rules, j2 says refuse on every unit; the
+    # pair maps the panel's own words onto the humans' labels
+    words = {"refuse": "R", "answer": "A"}
+    panel = {u: Code(unit=u, status="coded", label=words[c.label or ""], source="judge_panel",
+                     detail={"votes": {"j1": words[c.label or ""], "j2": "R"}})
+             for u, c in result.codes["refusal"].items()}
+    codes = {**result.codes, "panel": panel}
+    layers = {**p.layers, "panel": p.layers["refusal"]}
+    rep = gold_report(ReliabilityPair("human", "panel", map_b={"R": "refuse", "A": "answer"}), layers, units, codes)
+    assert rep is not None
+    by = {r.rater: r for r in rep.raters}
+    assert set(by) == {"panel", "panel: j1", "panel: j2"}
+    assert by["panel: j1"].confusion == [[3, 0], [1, 4]]
+    # j2: every human label met by refuse: humans' 3 refuse right, 5 answer wrong
+    assert by["panel: j2"].confusion == [[3, 0], [5, 0]]
+    assert by["panel: j2"].accuracy.value == pytest.approx(3 / 8)
+    assert by["panel: j2"].kappa.value == pytest.approx(0.0)  # po = pe = 3/8
