@@ -16,7 +16,7 @@ from biasaudit.report import sections
 
 LAYOUT = ["audit", "run_id", "model", "spec_sha256", "data", "generated", "cover", "executive", "method", "design",
           "execution", "metrics", "coding", "conditions", "reliability", "quality", "verdicts", "validity",
-          "overall", "measured", "unmeasured_reason", "reproducibility", "trail", "answers"]
+          "overall", "measured", "unmeasured_reason", "reproducibility", "trail", "answers", "sequential"]
 
 
 def _e(v: float | None, n: int = 10) -> Estimate:

@@ -15,13 +15,14 @@ from biasaudit.methods.pivotal_perplexity.metric import (
     PivotalParams,
     _summarise,
 )
+from biasaudit.records.metric_result import ItemRow
 
 N = {c: 0.3 for c in CLASSES}
 
 
 def _ctx() -> SimpleNamespace:
     return SimpleNamespace(plan=SimpleNamespace(cells=[SimpleNamespace(id="base")]),
-                           item=lambda *a, **k: {})
+                           item=lambda s, *a, **k: ItemRow(stimulus=s))
 
 
 def _pair(i: int, cat: str, accurate: bool, tied: bool = False) -> PairResult:

@@ -12,6 +12,7 @@ from scipy import stats as st
 from statsmodels.stats.multitest import multipletests
 
 from biasaudit.methods.tfdp.metric import PairScores, TFDPParams, _summarise
+from biasaudit.records.metric_result import ItemRow
 
 
 def _pair(i: int, cat: str, ps: float) -> PairScores:
@@ -23,7 +24,7 @@ def test_ps_contrasts_equal_welch_and_holm() -> None:
     rng = np.random.default_rng(5)
     ps = {"home": rng.normal(0.3, 0.2, 12), "power": rng.normal(0.0, 0.3, 9), "work": rng.normal(0.1, 0.1, 15)}
     pairs = [_pair(i, cat, float(v)) for cat, vs in ps.items() for i, v in enumerate(vs, start=100 * len(cat))]
-    ctx = SimpleNamespace(plan=SimpleNamespace(kind="generate"), item=lambda *a, **k: {})
+    ctx = SimpleNamespace(plan=SimpleNamespace(kind="generate"), item=lambda s, *a, **k: ItemRow(stimulus=s))
     p = TFDPParams(by=["category"], contrasts=True)
     res = _summarise(ctx, "tfdp", p, pairs, [], 0, 2 * len(pairs), 1)  # type: ignore[arg-type]
     est = res.estimates
