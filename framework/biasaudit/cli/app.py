@@ -739,9 +739,9 @@ def build_parser() -> argparse.ArgumentParser:
                         formatter_class=fmt)
     ls.add_argument("what", choices=list(CATALOGS), help="what to list")
     ls.set_defaults(fn=cmd_list)
-    from biasaudit.cli import init
+    from biasaudit.cli.init import add_parser as add_init
 
-    init.add_parser(sub)
+    add_init(sub)
     for sp in (r, v, pl, cb):
         _with_overrides(sp)
     return p

@@ -23,25 +23,33 @@ SPEC_NAME = "audit.yaml"
 _FILLED = (SPEC_NAME, "README.md")
 
 
+_META = "template.yaml"  # a template's title, summary and order; not copied
+
+
 @dataclass(frozen=True)
 class Template:
     title: str  # the report title, after the project's name
     summary: str  # one line for `--list-templates` and --help
+    order: int
+    default: bool
 
 
-TEMPLATES: dict[str, Template] = {
-    "token_probability": Template("token-probability bias audit",
-                                  "minimal pairs scored by log-probability (CrowS-Pairs csv)"),
-    "generate": Template("refusal and stance audit",
-                         "generated answers coded by rules (refusal) and a judge panel (stance)"),
-    "nli": Template("NLI bias audit", "premise pairs classified against a hypothesis, M1-M11 (WinoQueer-NLI csv)"),
-    "fisco": Template("FiSCo counterfactual fairness audit",
-                      "long answers per name compared claim by claim (FiSCo raw.json)"),
-    "biaxis": Template("BiAxisAudit prompt-grid audit",
-                       "a task x role x sentiment grid, split selection / elaboration coding"),
-    "bbq": Template("BBQ question-answering audit", "three-answer questions scored by log-probability (BBQ jsonl)"),
-}
-DEFAULT = "token_probability"
+def _templates() -> dict[str, Template]:
+    """The templates, one folder each beside this module (named after the method kind it
+    scaffolds: the names live in the folders, not in code, as no module outside a method
+    package names a method)."""
+    import yaml
+
+    found: dict[str, Template] = {}
+    for meta in sorted(HERE.glob(f"*/{_META}")):
+        raw = yaml.safe_load(meta.read_text(encoding="utf-8"))
+        found[meta.parent.name] = Template(title=str(raw["title"]), summary=str(raw["summary"]),
+                                           order=int(raw["order"]), default=bool(raw.get("default", False)))
+    return dict(sorted(found.items(), key=lambda kv: kv[1].order))
+
+
+TEMPLATES: dict[str, Template] = _templates()
+DEFAULT = next(name for name, t in TEMPLATES.items() if t.default)
 
 
 def template_lines() -> list[str]:
@@ -65,8 +73,10 @@ def _check_dest(dest: Path, force: bool) -> None:
 
 
 def _write_into(tmp: Path, source: Path, name: str, title: str) -> None:
-    for src in sorted(p for p in source.rglob("*") if p.is_file()):
+    for src in sorted(p for p in source.rglob("*") if p.is_file() and p.suffix != ".pyc"):
         rel = src.relative_to(source)
+        if str(rel) == _META:
+            continue
         out = tmp / rel
         out.parent.mkdir(parents=True, exist_ok=True)
         if str(rel) in _FILLED:
