@@ -91,7 +91,7 @@ class Registry(Generic[T]):
 METHODS: Registry[MethodDef] = Registry("method")
 METRICS: Registry[MetricDef] = Registry("metric")
 CODERS: Registry[CoderDef] = Registry("coder")
-BACKENDS: Registry[BackendKind] = Registry("model backend")
+BACKENDS: Registry[BackendKind[Any]] = Registry("model backend")
 ADAPTERS: Registry[Adapter] = Registry("stimulus format")
 RECORDINGS: Registry[RecordingFormat] = Registry("recorded-response format")
 TEMPLATE_FUNCTIONS: Registry[Callable[..., Any]] = Registry("template function")

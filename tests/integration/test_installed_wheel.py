@@ -108,8 +108,14 @@ def test_wheel_runs_a_shipped_spec_and_an_init_project_outside_the_checkout(
     [second] = [p.parent for p in (project / "reports").rglob("summary.json")]
     s2 = json.loads((second / "summary.json").read_text())
     assert again.returncode == {"PASS": 0, "FAIL": 1, "INCONCLUSIVE": 3}[s2["overall"]], again.stderr
-    assert s2["audit"]["name"] == "x" and s2["execution"]["calls"] == 0  # the sample pairs are the shipped ones
-    assert s2["metrics"]["bias_score"]["estimates"]["score"] == s["metrics"]["bias_score"]["estimates"]["score"]
+    # the scaffold's 12 synthetic pairs, each sentence scored once by the installed package
+    assert s2["audit"]["name"] == "x" and s2["execution"]["requests"] == 24 and s2["execution"]["failures"] == 0
+    # every template travels in the wheel and validates from its folder
+    for kind in ("generate", "nli", "fisco", "biaxis", "bbq"):
+        made = _run([str(bin_dir / "biasaudit"), "init", kind, "--template", kind], outside, env)
+        assert made.returncode == 0, made.stderr
+        checked = _run([str(bin_dir / "biasaudit"), "validate", "./audit.yaml"], outside / kind, env)
+        assert checked.returncode == 0, checked.stderr
 
 
 def test_wheel_ships_the_bbq_and_stereoset_specs_and_their_data(installed: tuple[Path, dict[str, str]],

@@ -71,7 +71,7 @@ def load_note(cfg: Any) -> str:
     model = cfg.model
     if cfg.probe.kind == "classify_nli" and cfg.nli is not None and cfg.nli.backend != "llm_nli":
         return ""
-    if model.backend == "hf_causal" and getattr(model, "gguf_file", None):
+    if model.backend == "hf_causal" and model.gguf_file:  # the hf_causal config has one (spec.HFCausalConfig)
         return ("no load timed on this cache yet: a GGUF file is dequantized on first use, about 40 s for "
                 "SmolLM2-135M on 2 CPU cores, and kept under runtime.models_dir for later loads")
     return ""

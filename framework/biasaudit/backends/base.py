@@ -7,13 +7,13 @@ from collections.abc import Callable, Iterable, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Generic, Protocol, TypeVar
 
 from biasaudit.errors import BackendError
 from biasaudit.plan import Request
 from biasaudit.records.responses import Response as Response  # re-exported
 from biasaudit.registry import BACKENDS as BACKENDS  # re-exported: backends register here
-from biasaudit.spec import ModelConfig, RuntimeConfig
+from biasaudit.spec import BaseModelConfig, RuntimeConfig
 
 Emit = Callable[[Response], None]
 
@@ -111,15 +111,31 @@ class Backend(Protocol):
     def close(self) -> None: ...
 
 
+C = TypeVar("C", bound=BaseModelConfig)
+
+
 @dataclass(frozen=True)
-class BackendKind:
+class BackendKind(Generic[C]):
+    """A backend: its config model (one member of `spec.ModelConfig`, the union
+    discriminated by `backend`), how its identity is read from that config, and how it is
+    built from it with the run-time settings (`Backend.apply_runtime` takes them again when
+    a loaded backend is reused)."""
+
+    config: type[C]
     supports: frozenset[str]
-    identity: Callable[[ModelConfig], dict[str, Any]]
-    build: Callable[[ModelConfig, RuntimeConfig], Backend]
+    identity: Callable[[C], dict[str, Any]]
+    build: Callable[[C, RuntimeConfig], Backend]
     local: bool
     """True when requests run in this process (batching), False for remote (concurrency)."""
     label_logprobs: bool = False
     """Scores given answer tokens in-process (`choice_logprobs`), as `llm_nli` needs."""
+
+    def config_of(self, model: BaseModelConfig) -> C:
+        """`model` as this backend's own config. The spec's discriminated union already
+        chose the class by `backend`, so a mismatch is a bug, not a user error."""
+        if not isinstance(model, self.config):
+            raise TypeError(f"backend {model.backend!r} needs a {self.config.__name__}, got {type(model).__name__}")
+        return model
 
 
 def resolve_model_path(path: str, *, key: str = "model.path") -> Path | str:

@@ -10,7 +10,7 @@ from typing import Any
 from biasaudit.backends.base import BACKENDS, Backend
 from biasaudit.backends.weights import forget as forget_weights
 from biasaudit.errors import BackendError
-from biasaudit.spec import AuditConfig, ModelConfig, NLIConfig, RuntimeConfig
+from biasaudit.spec import AuditConfig, HFCausalConfig, ModelConfig, NLIConfig, RuntimeConfig
 
 # Local models loaded in this process, so a sweep or a test session loads each once.
 _LOADED: dict[str, Backend] = {}
@@ -81,8 +81,9 @@ def backend_identity(model: ModelConfig) -> dict[str, Any]:
 
 
 def _backend_identity(model: ModelConfig) -> dict[str, Any]:
-    local = BACKENDS.get(model.backend, key="model.backend").identity(model)
-    if model.serve is not None:
+    kind = BACKENDS.get(model.backend, key="model.backend")
+    local = kind.identity(kind.config_of(model))
+    if isinstance(model, HFCausalConfig) and model.serve is not None:
         from biasaudit.backends.served import served_identity
 
         return served_identity(model, local)
@@ -90,8 +91,10 @@ def _backend_identity(model: ModelConfig) -> dict[str, Any]:
 
 
 def build_backend(model: ModelConfig, runtime: RuntimeConfig) -> Backend:
+    """The backend of `model`, built with the run's settings; a local model already loaded
+    in this process is reused, with this run's settings applied to it."""
     kind = BACKENDS.get(model.backend, key="model.backend")
-    if model.serve is not None:
+    if isinstance(model, HFCausalConfig) and model.serve is not None:
         # one engine per model for the whole process: a suite's members share it
         from biasaudit.backends.served import ServedBackend
 
@@ -100,10 +103,10 @@ def build_backend(model: ModelConfig, runtime: RuntimeConfig) -> Backend:
             _LOADED[memo] = ServedBackend(model, runtime)
         return _LOADED[memo]
     if not kind.local or model.backend in ("scripted", "replay"):
-        return kind.build(model, runtime)
+        return kind.build(kind.config_of(model), runtime)
     memo = json.dumps([model.model_dump(mode="json"), runtime.threads], sort_keys=True)
     if memo not in _LOADED:
-        _LOADED[memo] = kind.build(model, runtime)
+        _LOADED[memo] = kind.build(kind.config_of(model), runtime)
     backend = _LOADED[memo]
     # run-time settings that do not change the model apply to the instance already loaded
     backend.apply_runtime(runtime)
@@ -176,7 +179,7 @@ def build_nli_backend(cfg: AuditConfig, relations: bool = True) -> Backend:
             assert chat is not None
             _LOADED[memo] = LLMNLIBackend(nli, chat, build_backend(chat, cfg.runtime), cfg.runtime)
     backend = _LOADED[memo]
-    backend.batch_size = cfg.runtime.batch_size  # type: ignore[attr-defined]
+    backend.apply_runtime(cfg.runtime)  # this run's batch size on a backend an earlier run loaded
     return backend
 
 

@@ -21,7 +21,7 @@ from typing import Any
 from biasaudit.backends.base import resolve_model_path
 from biasaudit.backends.model_files import gguf_sha256, joined_gguf, models_dir
 from biasaudit.errors import BackendError
-from biasaudit.spec import ModelConfig, RuntimeConfig
+from biasaudit.spec import HFCausalConfig, RuntimeConfig
 
 log = logging.getLogger(__name__)
 
@@ -31,7 +31,7 @@ MAX_F32_BYTES = 64 << 30
 ALL_F32 = 0  # llama.cpp's `general.file_type` for a model whose tensors are all F32
 
 
-def source_gguf(cfg: ModelConfig, runtime: RuntimeConfig) -> Path:
+def source_gguf(cfg: HFCausalConfig, runtime: RuntimeConfig) -> Path:
     """The model's GGUF file as shipped (joined from its pieces first for a split one)."""
     if not cfg.gguf_file:
         raise BackendError("model.serve needs a GGUF model (model.gguf_file)", key="model.gguf_file",
@@ -46,12 +46,12 @@ def source_gguf(cfg: ModelConfig, runtime: RuntimeConfig) -> Path:
     return f
 
 
-def as_shipped_gguf(cfg: ModelConfig, runtime: RuntimeConfig) -> Path:
+def as_shipped_gguf(cfg: HFCausalConfig, runtime: RuntimeConfig) -> Path:
     """The quantized file itself (`native` weights: llama.cpp's own numbers)."""
     return source_gguf(cfg, runtime)
 
 
-def exact_gguf(cfg: ModelConfig, runtime: RuntimeConfig) -> Path:
+def exact_gguf(cfg: HFCausalConfig, runtime: RuntimeConfig) -> Path:
     """A float32 copy of the model's GGUF, made once and reused."""
     src = source_gguf(cfg, runtime)
     target_dir = models_dir(runtime) / "gguf-f32" / gguf_sha256(cfg)

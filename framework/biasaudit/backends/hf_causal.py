@@ -35,13 +35,13 @@ from biasaudit.backends.packed_scoring import (
 from biasaudit.backends.weights import shared
 from biasaudit.errors import BackendError
 from biasaudit.plan import Request
-from biasaudit.spec import ModelConfig, RuntimeConfig
+from biasaudit.spec import HFCausalConfig, RuntimeConfig
 
 log = logging.getLogger(__name__)
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 
-def _identity(cfg: ModelConfig) -> dict[str, Any]:
+def _identity(cfg: HFCausalConfig) -> dict[str, Any]:
     if cfg.path is None:
         raise BackendError("hf_causal needs `model.path`", key="model.path")
     ident: dict[str, Any] = {"backend": "hf_causal", "dtype": cfg.dtype}
@@ -80,7 +80,7 @@ ROW_TOKENS = 128
 class HFCausalBackend:
     supports = frozenset({"generate", "sequence_logprob", "next_token", "choice"})
 
-    def __init__(self, cfg: ModelConfig, runtime: RuntimeConfig) -> None:
+    def __init__(self, cfg: HFCausalConfig, runtime: RuntimeConfig) -> None:
         self.cfg = cfg
         self.row_tokens = ROW_TOKENS
         self.share_prefixes = True  # packed scoring: one node per shared prefix (False: plain packing)
@@ -113,7 +113,7 @@ class HFCausalBackend:
         self.packed = runtime.packed_scoring and runtime.batch_tokens is not None
 
     @classmethod
-    def _load_eval(cls, cfg: ModelConfig, runtime: RuntimeConfig, dtype: Any, device: str) -> tuple[Any, Any]:
+    def _load_eval(cls, cfg: HFCausalConfig, runtime: RuntimeConfig, dtype: Any, device: str) -> tuple[Any, Any]:
         tok, model = cls._load(cfg, runtime, dtype)
         model.to(device).eval()
         if tok.pad_token_id is None:
@@ -121,7 +121,7 @@ class HFCausalBackend:
         return tok, model
 
     @staticmethod
-    def _load(cfg: ModelConfig, runtime: RuntimeConfig, dtype: Any) -> tuple[Any, Any]:
+    def _load(cfg: HFCausalConfig, runtime: RuntimeConfig, dtype: Any) -> tuple[Any, Any]:
         """Tokenizer and model: the converted copy of a GGUF model when there is one, else
         the GGUF (joined from its pieces first when split), dequantized and converted once."""
         from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -490,6 +490,7 @@ class HFCausalBackend:
 BACKENDS.add(
     "hf_causal",
     BackendKind(
+        config=HFCausalConfig,
         supports=HFCausalBackend.supports,
         identity=_identity,
         build=lambda cfg, rt: HFCausalBackend(cfg, rt),

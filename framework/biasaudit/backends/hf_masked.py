@@ -27,14 +27,14 @@ from biasaudit.backends.devices import torch_setup
 from biasaudit.backends.identity import directory_digest
 from biasaudit.errors import BackendError
 from biasaudit.plan import Request
-from biasaudit.spec import ModelConfig, RuntimeConfig
+from biasaudit.spec import HFMaskedConfig, RuntimeConfig
 
 log = logging.getLogger(__name__)
 MAX_ROWS = 128
 """Masked copies per forward pass (several short sentences share one pass)."""
 
 
-def _identity(cfg: ModelConfig) -> dict[str, Any]:
+def _identity(cfg: HFMaskedConfig) -> dict[str, Any]:
     if cfg.path is None:
         raise BackendError("hf_masked needs `model.path`", key="model.path")
     where = resolve_model_path(cfg.path)
@@ -49,7 +49,7 @@ def _identity(cfg: ModelConfig) -> dict[str, Any]:
 class HFMaskedBackend:
     supports = frozenset({"pseudo_loglik"})
 
-    def __init__(self, cfg: ModelConfig, runtime: RuntimeConfig) -> None:
+    def __init__(self, cfg: HFMaskedConfig, runtime: RuntimeConfig) -> None:
         from transformers import AutoModelForMaskedLM, AutoTokenizer
 
         self.cfg = cfg
@@ -131,6 +131,6 @@ class HFMaskedBackend:
 
 BACKENDS.add(
     "hf_masked",
-    BackendKind(supports=HFMaskedBackend.supports, identity=_identity,
+    BackendKind(config=HFMaskedConfig, supports=HFMaskedBackend.supports, identity=_identity,
                 build=lambda cfg, rt: HFMaskedBackend(cfg, rt), local=True),
 )

@@ -94,6 +94,7 @@ class LLMNLIBackend:
 
     def apply_runtime(self, runtime: RuntimeConfig) -> None:
         self.batch_size = runtime.batch_size
+        self.inner.apply_runtime(runtime)  # the chat model's own batching
 
     def close(self) -> None:
         pass

@@ -16,7 +16,7 @@ from typing import Any
 from biasaudit.backends.base import resolve_model_path
 from biasaudit.backends.identity import sha256_file
 from biasaudit.errors import BackendError
-from biasaudit.spec import ModelConfig, RuntimeConfig
+from biasaudit.spec import HFCausalConfig, RuntimeConfig
 
 log = logging.getLogger(__name__)
 
@@ -26,7 +26,7 @@ def models_dir(runtime: RuntimeConfig) -> Path:
     return Path(runtime.models_dir) if runtime.models_dir else Path(runtime.cache).parent / "models"
 
 
-def gguf_part_paths(cfg: ModelConfig) -> list[Path]:
+def gguf_part_paths(cfg: HFCausalConfig) -> list[Path]:
     """The pieces of a split GGUF, each checked to exist (a missing package is a setup
     problem, reported as such)."""
     out = []
@@ -39,7 +39,7 @@ def gguf_part_paths(cfg: ModelConfig) -> list[Path]:
     return out
 
 
-def gguf_sha256(cfg: ModelConfig) -> str:
+def gguf_sha256(cfg: HFCausalConfig) -> str:
     """The GGUF file's content hash: declared for a split file (checked when it is joined),
     computed (and memoised) for a whole one."""
     if cfg.gguf_parts:
@@ -54,7 +54,7 @@ def gguf_sha256(cfg: ModelConfig) -> str:
     return sha256_file(f)
 
 
-def joined_gguf(cfg: ModelConfig, runtime: RuntimeConfig) -> Path:
+def joined_gguf(cfg: HFCausalConfig, runtime: RuntimeConfig) -> Path:
     """The directory holding the whole GGUF file of a split model, joined from its pieces
     on first use into `models_dir/gguf/<hash>/` (a temporary file, its SHA-256 checked,
     then renamed: a killed run never leaves a half-written file behind)."""
@@ -86,7 +86,7 @@ def joined_gguf(cfg: ModelConfig, runtime: RuntimeConfig) -> Path:
     return target_dir
 
 
-def converted_dir(cfg: ModelConfig, runtime: RuntimeConfig) -> Path | None:
+def converted_dir(cfg: HFCausalConfig, runtime: RuntimeConfig) -> Path | None:
     """Where the dequantized copy of a GGUF model lives (None for other models)."""
     if not cfg.gguf_file:
         return None

@@ -58,7 +58,7 @@ from biasaudit.backends.openai_parse import (
 )
 from biasaudit.errors import BackendError
 from biasaudit.plan import Request
-from biasaudit.spec import ModelConfig, RuntimeConfig
+from biasaudit.spec import OpenAICompatConfig, RuntimeConfig
 
 log = logging.getLogger(__name__)
 # httpx logs one INFO line per request; the progress bar is the output, and a failure is
@@ -166,7 +166,7 @@ class OpenAICompatBackend:
     supports = frozenset({"generate", "next_token", "sequence_logprob", "choice"})
 
     def __init__(
-        self, cfg: ModelConfig, runtime: RuntimeConfig, *,
+        self, cfg: OpenAICompatConfig, runtime: RuntimeConfig, *,
         clock: Callable[[], float] = time.monotonic,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
         tokenizer: Any = None,
@@ -649,7 +649,7 @@ class _Clients:
             await c.aclose()
 
 
-def _identity(cfg: ModelConfig) -> dict[str, Any]:
+def _identity(cfg: OpenAICompatConfig) -> dict[str, Any]:
     # `scoring: 2`: answers cached before scored texts were conditioned on the BOS are not reused
     ident: dict[str, Any] = {"backend": "openai_compat", "base_url": cfg.base_url, "model": cfg.model, "scoring": 2}
     for key in ("bos_token", "system_prompt", "path"):
@@ -658,11 +658,11 @@ def _identity(cfg: ModelConfig) -> dict[str, Any]:
     return ident
 
 
-def _build(cfg: ModelConfig, rt: RuntimeConfig) -> OpenAICompatBackend:
+def _build(cfg: OpenAICompatConfig, rt: RuntimeConfig) -> OpenAICompatBackend:
     return OpenAICompatBackend(cfg, rt, tokenizer=local_tokenizer(cfg) if cfg.path else None)
 
 
-def local_tokenizer(cfg: ModelConfig) -> Any:
+def local_tokenizer(cfg: OpenAICompatConfig) -> Any:
     """The served model's tokenizer from its local files (`model.path`, `gguf_file`)."""
     from transformers import AutoTokenizer
 
@@ -680,6 +680,7 @@ def local_tokenizer(cfg: ModelConfig) -> Any:
 BACKENDS.add(
     "openai_compat",
     BackendKind(
+        config=OpenAICompatConfig,
         supports=OpenAICompatBackend.supports,
         identity=_identity,
         build=_build,

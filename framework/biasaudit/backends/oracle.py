@@ -10,18 +10,18 @@ from typing import Any
 
 from biasaudit.backends.base import BACKENDS, Backend, BackendKind
 from biasaudit.errors import BackendError
-from biasaudit.spec import ModelConfig, RuntimeConfig
+from biasaudit.spec import OracleConfig, RuntimeConfig
 
 KINDS = frozenset({"generate", "sequence_logprob", "pseudo_loglik", "next_token", "choice", "classify_nli"})
 
 
-def _identity(cfg: ModelConfig) -> dict[str, Any]:
+def _identity(cfg: OracleConfig) -> dict[str, Any]:
     return {"backend": "oracle", "name": cfg.name}
 
 
-def _build(cfg: ModelConfig, runtime: RuntimeConfig) -> Backend:
+def _build(cfg: OracleConfig, runtime: RuntimeConfig) -> Backend:
     raise BackendError("the `oracle` model answers only inside `biasaudit selftest`", key="model.backend",
                        hint="choose a real model config for `biasaudit run` (`biasaudit list models`)")
 
 
-BACKENDS.add("oracle", BackendKind(supports=KINDS, identity=_identity, build=_build, local=True, label_logprobs=True))
+BACKENDS.add("oracle", BackendKind(config=OracleConfig, supports=KINDS, identity=_identity, build=_build, local=True, label_logprobs=True))

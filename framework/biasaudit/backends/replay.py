@@ -18,7 +18,7 @@ from biasaudit.backends.identity import sha256_file
 from biasaudit.errors import BackendError
 from biasaudit.plan import Request, canonical_json
 from biasaudit.registry import RECORDINGS
-from biasaudit.spec import ModelConfig, RuntimeConfig, RuntimeLimits
+from biasaudit.spec import ReplayConfig, RuntimeConfig, RuntimeLimits
 
 
 def content_key(kind: str, text: str | None, messages: Any, params: dict[str, Any], sample: int,
@@ -29,7 +29,7 @@ def content_key(kind: str, text: str | None, messages: Any, params: dict[str, An
 class ReplayBackend:
     supports = frozenset({"generate", "sequence_logprob", "next_token", "classify_nli", "embed"})
 
-    def __init__(self, cfg: ModelConfig, max_bytes: int = RuntimeLimits().max_data_bytes) -> None:
+    def __init__(self, cfg: ReplayConfig, max_bytes: int = RuntimeLimits().max_data_bytes) -> None:
         path = recorded_file(cfg)
         self.recorded: dict[str, dict[str, Any]] = {}
         self.by_prompt: dict[str, list[str]] = {}
@@ -101,7 +101,7 @@ class ReplayBackend:
         pass
 
 
-def recorded_file(cfg: ModelConfig) -> Path:
+def recorded_file(cfg: ReplayConfig) -> Path:
     """`model.responses`, checked as an untrusted input file (a regular file; nothing
     under /proc, /sys or /dev) before it is hashed or read."""
     path = Path(cfg.responses or "").expanduser()
@@ -112,12 +112,12 @@ def recorded_file(cfg: ModelConfig) -> Path:
     return path
 
 
-def _identity(cfg: ModelConfig) -> dict[str, Any]:
+def _identity(cfg: ReplayConfig) -> dict[str, Any]:
     return {"backend": "replay", "sha256": sha256_file(recorded_file(cfg))}
 
 
 BACKENDS.add(
     "replay",
-    BackendKind(supports=ReplayBackend.supports, identity=_identity,
+    BackendKind(config=ReplayConfig, supports=ReplayBackend.supports, identity=_identity,
                 build=lambda cfg, rt: ReplayBackend(cfg, rt.limits.max_data_bytes), local=True),
 )

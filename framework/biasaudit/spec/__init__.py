@@ -3,6 +3,17 @@
 from typing import Any
 
 from biasaudit.spec.load import ConfigErrors, read_yaml, validate_config
+from biasaudit.spec.model_configs import (
+    BaseModelConfig,
+    HFCausalConfig,
+    HFMaskedConfig,
+    ModelConfig,
+    OpenAICompatConfig,
+    OracleConfig,
+    ReplayConfig,
+    ScriptedConfig,
+    model_config,
+)
 from biasaudit.spec.models import (
     PROBE_KINDS,
     AuditConfig,
@@ -16,7 +27,6 @@ from biasaudit.spec.models import (
     JudgeSpec,
     LevelSpec,
     MetricSpec,
-    ModelConfig,
     NLIConfig,
     ProbeSpec,
     ReliabilityPairSpec,
@@ -39,6 +49,14 @@ __all__ = [
     "PROBE_KINDS",
     "AuditConfig",
     "AuditMeta",
+    "BaseModelConfig",
+    "HFCausalConfig",
+    "HFMaskedConfig",
+    "OpenAICompatConfig",
+    "OracleConfig",
+    "ReplayConfig",
+    "ScriptedConfig",
+    "model_config",
     "CalibrationSpec",
     "CodingLayerSpec",
     "ConfigErrors",

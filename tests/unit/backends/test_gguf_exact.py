@@ -15,13 +15,13 @@ from biasaudit.backends import gguf_exact
 from biasaudit.backends.gguf_exact import as_shipped_gguf, exact_gguf
 from biasaudit.backends.model_files import gguf_sha256
 from biasaudit.errors import BackendError
-from biasaudit.spec import ModelConfig, RuntimeConfig
+from biasaudit.spec import HFCausalConfig, RuntimeConfig
 
 REPO = Path(__file__).resolve().parents[3]
 
 
-def _smollm2() -> ModelConfig:
-    return ModelConfig(**yaml.safe_load((REPO / "conf" / "model" / "smollm2.yaml").read_text()))
+def _smollm2() -> HFCausalConfig:
+    return HFCausalConfig(**yaml.safe_load((REPO / "conf" / "model" / "smollm2.yaml").read_text()))
 
 
 @pytest.fixture(scope="module")
@@ -70,7 +70,7 @@ def test_second_call_reuses_the_copy(copy: tuple[Path, RuntimeConfig]) -> None:
 
 
 def test_a_model_without_a_gguf_file_is_refused(tmp_path: Path) -> None:
-    cfg = ModelConfig(backend="hf_causal", name="plain", path=str(tmp_path))
+    cfg = HFCausalConfig(backend="hf_causal", name="plain", path=str(tmp_path))
     with pytest.raises(BackendError) as err:
         exact_gguf(cfg, RuntimeConfig(models_dir=str(tmp_path / "models")))
     assert "model.serve needs a GGUF model (model.gguf_file)" in str(err.value)
@@ -90,7 +90,7 @@ def test_a_copy_over_the_size_limit_is_refused_and_leaves_nothing(tmp_path: Path
 
 def test_a_file_that_is_not_gguf_is_refused(tmp_path: Path) -> None:
     (tmp_path / "m.gguf").write_bytes(b"not a gguf file at all" * 10)
-    cfg = ModelConfig(backend="hf_causal", name="bad", path=str(tmp_path), gguf_file="m.gguf")
+    cfg = HFCausalConfig(backend="hf_causal", name="bad", path=str(tmp_path), gguf_file="m.gguf")
     with pytest.raises(BackendError) as err:
         exact_gguf(cfg, RuntimeConfig(models_dir=str(tmp_path / "models")))
     assert "not a readable GGUF file" in str(err.value)

@@ -18,14 +18,14 @@ from biasaudit.backends.http_scoring import Conditioning, align, text_tokens
 from biasaudit.backends.openai_compat import OpenAICompatBackend
 from biasaudit.backends.openai_parse import OutputFault
 from biasaudit.plan import Request
-from biasaudit.spec import ModelConfig, RuntimeConfig
+from biasaudit.spec import OpenAICompatConfig, RuntimeConfig
 from tests.conftest import isolation, run_dirs
 from tests.helpers import tp_spec
 from tests.support.fault_server import FIRST_WORD_LOGPROB, FaultServer
 
 
 def _backend(server: FaultServer, **kw: object) -> OpenAICompatBackend:
-    cfg = ModelConfig(backend="openai_compat", name="t", base_url=server.url, model="m", api_key_env=None,
+    cfg = OpenAICompatConfig(backend="openai_compat", name="t", base_url=server.url, model="m", api_key_env=None,
                       max_retries=0, **kw)  # type: ignore[arg-type]
     return OpenAICompatBackend(cfg, RuntimeConfig())
 

@@ -309,9 +309,9 @@ def test_log_tail_reads_the_end_only(tmp_path: Path) -> None:
 def test_llamacpp_serves_the_exact_copy_with_in_process_logprobs(tmp_path: Path) -> None:
     pytest.importorskip("llama_cpp")
     from biasaudit.backends.gguf_exact import exact_gguf
-    from biasaudit.spec import ModelConfig, RuntimeConfig
+    from biasaudit.spec import HFCausalConfig, RuntimeConfig
 
-    cfg = ModelConfig(**yaml.safe_load((REPO / "conf" / "model" / "smollm2.yaml").read_text()))
+    cfg = HFCausalConfig(**yaml.safe_load((REPO / "conf" / "model" / "smollm2.yaml").read_text()))
     model = exact_gguf(cfg, RuntimeConfig(models_dir=str(tmp_path / "models")))
     eng = ManagedEngine("llamacpp", model, alias="smollm2", n_ctx=512, threads=2, log_dir=tmp_path / "logs",
                         start_timeout_s=120)

@@ -17,7 +17,7 @@ from biasaudit.backends import devices, hf_causal
 from biasaudit.backends.factory import check_probe_support
 from biasaudit.backends.model_files import converted_dir, joined_gguf, models_dir
 from biasaudit.errors import BackendError
-from biasaudit.spec import ModelConfig, RuntimeConfig
+from biasaudit.spec import HFCausalConfig, RuntimeConfig
 
 
 def _split(tmp_path: Path, data: bytes, n: int = 3) -> tuple[list[str], str]:
@@ -31,8 +31,8 @@ def _split(tmp_path: Path, data: bytes, n: int = 3) -> tuple[list[str], str]:
     return parts, hashlib.sha256(data).hexdigest()
 
 
-def _cfg(parts: list[str], sha: str, **kw: Any) -> ModelConfig:
-    return ModelConfig(backend="hf_causal", name="split", path=str(Path(parts[0]).parent), gguf_file="model.gguf",
+def _cfg(parts: list[str], sha: str, **kw: Any) -> HFCausalConfig:
+    return HFCausalConfig(backend="hf_causal", name="split", path=str(Path(parts[0]).parent), gguf_file="model.gguf",
                        gguf_parts=parts, gguf_sha256=sha, **kw)
 
 
@@ -72,11 +72,11 @@ def test_a_missing_piece_points_to_setup(tmp_path: Path) -> None:
 
 def test_parts_need_the_file_name_and_hash() -> None:
     with pytest.raises(ValidationError, match="gguf_parts"):
-        ModelConfig(backend="hf_causal", name="m", path="x", gguf_parts=["a"], gguf_file="m.gguf")
+        HFCausalConfig(backend="hf_causal", name="m", path="x", gguf_parts=["a"], gguf_file="m.gguf")
 
 
 def test_a_base_model_refuses_chat_probes() -> None:
-    cfg = ModelConfig(backend="hf_causal", name="base", path="x", probes=["sequence_logprob", "next_token"])
+    cfg = HFCausalConfig(backend="hf_causal", name="base", path="x", probes=["sequence_logprob", "next_token"])
     check_probe_support(cfg, "sequence_logprob")
     with pytest.raises(BackendError) as err:
         check_probe_support(cfg, "generate", "conf/model/base.yaml")
@@ -142,7 +142,7 @@ def test_backend_on_cuda_takes_its_token_budget_from_memory(monkeypatch: pytest.
     monkeypatch.setattr(hf_causal, "torch_setup", lambda d, dt, th: ("cuda:0", devices.torch_dtype(dt)))
     monkeypatch.setattr(hf_causal, "cuda_token_budget", fake_budget)
     monkeypatch.setattr(torch.nn.Module, "to", lambda self, *a, **k: self)  # no GPU here
-    cfg = ModelConfig(backend="hf_causal", name="tiny", path=str(tmp_path / "m"), dtype="bfloat16", device="cuda:0")
+    cfg = HFCausalConfig(backend="hf_causal", name="tiny", path=str(tmp_path / "m"), dtype="bfloat16", device="cuda:0")
     b = hf_causal.HFCausalBackend(cfg, RuntimeConfig(gpu_memory_fraction=0.8))
     assert b.model.dtype == torch.bfloat16 and b.device == "cuda:0"
     assert b.batch_tokens == 12345 and seen == {"device": "cuda:0", "dtype_bytes": 2, "fraction": 0.8}
@@ -158,7 +158,7 @@ class _Scorer(hf_causal.HFCausalBackend):
 
     def __init__(self, fits: int, value: float = -1.0) -> None:  # no model: nothing to load
         self.batch_tokens, self.fits, self.value, self.calls = 4096, fits, value, []  # type: ignore[assignment]
-        self.cfg = hf_causal.ModelConfig(backend="hf_causal", name="fake", path="x", dtype="float16")
+        self.cfg = hf_causal.HFCausalConfig(backend="hf_causal", name="fake", path="x", dtype="float16")
 
     def sequence_logprobs(self, texts: Any) -> list[dict[str, Any]]:
         self.calls.append(len(texts))

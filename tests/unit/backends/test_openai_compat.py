@@ -20,7 +20,7 @@ from biasaudit.backends import Response
 from biasaudit.backends.openai_compat import OpenAICompatBackend, parse_retry_after
 from biasaudit.engine import execute_requests
 from biasaudit.plan import Request
-from biasaudit.spec import ModelConfig, RuntimeConfig
+from biasaudit.spec import OpenAICompatConfig, RuntimeConfig
 from biasaudit.store import Store
 from tests.support.fault_server import CLIENT_KIND, TRANSIENT_KINDS, Fault, FaultServer
 
@@ -58,7 +58,7 @@ def backend(server: FaultServer, monkeypatch: pytest.MonkeyPatch, fake: FakeTime
             **kw: object) -> OpenAICompatBackend:
     monkeypatch.setenv("TEST_API_KEY", SECRET)
     settings: dict[str, object] = {"max_retries": 2, "backoff_s": 0.01, "timeout": 1.0, **kw}
-    cfg = ModelConfig(backend="openai_compat", name="t", base_url=server.url, model="m",
+    cfg = OpenAICompatConfig(backend="openai_compat", name="t", base_url=server.url, model="m",
                       api_key_env="TEST_API_KEY", **settings)  # type: ignore[arg-type]
     if fake is None:
         return OpenAICompatBackend(cfg, RuntimeConfig())
@@ -298,7 +298,7 @@ def test_missing_api_key_warns_and_a_401_names_the_variable(server: FaultServer,
     wants a key answers 401, and the failure says which variable was not set."""
     monkeypatch.delenv("NOPE_KEY", raising=False)
     server.faults = scripted({"denied": Fault("unauthorized", times=99)})
-    cfg = ModelConfig(backend="openai_compat", name="t", base_url=server.url, model="m", api_key_env="NOPE_KEY",
+    cfg = OpenAICompatConfig(backend="openai_compat", name="t", base_url=server.url, model="m", api_key_env="NOPE_KEY",
                       max_retries=0)
     with caplog.at_level("WARNING"):
         b = OpenAICompatBackend(cfg, RuntimeConfig())
@@ -325,7 +325,7 @@ def test_refused_connection_is_a_connection_failure(monkeypatch: pytest.MonkeyPa
     with socket.socket() as s:  # a port nobody listens on
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    cfg = ModelConfig(backend="openai_compat", name="t", base_url=f"http://127.0.0.1:{port}/v1",
+    cfg = OpenAICompatConfig(backend="openai_compat", name="t", base_url=f"http://127.0.0.1:{port}/v1",
                       max_retries=1, backoff_s=0.0)
     got: list[Response] = []
     OpenAICompatBackend(cfg, RuntimeConfig()).execute([chat("p")], got.append)
@@ -336,4 +336,4 @@ def test_min_concurrency_above_max_is_a_config_error() -> None:
     from pydantic import ValidationError
 
     with pytest.raises(ValidationError, match="min_concurrency"):
-        ModelConfig(backend="openai_compat", name="t", base_url="http://x/v1", concurrency=2, min_concurrency=3)
+        OpenAICompatConfig(backend="openai_compat", name="t", base_url="http://x/v1", concurrency=2, min_concurrency=3)

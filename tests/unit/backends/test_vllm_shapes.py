@@ -15,7 +15,7 @@ import pytest
 from biasaudit.backends import Response
 from biasaudit.backends.openai_compat import OpenAICompatBackend
 from biasaudit.plan import Request
-from biasaudit.spec import ModelConfig, RuntimeConfig
+from biasaudit.spec import OpenAICompatConfig, RuntimeConfig
 from tests.conftest import isolation, run_dirs
 from tests.helpers import tp_spec
 from tests.support.fault_server import FaultServer, echo_pieces
@@ -30,7 +30,7 @@ def vllm(request: pytest.FixtureRequest) -> Iterator[FaultServer]:
 
 def _score(server: FaultServer, monkeypatch: pytest.MonkeyPatch, texts: list[str]) -> dict[str, Response]:
     monkeypatch.setenv("TEST_API_KEY", "k")
-    cfg = ModelConfig(backend="openai_compat", name="vllm", base_url=server.url, model="m", api_key_env="TEST_API_KEY",
+    cfg = OpenAICompatConfig(backend="openai_compat", name="vllm", base_url=server.url, model="m", api_key_env="TEST_API_KEY",
                       max_retries=0)
     b = OpenAICompatBackend(cfg, RuntimeConfig())
     got: list[Response] = []

