@@ -8,10 +8,11 @@ import pytest
 import biasaudit.backends.factory as factory
 from biasaudit.backends import backend_identity, identity_scope
 from biasaudit.spec import ModelConfig
+from biasaudit.spec.model_configs import ScriptedConfig
 
 
 def test_recorded_then_pinned_identities_are_used_without_computing(monkeypatch: pytest.MonkeyPatch) -> None:
-    model = ModelConfig(backend="scripted", name="m1")
+    model = ScriptedConfig(backend="scripted", name="m1")
     real = backend_identity(model)
     with identity_scope() as seen:
         assert backend_identity(model) == real
@@ -26,6 +27,6 @@ def test_recorded_then_pinned_identities_are_used_without_computing(monkeypatch:
         got = backend_identity(model)
         got["extra"] = 1  # a copy: the pinned table is not changed by callers
         assert backend_identity(model) == {**real, "sha256": "ab" * 32}
-    other = ModelConfig(backend="scripted", name="m2")  # a config the pack does not pin is computed
+    other = ScriptedConfig(backend="scripted", name="m2")  # a config the pack does not pin is computed
     with identity_scope(pinned), pytest.raises(AssertionError, match="computed"):
         backend_identity(other)
