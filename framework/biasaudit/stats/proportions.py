@@ -17,11 +17,18 @@ def wilson(successes: int, n: int, level: float = 0.95) -> Estimate:
         return Estimate.no_data("wilson")
     if not 0 <= successes <= n:
         raise ValueError(f"successes={successes} outside [0, {n}]")
-    lo, hi = proportion_confint(successes, n, alpha=1 - level, method="wilson")
+    p = successes / n
+    lo, hi = _holding(p, *proportion_confint(successes, n, alpha=1 - level, method="wilson"))
     # the (1 - 2 alpha) interval for equivalence thresholds, by the same method
-    tlo, thi = proportion_confint(successes, n, alpha=2 * (1 - level), method="wilson")
-    return Estimate(value=successes / n, ci_low=float(lo), ci_high=float(hi), n=n, method="wilson", level=level,
-                    tost_interval=(float(tlo), float(thi)))
+    tost = _holding(p, *proportion_confint(successes, n, alpha=2 * (1 - level), method="wilson"))
+    return Estimate(value=p, ci_low=lo, ci_high=hi, n=n, method="wilson", level=level, tost_interval=tost)
+
+
+def _holding(p: float, lo: float, hi: float) -> tuple[float, float]:
+    # The Wilson interval always holds p. statsmodels' bounds at 0 or n successes carry
+    # rounding (2.8e-17 above 0 when alpha is 1 - 0.95, 0.9999999999999999 below 1), which
+    # would put the estimate just outside its own interval.
+    return min(max(0.0, float(lo)), p), max(min(1.0, float(hi)), p)
 
 
 def wilson_half_width(n: int, p: float = 0.5, level: float = 0.95) -> float:

@@ -7,6 +7,7 @@ of `worst_cell` thresholds."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -81,3 +82,22 @@ def test_clustered_wilson_at_zero_and_one_is_exactly_closed() -> None:
     one = wilson_clustered([1.0] * 6, ["a", "a", "b", "b", "c", "c"])
     assert zero.ci_low == 0.0 and zero.value == 0.0 and 0.0 < zero.ci_high < 1.0
     assert one.ci_high == 1.0 and one.value == 1.0 and 0.0 < one.ci_low < 1.0
+
+
+@pytest.mark.parametrize("level", [0.95, 0.9, 0.99])
+def test_every_wilson_interval_holds_its_estimate_exactly(level: float) -> None:
+    # at 0 or n successes statsmodels' bounds carry rounding (2.8e-17 above 0 with
+    # alpha = 1 - 0.95; 0.9999999999999999 below 1): the estimate must still lie inside
+    from statsmodels.stats.proportion import proportion_confint
+
+    from biasaudit.stats.proportions import wilson
+
+    for n in (1, 2, 7, 12, 40, 333):
+        for x in range(n + 1):
+            e = wilson(x, n, level)
+            assert e.ci_low <= e.value <= e.ci_high and 0.0 <= e.ci_low and e.ci_high <= 1.0
+            ref = proportion_confint(x, n, alpha=1 - level, method="wilson")
+            assert e.ci_low == pytest.approx(ref[0], abs=1e-15) and e.ci_high == pytest.approx(ref[1], abs=1e-15)
+            lo, hi = e.tost_interval  # type: ignore[misc]
+            assert lo <= e.value <= hi
+    assert wilson(0, 12).ci_low == 0.0 and wilson(12, 12).ci_high == 1.0
