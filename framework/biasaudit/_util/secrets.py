@@ -116,8 +116,9 @@ def key_env_names(cfg: Any) -> list[str]:
         models.append(cfg.nli.model)
     if cfg.judge is not None:
         models += [j.model for j in cfg.judge.judges if j.model is not None]
-    # only an openai_compat config holds a key name (spec.OpenAICompatConfig)
-    return sorted({m.api_key_env for m in models if m.backend == "openai_compat" and m.api_key_env})
+    # only the configs of a model behind an API hold a key name (spec.OpenAICompatConfig,
+    # and the scripted double standing in for one)
+    return sorted({m.api_key_env for m in models if "api_key_env" in type(m).model_fields and m.api_key_env})
 
 
 def watch_env(names: Iterable[str]) -> None:

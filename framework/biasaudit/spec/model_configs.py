@@ -222,6 +222,10 @@ class ScriptedConfig(BaseModelConfig):
     """`scripted`: a unit-test double."""
     script: dict[str, Any] = Field(default_factory=dict)
     """Fixed answers by request."""
+    api_key_env: str | None = None
+    """As an HTTP model's: the named variable's value is registered as a secret and must
+    never land in the store, logs, reports or an evidence pack (the double stands in for a
+    model behind an API in the tests of secret handling; it sends the key nowhere)."""
 
 
 class OracleConfig(BaseModelConfig):

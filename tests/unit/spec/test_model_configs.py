@@ -53,7 +53,7 @@ def test_each_backend_config_holds_only_its_own_settings() -> None:
     fields = {backend_tag(c): set(c.model_fields) for c in MODEL_CONFIGS}
     common = {"backend", "name", "probes", "notice"}
     assert all(common <= f for f in fields.values())
-    assert fields["scripted"] - common == {"script"} and fields["replay"] - common == {"responses"}
+    assert fields["scripted"] - common == {"script", "api_key_env"} and fields["replay"] - common == {"responses"}
     assert fields["oracle"] == common and fields["hf_masked"] - common == {"path", "revision", "dtype", "device"}
     # what only a server needs is not on an in-process model, and the reverse
     assert not {"base_url", "api_key_env", "concurrency", "bos_token"} & fields["hf_causal"]
@@ -91,7 +91,7 @@ def _one_line(cli: Any, workdir: Path, *overrides: str) -> str:
      "hf_causal, openai_compat"),
     (["+model.base_url=http://127.0.0.1:8000/v1"], "model.base_url", "hf_causal", "openai_compat"),
     (["model=scripted", "+model.chat_template=false"], "model.chat_template", "scripted", "hf_causal"),
-    (["nli=smollm2", "+nli.model.api_key_env=KEY"], "nli.model.api_key_env", "hf_causal", "openai_compat"),
+    (["nli=smollm2", "+nli.model.api_key_env=KEY"], "nli.model.api_key_env", "hf_causal", "openai_compat, scripted"),
 ])
 def test_a_setting_of_another_backend_is_one_line_with_the_key_path_and_the_fix(
         workdir: Path, cli, overrides: list[str], path: str, backend: str, owners: str) -> None:  # type: ignore[no-untyped-def]
