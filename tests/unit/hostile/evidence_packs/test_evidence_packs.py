@@ -191,8 +191,9 @@ def test_a_model_the_pack_has_no_identity_for_is_not_hashed(packed: dict[str, by
 
     r = _run_prefix(packed)
     manifest = json.loads(packed[f"{r}config/manifest.json"])
-    manifest["config"]["model"] = {**manifest["config"]["model"], "backend": "hf_causal", "path": str(tmp_path),
-                                   "name": "local"}
+    scripted_only = ("script", "api_key_env")  # the scripted double's keys: not an hf_causal config's
+    manifest["config"]["model"] = {**{k: v for k, v in manifest["config"]["model"].items() if k not in scripted_only},
+                                   "backend": "hf_causal", "path": str(tmp_path), "name": "local"}
     identity = json.loads(packed[f"{r}model/identity.json"])
     identity["pinned"] = {}
     forged = _forge(packed, tmp_path / "forged.zip", {f"{r}config/manifest.json": json.dumps(manifest).encode(),
