@@ -101,6 +101,9 @@ def item_row(stimulus: str, cell: str | None, levels: Mapping[str, str] | None,
     return ItemRow(stimulus=stimulus, cell=cell, levels=None if levels is None else dict(levels), stimulus_sha=sha or None,
                    fields=scalar, values=dict(values), **numbers)
 
+Presentation = tuple[list[Table], list[PlotSpec]]
+"""What a method's report section declares for one result: its tables, then its plots."""
+
 DefaultCoding = tuple[dict[str, dict[str, Any]], list[dict[str, Any]]]
 """Layers (name -> layer mapping, as in a spec) and reliability pairs."""
 
@@ -127,7 +130,11 @@ class MetricDef:
     """Parameter name -> the coding layer it binds (checked to exist)."""
     default_coding: Callable[[BaseModel, AuditConfig], DefaultCoding] | None = None
     """The layers a spec without `coding:` gets for this metric."""
+    present: Callable[[MetricResult, BaseModel, AuditConfig], Presentation] | None = None
+    """The method's report section: the tables and plots of a computed result, drawn from
+    its records alone (estimates, cells, item rows, counts, `detail`), after `compute`.
+    None: `compute` filled them itself (a plug-in written before `present` existed)."""
 
 
-__all__ = ["ITEM_KEYS", "METRICS", "DefaultCoding", "ItemRow", "item_row", "stimulus_sha", "MetricContext", "MetricDef", "MetricResult", "PlotSpec",
+__all__ = ["ITEM_KEYS", "METRICS", "DefaultCoding", "Presentation", "ItemRow", "item_row", "stimulus_sha", "MetricContext", "MetricDef", "MetricResult", "PlotSpec",
            "ReliabilityItem", "Table"]

@@ -52,6 +52,7 @@ from biasaudit.records.summary import (
     VerdictRow,
 )
 from biasaudit.registry import METRICS
+from biasaudit.report.presentation import present
 from biasaudit.runner.checks import apply_limits, check_breakdowns, check_config, coding_plan
 from biasaudit.spec.compose import Composed
 from biasaudit.store import Store
@@ -161,7 +162,8 @@ def measure(prep: Prepared, responses: dict[str, Response], coded: Coded, *, cal
     cfg = prep.composed.config
     ctx = MetricContext(config=cfg, plan=prep.plan, responses=responses, units=coded.result.units,
                         codes=coded.result.codes, layers=prep.coding.layers)
-    results = {m.key: METRICS.get(m.name).compute(ctx, m.key, prep.params[m.key]) for m in cfg.metrics}
+    results = {m.key: present(METRICS.get(m.name).compute(ctx, m.key, prep.params[m.key]), m.name,
+                              prep.params[m.key], cfg) for m in cfg.metrics}
     return guard(prep, responses, coded, results, calibration=calibration, accept_dominant=accept_dominant)
 
 
