@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Annotated, TypeAlias
 
-from pydantic import BeforeValidator, JsonValue, TypeAdapter
+from pydantic import BeforeValidator, JsonValue, PlainSerializer, TypeAdapter
 from pydantic_core import to_jsonable_python
 
 JSONValue: TypeAlias = JsonValue
@@ -23,16 +23,24 @@ JSONObject: TypeAlias = dict[str, JsonValue]
 
 
 def jsonable(value: object) -> object:
-    """`value` in its JSON form, as a dump in JSON mode has always written an open field
-    (`Any`): tuples and sets as lists, enums as their values, models as objects, paths as
-    text, NaN and infinities as null. A value with no JSON form is refused.
+    """`value` in its JSON form: tuples and sets as lists, enums as their values, models as
+    objects, paths as text. NaN and infinities stay floats here (a summary.json edited by
+    hand to hold one is still found and refused where it is read); they are written as
+    null. A value with no JSON form is refused."""
+    return to_jsonable_python(value)
 
-    Done when the record is built because a `JsonValue` field dumps a NaN as NaN, which
-    summary.json and compare.json (written with `allow_nan=False`) refuse."""
+
+def _null_for_nan(value: object) -> object:
     return to_jsonable_python(value, inf_nan_mode="null")
 
 
-DumpedJSONObject: TypeAlias = Annotated[JSONObject, BeforeValidator(jsonable)]
+AS_JSON = BeforeValidator(jsonable)
+"""A field's value is taken in its JSON form when the record is built (`jsonable`)."""
+NAN_AS_NULL = PlainSerializer(_null_for_nan, when_used="json")
+"""A NaN or infinity is dumped as null in JSON mode, as an `Any` field always dumped it
+(a `JsonValue` field would write NaN, which summary.json and compare.json refuse)."""
+
+DumpedJSONObject: TypeAlias = Annotated[JSONObject, AS_JSON, NAN_AS_NULL]
 """A JSON object that may be given as Python values with a JSON form (a parameter model's
 `model_dump()`, the composed configuration): they are turned into that form when the
 record is built, so what the record holds is what its file will hold."""
@@ -45,4 +53,4 @@ def json_object(value: Mapping[str, object]) -> JSONObject:
     return _OBJECT.validate_python(value)
 
 
-__all__ = ["DumpedJSONObject", "JSONObject", "JSONValue", "json_object", "jsonable"]
+__all__ = ["AS_JSON", "NAN_AS_NULL", "DumpedJSONObject", "JSONObject", "JSONValue", "json_object", "jsonable"]

@@ -8,7 +8,6 @@ from typing import Annotated, Any
 
 from pydantic import (
     BaseModel,
-    BeforeValidator,
     ConfigDict,
     Field,
     model_serializer,
@@ -16,7 +15,7 @@ from pydantic import (
 )
 
 from biasaudit.records.estimate import Estimate, Spread
-from biasaudit.records.json import DumpedJSONObject, JSONObject, JSONValue, jsonable
+from biasaudit.records.json import AS_JSON, NAN_AS_NULL, DumpedJSONObject, JSONObject, JSONValue
 
 Scalar = str | bool | int | float
 """A stimulus field an item row carries (bool before int: a True field stays True)."""
@@ -48,10 +47,10 @@ class Table(BaseModel):
     model_config = ConfigDict(frozen=True)
     title: str
     columns: list[str]
-    rows: Annotated[Sequence[Sequence[JSONValue]], BeforeValidator(jsonable)]
-    """The cells, as summary.json and compare.json hold them: JSON values (a value given in
-    Python, such as a tuple or a NaN, is kept in the form the file holds: a list, null). A
-    sequence so that a method's rows of text or numbers are rows of JSON values too."""
+    rows: Annotated[Sequence[Sequence[JSONValue]], AS_JSON, NAN_AS_NULL]
+    """The cells: JSON values (a value given in Python, such as a tuple, is kept in its JSON
+    form, a list; a NaN is written as null). A sequence so that a method's rows of text or
+    numbers are rows of JSON values too."""
     note: str = ""
     total_rows: int | None = None
     """Rows before the table was cut at the report's row limit (None: not cut)."""

@@ -1,7 +1,7 @@
 """The open JSON fields of the records (issue 28): the manifest's configuration, a
-metric's echoed parameters, a method's cross-run numbers, table cells. They hold what
-their file holds, as the `Any` fields they replace wrote it (tuples as lists, NaN as
-null), refuse what has no JSON form, and read back the files written before."""
+metric's echoed parameters, a method's cross-run numbers, table cells. They hold their
+values in JSON form (tuples as lists), write them as the `Any` fields they replace did
+(NaN as null), refuse what has no JSON form, and read back the files written before."""
 
 from __future__ import annotations
 
@@ -54,9 +54,11 @@ class _Mode(Enum):
 def test_the_config_is_held_in_the_form_its_file_holds() -> None:
     m = RunManifest.model_validate({**OLD_MANIFEST, "config": {"t": (1, 2), "nan": math.nan, "mode": _Mode.A,
                                                                "path": Path("/a/b")}})
-    assert m.config == {"t": [1, 2], "nan": None, "mode": "a", "path": "/a/b"}
-    # what the manifest writes (allow_nan=False would refuse a NaN)
-    assert json.loads(json.dumps(m.as_json(), allow_nan=False))["config"] == m.config
+    assert {k: v for k, v in m.config.items() if k != "nan"} == {"t": [1, 2], "mode": "a", "path": "/a/b"}
+    assert isinstance(m.config["nan"], float) and math.isnan(m.config["nan"])
+    # what the manifest writes: null, as before (allow_nan=False would refuse a NaN)
+    written = json.loads(json.dumps(m.as_json(), allow_nan=False))["config"]
+    assert written == {"t": [1, 2], "nan": None, "mode": "a", "path": "/a/b"}
 
 
 def test_a_config_value_with_no_json_form_is_refused() -> None:
@@ -83,11 +85,13 @@ def test_params_echo_a_parameter_models_dump_as_json() -> None:
     assert again.params == r.params
 
 
-def test_table_cells_are_json_values_nan_as_null() -> None:
-    t = Table(title="t", columns=["a", "b", "c", "d"], rows=[["x", 1, math.nan, (1, 2)], [True, None, 2.5, "y"]])
-    assert t.rows == [["x", 1, None, [1, 2]], [True, None, 2.5, "y"]]
+def test_table_cells_are_json_values_nan_written_as_null() -> None:
+    t = Table(title="t", columns=["a", "b", "c", "d"], rows=[["x", 1, math.inf, (1, 2)], [True, None, 2.5, "y"]])
+    assert t.rows == [["x", 1, math.inf, [1, 2]], [True, None, 2.5, "y"]]
     assert isinstance(t.rows[0][1], int) and t.rows[1][0] is True  # an int stays an int, a bool a bool
-    json.dumps(t.model_dump(mode="json"), allow_nan=False)
+    assert json.loads(json.dumps(t.model_dump(mode="json"), allow_nan=False))["rows"][0] == ["x", 1, None, [1, 2]]
+    # a NaN read back from a summary.json edited by hand stays one, for the reader to refuse
+    assert math.isinf(Table.model_validate(json.loads('{"title": "t", "columns": [], "rows": [[Infinity]]}')).rows[0][0])
     with pytest.raises(ValidationError):
         Table(title="t", columns=["a"], rows=[[object()]])
 
@@ -96,13 +100,14 @@ def test_panel_pairs_keep_their_numbers() -> None:
     alpha = Estimate(value=0.5, ci_low=None, ci_high=None, n=2, method="krippendorff")
     p = PanelReport(layer="l", judges=["x", "y"], n=3, fleiss=None, alpha=alpha,
                     pairwise=[["x", "y", 3, 1.0, math.nan]])
-    assert p.pairwise == [["x", "y", 3, 1.0, None]] and isinstance(p.pairwise[0][2], int)
+    assert p.pairwise[0][:4] == ["x", "y", 3, 1.0] and isinstance(p.pairwise[0][2], int)
+    assert p.model_dump(mode="json")["pairwise"] == [["x", "y", 3, 1.0, None]]
 
 
 def test_cross_run_numbers_are_json() -> None:
-    data = json_object({"fits": [["M1", 0.5, 3, math.nan]], "pair": ("a", "b")})
-    assert data == {"fits": [["M1", 0.5, 3, None]], "pair": ["a", "b"]}
+    data = json_object({"fits": [["M1", 0.5, 3, math.inf]], "pair": ("a", "b")})
+    assert data == {"fits": [["M1", 0.5, 3, math.inf]], "pair": ["a", "b"]}
     section = CrossRunSection(title="x", data=data)
     analysis = CrossRunAnalysis.model_validate(section.model_dump(mode="json"))
-    assert analysis.data == data
+    assert analysis.data == {"fits": [["M1", 0.5, 3, None]], "pair": ["a", "b"]}
     json.dumps(analysis.model_dump(mode="json"), allow_nan=False)
