@@ -178,7 +178,7 @@ def panel_report(layer: str, units: Sequence[Unit], codes: Mapping[str, Code], s
     if len(judges) < 2:
         return None
     full = [[v[j] for j in judges] for _, v in votes if all(v.get(j) is not None for j in judges)]
-    pairwise = []
+    pairwise: list[list[str | int | float | None]] = []
     for a, b in itertools.combinations(judges, 2):
         both = [(v[a], v[b]) for _, v in votes if v.get(a) is not None and v.get(b) is not None]
         agree = float(np.mean([x == y for x, y in both])) if both else None

@@ -34,7 +34,7 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 import numpy as np
 from scipy.stats import rankdata
@@ -47,6 +47,7 @@ from biasaudit.records.compare import (
     RankingRow,
 )
 from biasaudit.records.estimate import Estimate
+from biasaudit.records.json import JSONObject
 from biasaudit.records.metric_result import ItemRow
 from biasaudit.records.summary import RunSummary
 from biasaudit.runner.suite import magnitude
@@ -126,7 +127,26 @@ def _n_units(items: list[ItemRow]) -> int:
     return len({(str(it.stimulus_sha), _condition(it)) for it in items})
 
 
-def paired_test(items_a: list[ItemRow], items_b: list[ItemRow], *, seed: int = 0) -> dict[str, Any] | None:
+class PairOutcome(TypedDict, total=False):
+    """What comparing two runs of one metric gives: the columns of a `PairedRow` after the
+    runs' names (the keys a test or a refusal does not fill stay out, so None there)."""
+
+    units: int
+    units_a: int
+    units_b: int
+    stimuli: int
+    test: str
+    statistic: float
+    p_value: float
+    difference: float | None
+    diff_low: float | None
+    diff_high: float | None
+    scale: str
+    note: str
+    pairing: str
+
+
+def paired_test(items_a: list[ItemRow], items_b: list[ItemRow], *, seed: int = 0) -> PairOutcome | None:
     """The paired comparison of two runs' items on their shared units, matched by the
     stimulus's content hash and the condition (None: none shared, or an item without a
     content hash)."""
@@ -145,11 +165,11 @@ def paired_test(items_a: list[ItemRow], items_b: list[ItemRow], *, seed: int = 0
         binary = key == "outcome" and all(len(ua[k]) == 1 and len(ub[k]) == 1 for k in shared)
         t = mcnemar(a, b) if binary else paired_wilcoxon(a, b, clusters=stimuli)
         d = paired_difference(a, b, clusters=stimuli, seed=seed)
-        return {"units": len(shared), "units_a": len(ua), "units_b": len(ub), "stimuli": len(set(stimuli)),
-                "test": t.method, "statistic": t.statistic, "p_value": t.p_value, "difference": d.value,
-                "diff_low": d.ci_low, "diff_high": d.ci_high,
-                "scale": "share of units (0/1 outcome)" if key == "outcome" else "per-item score",
-                "note": t.note, "pairing": f"paired on {_of(len(shared), len(ua), len(ub))} (content hash)"}
+        return PairOutcome(units=len(shared), units_a=len(ua), units_b=len(ub), stimuli=len(set(stimuli)),
+                           test=t.method, statistic=t.statistic, p_value=t.p_value, difference=d.value,
+                           diff_low=d.ci_low, diff_high=d.ci_high,
+                           scale="share of units (0/1 outcome)" if key == "outcome" else "per-item score",
+                           note=t.note, pairing=f"paired on {_of(len(shared), len(ua), len(ub))} (content hash)")
     return None
 
 
@@ -168,7 +188,7 @@ class _Entry:
     data_sha: str | None
     method: str
     name: str
-    params: dict[str, Any]
+    params: JSONObject
 
 
 def _short(sha: str | None) -> str:
@@ -214,18 +234,22 @@ def unpaired_reason(a: _Entry, b: _Entry) -> str:
     return f"no shared units ({matched})"
 
 
-def _pair_row(a: _Entry, b: _Entry) -> dict[str, Any]:
+def _pair_row(a: _Entry, b: _Entry) -> PairOutcome:
     refused = refusal(a, b)
     res = paired_test(a.items, b.items) if refused is None and not _data_differs(a, b) else None
     if res is not None:
         return res
-    counts = {"units_a": _n_units(a.items), "units_b": _n_units(b.items)} if _hashed(a.items) and _hashed(b.items) else {}
+    out = PairOutcome(units=0)
+    if _hashed(a.items) and _hashed(b.items):
+        out.update(PairOutcome(units_a=_n_units(a.items), units_b=_n_units(b.items)))
     if refused is not None:
-        return {"units": 0, **counts, "test": "refused", "scale": "not compared", "pairing": f"not paired: {refused}"}
+        out.update(PairOutcome(test="refused", scale="not compared", pairing=f"not paired: {refused}"))
+        return out
     d, lo, hi = unpaired_delta(a.headline, b.headline)
-    return {"units": 0, **counts, "test": "unpaired", "difference": d, "diff_low": lo, "diff_high": hi,
-            "scale": "headline (unpaired: independent-runs interval)",
-            "pairing": f"not paired: {unpaired_reason(a, b)}"}
+    out.update(PairOutcome(test="unpaired", difference=d, diff_low=lo, diff_high=hi,
+                           scale="headline (unpaired: independent-runs interval)",
+                           pairing=f"not paired: {unpaired_reason(a, b)}"))
+    return out
 
 
 def paired(runs: Runs, settings: Sequence[str], max_runs: int = MAX_PAIRED_RUNS) -> list[PairedGroup]:
@@ -238,7 +262,7 @@ def paired(runs: Runs, settings: Sequence[str], max_runs: int = MAX_PAIRED_RUNS)
             if m.items:
                 groups.setdefault((s.audit.name, f"{mid}.{m.headline}"), []).append(_Entry(
                     label=run_label(path, s), setting=setting, items=m.items, headline=m.estimates[m.headline],
-                    data_sha=s.data.sha256, method=s.audit.method, name=m.name, params=dict(m.params)))
+                    data_sha=s.data.sha256, method=s.audit.method, name=m.name, params=m.params))
     out: list[PairedGroup] = []
     for (audit, metric), entries in groups.items():
         if len(entries) > max_runs:
@@ -248,19 +272,16 @@ def paired(runs: Runs, settings: Sequence[str], max_runs: int = MAX_PAIRED_RUNS)
                                         f"(every pair would be a test: {n * (n - 1) // 2:,} tests); compare fewer "
                                         "runs, or raise the limit with `biasaudit compare --max-paired-runs N`"))
             continue
-        rows = []
-        for ea, eb in itertools.combinations(entries, 2):
-            rows.append({"audit": audit, "metric": metric, "run_a": ea.label, "run_b": eb.label,
-                         "setting_a": ea.setting, "setting_b": eb.setting, **_pair_row(ea, eb)})
+        rows = [PairedRow(audit=audit, metric=metric, run_a=ea.label, run_b=eb.label, setting_a=ea.setting,
+                          setting_b=eb.setting, **_pair_row(ea, eb)) for ea, eb in itertools.combinations(entries, 2)]
         if not rows:
             continue
-        tested = [r for r in rows if r.get("p_value") is not None]
+        tested = {i: r.p_value for i, r in enumerate(rows) if r.p_value is not None}
         if tested:
-            reject, adj = holm([r["p_value"] for r in tested])
-            for r, rj, p in zip(tested, reject, adj, strict=True):
-                r["p_holm"], r["differs"] = float(p), bool(rj)
-        out.append(PairedGroup(audit=audit, metric=metric, columns=PAIRED_COLUMNS,
-                               rows=[PairedRow.model_validate({c: r.get(c) for c in PAIRED_COLUMNS}) for r in rows]))
+            reject, adj = holm(list(tested.values()))
+            for i, rj, p in zip(tested, reject, adj, strict=True):
+                rows[i] = rows[i].model_copy(update={"p_holm": float(p), "differs": bool(rj)})
+        out.append(PairedGroup(audit=audit, metric=metric, columns=PAIRED_COLUMNS, rows=rows))
     return out
 
 

@@ -27,6 +27,7 @@ from biasaudit.records.compare import (
     SweepStability,
 )
 from biasaudit.records.estimate import Estimate
+from biasaudit.records.json import JSONObject
 from biasaudit.records.summary import RunSummary
 from biasaudit.registry import METHODS, METRICS
 from biasaudit.report.outcome import varying_overrides
@@ -201,7 +202,7 @@ def sweep_stability(runs: Runs) -> list[SweepStability]:
     from scipy.stats import kendalltau
 
     groups: dict[tuple[str, str], dict[str, dict[str, float]]] = {}
-    params_of: dict[tuple[str, str], dict[str, dict[str, Any]]] = {}
+    params_of: dict[tuple[str, str], dict[str, JSONObject]] = {}
     for _, s in runs:
         for mid, m in s.metrics.items():
             key = (s.audit.name, mid)
@@ -221,7 +222,8 @@ def sweep_stability(runs: Runs) -> list[SweepStability]:
             if mid in s.metrics:
                 name = s.metrics[mid].name
                 break
-        defaults = METRICS.get(name).params().model_dump() if name in METRICS else {}
+        # in JSON form, as the runs' own parameters are (a tuple default equals a list read back)
+        defaults = METRICS.get(name).params().model_dump(mode="json") if name in METRICS else {}
 
         dist = {st: _distance(st, defaults, varying) for st in settings}
         base = min(settings, key=lambda st: dist[st])
@@ -244,7 +246,7 @@ def sweep_stability(runs: Runs) -> list[SweepStability]:
     return out
 
 
-def _distance(setting: str, defaults: dict[str, Any], varying: list[str]) -> int:
+def _distance(setting: str, defaults: JSONObject, varying: list[str]) -> int:
     p = json.loads(setting)
     return sum(p.get(k) != defaults.get(k) for k in varying)
 

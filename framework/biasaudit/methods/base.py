@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from biasaudit.records.json import DumpedJSONObject
 from biasaudit.records.metric_result import PlotSpec, Table
 from biasaudit.registry import METHODS, METRICS
 
@@ -57,8 +58,9 @@ class CrossRunSection(BaseModel):
     note: str = ""
     tables: list[Table] = Field(default_factory=list)
     plots: list[PlotSpec] = Field(default_factory=list)
-    data: dict[str, Any] = Field(default_factory=dict)
-    """The analysis's numbers, for compare.json."""
+    data: DumpedJSONObject = Field(default_factory=dict)
+    """The analysis's numbers, for compare.json (`records.json.json_object` turns a
+    method's own typed numbers into this)."""
 
 
 Runs = Sequence[tuple[Path, "RunSummary"]]

@@ -6,11 +6,12 @@ report."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from biasaudit.records.estimate import Estimate
+from biasaudit.records.json import AS_JSON, NAN_AS_NULL
 
 
 class Agreement(BaseModel):
@@ -42,7 +43,7 @@ class PanelReport(BaseModel):
     """Units every judge labelled."""
     fleiss: float | None
     alpha: Estimate
-    pairwise: list[list[Any]]
+    pairwise: Annotated[list[list[str | int | float | None]], AS_JSON, NAN_AS_NULL]
     """[judge a, judge b, units, percent agreement, Cohen's kappa]."""
 
 

@@ -13,6 +13,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 
+from biasaudit.records.json import DumpedJSONObject
 from biasaudit.records.metric_result import PlotSpec, Table
 
 
@@ -169,8 +170,8 @@ class CrossRunAnalysis(BaseModel):
     note: str = ""
     tables: list[Table] = Field(default_factory=list)
     plots: list[PlotSpec] = Field(default_factory=list)
-    data: dict[str, Any] = Field(default_factory=dict)
-    """The analysis's numbers, laid out by the method."""
+    data: DumpedJSONObject = Field(default_factory=dict)
+    """The analysis's numbers, laid out by the method (open JSON: each method its own)."""
 
 
 class CompareResult(_Record):

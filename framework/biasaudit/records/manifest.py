@@ -9,6 +9,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from biasaudit.records.execution import ExecutionStats
+from biasaudit.records.json import DumpedJSONObject, JSONObject
 
 
 class _Part(BaseModel):
@@ -47,15 +48,18 @@ class RunManifest(_Part):
     seed: int = 0
     cache: str
     versions: dict[str, str] = Field(default_factory=dict)
-    config: dict[str, Any]
-    """The composed configuration as run (what a re-render validates again)."""
+    config: DumpedJSONObject
+    """The composed configuration as run: open JSON here, validated again as the spec's
+    `AuditConfig` by whatever reads it (a re-render, an evidence pack, the viewer), so a
+    manifest written by another version still loads and its config is judged by today's
+    rules where it is used."""
     run_dir: str | None = None
     started: str | None = None
     finished: str | None = None
     run_stage_s: float | None = None
     execution: ExecutionStats | None = None
 
-    def as_json(self) -> dict[str, Any]:
+    def as_json(self) -> JSONObject:
         """The manifest as written: the fields not known yet (a run still going) are left out."""
         out = self.model_dump(mode="json")
         for k in ("run_dir", "started", "finished", "run_stage_s", "execution"):

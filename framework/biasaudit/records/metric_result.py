@@ -3,12 +3,19 @@ item rows, and the tables and plots its report section shows. Data only."""
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Sequence
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, model_serializer, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    model_serializer,
+    model_validator,
+)
 
 from biasaudit.records.estimate import Estimate, Spread
-from biasaudit.records.json import JSONObject
+from biasaudit.records.json import AS_JSON, NAN_AS_NULL, DumpedJSONObject, JSONObject, JSONValue
 
 Scalar = str | bool | int | float
 """A stimulus field an item row carries (bool before int: a True field stays True)."""
@@ -40,7 +47,10 @@ class Table(BaseModel):
     model_config = ConfigDict(frozen=True)
     title: str
     columns: list[str]
-    rows: list[list[Any]]
+    rows: Annotated[Sequence[Sequence[JSONValue]], AS_JSON, NAN_AS_NULL]
+    """The cells: JSON values (a value given in Python, such as a tuple, is kept in its JSON
+    form, a list; a NaN is written as null). A sequence so that a method's rows of text or
+    numbers are rows of JSON values too."""
     note: str = ""
     total_rows: int | None = None
     """Rows before the table was cut at the report's row limit (None: not cut)."""
@@ -190,7 +200,8 @@ class MetricResult(BaseModel):
     plots: list[PlotSpec] = Field(default_factory=list)
     counts: dict[str, int] = Field(default_factory=dict)
     notes: list[str] = Field(default_factory=list)
-    params: dict[str, Any] = Field(default_factory=dict)
+    params: DumpedJSONObject = Field(default_factory=dict)
+    """The metric's parameters as run (its parameter model's dump, in JSON form)."""
     validity: list[ValidityFlag] = Field(default_factory=list)
     """Why (part of) the result cannot be decided: blocking flags make the verdicts on
     the estimates they name INCONCLUSIVE (metrics/validity.py)."""

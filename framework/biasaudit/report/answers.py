@@ -35,6 +35,7 @@ from biasaudit.records.codes import Code
 from biasaudit.records.metric_result import ItemRow, MetricResult
 from biasaudit.records.responses import Response
 from biasaudit.records.summary import Answers
+from biasaudit.report.csv_export import by_fields
 
 CSV_CHARS = 2000
 """Most characters of a prompt or answer in an items.csv cell."""
@@ -175,8 +176,7 @@ def _code(c: Code | None) -> str | float | None:
 def _breakdowns(answered: list[PlanItem], fields: Mapping[str, Mapping[str, Any]],
                 results: Mapping[str, MetricResult]) -> list[tuple[str, dict[str, list[PlanItem]]]]:
     """The answered items grouped by each metric's `by` field, or by the design's cells."""
-    by = list(dict.fromkeys(str(f) for r in results.values() for f in (r.params.get("by") or [])
-                            if isinstance(f, str)))
+    by = list(dict.fromkeys(f for r in results.values() for f in by_fields(r.params)))
     breakdowns: list[tuple[str, dict[str, list[PlanItem]]]] = []
     for f in by:
         groups: dict[str, list[PlanItem]] = {}

@@ -23,16 +23,23 @@ from pathlib import Path
 from typing import Any
 
 from biasaudit.records.estimate import Estimate
+from biasaudit.records.json import JSONObject
 from biasaudit.records.metric_result import MetricResult
 
 ESTIMATE_COLUMNS = ["metric", "estimate", "headline", "cell", "group", "value", "ci_low", "ci_high", "n",
                     "level", "method", "note"]
 
 
-def breakdown_fields(params: dict[str, Any]) -> list[str]:
+def by_fields(params: JSONObject) -> list[str]:
+    """The stimulus fields a metric's `by` parameter names ([]: none, or the metric has no `by`)."""
+    by = params.get("by")
+    return [f for f in by if isinstance(f, str)] if isinstance(by, list) else []
+
+
+def breakdown_fields(params: JSONObject) -> list[str]:
     """The stimulus fields a metric breaks its estimates down by (`by`), and their
     intersection (`a+b`, the impact ratios' name for it), longest first."""
-    by = [str(f) for f in params.get("by") or [] if isinstance(f, str)] if isinstance(params, dict) else []
+    by = by_fields(params)
     return sorted({*by, *(["+".join(by)] if len(by) > 1 else [])}, key=len, reverse=True)
 
 

@@ -48,7 +48,7 @@ class JobEstimate:
 def _render_fingerprint(c: Composed) -> str:
     d = c.data
     return canonical_json([str(c.spec_file), {k: d.get(k) for k in ("stimuli", "factors", "design", "probe")},
-                           d.get("runtime", {}).get("seed")])
+                           c.config.runtime.seed])
 
 
 def estimate_jobs(jobs: list[tuple[str, Composed]], lookup_cache: bool = True) -> list[JobEstimate]:

@@ -39,6 +39,7 @@ from biasaudit.metrics.validity import counts_flag, depends_on, failure_flag, la
 from biasaudit.plan import Plan, compile_plan
 from biasaudit.records.coding import CodingReport
 from biasaudit.records.execution import ExecutionStats
+from biasaudit.records.json import JSONObject
 from biasaudit.records.manifest import DataRef, ModelRef, RunManifest
 from biasaudit.records.metric_result import MetricResult, ValidityFlag
 from biasaudit.records.responses import Response
@@ -521,7 +522,7 @@ def read_manifest(run_dir: Path) -> RunManifest:
     except (ValueError, RecursionError) as exc:  # truncated, not UTF-8, not JSON
         raise StoreError(f"manifest.json is not valid JSON ({str(exc)[:80]})", file=str(mpath), hint=hint) from None
     # not a JSON object: checked as an empty one, so it fails on the first key below
-    m: dict[str, Any] = raw if isinstance(raw, dict) else {}
+    m: JSONObject = raw if isinstance(raw, dict) else {}
     need = {"spec_file": str, "config": dict, "cache": str, "run_id": str, "data": dict}
     for k, t in need.items():
         if not isinstance(m.get(k), t):

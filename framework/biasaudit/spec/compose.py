@@ -26,6 +26,7 @@ from biasaudit._util.paths import (
     shipped_specs_dir,
 )
 from biasaudit.errors import BiasAuditError, SpecError
+from biasaudit.records.json import JSONObject
 from biasaudit.spec import AuditConfig, validate_config
 from biasaudit.spec.interp import check_text, check_tree, override_values
 from biasaudit.spec.load import source_file
@@ -34,7 +35,8 @@ from biasaudit.spec.load import source_file
 @dataclass
 class Composed:
     config: AuditConfig
-    data: dict[str, Any]
+    data: JSONObject
+    """The composed configuration as plain JSON, before validation (kept in the manifest)."""
     spec_file: Path
     choices: dict[str, str]
     overrides: list[str] = field(default_factory=list)
@@ -301,7 +303,7 @@ def to_audit_config(
             hint="check ${...} references",
         ) from None
     assert isinstance(resolved, dict)
-    data: dict[str, Any] = {str(k): v for k, v in resolved.items() if k != "hydra"}
+    data: JSONObject = {str(k): v for k, v in resolved.items() if k != "hydra"}
     config = validate_config(data, spec_file=str(spec_file), choices=choices)
     return Composed(
         config=config, data=data, spec_file=spec_file, choices=choices,

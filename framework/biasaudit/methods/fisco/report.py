@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, NamedTuple
 
 from biasaudit.records.estimate import Estimate
+from biasaudit.records.json import JSONValue
 from biasaudit.records.metric_result import PlotSpec, Table
 from biasaudit.stats.contrasts import ContrastFamily
 from biasaudit.stats.disaggregate import contrast_table
@@ -51,7 +52,7 @@ class Section(NamedTuple):
     plots: list[PlotSpec]
 
 
-def _share_row(label: str, s: GroupShare) -> list[object]:
+def _share_row(label: str, s: GroupShare) -> list[JSONValue]:
     return [label, s.flagged, s.questions, s.estimate.value, s.estimate.ci_low, s.estimate.ci_high]
 
 

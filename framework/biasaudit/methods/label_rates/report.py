@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from biasaudit.records.estimate import Estimate
+from biasaudit.records.json import JSONValue
 from biasaudit.records.metric_result import PlotSpec, Table
 from biasaudit.stats.disaggregate import contrast_table, group_table
 from biasaudit.stats.impact import ImpactFamily
@@ -53,7 +54,7 @@ def impact_table(fam: ImpactFamily, unknown: int) -> Table:
     """One categorisation's impact ratios, laid out as an LL144 bias audit summary: per
     category, the units assessed, those selected, the selection rate and the impact ratio
     (with their intervals), then the four-fifths flag."""
-    rows = []
+    rows: list[list[JSONValue]] = []
     for r in fam.rows:
         e = r.ratio
         rows.append([r.group, r.rate.clusters, r.rate.n, r.selected, r.rate.value, e.value, e.ci_low, e.ci_high,

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from biasaudit.methods.base import CrossRunSection
 from biasaudit.records.estimate import Estimate
+from biasaudit.records.json import JSONValue, json_object
 from biasaudit.records.metric_result import PlotSpec, Table
 from biasaudit.stats.contrasts import ContrastFamily
 from biasaudit.stats.disaggregate import contrast_table
@@ -69,7 +70,7 @@ class Section(NamedTuple):
     plots: list[PlotSpec]
 
 
-def _score_row(label: str, s: MetricScore) -> list[object]:
+def _score_row(label: str, s: MetricScore) -> list[JSONValue]:
     e = s.estimate
     return [label, s.condition, e.value, e.ci_low, e.ci_high, e.n]
 
@@ -155,4 +156,4 @@ def r2_heatmap(t: TpVsNli) -> PlotSpec:
 def cross_run_section(t: TpVsNli) -> CrossRunSection:
     return CrossRunSection(title="Token probability versus NLI across subjects",
                            note=f"Subjects: {', '.join(t['subjects'])}. {t['note']}".strip(),
-                           tables=cross_run_tables(t), plots=[r2_heatmap(t)], data=dict(t))
+                           tables=cross_run_tables(t), plots=[r2_heatmap(t)], data=json_object(t))

@@ -10,13 +10,14 @@ from collections.abc import Mapping, Sequence
 
 from biasaudit.methods.stereoset.scores import BOOT_MIN_EACH, BOOT_MIN_ITEMS, Item
 from biasaudit.records.estimate import Estimate
+from biasaudit.records.json import JSONValue
 from biasaudit.records.metric_result import PlotSpec, Table
 
 Scores = Mapping[str, Estimate]
 """LMS, SS and ICAT of one set of items (`metric.scores_of`)."""
 
 
-def _line(name: str, e: Scores) -> list[object]:
+def _line(name: str, e: Scores) -> list[JSONValue]:
     return [name, e["ss"].n, *(e[k].fmt(1) if e[k].has_data else "n/a" for k in ("lms", "ss", "icat"))]
 
 

@@ -28,10 +28,12 @@ from biasaudit.errors import BiasAuditError, StoreError
 from biasaudit.metrics.base import ITEM_KEYS
 from biasaudit.plan.requests import Request
 from biasaudit.records.estimate import Estimate
+from biasaudit.records.manifest import RunManifest
 from biasaudit.records.responses import Response
 from biasaudit.records.suite import SuiteSummary
 from biasaudit.records.summary import RunSummary
 from biasaudit.report.answers import answer_text, clip, prompt_text
+from biasaudit.report.csv_export import by_fields
 from biasaudit.report.viewer.model import ViewCode, ViewData, ViewEstimate, ViewRow, ViewRun
 
 MAX_ROWS = 5000
@@ -174,11 +176,11 @@ def _stimulus_fields(summary: RunSummary, run_dir: Path, notices: list[str], lab
 
     why = ""
     try:
-        m = _read_json(run_dir / "manifest.json", "manifest")
-        spec_file = Path(str(m["spec_file"]))
-        cfg = validate_config(m["config"], spec_file=str(spec_file), choices=m.get("choices"))
+        m = RunManifest.model_validate(_read_json(run_dir / "manifest.json", "manifest"))
+        spec_file = Path(m.spec_file)
+        cfg = validate_config(m.config, spec_file=str(spec_file), choices=m.choices)
         stimuli = load_stimuli(cfg.stimuli, spec_file, cfg.runtime.limits)
-        if stimuli.sha256 == (m.get("data") or {}).get("sha256"):
+        if stimuli.sha256 == m.data.sha256:
             return {s.id: dict(s.fields) for s in stimuli.stimuli}
         why = "the data file changed since the run"
     except (BiasAuditError, OSError, UnicodeError, KeyError, TypeError, ValueError) as exc:
@@ -247,8 +249,7 @@ def _metric_of(name: str, metrics: Mapping[str, Any]) -> tuple[str, str] | None:
 def _add_run(data: ViewData, run_dir: Path, rel: str, summary: RunSummary, label: str, cap: int,
              notices: list[str]) -> None:
     idx = len(data.runs)
-    by = list(dict.fromkeys(str(f) for r in summary.metrics.values() for f in (r.params.get("by") or [])
-                            if isinstance(f, str)))
+    by = list(dict.fromkeys(f for r in summary.metrics.values() for f in by_fields(r.params)))
     fields = _stimulus_fields(summary, run_dir, notices, label)
     items = _Items(summary)
     verdicts = []

@@ -42,6 +42,8 @@ from biasaudit.records.evidence import (
     PackManifest,
     PackSigning,
 )
+from biasaudit.records.json import JSONValue
+from biasaudit.records.manifest import RunManifest
 from biasaudit.runner.evidence.crosswalk import crosswalk_page
 from biasaudit.runner.evidence.recompute import decided
 from biasaudit.runner.evidence.signing import fingerprint, public_pem, sign
@@ -53,6 +55,7 @@ from biasaudit.runner.evidence.store_export import (
 )
 from biasaudit.runner.evidence.verify import check_folder
 from biasaudit.runner.pipeline import prepare, read_manifest, rerender
+from biasaudit.spec import AuditConfig
 
 REPORT_SUFFIXES = {".html", ".md", ".pdf", ".csv", ".xml", ".png", ".svg"}
 TEXT_SUFFIXES = {".html", ".md", ".csv", ".xml", ".svg", ".json", ".jsonl", ".yaml", ".yml", ".txt", ".pub"}
@@ -107,7 +110,7 @@ def _sha(b: bytes) -> str:
     return hashlib.sha256(b).hexdigest()
 
 
-def _key_env_names(node: Any) -> set[str]:
+def _key_env_names(node: JSONValue) -> set[str]:
     """Every `api_key_env` the resolved config names, wherever it is."""
     out: set[str] = set()
     if isinstance(node, dict):
@@ -124,7 +127,10 @@ def _key_env_names(node: Any) -> set[str]:
 
 def run_files(run: Path, prefix: str, notes: list[str], selftest: bool) -> dict[str, bytes]:
     """The evidence of one finished run, by pack member name."""
+    from biasaudit.spec import validate_config
+
     m = read_manifest(run)
+    cfg = validate_config(m.config, spec_file=m.spec_file, choices=m.choices)
     watch_env(_key_env_names(m.config))  # their values are scrubbed from every packed file
     files: dict[str, bytes] = {}
     for p in sorted(run.iterdir()):
@@ -143,9 +149,8 @@ def run_files(run: Path, prefix: str, notes: list[str], selftest: bool) -> dict[
     files[f"{prefix}config/resolved.json"] = (json.dumps(m.config, indent=2, sort_keys=True, ensure_ascii=False)
                                               + "\n").encode("utf-8")
     files[f"{prefix}config/manifest.json"] = (run / "manifest.json").read_bytes()
-    extra = (m.config.get("report") or {}).get("crosswalk")
-    if extra:
-        files[f"{prefix}config/crosswalk.yaml"] = _read(Path(str(extra)).expanduser(), "crosswalk file", run)
+    if cfg.report.crosswalk:
+        files[f"{prefix}config/crosswalk.yaml"] = _read(Path(cfg.report.crosswalk).expanduser(), "crosswalk file", run)
     hashes: dict[str, Any] = {"spec": {"file": f"spec/{safe_part(spec_path.name)}", "sha256_at_run": m.spec_sha256,
                                        "sha256": _sha(spec)}}
     if m.data.source is not None:
@@ -164,7 +169,7 @@ def run_files(run: Path, prefix: str, notes: list[str], selftest: bool) -> dict[
     for name in ("responses.jsonl", "codes.jsonl"):
         if (run / name).is_file():
             files[f"{prefix}trail/{name}"] = (run / name).read_bytes()
-    files.update({prefix + k: v for k, v in _store_slice(run, m, notes).items()})
+    files.update({prefix + k: v for k, v in _store_slice(run, m, cfg, notes).items()})
     if selftest:
         files[f"{prefix}selftest/selftest.json"] = _selftest(m.overrides)
     return files
@@ -174,11 +179,10 @@ def _json(obj: Any) -> bytes:
     return (json.dumps(obj, indent=2, sort_keys=True, ensure_ascii=False, default=str) + "\n").encode("utf-8")
 
 
-def _store_slice(run: Path, m: Any, notes: list[str]) -> dict[str, bytes]:
+def _store_slice(run: Path, m: RunManifest, vcfg: AuditConfig, notes: list[str]) -> dict[str, bytes]:
     """Re-render the run offline from its cache in a temporary folder (recording every
     stored answer, embedding and model identity it reads), check that it gives the run's
     own estimates and verdicts, and export what it read."""
-    from biasaudit.spec import validate_config
     from biasaudit.spec.compose import Composed
 
     made: list[RecordingAnswerer] = []
@@ -202,7 +206,6 @@ def _store_slice(run: Path, m: Any, notes: list[str]) -> dict[str, bytes]:
             raise BiasAuditError(f"the run's {', '.join(differ)} do not re-compute identically from its cache with "
                                  f"biasaudit {__version__}", file=str(run / "summary.json"),
                                  hint=f"re-render it first (`biasaudit report {run}`), then pack")
-        vcfg = validate_config(m.config, spec_file=m.spec_file, choices=m.choices)
         prep = prepare(Composed(config=vcfg, data=m.config, spec_file=Path(m.spec_file), choices=m.choices,
                                 overrides=m.overrides))
         cache = Path(m.cache)

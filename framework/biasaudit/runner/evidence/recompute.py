@@ -15,6 +15,7 @@ from typing import Any
 
 from biasaudit.backends import identity_scope
 from biasaudit.errors import BiasAuditError
+from biasaudit.records.json import JSONObject, JSONValue
 from biasaudit.records.manifest import RunManifest
 from biasaudit.runner.evidence.store_export import PackedAnswerer, import_store
 from biasaudit.runner.pipeline import rerender
@@ -40,7 +41,7 @@ class Recomputed:
     """The audit trail (responses.jsonl) written again from the packed store rows."""
 
 
-def _section(cfg: dict[str, Any], key: str) -> dict[str, Any]:
+def _section(cfg: JSONObject, key: str) -> JSONObject:
     node = cfg.setdefault(key, {})
     if not isinstance(node, dict):
         raise BiasAuditError(f"`{key}` is not a mapping", file="config/manifest.json")
@@ -54,12 +55,13 @@ _RESOURCE_LIMITS = ("max_cells", "max_plan_items", "max_stimuli", "max_data_byte
                     "template_steps", "template_seconds")
 
 
-def _bounded(packed: Any) -> dict[str, Any]:
-    default = RuntimeLimits().model_dump(mode="json")
+def _bounded(packed: JSONValue) -> JSONObject:
+    default: JSONObject = RuntimeLimits().model_dump(mode="json")
     limits = {**default, **(packed if isinstance(packed, dict) else {})}
     for k in _RESOURCE_LIMITS:
-        v = limits.get(k)
-        limits[k] = min(v, default[k]) if isinstance(v, (int, float)) and not isinstance(v, bool) else default[k]
+        v, cap = limits.get(k), default[k]
+        limits[k] = (min(v, cap) if isinstance(v, (int, float)) and not isinstance(v, bool)
+                     and isinstance(cap, (int, float)) else cap)
     return limits
 
 
