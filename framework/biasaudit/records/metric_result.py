@@ -15,7 +15,7 @@ from pydantic import (
 )
 
 from biasaudit.records.estimate import Estimate, Spread
-from biasaudit.records.json import AS_JSON, NAN_AS_NULL, DumpedJSONObject, JSONObject, JSONValue
+from biasaudit.records.json import AS_JSON, NAN_AS_NULL, DumpedJSONObject, JSONValue
 
 Scalar = str | bool | int | float
 """A stimulus field an item row carries (bool before int: a True field stays True)."""
@@ -207,7 +207,7 @@ class MetricResult(BaseModel):
     the estimates they name INCONCLUSIVE (metrics/validity.py)."""
     items: list[ItemRow] = Field(default_factory=list)
     """One row per scored item (`ItemRow`, made by `MetricContext.item`)."""
-    detail: JSONObject = Field(default_factory=dict)
+    detail: DumpedJSONObject = Field(default_factory=dict)
     """The method's own intermediate values that its report section draws from and that
     are neither estimates nor item rows (items that could not be scored, per-group score
     sets): JSON here, parsed back into the method's typed record by its `present`."""
