@@ -17,7 +17,7 @@ QUIET_PIP := 2>&1 | { grep -v -e '^WARNING: Location' -e 'is ignored: it is neit
 
 help:
 	@echo "make audit   set up .venv if needed and run the default audit on the embedded models"
-	@echo "make test    set up .venv if needed and run the test suite (what CI runs)"
+	@echo "make test    set up .venv if needed and run the test suite (what CI runs): the unit tests on 2 workers, then the serial ones and the integration tests one at a time"
 	@echo "make test-fast  the unit tests on 2 workers, without the slow ones (real models, subprocess reruns, browser) or the hostile catalogue"
 	@echo "make bench   run the benchmarks in bench/ (installs the bench extra: lm-eval) and write their figures into docs/benchmarks.md"
 	@echo "make docs    regenerate the method pages docs/methods/*.md from each method's MethodText and method.md"
@@ -80,15 +80,30 @@ example-report: setup
 screenshots: setup
 	$(BIN)/python docs/tools/screenshots.py docs/img
 
+# The whole suite, in two phases; both always run and a failure in either fails the target.
+# 1. The unit tests (the hostile catalogue and the slow ones included) on two workers
+#    (pytest-xdist). --dist loadfile keeps each test file on one worker: a file's module
+#    fixtures (a reference run, a loaded model, a hostile run folder) are built once, not
+#    once per worker, and its tests never race each other.
+# 2. One at a time: the unit tests marked `serial` (they kill or interrupt runs, or bound a
+#    wall-clock time, so they need a quiet machine) and tests/integration (real models and
+#    local servers; tests/conftest.py marks all of it `serial`).
+PYTEST := $(BIN)/python -m pytest -q -p no:cacheprovider --durations=15
 test: setup setup-vllm
-	$(BIN)/python -m pytest -q -p no:cacheprovider --durations=15
+	@unit=0; serial=0; \
+	echo "== unit tests on 2 workers (not marked serial)"; \
+	$(PYTEST) -n 2 --dist loadfile -m "not serial" tests/unit || unit=$$?; \
+	echo "== serial unit tests, then the integration tests, one at a time"; \
+	$(PYTEST) -m serial tests/unit tests/integration || serial=$$?; \
+	echo "make test: unit tests on 2 workers exit $$unit, serial and integration tests exit $$serial"; \
+	test $$unit -eq 0 && test $$serial -eq 0
 
 # The inner loop (under 3 minutes on 2 cores): the unit tests on two workers (pytest-xdist),
 # without the `slow` ones (real models, subprocess reruns, headless Chromium, runs of several
-# seconds) and without the hostile catalogue. `make test` runs all of them, as CI does.
+# seconds), the `serial` ones and the hostile catalogue. `make test` runs all of them, as CI does.
 test-fast: setup
-	$(BIN)/python -m pytest -q -p no:cacheprovider -n 2 -m "not slow" tests/unit --ignore=tests/unit/hostile \
-	  --durations=10 -x
+	$(BIN)/python -m pytest -q -p no:cacheprovider -n 2 --dist loadfile -m "not slow and not serial" tests/unit \
+	  --ignore=tests/unit/hostile --durations=10 -x
 
 bench: setup setup-vllm
 	$(BIN)/pip install -q --disable-pip-version-check -e ".[bench]" -c bench/constraints.txt $(QUIET_PIP)

@@ -10,6 +10,16 @@ os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
 
 REPO = Path(__file__).resolve().parents[1]
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
+INTEGRATION = Path(__file__).resolve().parent / "integration"
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Every integration test is `serial`: they load real models and start local servers
+    (vLLM, llama.cpp) that take the machine's cores and memory, so `make test` runs them one
+    at a time, after the unit tests' two-worker phase."""
+    for item in items:
+        if INTEGRATION in item.path.parents:
+            item.add_marker(pytest.mark.serial)
 
 
 @pytest.fixture

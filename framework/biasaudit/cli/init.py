@@ -8,13 +8,13 @@ import shlex
 import sys
 from pathlib import Path
 
+from biasaudit.cli.command import command_parser, unexpected_arguments
 from biasaudit.cli.scaffold import DEFAULT, SPEC_NAME, TEMPLATES, init_project, template_lines
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> argparse.ArgumentParser:
-    it = sub.add_parser(
-        "init", help="scaffold a new audit project (spec, sample data, README) in a folder",
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+    it = command_parser(
+        sub, "init", help="scaffold a new audit project (spec, sample data, README) in a folder",
         description="Write an audit spec, a small synthetic sample in the published format its method "
                     "reads, a README and the editor schema into DIR; run it from there with "
                     "`biasaudit run spec=./audit.yaml`. Every template validates and passes "
@@ -31,9 +31,8 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> argp
 
 
 def cmd_init(args: argparse.Namespace, rest: list[str]) -> int:
-    if rest:
-        print(f"error: unexpected arguments {rest} (hint: see `biasaudit init --help`)", file=sys.stderr)
-        return 2
+    if (refused := unexpected_arguments("init", rest)) is not None:
+        return refused
     if args.list_templates:
         for line in template_lines():
             print(line)

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 
+from biasaudit.cli.command import bad_input, command_parser, unexpected_arguments
 from biasaudit.errors import BiasAuditError
 
 DESCRIPTION = """Bundle a finished run (or every member run of a suite) into one zip for an
@@ -32,8 +32,8 @@ then: biasaudit verify audit.zip --public-key pub.pem      (openssl pkey -in key
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
-    p = sub.add_parser("pack", help="bundle a finished run or suite into a signed, verifiable evidence zip",
-                       description=DESCRIPTION, epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = command_parser(sub, "pack", help="bundle a finished run or suite into a signed, verifiable evidence zip",
+                       description=DESCRIPTION, epilog=EPILOG)
     p.add_argument("source", metavar="RUN_OR_SUITE", help="a run folder (reports/<audit>/<run>) or a suite folder")
     p.add_argument("-o", "--output", required=True, metavar="ZIP", help="the evidence pack to write (e.g. audit.zip)")
     p.add_argument("--force", action="store_true", help="replace the output file if it exists")
@@ -47,19 +47,16 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
 
 
 def cmd_pack(args: argparse.Namespace, rest: list[str]) -> int:
-    from biasaudit._util.secrets import redact
     from biasaudit.runner.evidence.build import build_pack
     from biasaudit.runner.evidence.signing import load_signing_key
 
-    if rest:
-        print(f"error: unexpected arguments {rest} (hint: see `biasaudit pack --help`)", file=sys.stderr)
-        return 2
+    if (refused := unexpected_arguments("pack", rest)) is not None:
+        return refused
     try:
         key = load_signing_key(args.sign_key, args.sign_key_env)
         res = build_pack(Path(args.source), Path(args.output), force=args.force, key=key, selftest=args.selftest)
     except BiasAuditError as exc:
-        print(redact(exc.one_line()), file=sys.stderr)
-        return 2
+        return bad_input(exc, redacted=True)  # the signing key may be in the message
     for line in res.checks:
         print(f"self-check (what `biasaudit verify` checks): {line}")
     for note in res.notes:

@@ -6,6 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from biasaudit.cli.command import bad_input, command_parser, unexpected_arguments
 from biasaudit.errors import BiasAuditError, printable
 
 DESCRIPTION = """Check an evidence pack: the SHA-256 of every file against MANIFEST.json (a
@@ -20,9 +21,8 @@ input (not a file, not a zip, an unsafe zip, a bad public key)."""
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
-    p = sub.add_parser("verify", help="check an evidence pack: digests, signature, re-computed verdicts",
-                       description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter,
-                       epilog="example: biasaudit verify audit.zip --public-key pub.pem")
+    p = command_parser(sub, "verify", help="check an evidence pack: digests, signature, re-computed verdicts",
+                       description=DESCRIPTION, epilog="example: biasaudit verify audit.zip --public-key pub.pem")
     p.add_argument("pack", metavar="PACK_ZIP", help="the evidence pack (.zip)")
     p.add_argument("--public-key", metavar="FILE",
                    help="the Ed25519 public key (PEM) the pack must be signed with")
@@ -33,15 +33,13 @@ def cmd_verify(args: argparse.Namespace, rest: list[str]) -> int:
     from biasaudit.runner.evidence.signing import read_public_key
     from biasaudit.runner.evidence.verify import verify_pack
 
-    if rest:
-        print(f"error: unexpected arguments {rest} (hint: see `biasaudit verify --help`)", file=sys.stderr)
-        return 2
+    if (refused := unexpected_arguments("verify", rest)) is not None:
+        return refused
     try:
         key = read_public_key(args.public_key) if args.public_key else None
         rep = verify_pack(Path(args.pack), key)
     except BiasAuditError as exc:
-        print(exc.one_line(), file=sys.stderr)
-        return 2
+        return bad_input(exc)
     if rep.problems:
         for p in rep.problems:
             print(f"FAILED: {printable(p)}")  # names from the pack may hold any character

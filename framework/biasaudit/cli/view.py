@@ -46,17 +46,16 @@ def _positive(text: str) -> int:
 
 
 def cmd_view(args: argparse.Namespace, rest: list[str]) -> int:
+    from biasaudit.cli.command import bad_input, unexpected_arguments
     from biasaudit.errors import BiasAuditError
     from biasaudit.report.viewer import write_viewer
 
-    if rest:
-        print(f"error: unexpected arguments {rest} (hint: see `biasaudit view --help`)", file=sys.stderr)
-        return 2
+    if (refused := unexpected_arguments("view", rest)) is not None:
+        return refused
     try:
         path, data = write_viewer(Path(args.run_dir), Path(args.out) if args.out else None, max_rows=args.max_rows)
     except BiasAuditError as exc:
-        print(exc.one_line(), file=sys.stderr)
-        return 2
+        return bad_input(exc)
     shown = sum(r.shown for r in data.runs)
     total = sum(r.responses for r in data.runs)
     from biasaudit._util.fileio import STD_STREAMS

@@ -47,6 +47,7 @@ from biasaudit.stats.power import (
     p_decide,
     stimuli_needed,
 )
+from biasaudit.stats.proportions import wilson_score
 
 DEFAULT_ICC = 1.0
 """The intra-cluster correlation assumed with no pilot: the largest, so the plan is never
@@ -264,7 +265,7 @@ def _pilot_icc(est: Estimate, lo: float, width: float) -> tuple[float | None, st
     if m <= 1 or not 0 < p < 1 or target <= 0:
         return None, f"{k} stimuli, m={m:g}"
     def width_at(n: float) -> float:
-        return 2 * _wilson_half(p, n, est.level)
+        return 2 * wilson_score(p, n, est.level)[1]
 
     try:
         n_eff = float(optimize.brentq(lambda n: width_at(n) - target, 0.5, 1e9))
@@ -273,12 +274,6 @@ def _pilot_icc(est: Estimate, lo: float, width: float) -> tuple[float | None, st
     deff = max(1.0, rows / n_eff)
     rho = min(1.0, max(0.0, (deff - 1) / (m - 1)))
     return rho, f"{k} stimuli x m={m:g}, effective n {n_eff:.1f}, ICC {rho:.3g}"
-
-
-def _wilson_half(p: float, n: float, level: float) -> float:
-    """Half the width of the Wilson interval around p on a (fractional) n, unclipped."""
-    z = float(st.norm.ppf(1 - (1 - level) / 2))
-    return z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
 
 
 def _true_value(t: ThresholdSpec, true_values: dict[str, float], est: Estimate | None, low: float | None,

@@ -136,6 +136,16 @@ def paired_difference_t(a: Sequence[float], b: Sequence[float], level: float = 0
     return e, (t.p_value if d.size >= 2 else None)
 
 
+def _pairs(names: list[str], rates: Mapping[str, GroupRate], all_pairs: bool) -> list[tuple[str, str]]:
+    """Every pair (a before b in `names`' order), or only the largest minus the smallest
+    group (none when they are one group)."""
+    if all_pairs:
+        return list(itertools.combinations(names, 2))
+    hi = max(names, key=lambda g: rates[g].value)
+    lo = min(names, key=lambda g: rates[g].value)
+    return [(hi, lo)] if hi != lo else []
+
+
 def _unit_means(values: Sequence[float], units: Sequence[str | None]) -> dict[str, float]:
     sums: dict[str, list[float]] = {}
     for v, u in zip(values, units, strict=True):
@@ -164,12 +174,7 @@ def pairwise_contrasts(values: Mapping[str, Sequence[float]], clusters: Mapping[
     names = [g for g in values if len(values[g])]
     rates = {g: group_rate(values[g], clusters[g] if clusters is not None else None) for g in names}
     all_pairs = len(names) <= max_groups
-    if all_pairs:
-        pairs = list(itertools.combinations(names, 2))
-    else:
-        hi = max(names, key=lambda g: rates[g].value)
-        lo = min(names, key=lambda g: rates[g].value)
-        pairs = [(hi, lo)] if hi != lo else []
+    pairs = _pairs(names, rates, all_pairs)
     diffs = [newcombe(rates[a], rates[b], level) for a, b in pairs]
     ps = [two_proportion_z(rates[a], rates[b]) for a, b in pairs]
     paired: list[Estimate | None] = []
@@ -241,12 +246,7 @@ def pairwise_mean_contrasts(values: Mapping[str, Sequence[float]], *, level: flo
     rates = {g: GroupRate(value=float(np.mean(values[g])), n=len(values[g]), clusters=len(values[g]),
                           n_eff=float(len(values[g]))) for g in names}
     all_pairs = len(names) <= max_groups
-    if all_pairs:
-        pairs = list(itertools.combinations(names, 2))
-    else:
-        hi_g = max(names, key=lambda g: rates[g].value)
-        lo_g = min(names, key=lambda g: rates[g].value)
-        pairs = [(hi_g, lo_g)] if hi_g != lo_g else []
+    pairs = _pairs(names, rates, all_pairs)
     got = [welch_difference(values[a], values[b], level) for a, b in pairs]
     ps = [p for _, p in got]
     q = _adjust(ps) if all_pairs else ps

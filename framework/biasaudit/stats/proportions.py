@@ -31,14 +31,25 @@ def _holding(p: float, lo: float, hi: float) -> tuple[float, float]:
     return min(max(0.0, float(lo)), p), max(min(1.0, float(hi)), p)
 
 
-def wilson_half_width(n: int, p: float = 0.5, level: float = 0.95) -> float:
-    """Half-width of the Wilson interval for a proportion p observed on n units."""
+def wilson_score(p: float, n: float, level: float = 0.95) -> tuple[float, float]:
+    """(centre, half-width) of the Wilson score interval for a proportion p observed on n
+    units, n possibly fractional (an effective sample size); unclipped. The one place the
+    formula is written: the intervals (`wilson_clustered`, `_wilson_bounds`, Newcombe's in
+    `stats.contrasts`), the sample sizes (`sample_size_for_half_width`) and power planning
+    use it."""
     from scipy.stats import norm
 
+    z = float(norm.ppf(1 - (1 - level) / 2))
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return centre, half
+
+
+def wilson_half_width(n: int, p: float = 0.5, level: float = 0.95) -> float:
+    """Half-width of the Wilson interval for a proportion p observed on n units."""
     if n <= 0:
         return float("inf")
-    z = float(norm.ppf(1 - (1 - level) / 2))
-    return float(z * ((p * (1 - p) / n + z * z / (4 * n * n)) ** 0.5) / (1 + z * z / n))
+    return wilson_score(p, n, level)[1]
 
 
 def sample_size_for_half_width(h: float, p: float = 0.5, level: float = 0.95) -> int:
@@ -111,11 +122,7 @@ def _design(x: np.ndarray, clusters: Sequence[object]) -> tuple[float, int, floa
 
 def _wilson_bounds(p: float, n: float, level: float) -> tuple[float, float]:
     """The Wilson score interval for an observed proportion p on a (possibly fractional) n."""
-    from scipy.stats import norm
-
-    z = float(norm.ppf(1 - (1 - level) / 2))
-    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    centre, half = wilson_score(p, n, level)
     # The Wilson interval always holds p; at p = 0 or 1 the subtraction leaves rounding
     # (5.6e-17 above 0), which would put the estimate outside its own interval.
     return min(max(0.0, centre - half), p), max(min(1.0, centre + half), p)

@@ -164,6 +164,7 @@ def test_an_engine_that_exits_at_once_names_its_code_and_log(tmp_path: Path, fak
     assert "fatal: model file is damaged" in msg and err.value.key == "model.serve"
 
 
+@pytest.mark.serial  # a wall-clock bound on the start timeout and the kill
 def test_an_engine_that_never_answers_times_out_and_is_killed(tmp_path: Path, fake: Fake) -> None:
     ports = fake("never", delay=0.0)
     eng = _engine(tmp_path, start_timeout_s=2)
@@ -241,6 +242,7 @@ os.kill(os.getpid(), signal.SIGKILL)
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the parent-death signal is Linux's")
+@pytest.mark.serial  # a SIGKILLed process, and its engine gone within a wall-clock bound
 def test_a_sigkilled_parent_leaves_no_engine(tmp_path: Path) -> None:
     script = tmp_path / "fake_engine.py"
     script.write_text(FAKE_ENGINE, encoding="utf-8")

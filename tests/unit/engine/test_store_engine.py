@@ -56,6 +56,7 @@ def _run_subprocess(args: list[str], cwd: Path) -> subprocess.CompletedProcess[s
 
 
 @pytest.mark.slow  # crash safety: a subprocess run killed and rerun
+@pytest.mark.serial  # a killed subprocess: alone, not beside another test's processes
 def test_sigkill_then_rerun_makes_each_call_exactly_once(workdir: Path) -> None:
     spec = tp_spec(workdir, 10)
     log = workdir / "calls.log"

@@ -126,7 +126,11 @@ def test_job_labels_leave_out_places_and_keep_what_is_measured() -> None:
     assert job_labels([["spec=/tmp/x1/a/audit.yaml"]]) == job_labels([["spec=/home/ci/w/audit.yaml"]]) == ["spec=audit"]
 
 
-def test_two_jobs_with_the_same_name_are_told_apart_by_job_number(workdir: Path, cli) -> None:  # type: ignore[no-untyped-def]
+def test_two_jobs_with_the_same_name_are_told_apart_by_job_number(workdir: Path, cli,  # type: ignore[no-untyped-def]
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    # the sweep's own folder (multirun.yaml) follows the unswept runtime.reports_dir, the
+    # default `reports` relative to the working directory: here, not the checkout
+    monkeypatch.chdir(workdir)
     spec = tp_spec(workdir, 6)
     junit = workdir / "j.xml"
     # the sweep varies only where the reports go: left out of the names, so the job number tells them apart

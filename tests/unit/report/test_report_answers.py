@@ -11,8 +11,7 @@ import json
 from pathlib import Path
 
 from biasaudit.report.answers import CSV_CHARS, SAMPLES_PER_GROUP, SHOW_CHARS, TOP_ITEMS, clip
-from tests.conftest import isolation, run_dirs
-from tests.helpers import spec_and_operator, tp_spec
+from tests.helpers import finished_run, spec_and_operator, tp_spec, trail_of
 from tests.report_checks import check_report
 
 PLANT = "=1+1 <script>alert(1)</script>"
@@ -61,10 +60,6 @@ def _items_csv(run: Path) -> list[dict[str, str]]:
     return list(csv.DictReader(io.StringIO((run / "items.csv").read_text(encoding="utf-8"))))
 
 
-def _trail(run: Path) -> list[dict]:
-    return [json.loads(x) for x in (run / "responses.jsonl").read_text(encoding="utf-8").splitlines()]
-
-
 def _prompt(request: dict) -> str:
     if request.get("messages"):
         return "\n".join(f"{m['role']}: {m['content']}" for m in request["messages"])
@@ -72,11 +67,7 @@ def _prompt(request: dict) -> str:
 
 
 def _run(workdir: Path, cli, spec: Path, ops: list[str]) -> Path:  # type: ignore[no-untyped-def]
-    code, _, err = cli("run", "--fail-on", "never", f"spec={spec}", *ops, "report.formats=[html,md]",
-                       *isolation(workdir))
-    assert code == 0, err
-    [run] = run_dirs(workdir)
-    return run
+    return finished_run(workdir, cli, spec, ops, "report.formats=[html,md]")
 
 
 def test_generate_run_items_csv_carries_prompt_and_answer(workdir: Path, cli) -> None:  # type: ignore[no-untyped-def]
@@ -85,7 +76,7 @@ def test_generate_run_items_csv_carries_prompt_and_answer(workdir: Path, cli) ->
     rows = _items_csv(run)
     header = next(csv.reader(io.StringIO((run / "items.csv").read_text(encoding="utf-8"))))
     assert header[-2:] == ["prompt", "answer"] and header[:3] == ["metric", "stimulus", "cell"]
-    trail = {(t["stimulus"], t["cell"]): t for t in _trail(run)}
+    trail = {(t["stimulus"], t["cell"]): t for t in trail_of(run)}
     assert len(rows) == len(trail) == 10
     for row in rows:
         t = trail[(row["stimulus"], row["cell"])]
@@ -142,7 +133,7 @@ def test_largest_difference_items_with_both_texts(workdir: Path, cli) -> None:  
     assert largest["metric"] == "bias_score" and largest["n_items"] == len(rows) == 12
     assert largest["shown"] == len(largest["rows"]) == TOP_ITEMS
     assert [(i["stimulus"], i["diff"]) for i in largest["rows"]] == [(r["stimulus"], float(r["diff"])) for r in expect]
-    trail = {(t["stimulus"], t["slot"]): t["request"]["text"] for t in _trail(run)}
+    trail = {(t["stimulus"], t["slot"]): t["request"]["text"] for t in trail_of(run)}
     for i in largest["rows"]:
         assert {s["slot"] for s in i["sides"]} == {"more", "less"}
         for s in i["sides"]:

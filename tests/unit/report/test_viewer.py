@@ -18,18 +18,19 @@ from biasaudit.report.answers import answer_text, prompt_text
 from biasaudit.report.viewer.load import FIELD_CHARS, MAX_ROWS, TEXT_CHARS, _group, _shares
 from biasaudit.report.viewer.page import embed_json
 from tests.conftest import isolation, run_dirs
-from tests.helpers import tp_spec, verdict_code
-from tests.viewer_runs import (
+from tests.helpers import (
     CONTROL,
     FLAG,
     IMG,
     JINJA,
     LONG,
     SCRIPT_BREAK,
-    codes,
+    codes_of,
     hostile_run,
     page_data,
-    trail,
+    tp_spec,
+    trail_of,
+    verdict_code,
 )
 
 HOSTILE = [SCRIPT_BREAK, IMG, FLAG, JINJA, CONTROL, "\u2028", "\u2029", "<!--", "]]>", "\ud800", "é漢🙂"]
@@ -69,7 +70,7 @@ def test_every_response_with_its_prompt_answer_codes_and_group(hostile: Path, cl
     data, _, out = _view(cli, run)  # the default place: beside the report
     assert f"viewer: {run / 'viewer.html'}" in out and "8 of 8 responses" in out
     assert data["kind"] == "run" and data["notices"] == []  # inline stimuli: fields from the spec itself
-    t = trail(run)
+    t = trail_of(run)
     assert len(data["rows"]) == len(t) == 8
     for row, line in zip(data["rows"], t, strict=True):
         req = Request.model_validate({**line["request"], "key": line["key"]})
@@ -88,7 +89,7 @@ def test_every_response_with_its_prompt_answer_codes_and_group(hostile: Path, cl
     assert any(SCRIPT_BREAK in r["prompt"] for r in data["rows"])
     # every layer's code for every response, with the coder's evidence
     by_unit = {}
-    for c in codes(run):
+    for c in codes_of(run):
         by_unit.setdefault(c["unit"], {})[c["layer"]] = c
     for row in data["rows"]:
         unit = by_unit[f"{row['cell']}|{row['stimulus']}|{row['slot']}|{row['variant']}|{row['sample']}"]
@@ -160,7 +161,7 @@ def test_max_rows_cuts_with_a_notice(hostile: Path, tmp_path: Path, cli) -> None
     assert data["notices"] == ["hostile-view: showing the first 3 of 8 responses (biasaudit view --max-rows N "
                                "shows more; every response is in responses.jsonl)"]
     assert "note: hostile-view: showing the first 3 of 8" in out
-    assert [r["stimulus"] for r in data["rows"]] == [x["stimulus"] for x in trail(run)[:3]]
+    assert [r["stimulus"] for r in data["rows"]] == [x["stimulus"] for x in trail_of(run)[:3]]
 
 
 @pytest.mark.slow  # a run of its own
@@ -275,7 +276,7 @@ def test_per_level_estimates_of_a_design_factor_name_their_condition(workdir: Pa
     cli("run", "--fail-on", "never", f"spec={spec}", *ops, *isolation(workdir))
     [run] = run_dirs(workdir)
     data, _, _ = _view(cli, run)
-    levels = [line["levels"] for line in trail(run)]
+    levels = [line["levels"] for line in trail_of(run)]
     assert [r["levels"] for r in data["rows"]] == levels
     per_level = [e for e in data["estimates"] if e["factor"]]
     factors = {e["factor"] for e in per_level}

@@ -11,9 +11,8 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import isolation, run_dirs
-from tests.helpers import tp_spec, verdict_code
+from tests.helpers import IMG, SCRIPT_BREAK, hostile_run, page_data, tp_spec, verdict_code
 from tests.report_checks import chromium_or_skip
-from tests.viewer_runs import IMG, SCRIPT_BREAK, hostile_run, page_data
 
 pytestmark = pytest.mark.slow  # headless Chromium
 

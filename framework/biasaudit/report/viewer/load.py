@@ -18,17 +18,17 @@ import json
 import math
 from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, TypeVar
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from biasaudit._util.fileio import open_input, read_capped
 from biasaudit._version import __version__
 from biasaudit.errors import BiasAuditError, StoreError
-from biasaudit.metrics.base import ITEM_KEYS
 from biasaudit.plan.requests import Request
 from biasaudit.records.estimate import Estimate
 from biasaudit.records.manifest import RunManifest
+from biasaudit.records.metric_result import ITEM_KEYS, ItemRow, MetricResult
 from biasaudit.records.responses import Response
 from biasaudit.records.suite import SuiteSummary
 from biasaudit.records.summary import RunSummary
@@ -47,6 +47,7 @@ MAX_BYTES = 48 * 2**20
 MAX_LINE = 16 * 2**20
 """A responses.jsonl / codes.jsonl line longer than this is skipped (and counted)."""
 JSON_LIMIT = 256 * 2**20
+_R = TypeVar("_R", bound=BaseModel)
 HINT = "give a run folder written by `biasaudit run`, or a suite's folder (of a sweep, one of its run folders)"
 
 
@@ -57,7 +58,7 @@ def load_view(folder: Path, *, max_rows: int = MAX_ROWS) -> ViewData:
     raw = _read_json(folder / "summary.json", "summary")
     if isinstance(raw, dict) and "suite" in raw:
         return _suite(folder, raw, max_rows)
-    summary = _summary(folder / "summary.json", raw)
+    summary = _validated(RunSummary, folder / "summary.json", raw)
     notices: list[str] = []
     data = ViewData(kind="run", title=summary.audit.title or summary.audit.name, version=__version__)
     _add_run(data, folder, ".", summary, summary.audit.name, max_rows, notices)
@@ -76,21 +77,18 @@ def _read_json(path: Path, what: str) -> Any:
                          hint="run the audit again (or `biasaudit report RUN_DIR`)") from None
 
 
-def _summary(path: Path, raw: Any) -> RunSummary:
+def _validated(record: type[_R], path: Path, raw: Any) -> _R:
+    """summary.json read into its record (a run's or a suite's), or one line naming the
+    first key it lacks."""
     try:
-        return RunSummary.model_validate(raw)
+        return record.model_validate(raw)
     except ValidationError as exc:
         where = ".".join(str(p) for p in exc.errors()[0]["loc"])
         raise StoreError(f"summary.json lacks a usable {where!r}", file=str(path), hint=HINT) from None
 
 
 def _suite(folder: Path, raw: Any, max_rows: int) -> ViewData:
-    try:
-        suite = SuiteSummary.model_validate(raw)
-    except ValidationError as exc:
-        where = ".".join(str(p) for p in exc.errors()[0]["loc"])
-        raise StoreError(f"summary.json lacks a usable {where!r}", file=str(folder / "summary.json"),
-                         hint=HINT) from None
+    suite = _validated(SuiteSummary, folder / "summary.json", raw)
     top = folder.resolve()
     members: list[tuple[str, Path, str]] = []
     notices: list[str] = []
@@ -108,7 +106,7 @@ def _suite(folder: Path, raw: Any, max_rows: int) -> ViewData:
     data = ViewData(kind="suite", title=suite.suite.title or suite.suite.name, version=__version__)
     counts = [_count_lines(d / "responses.jsonl") for _, d, _ in members]
     for (label, run_dir, rel), cap in zip(members, _shares(counts, max_rows), strict=True):
-        summary = _summary(run_dir / "summary.json", _read_json(run_dir / "summary.json", "summary"))
+        summary = _validated(RunSummary, run_dir / "summary.json", _read_json(run_dir / "summary.json", "summary"))
         _add_run(data, run_dir, rel, summary, label, cap, notices)
     data.notices = notices
     return data
@@ -187,21 +185,25 @@ def _stimulus_fields(summary: RunSummary, run_dir: Path, notices: list[str], lab
         why = exc.one_line() if isinstance(exc, BiasAuditError) else f"{type(exc).__name__}: {exc}"
     out: dict[str, dict[str, Any]] = {}
     for r in summary.metrics.values():
-        for item in (i.model_dump(mode="json") for i in r.items):  # the flat row summary.json holds
-            sid = str(item.get("stimulus", ""))
-            fields = out.setdefault(sid, {})
-            for k, v in item.items():
-                if k not in ITEM_KEYS and isinstance(v, str | int | float) and not isinstance(v, bool):
+        for item in r.items:
+            fields = out.setdefault(item.stimulus, {})
+            # what the flat row in summary.json holds besides ITEM_KEYS: the stimulus's
+            # fields, then the method's other numbers (a later key of the same name wins)
+            for k, v in {**item.fields, **item.values}.items():
+                if k not in ITEM_KEYS and _scalar(v):
                     fields.setdefault(k, v)
     notices.append(f"{label}: stimulus fields from the metrics' items, not the data file ({clip(why, 200)})")
     return out
 
 
-def _diff(item: Mapping[str, Any]) -> float | None:
-    d = item.get("diff")
-    if isinstance(d, int | float) and not isinstance(d, bool) and math.isfinite(d):
-        return float(d)
-    return None
+def _scalar(v: object) -> bool:
+    """Text or a finite number (summary.json is untrusted: NaN and Infinity parse)."""
+    return isinstance(v, str) or (isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v))
+
+
+def _diff(item: ItemRow) -> float | None:
+    d = item.diff
+    return float(d) if d is not None and _scalar(d) else None
 
 
 class _Items:
@@ -217,8 +219,7 @@ class _Items:
             bc: dict[tuple[str, str], float | None] = {}
             bs: dict[str, float | None] = {}
             for row in r.items:
-                item = row.model_dump(mode="json")  # the flat row summary.json holds
-                sid, cell, d = str(item.get("stimulus", "")), str(item.get("cell", "")), _diff(item)
+                sid, cell, d = row.stimulus, row.cell or "", _diff(row)
                 target: dict[Any, float | None] = bc if cell in cells else bs
                 k: Any = (sid, cell) if cell in cells else sid
                 old = target.get(k)
@@ -236,7 +237,7 @@ class _Items:
         return out
 
 
-def _metric_of(name: str, metrics: Mapping[str, Any]) -> tuple[str, str] | None:
+def _metric_of(name: str, metrics: Mapping[str, MetricResult]) -> tuple[str, str] | None:
     """A threshold's `metric` (`id` or `id.estimate`) as (metric id, estimate name)."""
     if name in metrics:
         return name, metrics[name].headline

@@ -263,8 +263,9 @@ def test_the_size_cap_binds_the_replayed_responses(workdir: Path, cli) -> None: 
     trail = workdir / "responses.jsonl"
     trail.write_text('{"status": "failed"}\n' * 100, encoding="utf-8")
     code, _, err = cli("run", _spec(workdir), "model=replay", f"model.responses={trail}",
-                       "runtime.limits.max_data_bytes=1000",  # the stimuli fit, the 2,100-byte trail does not f"runtime.cache={workdir / 'c.sqlite'}",
-                       f"runtime.reports_dir={workdir / 'reports'}", "runtime.progress=false")
+                       "runtime.limits.max_data_bytes=1000",  # the stimuli fit, the 2,100-byte trail does not
+                       f"runtime.cache={workdir / 'c.sqlite'}", f"runtime.reports_dir={workdir / 'reports'}",
+                       "runtime.progress=false")
     [line] = error_lines(err)
     assert code == 2 and "model.responses" in line and "larger than 1000 bytes" in line, line
 

@@ -38,6 +38,11 @@ from tests.unit.hostile._cases import (  # noqa: F401  (the *_fixture names regi
     statuses,
 )
 
+# Runs killed at a point or interrupted with Ctrl-C a moment after they start: alone, not
+# beside another test's processes (under load the moment and the child processes' timing
+# shift; `make test` runs `serial` tests after the two-worker phase).
+pytestmark = pytest.mark.serial
+
 # Kill points: after k model calls, k drawn from a seeded RNG over the whole run (subject
 # calls first, then judge and parser calls made in the coding stage), and at named points
 # of the coding, metric and report stages.
