@@ -9,6 +9,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from biasaudit.records.execution import ExecutionStats
+from biasaudit.records.json import JSONObject
 
 
 class _Part(BaseModel):
@@ -28,8 +29,9 @@ class DataRef(_Part):
 class ModelRef(_Part):
     name: str = ""
     backend: str = ""
-    identity: dict[str, Any] = Field(default_factory=dict)
-    """What the cache keys responses on: weights' digest, settings that change answers."""
+    identity: JSONObject = Field(default_factory=dict)
+    """What the cache keys responses on: weights' digest, settings that change answers
+    (each backend its own keys)."""
 
 
 class RunManifest(_Part):

@@ -39,6 +39,7 @@ from biasaudit.metrics.validity import counts_flag, depends_on, failure_flag, la
 from biasaudit.plan import Plan, compile_plan
 from biasaudit.records.coding import CodingReport
 from biasaudit.records.execution import ExecutionStats
+from biasaudit.records.json import JSONObject
 from biasaudit.records.manifest import DataRef, ModelRef, RunManifest
 from biasaudit.records.metric_result import MetricResult, ValidityFlag
 from biasaudit.records.responses import Response
@@ -68,7 +69,7 @@ class PlanInputs(NamedTuple):
     params: dict[str, BaseModel]
     """Checked metric parameters, by metric id."""
     stimuli: StimulusSet
-    identity: dict[str, Any]
+    identity: JSONObject
     """The model under test's identity (part of every subject request's hash)."""
     coding: CodingPlan
 
@@ -79,7 +80,7 @@ class Prepared:
     stimuli: StimulusSet
     plan: Plan
     params: dict[str, BaseModel]
-    identity: dict[str, Any]
+    identity: JSONObject
     coding: CodingPlan
 
 

@@ -15,6 +15,7 @@ from typing import Any
 
 from biasaudit.backends import identity_scope
 from biasaudit.errors import BiasAuditError
+from biasaudit.records.json import JSONObject
 from biasaudit.records.manifest import RunManifest
 from biasaudit.runner.evidence.store_export import PackedAnswerer, import_store
 from biasaudit.runner.pipeline import rerender
@@ -63,7 +64,7 @@ def _bounded(packed: Any) -> dict[str, Any]:
     return limits
 
 
-def pinned_identities(path: Path) -> dict[str, dict[str, Any]]:
+def pinned_identities(path: Path) -> dict[str, JSONObject]:
     raw = json.loads(path.read_text(encoding="utf-8"))
     table = raw.get("pinned") if isinstance(raw, dict) else None
     if not isinstance(table, dict) or not all(isinstance(v, dict) for v in table.values()):
