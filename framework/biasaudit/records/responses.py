@@ -36,7 +36,7 @@ def _json_object(value: object) -> JSONObject | None:
 
 
 def _as_is(value: JSONObject | None) -> object:
-    return value  # dumped as given, as `dict[str, Any]` was: no warning for a backend's tuple
+    return value  # dumped as given, as the untyped field was: no warning for a backend's tuple
 
 
 StoredOutput = Annotated[JSONObject | None, PlainValidator(_json_object), PlainSerializer(_as_is)]
