@@ -11,6 +11,7 @@ from typing import Any, Generic, Protocol, TypeVar
 
 from biasaudit.errors import BackendError
 from biasaudit.plan import Request
+from biasaudit.records.json import JSONObject
 from biasaudit.records.responses import Response as Response  # re-exported
 from biasaudit.registry import BACKENDS as BACKENDS  # re-exported: backends register here
 from biasaudit.spec import BaseModelConfig, RuntimeConfig
@@ -46,7 +47,7 @@ class RowsFinished:
 
 
 def run_in_batches(
-    requests: Sequence[Request], size: int, answer: Callable[[list[Request]], list[dict[str, Any]]], emit: Emit
+    requests: Sequence[Request], size: int, answer: Callable[[list[Request]], Sequence[JSONObject]], emit: Emit
 ) -> None:
     """Answer requests batch by batch and emit each result as its batch finishes; a batch
     that raises (out of memory, bad input) is recorded as failed, never dropped."""
@@ -72,7 +73,7 @@ def token_budget_batches(requests: Sequence[Request], lengths: Sequence[int], bu
     return batches
 
 
-def run_batches(batches: Iterable[list[Request]], answer: Callable[[list[Request]], list[dict[str, Any]]],
+def run_batches(batches: Iterable[list[Request]], answer: Callable[[list[Request]], Sequence[JSONObject]],
                 emit: Emit) -> None:
     """`run_in_batches` for batches already formed (e.g. by `token_budget_batches`)."""
     import time
@@ -123,7 +124,7 @@ class BackendKind(Generic[C]):
 
     config: type[C]
     supports: frozenset[str]
-    identity: Callable[[C], dict[str, Any]]
+    identity: Callable[[C], JSONObject]
     build: Callable[[C, RuntimeConfig], Backend]
     local: bool
     """True when requests run in this process (batching), False for remote (concurrency)."""

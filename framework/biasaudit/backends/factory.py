@@ -10,6 +10,7 @@ from typing import Any
 from biasaudit.backends.base import BACKENDS, Backend
 from biasaudit.backends.weights import forget as forget_weights
 from biasaudit.errors import BackendError
+from biasaudit.records.json import JSONObject
 from biasaudit.spec import AuditConfig, HFCausalConfig, ModelConfig, NLIConfig, RuntimeConfig
 
 # Local models loaded in this process, so a sweep or a test session loads each once.
@@ -39,13 +40,13 @@ def check_probe_support(model: ModelConfig, kind: str, model_file: str | None = 
 # Identities recorded or pinned for the scope of `identity_scope` (an evidence pack records
 # the identities a run's re-computation asked for; `verify` pins them, so that checking a
 # pack needs no weights: the recorded digests are what the stored responses are keyed on).
-_SCOPE: list[dict[str, dict[str, Any]]] = []
+_SCOPE: list[dict[str, JSONObject]] = []
 _STRICT: list[bool] = []
 
 
 @contextlib.contextmanager
-def identity_scope(pinned: dict[str, dict[str, Any]] | None = None, *,
-                   strict: bool = False) -> Iterator[dict[str, dict[str, Any]]]:
+def identity_scope(pinned: dict[str, JSONObject] | None = None, *,
+                   strict: bool = False) -> Iterator[dict[str, JSONObject]]:
     """Within it, an identity whose config is in `pinned` is taken from there, not computed;
     every identity asked for is recorded in the yielded mapping (config digest -> identity).
     `strict`: an identity not pinned is an error, never computed (a pack's config may name
@@ -60,7 +61,7 @@ def identity_scope(pinned: dict[str, dict[str, Any]] | None = None, *,
         _STRICT.pop()
 
 
-def _scoped(what: Any, compute: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+def _scoped(what: Any, compute: Callable[[], JSONObject]) -> JSONObject:
     if not _SCOPE:
         return compute()
     import hashlib
@@ -72,15 +73,15 @@ def _scoped(what: Any, compute: Callable[[], dict[str, Any]]) -> dict[str, Any]:
             raise BackendError(f"no recorded identity for the {what[0]} config {key[:16]}...", key="model",
                                hint="the evidence pack's model/identity.json lacks it: pack the run again")
         table[key] = compute()
-    copied: dict[str, Any] = json.loads(json.dumps(table[key]))  # a copy: callers may add to it
+    copied: JSONObject = json.loads(json.dumps(table[key]))  # a copy: callers may add to it
     return copied
 
 
-def backend_identity(model: ModelConfig) -> dict[str, Any]:
+def backend_identity(model: ModelConfig) -> JSONObject:
     return _scoped(["model", model.model_dump(mode="json")], lambda: _backend_identity(model))
 
 
-def _backend_identity(model: ModelConfig) -> dict[str, Any]:
+def _backend_identity(model: ModelConfig) -> JSONObject:
     kind = BACKENDS.get(model.backend, key="model.backend")
     local = kind.identity(kind.config_of(model))
     if isinstance(model, HFCausalConfig) and model.serve is not None:
@@ -134,19 +135,19 @@ def _nli_parts(cfg: AuditConfig) -> tuple[NLIConfig, ModelConfig | None]:
     return cfg.nli, chat
 
 
-def audit_identity(cfg: AuditConfig) -> dict[str, Any]:
+def audit_identity(cfg: AuditConfig) -> JSONObject:
     if cfg.probe.kind != "classify_nli":
         return backend_identity(cfg.model)
     return nli_identity(cfg)
 
 
-def nli_identity(cfg: AuditConfig) -> dict[str, Any]:
+def nli_identity(cfg: AuditConfig) -> JSONObject:
     nli, chat = _nli_parts(cfg)
     what = ["nli", nli.model_dump(mode="json"), chat.model_dump(mode="json") if chat else None]
     return _scoped(what, lambda: _nli_identity(cfg))
 
 
-def _nli_identity(cfg: AuditConfig) -> dict[str, Any]:
+def _nli_identity(cfg: AuditConfig) -> JSONObject:
     from biasaudit.backends.hf_nli import identity as hf_nli_identity
     from biasaudit.backends.llm_nli import identity as llm_nli_identity
 

@@ -35,16 +35,17 @@ from biasaudit.backends.packed_scoring import (
 from biasaudit.backends.weights import shared
 from biasaudit.errors import BackendError
 from biasaudit.plan import Request
+from biasaudit.records.json import JSONObject
 from biasaudit.spec import HFCausalConfig, RuntimeConfig
 
 log = logging.getLogger(__name__)
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 
-def _identity(cfg: HFCausalConfig) -> dict[str, Any]:
+def _identity(cfg: HFCausalConfig) -> JSONObject:
     if cfg.path is None:
         raise BackendError("hf_causal needs `model.path`", key="model.path")
-    ident: dict[str, Any] = {"backend": "hf_causal", "dtype": cfg.dtype}
+    ident: JSONObject = {"backend": "hf_causal", "dtype": cfg.dtype}
     if cfg.system_prompt:
         ident["system_prompt"] = cfg.system_prompt
     if not cfg.chat_template:
@@ -323,7 +324,7 @@ class HFCausalBackend:
             return str(self.tok.apply_chat_template(messages, tokenize=False, add_generation_prompt=True))
         return "\n".join(m["content"] for m in messages) + "\n"
 
-    def next_token(self, messages_list: Sequence[list[dict[str, str]]], top_k: int) -> list[dict[str, Any]]:
+    def next_token(self, messages_list: Sequence[list[dict[str, str]]], top_k: int) -> list[JSONObject]:
         import torch
 
         prompts = [self._chat_prompt(m) for m in messages_list]
@@ -334,7 +335,7 @@ class HFCausalBackend:
             logits = self.model(**{k: v.to(self.device) for k, v in enc.items()}, logits_to_keep=1).logits[:, -1, :].float()
             logp = torch.log_softmax(logits, dim=-1).double().cpu()
         vals, idx = torch.topk(logp, k=top_k, dim=-1)
-        out = []
+        out: list[JSONObject] = []
         for i in range(len(prompts)):
             toks = self.tok.convert_ids_to_tokens(idx[i].tolist())
             texts = [self.tok.convert_tokens_to_string([t]) for t in toks]
@@ -353,21 +354,22 @@ class HFCausalBackend:
             logp = torch.log_softmax(logits.double(), dim=-1)[:, token_ids].cpu()
         return [[float(x) for x in row] for row in logp.tolist()]
 
-    def generate(self, reqs: Sequence[Request]) -> list[dict[str, Any]]:
+    def generate(self, reqs: Sequence[Request]) -> list[JSONObject]:
         import torch
 
-        p = reqs[0].params
+        p = reqs[0].decoding()
         prompts = [self._chat_prompt(r.messages or []) for r in reqs]
         self.tok.padding_side = "left"
         enc = self.tok(prompts, return_tensors="pt", padding=True, add_special_tokens=False)
         enc = {k: v.to(self.device) for k, v in enc.items()}
-        temperature = float(p.get("temperature", 0.0))
+        temperature = p.temperature or 0.0
         gen_kwargs: dict[str, Any] = {
-            "max_new_tokens": int(p.get("max_tokens", 128)),
+            "max_new_tokens": p.max_tokens if p.max_tokens is not None else 128,
             "pad_token_id": self.tok.pad_token_id,
         }
         if temperature > 0:
-            gen_kwargs.update(do_sample=True, temperature=temperature, top_p=float(p.get("top_p", 1.0)), top_k=0)
+            gen_kwargs.update(do_sample=True, temperature=temperature, top_p=p.top_p if p.top_p is not None else 1.0,
+                              top_k=0)
             # One sampled request per call, seeded from its key, so a sample is the same
             # whatever batch it would have fallen in.
             torch.manual_seed(int(reqs[0].key[:12], 16) % (2**31))
@@ -410,7 +412,7 @@ class HFCausalBackend:
             # Sorted by token length (not characters: ~9% less padding on CrowS-Pairs at batch 8).
             lengths = self._token_lengths(kind, reqs)
             reqs = [reqs[i] for i in sorted(range(len(reqs)), key=lengths.__getitem__)]
-            size = 1 if kind == "generate" and reqs[0].params.get("temperature", 0) > 0 else self.batch_size
+            size = 1 if kind == "generate" and (reqs[0].decoding().temperature or 0) > 0 else self.batch_size
             groups: dict[str, list[Request]] = {}
             for r in reqs:
                 groups.setdefault(repr(sorted(r.params.items())), []).append(r)
@@ -448,7 +450,8 @@ class HFCausalBackend:
     def _generation_batches(self, reqs: list[Request]) -> list[list[Request]]:
         """Greedy generation: token-budget batches over prompt + new tokens, at most
         `batch_size` rows (long prompts or long answers get smaller batches)."""
-        new = int(reqs[0].params.get("max_tokens", 128))
+        new = reqs[0].decoding().max_tokens
+        new = new if new is not None else 128
         prompts = [self._chat_prompt(r.messages or []) for r in reqs]
         lengths = [len(ids) + new for ids in self.tok(prompts, add_special_tokens=False)["input_ids"]]
         out: list[list[Request]] = []
@@ -461,7 +464,7 @@ class HFCausalBackend:
         answer word, renormalised over the answers (judges, parsers)."""
         import math
 
-        words = [str(w) for w in batch[0].params["choices"]]
+        words = batch[0].decoding().choices
         ids = [int(self.tok(w, add_special_tokens=False)["input_ids"][0]) for w in words]
         if len(set(ids)) != len(ids):
             raise ValueError(f"answer words {words} share a first token")
@@ -474,13 +477,14 @@ class HFCausalBackend:
             out.append({"probs": probs, "logprobs": dict(zip(words, lps, strict=True)), "choice": best})
         return out
 
-    def _answer(self, kind: str, batch: list[Request]) -> list[dict[str, Any]]:
+    def _answer(self, kind: str, batch: list[Request]) -> list[JSONObject]:
         if kind == "choice":
             return self.choices(batch)
         if kind == "sequence_logprob":
             return self._scored([r.text or "" for r in batch])
         if kind == "next_token":
-            return self.next_token([r.messages or [] for r in batch], int(batch[0].params.get("top_k", 20)))
+            top_k = batch[0].decoding().top_k
+            return self.next_token([r.messages or [] for r in batch], top_k if top_k is not None else 20)
         return self.generate(batch)
 
     def close(self) -> None:

@@ -27,6 +27,7 @@ from biasaudit.backends.devices import torch_setup
 from biasaudit.backends.identity import directory_digest
 from biasaudit.errors import BackendError
 from biasaudit.plan import Request
+from biasaudit.records.json import JSONObject
 from biasaudit.spec import HFMaskedConfig, RuntimeConfig
 
 log = logging.getLogger(__name__)
@@ -34,11 +35,11 @@ MAX_ROWS = 128
 """Masked copies per forward pass (several short sentences share one pass)."""
 
 
-def _identity(cfg: HFMaskedConfig) -> dict[str, Any]:
+def _identity(cfg: HFMaskedConfig) -> JSONObject:
     if cfg.path is None:
         raise BackendError("hf_masked needs `model.path`", key="model.path")
     where = resolve_model_path(cfg.path)
-    ident: dict[str, Any] = {"backend": "hf_masked", "dtype": cfg.dtype}
+    ident: JSONObject = {"backend": "hf_masked", "dtype": cfg.dtype}
     if isinstance(where, Path):
         ident["dir_sha256"] = directory_digest(where)
     else:
@@ -81,7 +82,7 @@ class HFMaskedBackend:
             "special": list(enc["special_tokens_mask"]),
         }
 
-    def pseudo_logliks(self, texts: Sequence[str]) -> list[dict[str, Any]]:
+    def pseudo_logliks(self, texts: Sequence[str]) -> list[JSONObject]:
         import torch
 
         encs = [self.encode(t) for t in texts]

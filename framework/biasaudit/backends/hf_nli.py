@@ -16,6 +16,7 @@ from biasaudit.backends.devices import torch_setup
 from biasaudit.backends.identity import directory_digest
 from biasaudit.errors import BackendError
 from biasaudit.plan import Request
+from biasaudit.records.json import JSONObject
 from biasaudit.spec import NLIConfig, RuntimeConfig
 
 RELATIONS = ("entailment", "neutral", "contradiction")
@@ -51,11 +52,11 @@ def label_indices(id2label: dict[int, str], label_map: dict[str, str]) -> dict[s
     return found
 
 
-def identity(cfg: NLIConfig) -> dict[str, Any]:
+def identity(cfg: NLIConfig) -> JSONObject:
     if not cfg.path:
         raise BackendError("hf_nli needs `nli.path`", key="nli.path")
     where = resolve_model_path(cfg.path, key="nli.path")
-    ident: dict[str, Any] = {"backend": "hf_nli", "dtype": cfg.dtype, "label_map": cfg.label_map}
+    ident: JSONObject = {"backend": "hf_nli", "dtype": cfg.dtype, "label_map": {**cfg.label_map}}
     if isinstance(where, Path):
         ident["dir_sha256"] = directory_digest(where)
     else:
@@ -97,14 +98,14 @@ class HFNLIBackend:
             logits = self.model(**{k: v.to(self.device) for k, v in enc.items()}).logits.double()
         return torch.softmax(logits, dim=-1).cpu()
 
-    def classify(self, premises: Sequence[str], hypotheses: Sequence[str]) -> list[dict[str, Any]]:
+    def classify(self, premises: Sequence[str], hypotheses: Sequence[str]) -> list[JSONObject]:
         if self.index is None:
             raise BackendError("this model was loaded as a text classifier, not for NLI", key="nli.path")
         index = self.index
         probs = self._probs(list(premises), list(hypotheses))
         return [{"probs": {rel: float(row[index[rel]]) for rel in RELATIONS}} for row in probs]
 
-    def classify_texts(self, texts: Sequence[str]) -> list[dict[str, Any]]:
+    def classify_texts(self, texts: Sequence[str]) -> list[JSONObject]:
         probs = self._probs(list(texts))
         return [{"probs": {self.labels[i]: float(row[i]) for i in range(len(row))}} for row in probs]
 

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from biasaudit.backends.openai_parse import OutputFault
+from biasaudit.records.json import JSONObject
 
 
 @dataclass
@@ -140,7 +141,7 @@ def first_logprob(dist: dict[str, float], token: str) -> float:
     return float(dist[token])
 
 
-def output(cond: Conditioning, toks: list[Token], ids: list[int] | None, bos_id: int | None) -> dict[str, Any]:
+def output(cond: Conditioning, toks: list[Token], ids: list[int] | None, bos_id: int | None) -> JSONObject:
     """The in-process output shape: BOS first (no log-prob), then the text's tokens."""
     if any(t.logprob is None for t in toks):
         raise OutputFault("bad_logprobs", "a token of the scored text has no log-prob")

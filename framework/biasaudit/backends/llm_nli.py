@@ -19,12 +19,14 @@ from biasaudit.backends.base import Emit, Response, run_in_batches
 from biasaudit.backends.hf_nli import RELATIONS
 from biasaudit.errors import BackendError
 from biasaudit.plan import Request
+from biasaudit.records.json import JSONObject
+from biasaudit.records.responses import ChoiceOutput, parse_output
 from biasaudit.spec import ModelConfig, NLIConfig, RuntimeConfig
 from biasaudit.spec.templates import render
 
 
-def identity(cfg: NLIConfig, chat: ModelConfig, chat_identity: dict[str, Any]) -> dict[str, Any]:
-    return {"backend": "llm_nli", "model": chat_identity, "prompt": cfg.prompt, "labels": dict(cfg.labels)}
+def identity(cfg: NLIConfig, chat: ModelConfig, chat_identity: JSONObject) -> JSONObject:
+    return {"backend": "llm_nli", "model": chat_identity, "prompt": cfg.prompt, "labels": {str(rel): w for rel, w in cfg.labels.items()}}
 
 
 class LLMNLIBackend:
@@ -63,8 +65,8 @@ class LLMNLIBackend:
                       file=None, key="nli.prompt")
         return [{"role": "user", "content": user}]
 
-    def answer(self, batch: list[Request]) -> list[dict[str, Any]]:
-        out = []
+    def answer(self, batch: list[Request]) -> list[JSONObject]:
+        out: list[JSONObject] = []
         for lps in self.inner.choice_logprobs([self.messages(r) for r in batch], self.token_ids):
             top = max(lps)
             z = sum(math.exp(x - top) for x in lps)
@@ -78,18 +80,20 @@ class LLMNLIBackend:
             return
         # HTTP: one `choice` request per NLI request, all handed to the backend at once so
         # its own concurrency, retries and failure kinds apply; answers keep the NLI key.
-        asked = [Request(key=r.key, kind="choice", messages=self.messages(r), params={"choices": self.words})
+        asked = [Request(key=r.key, kind="choice", messages=self.messages(r), params={"choices": [*self.words]})
                  for r in requests]
         self.inner.execute(asked, lambda resp: emit(self._from_choice(resp)))
 
     def _from_choice(self, resp: Response) -> Response:
-        if resp.status != "ok" or resp.output is None:
+        got = parse_output(ChoiceOutput, resp)
+        if got is None:
             return resp
-        probs = [float(resp.output["probs"][w]) for w in self.words]
-        lps = resp.output.get("logprobs", {})
-        out = {"probs": dict(zip(RELATIONS, probs, strict=True)),
-               "label_logprobs": {rel: lps.get(w) for rel, w in zip(RELATIONS, self.words, strict=True)},
-               "missing_labels": [rel for rel, w in zip(RELATIONS, self.words, strict=True) if w not in lps]}
+        probs = [got.probs[w] for w in self.words]
+        lps = got.logprobs
+        out: JSONObject = {
+            "probs": dict(zip(RELATIONS, probs, strict=True)),
+            "label_logprobs": {rel: lps.get(w) for rel, w in zip(RELATIONS, self.words, strict=True)},
+            "missing_labels": [rel for rel, w in zip(RELATIONS, self.words, strict=True) if w not in lps]}
         return resp.model_copy(update={"output": out})
 
     def apply_runtime(self, runtime: RuntimeConfig) -> None:

@@ -58,6 +58,7 @@ from biasaudit.backends.openai_parse import (
 )
 from biasaudit.errors import BackendError
 from biasaudit.plan import Request
+from biasaudit.records.json import JSONObject
 from biasaudit.spec import OpenAICompatConfig, RuntimeConfig
 
 log = logging.getLogger(__name__)
@@ -336,7 +337,7 @@ class OpenAICompatBackend:
         return msgs
 
     def _top_k(self, req: Request) -> int:
-        asked = int(req.params.get("top_k", 20))
+        asked = _top_k_asked(req)
         if asked > self.cfg.max_top_logprobs and not self._capped_warned:
             self._capped_warned = True
             log.warning("top_k %d is above what the server returns (model.max_top_logprobs %d): capped to %d",
@@ -344,13 +345,14 @@ class OpenAICompatBackend:
         return min(asked, self.cfg.max_top_logprobs)
 
     def _body(self, req: Request) -> tuple[str, dict[str, Any], int]:
-        p = req.params
+        p = req.decoding()
         chat: dict[str, Any] = {"model": self.cfg.model, "messages": self._messages(req)}
         if req.kind == "generate":
-            body = {**chat, "temperature": p.get("temperature", 0.0), "top_p": p.get("top_p", 1.0),
-                    "max_tokens": p.get("max_tokens", 128)}
-            if "seed" in p:
-                body["seed"] = int(p["seed"]) + req.sample
+            body = {**chat, "temperature": p.temperature if p.temperature is not None else 0.0,
+                    "top_p": p.top_p if p.top_p is not None else 1.0,
+                    "max_tokens": p.max_tokens if p.max_tokens is not None else 128}
+            if p.seed is not None:
+                body["seed"] = p.seed + req.sample
             if self.server == "llama-cpp-python":
                 # its defaults (repeat penalty 1.1, top-k 40, min-p 0.05) would sample from another
                 # distribution than in-process, and make even greedy answers differ
@@ -374,16 +376,16 @@ class OpenAICompatBackend:
             body["prompt_logprobs"] = 0  # vLLM then names each prompt token's id
         return body
 
-    def _parse(self, req: Request, data: dict[str, Any]) -> dict[str, Any]:
+    def _parse(self, req: Request, data: dict[str, Any]) -> JSONObject:
         if req.kind == "generate":
             return parse_chat(data)
         if req.kind == "next_token":
             out = parse_top_logprobs(data)
-            asked = int(req.params.get("top_k", 20))
+            asked = _top_k_asked(req)
             if asked > self.cfg.max_top_logprobs:
                 out["top_k_capped_to"] = self.cfg.max_top_logprobs
             return out
-        return parse_choice(data, [str(w) for w in req.params.get("choices", [])])
+        return parse_choice(data, req.decoding().choices)
 
     # -- scoring: the same tokens under the same conditioning as in-process ------------
     def _root(self) -> str:
@@ -490,7 +492,7 @@ class OpenAICompatBackend:
         ids = data.get("tokens")
         return list(ids) if isinstance(ids, list) and all(isinstance(x, int) for x in ids) else None
 
-    async def _score(self, pool: _Clients, req: Request) -> tuple[dict[str, Any], int]:
+    async def _score(self, pool: _Clients, req: Request) -> tuple[JSONObject, int]:
         assert self._cond is not None
         cond, text = self._cond, req.text or ""
         path, body, _ = self._body(req)
@@ -649,9 +651,14 @@ class _Clients:
             await c.aclose()
 
 
-def _identity(cfg: OpenAICompatConfig) -> dict[str, Any]:
+def _top_k_asked(req: Request) -> int:
+    top_k = req.decoding().top_k
+    return top_k if top_k is not None else 20
+
+
+def _identity(cfg: OpenAICompatConfig) -> JSONObject:
     # `scoring: 2`: answers cached before scored texts were conditioned on the BOS are not reused
-    ident: dict[str, Any] = {"backend": "openai_compat", "base_url": cfg.base_url, "model": cfg.model, "scoring": 2}
+    ident: JSONObject = {"backend": "openai_compat", "base_url": cfg.base_url, "model": cfg.model, "scoring": 2}
     for key in ("bos_token", "system_prompt", "path"):
         if getattr(cfg, key):
             ident[key] = getattr(cfg, key)

@@ -11,6 +11,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from biasaudit.records.json import JSONObject
+
 
 class OutputFault(Exception):
     """The server answered, but the body cannot be used."""
@@ -28,7 +30,7 @@ def _first_choice(data: dict[str, Any]) -> dict[str, Any]:
     return choices[0]
 
 
-def parse_chat(data: dict[str, Any]) -> dict[str, Any]:
+def parse_chat(data: dict[str, Any]) -> JSONObject:
     choice = _first_choice(data)
     finish = choice.get("finish_reason")
     if finish == "content_filter":
@@ -147,7 +149,7 @@ def _without_special_start(tokens: list[Any], lps: list[Any], offs: list[Any], t
     return offs
 
 
-def parse_echo(data: dict[str, Any], text: str) -> dict[str, Any]:
+def parse_echo(data: dict[str, Any], text: str) -> JSONObject:
     """Prompt log-probs from a legacy completion with `echo`: one token, log-prob and
     character offset each, offsets rising within the text (the first log-prob is None).
     Reads OpenAI's shape, vLLM's (offsets shifted by a BOS token), and vLLM's

@@ -6,16 +6,15 @@ answers a real run."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from biasaudit.backends.base import BACKENDS, Backend, BackendKind
 from biasaudit.errors import BackendError
+from biasaudit.records.json import JSONObject
 from biasaudit.spec import OracleConfig, RuntimeConfig
 
 KINDS = frozenset({"generate", "sequence_logprob", "pseudo_loglik", "next_token", "choice", "classify_nli"})
 
 
-def _identity(cfg: OracleConfig) -> dict[str, Any]:
+def _identity(cfg: OracleConfig) -> JSONObject:
     return {"backend": "oracle", "name": cfg.name}
 
 

@@ -17,11 +17,12 @@ from biasaudit.backends.base import BACKENDS, BackendKind, Emit, Response
 from biasaudit.backends.identity import sha256_file
 from biasaudit.errors import BackendError
 from biasaudit.plan import Request, canonical_json
+from biasaudit.records.json import JSONObject
 from biasaudit.registry import RECORDINGS
 from biasaudit.spec import ReplayConfig, RuntimeConfig, RuntimeLimits
 
 
-def content_key(kind: str, text: str | None, messages: Any, params: dict[str, Any], sample: int,
+def content_key(kind: str, text: str | None, messages: Any, params: JSONObject, sample: int,
                 text_pair: str | None = None) -> str:
     return canonical_json([kind, text, messages, params, sample, text_pair])
 
@@ -31,7 +32,7 @@ class ReplayBackend:
 
     def __init__(self, cfg: ReplayConfig, max_bytes: int = RuntimeLimits().max_data_bytes) -> None:
         path = recorded_file(cfg)
-        self.recorded: dict[str, dict[str, Any]] = {}
+        self.recorded: dict[str, JSONObject] = {}
         self.by_prompt: dict[str, list[str]] = {}
         raw = read_capped(path, max_bytes, key="model.responses", what="recorded responses file", error=BackendError,
                           hint="point model.responses at a run's responses.jsonl (or raise "
@@ -112,7 +113,7 @@ def recorded_file(cfg: ReplayConfig) -> Path:
     return path
 
 
-def _identity(cfg: ReplayConfig) -> dict[str, Any]:
+def _identity(cfg: ReplayConfig) -> JSONObject:
     return {"backend": "replay", "sha256": sha256_file(recorded_file(cfg))}
 
 

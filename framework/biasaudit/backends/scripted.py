@@ -20,6 +20,7 @@ from typing import Any
 
 from biasaudit.backends.base import BACKENDS, BackendKind, Emit, Response
 from biasaudit.plan import Request
+from biasaudit.records.json import JSONObject, JSONValue
 from biasaudit.spec import RuntimeConfig, ScriptedConfig
 
 
@@ -48,7 +49,8 @@ class ScriptedBackend:
         if req.kind == "sequence_logprob":
             text = req.text or ""
             words = text.split()
-            offsets, pos = [], 0
+            offsets: list[JSONValue] = []
+            pos = 0
             for w in words:
                 start = text.index(w, pos)
                 offsets.append([start, start + len(w)])
@@ -66,14 +68,14 @@ class ScriptedBackend:
             )
         prompt = (req.messages or [{"content": ""}])[-1]["content"]
         if req.kind == "choice":
-            words = [str(w) for w in req.params["choices"]]
+            words = req.decoding().choices
             pick = words[0]
             for sub, w in s.get("choices", {}).items():
                 if sub in prompt and w in words:  # only an offered answer can be chosen
                     pick = w
                     break
             probs = {w: (0.7 if w == pick else 0.3 / max(1, len(words) - 1)) for w in words}
-            return Response(key=req.key, status="ok", output={"probs": probs, "choice": pick})
+            return Response(key=req.key, status="ok", output={"probs": {**probs}, "choice": pick})
         if req.kind == "next_token":
             return Response(
                 key=req.key, status="ok",
@@ -116,7 +118,7 @@ class ScriptedBackend:
         pass
 
 
-def _identity(cfg: ScriptedConfig) -> dict[str, Any]:
+def _identity(cfg: ScriptedConfig) -> JSONObject:
     return {"backend": "scripted", "name": cfg.name, "script": {k: v for k, v in cfg.script.items() if k in ("scores", "replies", "choices")}}
 
 

@@ -29,6 +29,7 @@ from biasaudit.backends.model_files import converted_dir, joined_gguf, models_di
 from biasaudit.backends.openai_compat import OpenAICompatBackend
 from biasaudit.errors import BackendError
 from biasaudit.plan import Request
+from biasaudit.records.json import JSONObject
 from biasaudit.spec import HFCausalConfig, OpenAICompatConfig, RuntimeConfig
 
 log = logging.getLogger(__name__)
@@ -124,7 +125,7 @@ class ServedBackend:
         self.engine.stop()
 
 
-def served_identity(cfg: HFCausalConfig, local: dict[str, Any]) -> dict[str, Any]:
+def served_identity(cfg: HFCausalConfig, local: JSONObject) -> JSONObject:
     """The in-process identity (the weights' hash) and what serves them: the engine, its
     version, and which weights."""
     return {**local, "serve": cfg.serve, "serve_weights": cfg.serve_weights, "engine": engine_version(cfg.serve or "")}

@@ -15,7 +15,9 @@ from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel
 
+from biasaudit.plan import Decoding
 from biasaudit.records.codes import ABSTAIN, Code, CodeStatus, Unit
+from biasaudit.records.json import JSONObject
 from biasaudit.records.responses import Response
 from biasaudit.spec import AuditConfig, CodingLayerSpec
 
@@ -45,9 +47,13 @@ class CodingRequest:
     def chat(cls, route: str, kind: str, user: str, params: Mapping[str, Any]) -> CodingRequest:
         return cls(route=route, kind=kind, user=user, params=json.dumps(dict(params), sort_keys=True))
 
-    def params_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = json.loads(self.params)
+    def params_dict(self) -> JSONObject:
+        out: JSONObject = json.loads(self.params)
         return out
+
+    def decoding(self) -> Decoding:
+        """The parameters as a backend reads them (the answer words of a `choice`...)."""
+        return Decoding.model_validate_json(self.params)
 
 
 Answers = Mapping[CodingRequest, Response]

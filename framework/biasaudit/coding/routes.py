@@ -31,6 +31,7 @@ from biasaudit.engine import execute_requests
 from biasaudit.errors import BackendError, SpecError
 from biasaudit.plan import Request, request_key
 from biasaudit.records.execution import ExecutionStats
+from biasaudit.records.json import JSONObject
 from biasaudit.records.responses import Response
 from biasaudit.spec import AuditConfig, ModelConfig
 from biasaudit.store import Store
@@ -54,7 +55,7 @@ def route_model(cfg: AuditConfig, route: str) -> ModelConfig:
     raise SpecError(f"unknown route {route!r}", key="coding")
 
 
-def route_identity(cfg: AuditConfig, route: str) -> dict[str, Any]:
+def route_identity(cfg: AuditConfig, route: str) -> JSONObject:
     if route in ("nli", "classifier"):
         return {"derived_by": nli_identity(cfg)}
     if route == "embedder":
@@ -196,7 +197,7 @@ class StoreAnswerer:
         return out
 
     @staticmethod
-    def key(identity: dict[str, Any], r: CodingRequest) -> str:
+    def key(identity: JSONObject, r: CodingRequest) -> str:
         messages = [{"role": "user", "content": r.user}] if r.user is not None else None
         return request_key(identity, r.kind, r.text, messages, r.params_dict(), 0, r.text_pair)
 

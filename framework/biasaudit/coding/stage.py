@@ -23,7 +23,7 @@ from biasaudit.coding.layers import CodingPlan, Layer
 from biasaudit.errors import BiasAuditError
 from biasaudit.plan import PlanItem
 from biasaudit.records.codes import Code, Unit
-from biasaudit.records.responses import GenerateOutput, Response, parse_output
+from biasaudit.records.responses import Response, generated_text
 
 MAX_ROUNDS = 4
 """Rounds a multi-step coder may ask in (claims: extract, then check)."""
@@ -47,12 +47,10 @@ class CodingResult:
 def response_text(response: Response) -> str | None:
     """The answer: a generation's text; any other output (a next-token distribution) as
     canonical JSON."""
-    if not response.ok or response.output is None:
+    if not response.ok:
         return None
-    if "text" not in response.output:
-        return json.dumps(response.output, sort_keys=True)
-    out = parse_output(GenerateOutput, response)
-    return out.text if out is not None else None
+    text = generated_text(response)
+    return text if text is not None else json.dumps(response.output, sort_keys=True)
 
 
 def resolve_inputs(layer: Layer, units: Sequence[Unit], responses: Mapping[str, Response],
@@ -75,7 +73,7 @@ def resolve_inputs(layer: Layer, units: Sequence[Unit], responses: Mapping[str, 
         if layer.input.kind == "response":
             text = response_text(r)
         elif layer.input.kind == "field":
-            value = (r.output or {}).get(layer.input.name)
+            value = r.field(layer.input.name)
             # structured fields (a top-k list) reach the coder as JSON
             text = None if value is None else value if isinstance(value, str) else json.dumps(value)
         else:

@@ -19,7 +19,8 @@ from biasaudit.engine.interrupt import GracefulStop
 from biasaudit.errors import StoreError
 from biasaudit.plan import Plan, Request, estimated_tokens
 from biasaudit.records.execution import ExecutionStats
-from biasaudit.records.responses import Response
+from biasaudit.records.json import JSONObject
+from biasaudit.records.responses import GenerateOutput, Response, parse_output
 from biasaudit.store import Store
 
 log = logging.getLogger(__name__)
@@ -56,7 +57,7 @@ def execute_requests(
     retry_failed: bool = False,
     progress: bool = True,
     label: str = "model calls",
-    identity: dict[str, Any] | None = None,
+    identity: JSONObject | None = None,
     who: str = "the model",
     load_note: str = "",
 ) -> tuple[dict[str, Response], ExecutionStats]:
@@ -140,7 +141,7 @@ def storable(obj: Any) -> Any:
 _REAL_LOAD_S = 0.5
 
 
-def _load(factory: Callable[[], Backend], store: Store, identity: dict[str, Any] | None, label: str, who: str,
+def _load(factory: Callable[[], Backend], store: Store, identity: JSONObject | None, label: str, who: str,
           first_note: str, stats: ExecutionStats) -> Backend:
     """Build the backend, saying how long the last real load of this model took (kept in the
     store's throughput table under the pseudo-kind `model_load`), and record this one."""
@@ -161,15 +162,18 @@ def _load(factory: Callable[[], Backend], store: Store, identity: dict[str, Any]
     return backend
 
 
-def _record_throughput(store: Store, identity: dict[str, Any], pending: list[Request],
+def _record_throughput(store: Store, identity: JSONObject, pending: list[Request],
                        results: dict[str, Response], seconds: float) -> None:
     kinds = {r.kind for r in pending}
     ok = [r for r in pending if results.get(r.key) is not None and results[r.key].status == "ok"]
     if len(kinds) != 1 or not ok or seconds <= 0:
         return  # mixed kinds or nothing answered: no rate worth keeping
+    kind = kinds.pop()
     tin = sum(estimated_tokens(r)[0] for r in pending)
-    tout = sum(int((results[r.key].output or {}).get("output_tokens", 0)) for r in ok)
-    store.record_throughput(identity, kinds.pop(), len(pending), seconds, tin, tout)
+    # only a generation has output tokens (a score or a distribution is read from the prompt)
+    gens = [parse_output(GenerateOutput, results[r.key]) for r in ok] if kind == "generate" else []
+    tout = sum(g.output_tokens for g in gens if g is not None)
+    store.record_throughput(identity, kind, len(pending), seconds, tin, tout)
 
 
 class _Bar:

@@ -69,7 +69,7 @@ def code(kind: str, request: CodingRequest, intents: Mapping[str, str]) -> dict[
     """A perfect judge of the oracle's answers: the stance panel and the selection parser."""
     if request.kind != "choice":
         return None
-    words = [str(w) for w in request.params_dict().get("choices", [])]
+    words = request.decoding().choices
     stance = stance_of(request.user or "")
     word = answer_word(words, stance) if stance is not None else None
     return choice(words, word) if word is not None else None

@@ -3,6 +3,7 @@
 from biasaudit.plan.compile import Plan, Row, compile_plan, iter_plan, iter_rows, request_params
 from biasaudit.plan.design import Cell, cell_id, expand_design
 from biasaudit.plan.requests import (
+    Decoding,
     KeyMaker,
     PlanItem,
     Request,
@@ -14,6 +15,7 @@ from biasaudit.spec.templates import render, variables
 
 __all__ = [
     "Cell",
+    "Decoding",
     "KeyMaker",
     "Plan",
     "PlanItem",

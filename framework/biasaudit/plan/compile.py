@@ -12,6 +12,7 @@ from biasaudit.data import StimulusSet
 from biasaudit.errors import SpecError
 from biasaudit.plan.design import Cell, expand_design
 from biasaudit.plan.requests import KeyMaker, PlanItem, Request, estimated_tokens
+from biasaudit.records.json import JSONObject
 from biasaudit.spec import AuditConfig, LevelSpec
 from biasaudit.spec.templates import check_variables, render
 
@@ -25,7 +26,7 @@ class Plan:
     stimuli: StimulusSet
     items: list[PlanItem]
     requests: dict[str, Request]
-    identity: dict[str, Any]
+    identity: JSONObject
     kind: str
     notes: list[str] = field(default_factory=list)
 
@@ -43,10 +44,10 @@ class Plan:
         return tin, tout
 
 
-def _params(cfg: AuditConfig, seed: int) -> dict[str, Any]:
+def _params(cfg: AuditConfig, seed: int) -> JSONObject:
     p = cfg.probe
     if p.kind == "generate":
-        out: dict[str, Any] = {
+        out: JSONObject = {
             "temperature": p.temperature,
             "top_p": p.top_p,
             "max_tokens": p.max_tokens,
@@ -131,7 +132,7 @@ def iter_rows(cfg: AuditConfig, stimuli: StimulusSet, spec_file: str | None = No
                     yield Row(cell.id, stim.id, slot, variant_idx, text, messages, pair)
 
 
-def request_params(cfg: AuditConfig) -> tuple[dict[str, Any], int]:
+def request_params(cfg: AuditConfig) -> tuple[JSONObject, int]:
     """Decoding parameters of the spec's requests and the number of samples per payload."""
     probe = cfg.probe
     sampled = probe.kind == "generate" and probe.temperature > 0
@@ -139,7 +140,7 @@ def request_params(cfg: AuditConfig) -> tuple[dict[str, Any], int]:
     return _params(cfg, cfg.runtime.seed), (probe.samples if sampled else 1)
 
 
-def iter_plan(cfg: AuditConfig, stimuli: StimulusSet, identity: dict[str, Any],
+def iter_plan(cfg: AuditConfig, stimuli: StimulusSet, identity: JSONObject,
               spec_file: str | None = None, cells: list[Cell] | None = None,
               ) -> Iterator[tuple[PlanItem, Request]]:
     """(item, request) pairs in design order, without holding them; a request shared by
@@ -174,7 +175,7 @@ def check_plan_size(cfg: AuditConfig, cells: list[Cell], stimuli: StimulusSet, s
 def compile_plan(
     cfg: AuditConfig,
     stimuli: StimulusSet,
-    identity: dict[str, Any],
+    identity: JSONObject,
     spec_file: str | None = None,
 ) -> Plan:
     cells = expand_design(cfg, spec_file)

@@ -6,7 +6,27 @@ import hashlib
 import json
 from typing import Any, NamedTuple
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
+
+from biasaudit.records.json import JSONObject
+
+
+class Decoding(BaseModel):
+    """`Request.params` as the settings backends read. The params stay a JSON object on
+    the request (its key hashes them as given, and a coder may add its own); this is how a
+    backend reads them, typed. A setting the request leaves out is None here: each backend
+    has its own default for it."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
+    temperature: float | None = None
+    top_p: float | None = None
+    max_tokens: int | None = None
+    seed: int | None = None
+    """Sampled generation: the run's seed (the sample index is added to it)."""
+    top_k: int | None = None
+    """`next_token`: how many of the most probable next tokens to return."""
+    choices: list[str] = Field(default_factory=list)
+    """`choice`: the answer words."""
 
 
 class Request(BaseModel):
@@ -19,8 +39,12 @@ class Request(BaseModel):
     """The hypothesis, for `classify_nli`."""
     messages: list[dict[str, str]] | None = None
     """Chat messages, for chat probes."""
-    params: dict[str, Any] = {}
+    params: JSONObject = {}
+    """Decoding parameters, hashed into the key as given; read them with `decoding()`."""
     sample: int = 0
+
+    def decoding(self) -> Decoding:
+        return Decoding.model_validate(self.params)
 
 
 class PlanItem(NamedTuple):
@@ -44,11 +68,11 @@ def canonical_json(obj: Any) -> str:
 
 
 def request_key(
-    identity: dict[str, Any],
+    identity: JSONObject,
     kind: str,
     text: str | None,
     messages: list[dict[str, str]] | None,
-    params: dict[str, Any],
+    params: JSONObject,
     sample: int,
     text_pair: str | None = None,
 ) -> str:
@@ -75,7 +99,7 @@ class KeyMaker:
     parts of the canonical JSON are serialised once, the rest spliced in. Gives exactly
     `request_key`'s digest (tested), about three times faster on large plans."""
 
-    def __init__(self, identity: dict[str, Any], kind: str, params: dict[str, Any]) -> None:
+    def __init__(self, identity: JSONObject, kind: str, params: JSONObject) -> None:
         # canonical_json sorts keys: kind < messages < model < params < sample < text < text_pair
         self._head = '{"kind":' + canonical_json(kind) + ',"messages":'
         self._middle = ',"model":' + canonical_json(identity) + ',"params":' + canonical_json(params) + ',"sample":'
@@ -105,7 +129,7 @@ def estimated_tokens(request: Request) -> tuple[int, int]:
     chars = len(request.text or "") + len(request.text_pair or "") + sum(
         len(m["content"]) for m in request.messages or [])
     if request.kind == "generate":
-        out = int(request.params.get("max_tokens", 0))
+        out = request.decoding().max_tokens or 0
     else:
         out = 1 if request.kind in ("next_token", "choice") else 0
     return max(1, chars // 4), out

@@ -10,13 +10,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
 
 from biasaudit.data import StimulusSet
 from biasaudit.errors import SpecError
 from biasaudit.plan.compile import check_plan_size, check_templates, iter_rows, request_params
 from biasaudit.plan.design import Cell, expand_design
-from biasaudit.plan.requests import KeyMaker, encode_payload
+from biasaudit.plan.requests import Decoding, KeyMaker, encode_payload
+from biasaudit.records.json import JSONObject
 from biasaudit.spec import AuditConfig
 
 CHUNK = 5000
@@ -26,7 +26,7 @@ CHUNK = 5000
 class PlanCount:
     """Counts of one model's plan."""
 
-    identity: dict[str, Any]
+    identity: JSONObject
     items: int = 0
     unique: int = 0
     cached: int = 0
@@ -58,7 +58,7 @@ class PlanCounts:
 def count_plans(
     cfg: AuditConfig,
     stimuli: StimulusSet,
-    identities: list[dict[str, Any]],
+    identities: list[JSONObject],
     spec_file: str | None = None,
     cached: Callable[[list[str]], int] | None = None,
 ) -> PlanCounts:
@@ -69,7 +69,8 @@ def count_plans(
     check_templates(cfg, stimuli, spec_file)
     params, n_samples = request_params(cfg)
     kind = cfg.probe.kind
-    max_out = int(params.get("max_tokens", 0)) if kind == "generate" else (1 if kind == "next_token" else 0)
+    max_out = ((Decoding.model_validate(params).max_tokens or 0) if kind == "generate"
+               else (1 if kind == "next_token" else 0))
     counts = [PlanCount(identity=i) for i in identities]
     makers = [KeyMaker(i, kind, params) for i in identities]
     waiting: list[list[str]] = [[] for _ in identities]

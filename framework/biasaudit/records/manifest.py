@@ -4,8 +4,6 @@ re-render a run without a model."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from pydantic import BaseModel, ConfigDict, Field
 
 from biasaudit.records.execution import ExecutionStats
@@ -29,8 +27,9 @@ class DataRef(_Part):
 class ModelRef(_Part):
     name: str = ""
     backend: str = ""
-    identity: dict[str, Any] = Field(default_factory=dict)
-    """What the cache keys responses on: weights' digest, settings that change answers."""
+    identity: JSONObject = Field(default_factory=dict)
+    """What the cache keys responses on: weights' digest, settings that change answers
+    (each backend its own keys)."""
 
 
 class RunManifest(_Part):

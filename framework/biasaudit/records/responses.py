@@ -1,23 +1,53 @@
 """What a model answered: the stored `Response` record, and one typed output record per
 request kind, so stages after execution read fields, not string keys of a dict.
 
-The store keeps `Response.output` as plain JSON (what the backend gave, so a cache stays
-readable across versions); `output_as(kind, response)` parses it into the record of its
-kind, checking it on the way.
+The store keeps `Response.output` as a JSON object, exactly what the backend gave (so a
+cache, a responses.jsonl and an evidence pack keep their bytes across versions);
+`parse_output(Record, response)` / `output_as(kind, response)` parse it into the record
+of its kind, checking it on the way. Stages read outputs only through those records.
+
+Why not a union of the output records in the field itself: a response does not carry its
+request's kind (the store's rows and old responses.jsonl lines have only the output), the
+shapes overlap (a choice's output is also a valid classification; an NLI output too), and
+dumping a parsed record would not give back the stored bytes (defaults filled in, an
+integer log-prob turned into a float), which the cache, responses.jsonl and an evidence
+pack's verification compare.
 """
 
 from __future__ import annotations
 
-from typing import Any, Literal, TypeVar
+from typing import Annotated, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+from pydantic import BaseModel, ConfigDict, Field, PlainSerializer, PlainValidator, TypeAdapter
+
+from biasaudit.records.json import JSONObject, JSONValue
+
+
+def _json_object(value: object) -> JSONObject | None:
+    # A shallow check (an object with string keys, copied), not pydantic's JSON validation
+    # of every value: that costs ~75 us for a 768-float embedding, ten times what reading
+    # it as `EmbeddingOutput` costs, and every reader parses the output into its record
+    # anyway. The store writes it through canonical JSON, which refuses anything else.
+    if value is None:
+        return None
+    if isinstance(value, dict) and all(isinstance(k, str) for k in value):
+        return dict(value)
+    raise ValueError("an output is a JSON object (string keys) or null")
+
+
+def _as_is(value: JSONObject | None) -> object:
+    return value  # dumped as given, as the untyped field was: no warning for a backend's tuple
+
+
+StoredOutput = Annotated[JSONObject | None, PlainValidator(_json_object), PlainSerializer(_as_is)]
 
 
 class Response(BaseModel):
     model_config = ConfigDict(frozen=True)
     key: str
     status: Literal["ok", "failed"]
-    output: dict[str, Any] | None = None
+    output: StoredOutput = None
+    """The output as the backend gave it (JSON); read it through `parse_output` / `output_as`."""
     error: str | None = None
     """Short failure reason (timeout, HTTP status, malformed output...); never secrets."""
     error_kind: str | None = None
@@ -29,6 +59,11 @@ class Response(BaseModel):
     @property
     def ok(self) -> bool:
         return self.status == "ok" and self.output is not None
+
+    def field(self, name: str) -> JSONValue | None:
+        """The output's field `name` as stored (None when absent or failed): for what no
+        output record names in advance, a spec's `response.<field>` coding input."""
+        return None if self.output is None else self.output.get(name)
 
 
 class _Output(BaseModel):
@@ -53,6 +88,9 @@ class ScoredTokens(_Output):
     logprobs: list[float | None]
     offsets: list[list[int]] = Field(default_factory=list)
     """Character span of each token in the scored text."""
+    conditioning: str | None = None
+    """HTTP backends: how the scored text's first token was conditioned on the server
+    (`http_scoring`; docs/http.md); None in-process, where the model's BOS always is."""
 
     def span_logprobs(self, start: int, end: int) -> list[float]:
         """Log-probs of the tokens that overlap the characters [start, end) of the scored
@@ -138,11 +176,21 @@ def parse_output(tp: type[OutputT], response: Response) -> OutputT | None:
     return tp.model_validate(response.output)
 
 
-def output_as(kind: str, response: Response) -> Any:
+def output_as(kind: str, response: Response) -> _Output | None:
     """The typed output of an answered request of `kind` (None when it failed)."""
     if not response.ok:
         return None
     return _ADAPTERS[kind].validate_python(response.output)
+
+
+def generated_text(response: Response) -> str | None:
+    """The text of an answer given as text (a generation, or a calibration's control
+    response), whatever the request's kind; None for an output of numbers (scores, a
+    distribution) and for a failed request."""
+    if response.field("text") is None:
+        return None
+    out = parse_output(GenerateOutput, response)
+    return out.text if out is not None else None
 
 
 __all__ = [
@@ -156,6 +204,8 @@ __all__ = [
     "Relation",
     "Response",
     "ScoredTokens",
+    "StoredOutput",
+    "generated_text",
     "output_as",
     "parse_output",
 ]

@@ -19,6 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, JsonValue, model_validator
 from biasaudit.records.coding import CodingReport
 from biasaudit.records.estimate import Estimate
 from biasaudit.records.execution import ExecutionStats
+from biasaudit.records.json import JSONObject
 from biasaudit.records.metric_result import MetricResult
 from biasaudit.records.sequential import SequentialRecord
 
@@ -38,7 +39,7 @@ class AuditInfo(_Record):
 class ModelInfo(_Record):
     name: str
     backend: str = ""
-    identity: dict[str, Any] = Field(default_factory=dict)
+    identity: JSONObject = Field(default_factory=dict)
 
 
 class DataInfo(_Record):

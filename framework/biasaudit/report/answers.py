@@ -29,11 +29,20 @@ from collections import Counter, defaultdict
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from pydantic import ValidationError
+
 from biasaudit.plan import Plan, PlanItem
 from biasaudit.plan.requests import Request
 from biasaudit.records.codes import Code
 from biasaudit.records.metric_result import ItemRow, MetricResult
-from biasaudit.records.responses import Response
+from biasaudit.records.responses import (
+    ChoiceOutput,
+    ClassifyOutput,
+    GenerateOutput,
+    NLIOutput,
+    Response,
+    output_as,
+)
 from biasaudit.records.summary import Answers
 from biasaudit.report.csv_export import by_fields
 
@@ -69,21 +78,26 @@ def prompt_text(req: Request | None) -> str:
     return "\n".join(t for t in (req.text, req.text_pair) if t)
 
 
+_ANSWERED = frozenset({"generate", "choice", "classify", "classify_nli"})
+"""Request kinds whose output says an answer (the others give numbers about the prompt)."""
+
+
 def answer_text(req: Request | None, resp: Response | None) -> str:
     """What the model answered: a generation's text, a classification's label (the most
     probable one), a choice's option; empty for scoring probes (their output is numbers:
     the scored text is the prompt) and failed requests."""
-    if req is None or resp is None or not resp.ok or not isinstance(resp.output, dict):
+    if req is None or resp is None or req.kind not in _ANSWERED:
         return ""
-    out = resp.output
-    if req.kind == "generate":
-        return str(out.get("text") or "")
-    if req.kind == "choice":
-        return str(out.get("choice") or "")
-    if req.kind in ("classify", "classify_nli"):
-        probs = out.get("probs")
-        if isinstance(probs, dict) and probs:
-            return str(max(probs.items(), key=lambda kv: float(kv[1]))[0])
+    try:
+        out = output_as(req.kind, resp)
+    except ValidationError:  # a responses.jsonl line (the viewer) of another shape: no answer to show
+        return ""
+    if isinstance(out, GenerateOutput):
+        return out.text
+    if isinstance(out, ChoiceOutput):
+        return out.choice
+    if isinstance(out, ClassifyOutput | NLIOutput) and out.probs:
+        return str(max(out.probs.items(), key=lambda kv: kv[1])[0])
     return ""
 
 

@@ -11,11 +11,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from biasaudit.coding.cost import LayerEstimate, bounds
 from biasaudit.plan import canonical_json
 from biasaudit.plan.stream import PlanCount, PlanCounts, count_plans
+from biasaudit.records.json import JSONObject
 from biasaudit.spec.compose import Composed
 from biasaudit.store import Store, Throughput
 
@@ -65,7 +66,7 @@ def estimate_jobs(jobs: list[tuple[str, Composed]], lookup_cache: bool = True) -
         first = inputs[members[0]]
         composed, stimuli = first[1], first[2].stimuli
         cfg = composed.config
-        idents: dict[str, dict[str, Any]] = {}
+        idents: dict[str, JSONObject] = {}
         for i in members:
             ident = inputs[i][2].identity
             idents.setdefault(canonical_json(ident), ident)
@@ -112,7 +113,7 @@ def _exact_coding(c: Composed, inp: PlanInputs) -> list[LayerEstimate]:
     return exact(inp.coding, units_of(prep), responses, StoreAnswerer(c.config).lookup)
 
 
-def _rate(c: Composed, identity: dict[str, Any], kind: str) -> Throughput | None:
+def _rate(c: Composed, identity: JSONObject, kind: str) -> Throughput | None:
     path = Path(c.config.runtime.cache)
     if not path.is_file():
         return None

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from pydantic import BaseModel
 
@@ -69,7 +69,7 @@ class PlanInputs(NamedTuple):
     params: dict[str, BaseModel]
     """Checked metric parameters, by metric id."""
     stimuli: StimulusSet
-    identity: dict[str, Any]
+    identity: JSONObject
     """The model under test's identity (part of every subject request's hash)."""
     coding: CodingPlan
 
@@ -80,7 +80,7 @@ class Prepared:
     stimuli: StimulusSet
     plan: Plan
     params: dict[str, BaseModel]
-    identity: dict[str, Any]
+    identity: JSONObject
     coding: CodingPlan
 
 

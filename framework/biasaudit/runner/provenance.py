@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import shlex
 from collections import Counter
-from typing import Any
 
 from biasaudit.plan import Plan
+from biasaudit.records.json import JSONObject
 from biasaudit.records.manifest import RunManifest
-from biasaudit.records.responses import Response
+from biasaudit.records.responses import Response, ScoredTokens, parse_output
 from biasaudit.records.summary import Cover, Reproducibility, Trail
 from biasaudit.report.sections import signoff
 from biasaudit.spec import AuditConfig
@@ -28,16 +28,19 @@ def model_notices(cfg: AuditConfig) -> list[str]:
     return list(dict.fromkeys(m.notice.strip() for m in used if m.notice))
 
 
-def scoring_conventions(responses: dict[str, Response]) -> list[str]:
+def scoring_conventions(responses: dict[str, Response], kind: str) -> list[str]:
     """How the scored texts' first words were conditioned over HTTP, as the backend
-    recorded it per response (in-process scoring always puts the model's BOS first)."""
-    seen = {str(r.output["conditioning"]) for r in responses.values()
-            if r.ok and isinstance(r.output, dict) and r.output.get("conditioning")}
+    recorded it per response (in-process scoring always puts the model's BOS first); only
+    scored texts (`kind`: the probe's) have a conditioning."""
+    if kind not in ("sequence_logprob", "pseudo_loglik"):
+        return []
+    seen = {out.conditioning for r in responses.values()
+            if (out := parse_output(ScoredTokens, r)) is not None and out.conditioning}
     return sorted(seen)
 
 
 def cover(cfg: AuditConfig, manifest: RunManifest, generated: str, responses: dict[str, Response]) -> Cover:
-    ident: dict[str, Any] = manifest.model.identity
+    ident: JSONObject = manifest.model.identity
     return Cover(
         notices=model_notices(cfg),
         title=cfg.report.title or cfg.audit.name,
@@ -61,7 +64,7 @@ def cover(cfg: AuditConfig, manifest: RunManifest, generated: str, responses: di
         tool_version=manifest.versions.get("biasaudit", ""),
         run_id=manifest.run_id,
         **signoff(cfg.audit),
-        scoring=scoring_conventions(responses),
+        scoring=scoring_conventions(responses, cfg.probe.kind),
     )
 
 

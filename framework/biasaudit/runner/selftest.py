@@ -45,7 +45,7 @@ from biasaudit.methods.oracle_kit import (
     stratified_sides,
 )
 from biasaudit.records.metric_result import MetricResult
-from biasaudit.records.responses import Response
+from biasaudit.records.responses import Response, generated_text
 from biasaudit.registry import ORACLES
 from biasaudit.runner.pipeline import Coded, Prepared, measure, prepare
 from biasaudit.spec import ThresholdSpec
@@ -162,7 +162,7 @@ def run_oracle(prep: Prepared, oracle: OracleDef, params: Any, kind: str,
     responses = oracle_responses(prep, oracle, params, kind)
     if prep.coding.layers:
         units = units_of(prep)
-        texts = {u.id: str((responses[u.key].output or {}).get("text", "")) for u in units if u.key in responses}
+        texts = {u.id: generated_text(responses[u.key]) or "" for u in units if u.key in responses}
         intents = {t: kind for t in texts.values()}
         result = run_coding(prep.coding, units, responses, OracleAnswerer(oracle, kind, intents))
         coded = Coded(result, {})

@@ -27,6 +27,7 @@ from biasaudit._util.fileio import check_output_file, path_problem
 from biasaudit.backends.base import Response
 from biasaudit.errors import StoreError
 from biasaudit.plan import Request, canonical_json
+from biasaudit.records.json import JSONObject
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS responses (
@@ -130,7 +131,7 @@ def check_cache_db(db: sqlite3.Connection, path: Path, *, schema: str = "main") 
         raise _not_a_cache(path, f"its responses table lacks {', '.join(missing)}")
 
 
-def speed_key(identity: dict[str, Any]) -> str:
+def speed_key(identity: JSONObject) -> str:
     """Which measurements apply to a model: its identity without the standing system
     prompt (a variant runs on the same weights at about the same speed)."""
     def strip(node: Any) -> Any:
@@ -275,7 +276,7 @@ class Store:
         return n
 
     # -- measured throughput -------------------------------------------------------
-    def record_throughput(self, identity: dict[str, Any], kind: str, calls: int, seconds: float,
+    def record_throughput(self, identity: JSONObject, kind: str, calls: int, seconds: float,
                           input_tokens: int, output_tokens: int) -> None:
         """Remember how fast a model answered `calls` requests of one kind, for plan estimates."""
         self.db.execute(
@@ -284,7 +285,7 @@ class Store:
             (speed_key(identity), kind, calls, seconds, input_tokens, output_tokens, time.time()),
         )
 
-    def throughput(self, identity: dict[str, Any], kind: str, last: int = 20) -> Throughput | None:
+    def throughput(self, identity: JSONObject, kind: str, last: int = 20) -> Throughput | None:
         """Pooled rate of the model's last `last` measurements of this kind, or None."""
         try:
             row = self.db.execute(

@@ -106,7 +106,7 @@ def code(kind: str, request: CodingRequest, intents: Mapping[str, str]) -> dict[
     into letters, and its self-test shows it (the refuse row gets a verdict)."""
     if request.kind != "choice":
         return None
-    words = [str(w) for w in request.params_dict().get("choices", [])]
+    words = request.decoding().choices
     said = _said(request.user or "", intents)
     if said is None:
         return None

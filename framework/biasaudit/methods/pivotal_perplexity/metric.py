@@ -33,6 +33,7 @@ from biasaudit.methods.pivotal_perplexity.segments import Segment, frame_segment
 from biasaudit.metrics.base import MetricContext
 from biasaudit.plan import Cell
 from biasaudit.records.estimate import Estimate, Spread
+from biasaudit.records.json import JSONObject
 from biasaudit.records.metric_result import MetricResult, ReliabilityItem
 from biasaudit.records.responses import ScoredTokens, parse_output
 from biasaudit.stats import cell_spread, cluster_bootstrap, wilson
@@ -188,7 +189,7 @@ def seq_ppl(logprobs: list[float | None]) -> float:
 
 
 def analyse_pair(
-    out_c: ScoredTokens | dict[str, Any], out_i: ScoredTokens | dict[str, Any], text_c: str, text_i: str,
+    out_c: ScoredTokens | JSONObject, out_i: ScoredTokens | JSONObject, text_c: str, text_i: str,
     segs_c: list[Segment], segs_i: list[Segment], pivotal: dict[str, list[tuple[int, int]]],
 ) -> tuple[dict[str, tuple[float | None, float | None]], int, int, bool]:
     if not isinstance(out_c, ScoredTokens):

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -21,6 +20,7 @@ from biasaudit.coding.coders.embedding import embed_request
 from biasaudit.errors import SpecError
 from biasaudit.methods.tfdp.metric import Prediction, Scorer, TFDPParams, predictions_of
 from biasaudit.records.codes import Code, Unit
+from biasaudit.records.json import JSONObject
 from biasaudit.records.responses import EmbeddingOutput, parse_output
 
 
@@ -41,7 +41,7 @@ class TFDPVectorsCoder:
         self.scorer = Scorer(TFDPParams(), None, r=options.r)
 
     def predictions(self, text: str) -> list[Prediction]:
-        output: dict[str, Any] = {"text": text}
+        output: JSONObject = {"text": text}
         if self.kind == "next_token":  # the input is the distribution as JSON (the output, or its `top`)
             data = json.loads(text)
             output = {"top": data["top"] if isinstance(data, dict) else data}

@@ -34,8 +34,9 @@ from biasaudit.methods.tfdp.report import (
 from biasaudit.metrics.base import MetricContext
 from biasaudit.plan import PlanItem
 from biasaudit.records.estimate import Estimate
+from biasaudit.records.json import JSONObject
 from biasaudit.records.metric_result import MetricResult, ReliabilityItem
-from biasaudit.records.responses import GenerateOutput, NextTokenOutput, Response
+from biasaudit.records.responses import GenerateOutput, NextTokenOutput, Response, parse_output
 from biasaudit.stats import mean_t, wilson
 from biasaudit.stats.contrasts import pairwise_mean_contrasts
 from biasaudit.stats.disaggregate import Obs, by_group, contrast_estimates, split
@@ -221,7 +222,7 @@ class Scorer:
         return [normalise(t) for t in out]
 
 
-def predictions_of(outputs: list[dict[str, Any]], kind: str) -> tuple[list[Prediction], int]:
+def predictions_of(outputs: Sequence[JSONObject], kind: str) -> tuple[list[Prediction], int]:
     """Black-box: one equally weighted prediction per sample. White-box: the top-k
     tokens weighted by their renormalised probabilities."""
     preds: list[Prediction] = []
@@ -266,7 +267,7 @@ Answer = tuple[str, list[Prediction]]
 
 
 def score_pair(scorer: Scorer, p: TFDPParams, sid: str, f: dict[str, Any],
-               outputs: tuple[list[dict[str, Any]], list[dict[str, Any]]], kind: str) -> tuple[PairScores, list[Answer]]:
+               outputs: tuple[list[JSONObject], list[JSONObject]], kind: str) -> tuple[PairScores, list[Answer]]:
     """PS, PSD and WFS of one pair from the outputs for S and for S', and the two sentences' answers."""
     pa, ill_a = predictions_of(outputs[0], kind)
     pb, ill_b = predictions_of(outputs[1], kind)
@@ -281,9 +282,13 @@ def score_pair(scorer: Scorer, p: TFDPParams, sid: str, f: dict[str, Any],
     return pair, [(str(f[p.truth]), pa), (str(f[p.counter_truth]), pb)]
 
 
-def _output_tokens(resp: Mapping[str, list[Response]]) -> int:
-    """Output tokens of a pair's answers (a next-token read counts as one)."""
-    return sum(int((r.output or {}).get("output_tokens", 1)) for rs in resp.values() for r in rs)
+def _output_tokens(resp: Mapping[str, list[Response]], kind: str) -> int:
+    """Output tokens of a pair's answers (a next-token read counts as one, and so does a
+    generation that does not say)."""
+    if kind != "generate":
+        return sum(len(rs) for rs in resp.values())
+    gens = [g for rs in resp.values() for r in rs if (g := parse_output(GenerateOutput, r)) is not None]
+    return sum(g.output_tokens if "output_tokens" in g.model_fields_set else 1 for g in gens)
 
 
 def compute(ctx: MetricContext, metric_id: str, params: BaseModel) -> MetricResult:
@@ -304,10 +309,11 @@ def compute(ctx: MetricContext, metric_id: str, params: BaseModel) -> MetricResu
         if bad:
             failed.append(Unscorable(sid, bad[0].error or "failed"))
             continue
-        out_tokens += _output_tokens(resp)
+        out_tokens += _output_tokens(resp, ctx.plan.kind)
         n_reads += len(resp[p.slot]) + len(resp[p.counter_slot])
-        outputs = ([r.output for r in resp[p.slot]], [r.output for r in resp[p.counter_slot]])
-        pair, said = score_pair(scorer, p, sid, stim[sid].fields, outputs, ctx.plan.kind)  # type: ignore[arg-type]
+        outputs = ([r.output for r in resp[p.slot] if r.output is not None],  # all answered (`bad` is empty)
+                   [r.output for r in resp[p.counter_slot] if r.output is not None])
+        pair, said = score_pair(scorer, p, sid, stim[sid].fields, outputs, ctx.plan.kind)
         pairs.append(pair)
         answers += said
     return _summarise(ctx, metric_id, p, pairs, failed, out_tokens, n_reads, scorer.r, undefined=uninformative(answers))

@@ -17,6 +17,7 @@ from biasaudit.methods.token_probability.report import FieldScores, GroupScore, 
 from biasaudit.metrics.base import MetricContext
 from biasaudit.metrics.validity import valid_share
 from biasaudit.records.estimate import Estimate
+from biasaudit.records.json import JSONObject
 from biasaudit.records.metric_result import MetricResult, ReliabilityItem
 from biasaudit.records.responses import ScoredTokens, parse_output
 from biasaudit.stats import cell_spread, mean_t, wilson
@@ -63,7 +64,7 @@ def shared_positions(ids_a: list[int], ids_b: list[int]) -> tuple[list[int], lis
     return pa, pb
 
 
-def _scored(out: ScoredTokens | dict[str, Any]) -> ScoredTokens:
+def _scored(out: ScoredTokens | JSONObject) -> ScoredTokens:
     return out if isinstance(out, ScoredTokens) else ScoredTokens.model_validate(out)
 
 
@@ -73,12 +74,12 @@ def _lp(x: float | None) -> float:
     return x
 
 
-def ar_full(out: ScoredTokens | dict[str, Any]) -> float:
+def ar_full(out: ScoredTokens | JSONObject) -> float:
     """Sum of log p(x_t | x_<t) over every token after BOS."""
     return float(sum(_lp(lp) for lp in _scored(out).logprobs[1:]))
 
 
-def ar_shared(a: ScoredTokens | dict[str, Any], b: ScoredTokens | dict[str, Any]) -> tuple[float, float, int]:
+def ar_shared(a: ScoredTokens | JSONObject, b: ScoredTokens | JSONObject) -> tuple[float, float, int]:
     """Sums over shared tokens only, BOS skipped, the last token kept."""
     a, b = _scored(a), _scored(b)
     pa, pb = shared_positions(list(a.token_ids), list(b.token_ids))
@@ -91,7 +92,7 @@ def ar_shared(a: ScoredTokens | dict[str, Any], b: ScoredTokens | dict[str, Any]
     )
 
 
-def pll_shared(a: ScoredTokens | dict[str, Any], b: ScoredTokens | dict[str, Any]) -> tuple[float, float, int]:
+def pll_shared(a: ScoredTokens | JSONObject, b: ScoredTokens | JSONObject) -> tuple[float, float, int]:
     """CrowS-Pairs: sums of masked log-probs over the shared tokens, the first and last
     (special) tokens skipped; differing tokens are never scored."""
     a, b = _scored(a), _scored(b)

@@ -65,7 +65,7 @@ def _bounded(packed: JSONValue) -> JSONObject:
     return limits
 
 
-def pinned_identities(path: Path) -> dict[str, dict[str, Any]]:
+def pinned_identities(path: Path) -> dict[str, JSONObject]:
     raw = json.loads(path.read_text(encoding="utf-8"))
     table = raw.get("pinned") if isinstance(raw, dict) else None
     if not isinstance(table, dict) or not all(isinstance(v, dict) for v in table.values()):
