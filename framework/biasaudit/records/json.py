@@ -18,4 +18,20 @@ from pydantic import JsonValue
 JSONValue: TypeAlias = JsonValue
 JSONObject: TypeAlias = dict[str, JsonValue]
 
-__all__ = ["JSONObject", "JSONValue"]
+
+def json_int(value: JSONValue) -> int:
+    """The integer a JSON value holds, as `int()` reads it (a number, or a CSV cell's
+    digits); TypeError for a list, an object or null, as `int()` would raise."""
+    if isinstance(value, int | float | str):
+        return int(value)
+    raise TypeError(f"expected a number, got {type(value).__name__}")
+
+
+def json_list(value: JSONValue) -> list[JSONValue]:
+    """A JSON value that must be a list; TypeError otherwise."""
+    if isinstance(value, list):
+        return value
+    raise TypeError(f"expected a list, got {type(value).__name__}")
+
+
+__all__ = ["JSONObject", "JSONValue", "json_int", "json_list"]
