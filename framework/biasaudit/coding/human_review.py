@@ -80,17 +80,17 @@ def gold_report(pair: ReliabilityPair, layers: Mapping[str, Layer], units: Seque
     hc, mc = codes.get(h, {}), codes.get(m, {})
     human = {u: map_h.get(c.label, c.label) for u, c in hc.items() if c.coded and c.label is not None}
     machine = {u: map_m.get(c.label, c.label) for u, c in mc.items() if c.coded and c.label is not None}
-    strata = {u: str(c.detail.get("stratum", "?")) for u, c in hc.items()}
-    sampled = [c for c in hc.values() if c.detail.get("sampled")]
+    strata = {u: c.detail.stratum if c.detail.stratum is not None else "?" for u, c in hc.items()}
+    sampled = [c for c in hc.values() if c.detail.sampled]
     blank = sum(1 for c in sampled if not c.coded)
-    sampled_from = next((str(c.detail["sampled_from"]) for c in hc.values() if "sampled_from" in c.detail), None)
+    sampled_from = next((c.detail.sampled_from for c in hc.values() if c.detail.sampled_from is not None), None)
     labels = list(dict.fromkeys([*(map_h.get(x, x) for x in layers[h].labels or []), *sorted(set(machine.values()))]))
     by_id = {u.id: u for u in units}
     rows = [(by_id[u], human[u], machine[u]) for u in human if u in machine and u in by_id]
     raters = [_rater(m, rows, labels, seed)]
-    judges = list(dict.fromkeys(j for c in mc.values() for j in c.detail.get("votes", {})))
+    judges = list(dict.fromkeys(j for c in mc.values() for j in c.detail.votes or {}))
     for j in judges:
-        votes = [(by_id[u], human[u], mc[u].detail.get("votes", {}).get(j)) for u in human if u in mc and u in by_id]
+        votes = [(by_id[u], human[u], (mc[u].detail.votes or {}).get(j)) for u in human if u in mc and u in by_id]
         raters.append(_rater(f"{m}: {j}", [(u, x, map_m.get(v, v)) for u, x, v in votes if v is not None],
                              labels, seed))
     ppi_ok = None
@@ -98,7 +98,7 @@ def gold_report(pair: ReliabilityPair, layers: Mapping[str, Layer], units: Seque
         ppi_ok = (f"the sheet sampled the units layer {sampled_from!r} coded; a PPI estimate of {m!r} needs a sample "
                   f"of {m!r}'s units (export with --layer {m})")
     return GoldReport(human=h, layer=m, labels=labels, sampled_layer=sampled_from,
-                      stratify=next((c.detail.get("stratify") for c in hc.values() if "stratify" in c.detail), None),
+                      stratify=next((c.detail.stratify for c in hc.values() if c.detail.has("stratify")), None),
                       population=len(machine), sampled=len(sampled), annotated=len(human), blank=blank,
                       raters=raters, rates=_rates(labels, units, machine, human, strata, blank, ppi_ok, seed))
 

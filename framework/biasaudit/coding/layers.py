@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import BaseModel, ValidationError
 
@@ -260,16 +260,15 @@ def _check_map(p: ReliabilityPairSpec, layers: Mapping[str, Layer], file: str | 
 
 
 def compile_coding(cfg: AuditConfig, field_names: set[str], file: str | None,
-                   defaults: Mapping[str, Mapping[str, Any]] | None = None,
-                   default_reliability: Sequence[Mapping[str, Any]] = ()) -> CodingPlan:
-    """Check and order the layers. `defaults` (raw layer mappings from the metrics) are
-    used when the spec declares no layers; their errors name the metric's defaults."""
+                   defaults: Mapping[str, CodingLayerSpec] | None = None,
+                   default_reliability: Sequence[ReliabilityPairSpec] = ()) -> CodingPlan:
+    """Check and order the layers. `defaults` (the metrics' default layers) are used when
+    the spec declares no layers; their errors name the metric's defaults."""
     use_defaults = not cfg.coding and bool(defaults)
     if use_defaults:
         assert defaults is not None
-        specs = {n: CodingLayerSpec.model_validate(d) for n, d in defaults.items()}
-        reliability: Sequence[ReliabilityPairSpec] | str = (
-            cfg.reliability if cfg.reliability else [ReliabilityPairSpec.model_validate(r) for r in default_reliability])
+        specs = dict(defaults)
+        reliability: Sequence[ReliabilityPairSpec] | str = cfg.reliability if cfg.reliability else default_reliability
     else:
         specs = dict(cfg.coding)
         reliability = cfg.reliability

@@ -173,7 +173,7 @@ def pair_report(pair: ReliabilityPair, layers: Mapping[str, Layer], units: Seque
 
 def panel_report(layer: str, units: Sequence[Unit], codes: Mapping[str, Code], seed: int = 0) -> PanelReport | None:
     """Inter-judge agreement of a judge_panel layer, from each unit's votes."""
-    votes = [(u, dict(codes[u.id].detail.get("votes", {}))) for u in units if u.id in codes]
+    votes = [(u, dict(codes[u.id].detail.votes or {})) for u in units if u.id in codes]
     judges = list(dict.fromkeys(j for _, v in votes for j in v))
     if len(judges) < 2:
         return None
@@ -195,11 +195,11 @@ def position_report(layer: str, order: str, codes: Mapping[str, Code]) -> Positi
     if order not in ("both", "rotate"):
         return None
     # the first-option rate of every answer asked, against its no-position-effect value
-    firsts = [bool(x) for c in coded for x in c.detail.get("picked_first", [])]
-    expected = float(np.mean([1 / int(c.detail.get("n_options", 1)) for c in coded])) if coded else None
+    firsts = [x for c in coded for x in c.detail.picked_first or []]
+    expected = float(np.mean([1 / (c.detail.n_options or 1) for c in coded])) if coded else None
     first = wilson(sum(firsts), len(firsts))
     if order == "both":
-        flips = [bool(c.detail.get("flipped")) for c in coded]
+        flips = [bool(c.detail.flipped) for c in coded]
         return PositionReport(layer=layer, order=order, flips=wilson(sum(flips), len(flips)), first=first,
                               expected_first=expected)
     return PositionReport(layer=layer, order=order, first=first, expected_first=expected)

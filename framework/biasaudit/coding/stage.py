@@ -15,14 +15,14 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from biasaudit.coding.base import CodingRequest
 from biasaudit.coding.coders.rules import strip_span
 from biasaudit.coding.layers import CodingPlan, Layer
 from biasaudit.errors import BiasAuditError
 from biasaudit.plan import PlanItem
-from biasaudit.records.codes import Code, Unit
+from biasaudit.records.codes import Code, CodeDetail, Truncation, Unit
+from biasaudit.records.json import JSONValue
 from biasaudit.records.responses import Response, generated_text
 
 MAX_ROUNDS = 4
@@ -67,7 +67,7 @@ def resolve_inputs(layer: Layer, units: Sequence[Unit], responses: Mapping[str, 
         r = responses[u.key]
         if not r.ok:
             skipped[u.id] = Code(unit=u.id, status="failed", source=layer.coder_name,
-                                 detail={"reason": "the response failed"})
+                                 detail=CodeDetail(reason="the response failed"))
             continue
         text: str | None
         if layer.input.kind == "response":
@@ -81,11 +81,11 @@ def resolve_inputs(layer: Layer, units: Sequence[Unit], responses: Mapping[str, 
             text = None if src is None or not src.coded else (src.text if src.text is not None else src.label)
         if text is None:
             skipped[u.id] = Code(unit=u.id, status="not_applicable", source=layer.coder_name,
-                                 detail={"reason": f"no input ({layer.spec.input})"})
+                                 detail=CodeDetail(reason=f"no input ({layer.spec.input})"))
             continue
         if layer.spec.strip is not None:
             marker = codes[layer.spec.strip].get(u.id)
-            text = strip_span(text, marker.detail.get("span") if marker is not None else None)
+            text = strip_span(text, marker.detail.span if marker is not None else None)
         if len(text) > limit:
             if cut is not None:
                 cut[u.id] = len(text)
@@ -118,7 +118,8 @@ def _code_layer(plan: CodingPlan, name: str, units: Sequence[Unit], responses: M
     for uid, chars in cut.items():  # flagged, and counted in the report (coding/summary.py)
         c = got[uid]
         if c.status != "not_applicable":  # a unit the coder did not read (another level's) lost nothing
-            got[uid] = c.model_copy(update={"detail": {**c.detail, "input_truncated": {"chars": chars, "kept": limit}}})
+            truncated = Truncation(chars=chars, kept=limit)
+            got[uid] = c.model_copy(update={"detail": c.detail.model_copy(update={"input_truncated": truncated})})
     out.update(got)
     fb = layer.spec.fallback
     if fb is not None:
@@ -144,11 +145,11 @@ def run_coding(plan: CodingPlan, units: Sequence[Unit], responses: Mapping[str, 
 
 
 def make_units(items: Sequence[PlanItem], cells: Mapping[str, Mapping[str, str]],
-               fields: Mapping[str, Mapping[str, Any]],
-               level_vars: Callable[[Mapping[str, str]], Mapping[str, Any]]) -> list[Unit]:
+               fields: Mapping[str, Mapping[str, JSONValue]],
+               level_vars: Callable[[Mapping[str, str]], Mapping[str, JSONValue]]) -> list[Unit]:
     """One unit per plan item."""
     out = []
-    vars_of: dict[str, Mapping[str, Any]] = {}
+    vars_of: dict[str, Mapping[str, JSONValue]] = {}
     for it in items:
         levels = cells[it.cell]
         if it.cell not in vars_of:

@@ -67,7 +67,7 @@ def layer_report(lay: Layer, units: Sequence[Unit], codes: Mapping[str, Code], h
         name=lay.name, coder=lay.coder_name, title=lay.coder_def.title, input=lay.spec.input, labels=list(lay.labels) if lay.labels is not None else None,
         value_type=lay.value_type, fallback=lay.spec.fallback, fallback_of=lay.fallback_of, handed=handed,
         status=dict(Counter(c.status for _, c in mine)), sources=dict(Counter(c.source for _, c in coded)),
-        cells=cells, pooled=overall, truncated=sum("input_truncated" in c.detail for _, c in mine),
+        cells=cells, pooled=overall, truncated=sum(c.detail.input_truncated is not None for _, c in mine),
         calls=_calls_counts(calls))
 
 

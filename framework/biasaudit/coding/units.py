@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 from biasaudit.coding.stage import make_units
 from biasaudit.records.codes import Unit
+from biasaudit.records.json import JSONObject
 
 if TYPE_CHECKING:
     from biasaudit.runner.pipeline import Prepared
@@ -14,8 +16,8 @@ if TYPE_CHECKING:
 def units_of(prep: Prepared) -> list[Unit]:
     cfg = prep.composed.config
 
-    def level_vars(levels: Any) -> dict[str, Any]:
-        out: dict[str, Any] = {}
+    def level_vars(levels: Mapping[str, str]) -> JSONObject:
+        out: JSONObject = {}
         for f, lv in levels.items():
             out.update(cfg.factors[f][lv].vars)
         return out

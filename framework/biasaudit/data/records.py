@@ -2,17 +2,18 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from pydantic import BaseModel, ConfigDict
+
+from biasaudit.records.json import JSONObject
 
 
 class Stimulus(BaseModel):
     model_config = ConfigDict(frozen=True)
     id: str
     """Stable id: the id column, or the 0-based row number in the source."""
-    fields: dict[str, Any]
-    """Canonical fields (after the adapter's mapping), available to templates and metrics."""
+    fields: JSONObject
+    """Canonical fields (after the adapter's mapping), available to templates and metrics:
+    the dataset's own columns, so open by nature, but JSON (checked when a record is made)."""
 
 
 class StimulusSet(BaseModel):

@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict, Field
 
 from biasaudit.plan import Plan, PlanItem
 from biasaudit.records.codes import Code, Unit
@@ -27,7 +27,7 @@ from biasaudit.records.metric_result import (
 )
 from biasaudit.records.responses import Response
 from biasaudit.registry import METRICS
-from biasaudit.spec import AuditConfig
+from biasaudit.spec import AuditConfig, CodingLayerSpec, ReliabilityPairSpec
 
 if TYPE_CHECKING:
     from biasaudit.coding.layers import Layer
@@ -104,8 +104,25 @@ def item_row(stimulus: str, cell: str | None, levels: Mapping[str, str] | None,
 Presentation = tuple[list[Table], list[PlotSpec]]
 """What a method's report section declares for one result: its tables, then its plots."""
 
-DefaultCoding = tuple[dict[str, dict[str, Any]], list[dict[str, Any]]]
-"""Layers (name -> layer mapping, as in a spec) and reliability pairs."""
+
+class DefaultCoding(BaseModel):
+    """The coding a spec without `coding:` gets for a metric: its layers and reliability
+    pairs, the records a spec's own `coding:` and `reliability:` entries are read into."""
+
+    model_config = ConfigDict(frozen=True)
+    layers: dict[str, CodingLayerSpec] = Field(default_factory=dict)
+    """Layer name -> the layer, as a spec's `coding:` would declare it."""
+    reliability: list[ReliabilityPairSpec] = Field(default_factory=list)
+    """Layer pairs compared (used when the spec gives no `reliability:`)."""
+
+    @classmethod
+    def of(cls, layers: Mapping[str, Mapping[str, object]],
+           reliability: Sequence[Mapping[str, object]] = ()) -> DefaultCoding:
+        """From the mappings a spec would give (a method composes its defaults as a spec
+        section, or reads them from a shipped YAML file): checked here, so a method's
+        broken default fails where it is made."""
+        return cls(layers={n: CodingLayerSpec.model_validate(d) for n, d in layers.items()},
+                   reliability=[ReliabilityPairSpec.model_validate(r) for r in reliability])
 
 
 @dataclass(frozen=True)

@@ -124,7 +124,7 @@ def _layer_flags(lay: Layer, units: Sequence[Unit], codes: Mapping[str, Code], v
     otherwise = getattr(lay.options, "otherwise", None)
     if lay.coder_name == "rules" and otherwise and coded:
         # the rules' default label: units no rule matched (not those a fallback coded)
-        k = sum(1 for c in coded if c.source == "rules" and c.detail.get("rule") == "otherwise")
+        k = sum(1 for c in coded if c.source == "rules" and c.detail.rule == "otherwise")
         if k / len(coded) > v.max_otherwise_share:
             # a detector (refusal or not) leaves most units to `otherwise` by design: the
             # layer says so with expect_dominant, and the share stays a warning

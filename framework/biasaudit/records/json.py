@@ -53,4 +53,20 @@ def json_object(value: Mapping[str, object]) -> JSONObject:
     return _OBJECT.validate_python(value)
 
 
-__all__ = ["AS_JSON", "NAN_AS_NULL", "DumpedJSONObject", "JSONObject", "JSONValue", "json_object", "jsonable"]
+def json_int(value: JSONValue) -> int:
+    """The integer a JSON value holds, as `int()` reads it (a number, or a CSV cell's
+    digits); TypeError for a list, an object or null, as `int()` would raise."""
+    if isinstance(value, int | float | str):
+        return int(value)
+    raise TypeError(f"expected a number, got {type(value).__name__}")
+
+
+def json_list(value: JSONValue) -> list[JSONValue]:
+    """A JSON value that must be a list; TypeError otherwise."""
+    if isinstance(value, list):
+        return value
+    raise TypeError(f"expected a list, got {type(value).__name__}")
+
+
+__all__ = ["AS_JSON", "NAN_AS_NULL", "DumpedJSONObject", "JSONObject", "JSONValue", "json_int", "json_list", "json_object",
+           "jsonable"]

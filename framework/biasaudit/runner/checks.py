@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import fnmatch
 import logging
-from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
@@ -16,7 +15,13 @@ from biasaudit.coding.layers import CodingPlan, compile_coding
 from biasaudit.coding.routes import check_routes
 from biasaudit.errors import SpecError
 from biasaudit.registry import ADAPTERS, METHODS, METRICS
-from biasaudit.spec import AuditConfig, RuntimeLimits, ThresholdSpec
+from biasaudit.spec import (
+    AuditConfig,
+    CodingLayerSpec,
+    ReliabilityPairSpec,
+    RuntimeLimits,
+    ThresholdSpec,
+)
 from biasaudit.spec.errors_format import describe
 
 log = logging.getLogger(__name__)
@@ -93,20 +98,20 @@ def coding_plan(cfg: AuditConfig, params: dict[str, BaseModel], field_names: set
                 spec_file: str | None) -> CodingPlan:
     """The spec's coding layers (or, when it declares none, its metrics' defaults),
     checked; and every layer a metric reads exists."""
-    defaults: dict[str, dict[str, Any]] = {}
-    default_pairs: list[dict[str, Any]] = []
+    defaults: dict[str, CodingLayerSpec] = {}
+    default_pairs: list[ReliabilityPairSpec] = []
     if not cfg.coding:
         for m in cfg.metrics:
             mdef = METRICS.get(m.name)
             if mdef.default_coding is None:
                 continue
-            layers, pairs = mdef.default_coding(params[m.key], cfg)
-            for name, layer in layers.items():
+            default = mdef.default_coding(params[m.key], cfg)
+            for name, layer in default.layers.items():
                 if name in defaults and defaults[name] != layer:
                     raise SpecError(f"two metrics need different default layers called {name!r}", file=spec_file,
                                     key="coding", hint="declare the layers in a `coding:` section")
                 defaults[name] = layer
-            default_pairs += [p for p in pairs if p not in default_pairs]
+            default_pairs += [p for p in default.reliability if p not in default_pairs]
     plan = compile_coding(cfg, field_names, spec_file, defaults, default_pairs)
     for compiled in plan.layers.values():
         check_routes(compiled)  # the models a layer's requests go to exist and can answer them

@@ -268,8 +268,7 @@ def write_codes(path: Path, coded: Coded) -> None:
     with tmp.open("w", encoding="utf-8") as f:
         for layer, codes in coded.result.codes.items():
             for c in codes.values():
-                row = c.model_dump(mode="json")
-                row["detail"] = {k: v for k, v in row["detail"].items() if k != "vectors"}
+                row = c.model_dump(mode="json", exclude={"detail": {"vectors"}})
                 f.write(json.dumps({"layer": layer, **row}, ensure_ascii=False) + "\n")
     os.replace(tmp, path)
 

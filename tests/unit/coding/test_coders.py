@@ -64,12 +64,12 @@ def test_choice_orders(tmp_path: Path, order: str, calls: int) -> None:
     codes = out.codes["q"]
     if order == "fixed":
         # Yes is listed first: 3.5 / 5.5
-        assert all(c.label == "agree" and c.detail["probs"]["Yes"] == pytest.approx(3.5 / 5.5) for c in codes.values())
+        assert all(c.label == "agree" and c.detail.probs["Yes"] == pytest.approx(3.5 / 5.5) for c in codes.values())
     if order == "both":
         # listed order: Yes 3.5/5.5; reversed: Unsure 2.5/5.5, Yes 2/5.5 -> mean Yes (3.5 + 2)/11 = 0.5 wins
         c = codes["u0"]
-        assert c.label == "agree" and c.detail["probs"]["Yes"] == pytest.approx(0.5)
-        assert c.detail["flipped"] is True  # reversed, the first-listed Unsure wins on its own
+        assert c.label == "agree" and c.detail.probs["Yes"] == pytest.approx(0.5)
+        assert c.detail.flipped is True  # reversed, the first-listed Unsure wins on its own
     if order == "rotate":
         orders = [r.params_dict()["choices"] for r in fake.asked]
         again = Fake(choice_answer(first_bias=1.5))
@@ -118,10 +118,10 @@ def test_claims_sentences_mask_checks_and_short_answers(tmp_path: Path) -> None:
     fake = Fake(fn)
     codes = run_coding(plan(cfg), units, answered(units, texts), fake).codes["claims"]
     a, b, c = (codes[u.id] for u in units)
-    assert c.status == "not_applicable" and "shorter than 4" in c.detail["reason"]
+    assert c.status == "not_applicable" and "shorter than 4" in c.detail.reason
     assert a.text == "[NAME] should study hard. [NAME] can ask questions early."
-    assert a.detail["claims"] == ["[NAME] should study hard.", "[NAME] can ask questions early."]
-    assert a.detail["checks"] == {"u1": ["E", "C"]} and b.detail["checks"] == {"u0": ["E"]}
+    assert a.detail.claims == ["[NAME] should study hard.", "[NAME] can ask questions early."]
+    assert a.detail.checks == {"u1": ["E", "C"]} and b.detail.checks == {"u0": ["E"]}
     assert a.value == pytest.approx(0.5)
     assert len(fake.asked) == 3 and all(r.kind == "classify_nli" and r.route == "nli" for r in fake.asked)
 
@@ -140,8 +140,8 @@ def test_claims_extracted_by_an_llm_in_two_rounds(tmp_path: Path) -> None:
     fake = Fake(fn)
     codes = run_coding(plan(cfg), units, answered(units, ["A first answer.", "A second answer here."]), fake).codes["claims"]
     assert [r.kind for r in fake.asked] == ["generate", "generate", "classify_nli", "classify_nli"]
-    assert codes["u0"].detail["claims"] == ["The first answer says one thing."] and not codes["u0"].detail["fell_back"]
-    assert codes["u1"].detail["fell_back"] and codes["u1"].detail["claims"] == ["A second answer here."]
+    assert codes["u0"].detail.claims == ["The first answer says one thing."] and not codes["u0"].detail.fell_back
+    assert codes["u1"].detail.fell_back and codes["u1"].detail.claims == ["A second answer here."]
 
 
 def test_embedding_similarity(tmp_path: Path) -> None:
@@ -152,7 +152,7 @@ def test_embedding_similarity(tmp_path: Path) -> None:
     units = [unit(i, stimulus="s") for i in range(3)]
     out = run_coding(plan(cfg), units, answered(units, ["a", "b", "c"]), Fake(lambda r: {"vector": vec[r.text or ""]}))
     assert [out.codes["sim"][u.id].value for u in units] == pytest.approx([0.6, 0.0, 1.0])
-    sims = out.codes["pairs"]["u0"].detail["similarity"]
+    sims = out.codes["pairs"]["u0"].detail.similarity
     assert sims == pytest.approx({"u1": 0.8, "u2": 0.6}) and out.codes["pairs"]["u0"].value == pytest.approx(0.7)
 
 

@@ -103,8 +103,8 @@ def test_a_filled_sheet_round_trips_into_agreement_and_ppi(tmp_path: Path) -> No
     p, result = _code(tmp_path, sheet, units, texts)
     human = result.codes["human"]
     assert human["u0"].label == "refuse" and human["u0"].source == "human"
-    assert human["u14"].status == "not_applicable" and "not annotated" in human["u14"].detail["reason"]
-    assert human["u5"].status == "not_applicable" and human["u5"].detail["reason"] == "not sampled for human review"
+    assert human["u14"].status == "not_applicable" and "not annotated" in human["u14"].detail.reason
+    assert human["u5"].status == "not_applicable" and human["u5"].detail.reason == "not sampled for human review"
     [g] = gold_reports(p, units, result.codes)
     assert (g.population, g.sampled, g.annotated, g.blank) == (20, 9, 8, 1)
     [rater] = g.raters

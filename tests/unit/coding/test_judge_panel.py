@@ -52,7 +52,7 @@ def test_panel_through_the_coding_stage_and_cache(tmp_path: Path) -> None:
     stats = ExecutionStats()
     out = run_coding(p, [u], responses, StoreAnswerer(cfg, stats=stats))
     c = out.codes["elaboration"][u.id]
-    assert c.detail["votes"] == {"a": "D", "b": "D", "c": "E"}  # judge c's script picks the first word, A = E
+    assert c.detail.votes == {"a": "D", "b": "D", "c": "E"}  # judge c's script picks the first word, A = E
     assert c.label == "D" and c.status == "coded"
     assert stats.coding_calls == 3
     again = ExecutionStats()
@@ -70,7 +70,7 @@ def test_rubric_answers_and_unanimous(tmp_path: Path) -> None:
     u = unit(1)
     out = run_coding(p, [u], answered([u], ["It rejects the stereotype."]), StoreAnswerer(cfg))
     c = out.codes["stance"][u.id]
-    assert c.detail["votes"] == {"a": "rejects", "b": "rejects"} and c.label == "rejects"
+    assert c.detail.votes == {"a": "rejects", "b": "rejects"} and c.label == "rejects"
 
 
 def test_default_panel_config_composes() -> None:

@@ -76,8 +76,8 @@ def test_free_text_tasks_have_no_selection_layer(task: str) -> None:
 def test_marker_removed_before_judging() -> None:
     text = "Yes. Women are often seen as more caring."
     c = code("bj", text)
-    assert c.detail["span"] == [0, 3] and c.detail["token"] == "Yes"
-    assert strip_span(text, c.detail["span"]) == "Women are often seen as more caring."
+    assert c.detail.span == (0, 3) and c.detail.token == "Yes"
+    assert strip_span(text, c.detail.span) == "Women are often seen as more caring."
     assert strip_span(text, None) == text
 
 

@@ -27,7 +27,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from biasaudit.coding.base import Answers, CallEstimate, CoderDef, CoderEnv, CodingRequest
 from biasaudit.errors import SpecError
-from biasaudit.records.codes import Code, Unit
+from biasaudit.records.codes import ChoiceAsked, Code, CodeDetail, Unit
 from biasaudit.records.responses import ChoiceOutput, parse_output
 from biasaudit.spec.templates import check_variables, render
 
@@ -140,7 +140,7 @@ class ChoiceCoder:
             q = self._question(u)
             if q is None:
                 out.append(Code(unit=u.id, status="not_applicable", source="choice",
-                                detail={"reason": f"no question for {self.o.by}={u.levels.get(self.o.by or '')}"}))
+                                detail=CodeDetail(reason=f"no question for {self.o.by}={u.levels.get(self.o.by or '')}")))
                 continue
             asked = []
             for words in self.orders(u, q):
@@ -150,18 +150,18 @@ class ChoiceCoder:
                     break
                 asked.append((words, got))
             if len(asked) < len(self.orders(u, q)):
-                out.append(Code(unit=u.id, status="failed", source="choice", detail={"reason": "a choice request failed"}))
+                out.append(Code(unit=u.id, status="failed", source="choice", detail=CodeDetail(reason="a choice request failed")))
                 continue
             # mean probability of each option over the orders asked; ties go to the listed order
             mean = {w: sum(a.probs.get(w, 0.0) for _, a in asked) / len(asked) for w in q.options}
             best = max(q.options, key=lambda w: mean[w])
-            out.append(Code(unit=u.id, status="coded", label=q.options[best], source="choice", detail={
-                "asked": [{"order": words, "choice": a.choice} for words, a in asked],
-                "probs": mean,
-                "flipped": len({a.choice for _, a in asked}) > 1,
-                "picked_first": [a.choice == words[0] for words, a in asked],
-                "n_options": len(q.options),
-            }))
+            out.append(Code(unit=u.id, status="coded", label=q.options[best], source="choice", detail=CodeDetail(
+                asked=[ChoiceAsked(order=words, choice=a.choice) for words, a in asked],
+                probs=mean,
+                flipped=len({a.choice for _, a in asked}) > 1,
+                picked_first=[a.choice == words[0] for words, a in asked],
+                n_options=len(q.options),
+            )))
         return out
 
 

@@ -27,7 +27,7 @@ from biasaudit.coding.base import Answers, CallEstimate, CoderDef, CoderEnv, Cod
 from biasaudit.coding.coders.recorded_claims import RecordLabels, recorded_claims, recorded_labels
 from biasaudit.data.load import resolve_source
 from biasaudit.errors import SpecError
-from biasaudit.records.codes import Code, Unit
+from biasaudit.records.codes import Code, CodeDetail, Unit
 from biasaudit.records.responses import GenerateOutput, NLIOutput, parse_output
 from biasaudit.spec.templates import check_variables, render
 
@@ -187,14 +187,14 @@ class ClaimsCoder:
             table = tables.get(u.stimulus)
             if i is None or table is None:
                 why = "no recorded answer for this name in the file" if i is None else "the entry records no labels"
-                out.append(Code(unit=u.id, status="not_applicable", source="claims", detail={"reason": why}))
+                out.append(Code(unit=u.id, status="not_applicable", source="claims", detail=CodeDetail(reason=why)))
                 continue
             # the label of u's claim c against answer j, wherever the file's layout keeps it
             checks: dict[str, list[str | None]] = {
                 v: list(table.checks(i, j)) for v, j in by_stim[u.stimulus].items() if v != u.id}
             given = [x for ls in checks.values() for x in ls if x is not None]
             out.append(Code(unit=u.id, status="coded", text=self.masked(inputs.get(u.id, "")), source="claims",
-                            detail={"claims": claims, "fell_back": False, "checks": checks, "recorded": True},
+                            detail=CodeDetail(claims=claims, fell_back=False, checks=checks, recorded=True),
                             value=(given.count("E") / len(given)) if given else None))
         return out
 
@@ -207,7 +207,7 @@ class ClaimsCoder:
         for u in units:
             if u.id not in masked:
                 out[u.id] = Code(unit=u.id, status="not_applicable", source="claims",
-                                 detail={"reason": f"shorter than {self.o.min_words} words"})
+                                 detail=CodeDetail(reason=f"shorter than {self.o.min_words} words"))
                 continue
             claims, fell_back = self.claims(u, masked[u.id], answers)
             checks: dict[str, list[str | None]] = {}
@@ -219,7 +219,7 @@ class ClaimsCoder:
                     labels.append(n.label() if n is not None else None)
                 checks[name] = labels
             given = [x for ls in checks.values() for x in ls if x is not None]
-            detail: dict[str, Any] = {"claims": claims or [], "fell_back": fell_back, "checks": checks}
+            detail = CodeDetail(claims=claims or [], fell_back=fell_back, checks=checks)
             out[u.id] = Code(unit=u.id, status="coded", text=masked[u.id], source="claims", detail=detail,
                              value=(given.count("E") / len(given)) if given else None)
         return [out[u.id] for u in units]

@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from biasaudit.coding.base import Answers, CallEstimate, CoderDef, CoderEnv, CodingRequest
 from biasaudit.errors import SpecError
-from biasaudit.records.codes import Code, Unit
+from biasaudit.records.codes import Code, CodeDetail, Unit
 from biasaudit.records.responses import ClassifyOutput, NLIOutput, parse_output
 from biasaudit.spec.templates import check_variables, render
 
@@ -61,15 +61,15 @@ class ClassifierCoder:
                 n = parse_output(NLIOutput, r)
                 probs = {str(k): float(v) for k, v in n.probs.items()} if n is not None else None
             if probs is None:
-                out.append(Code(unit=u.id, status="failed", source="classifier", detail={"reason": "request failed"}))
+                out.append(Code(unit=u.id, status="failed", source="classifier", detail=CodeDetail(reason="request failed")))
                 continue
             top = max(probs, key=lambda k: probs[k])
             label = self.o.map.get(top, None) if self.o.map else top
             if label is None or probs[top] < self.o.min_prob:
-                out.append(Code(unit=u.id, status="abstain", source="classifier", detail={"top": top, "probs": probs}))
+                out.append(Code(unit=u.id, status="abstain", source="classifier", detail=CodeDetail(top=top, probs=probs)))
                 continue
             out.append(Code(unit=u.id, status="coded", label=label, value=probs[top], source="classifier",
-                            detail={"top": top, "probs": probs}))
+                            detail=CodeDetail(top=top, probs=probs)))
         return out
 
 

@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, model_validator
 
 from biasaudit.coding.base import Answers, CallEstimate, CoderDef, CoderEnv, CodingRequest
 from biasaudit.errors import SpecError
-from biasaudit.records.codes import Code, Unit
+from biasaudit.records.codes import Code, CodeDetail, Unit
 from biasaudit.records.responses import EmbeddingOutput, parse_output
 from biasaudit.spec.templates import check_variables, render
 
@@ -73,12 +73,12 @@ class EmbeddingCoder:
         for u in units:
             v = self._vec(inputs[u.id], answers)
             if v is None:
-                out.append(Code(unit=u.id, status="failed", source="embedding", detail={"reason": "embedding failed"}))
+                out.append(Code(unit=u.id, status="failed", source="embedding", detail=CodeDetail(reason="embedding failed")))
                 continue
             if self.o.reference is not None:
                 ref = self._vec(self._reference(u), answers)
                 if ref is None:
-                    out.append(Code(unit=u.id, status="failed", source="embedding", detail={"reason": "embedding failed"}))
+                    out.append(Code(unit=u.id, status="failed", source="embedding", detail=CodeDetail(reason="embedding failed")))
                     continue
                 out.append(Code(unit=u.id, status="coded", value=cosine(v, ref), source="embedding"))
                 continue
@@ -88,7 +88,7 @@ class EmbeddingCoder:
                 if w is not None:
                     sims[other.id] = cosine(v, w)
             out.append(Code(unit=u.id, status="coded", value=float(np.mean(list(sims.values()))) if sims else None,
-                            source="embedding", detail={"similarity": sims}))
+                            source="embedding", detail=CodeDetail(similarity=sims)))
         return out
 
 

@@ -33,7 +33,7 @@ from biasaudit.coding.human_sheet import (
     sheet_path,
     stratum_of,
 )
-from biasaudit.records.codes import Code, Unit
+from biasaudit.records.codes import Code, CodeDetail, Unit
 
 
 class HumanOptions(BaseModel):
@@ -59,27 +59,30 @@ class HumanCoder:
     def code(self, units: Sequence[Unit], inputs: Mapping[str, str], answers: Answers) -> list[Code]:
         if self.env.config.model.backend == "oracle":  # `biasaudit selftest`: nobody labelled the oracle's answers
             return [Code(unit=u.id, status="not_applicable", source="human",
-                         detail={"reason": "the self-test's oracle answers have no human labels"}) for u in units]
+                         detail=CodeDetail(reason="the self-test's oracle answers have no human labels")) for u in units]
         check_run(self.sheet, units, inputs, self.env.config.runtime.limits.max_coding_chars)
         rec = self.sheet.record
         by = rec.stratify
         sampled = {s.id: s.stratum for s in rec.units}
         # what the gold report needs to read the sample (coding/human_review.py)
-        drawn = {"sampled": True, "sampled_from": rec.layer, "stratify": by}
+        drawn = CodeDetail(sampled=True, sampled_from=rec.layer, stratify=by)
         out = []
         for u in units:
-            detail = {"stratum": sampled.get(u.id, stratum_of(u, by))}
+            stratum = sampled.get(u.id, stratum_of(u, by))
             row = self.sheet.rows.get(u.id)
             if u.id not in sampled:
                 out.append(Code(unit=u.id, status="not_applicable", source="human",
-                                detail={**detail, "reason": "not sampled for human review"}))
-            elif row is None or row.label is None:
-                out.append(Code(unit=u.id, status="not_applicable", source="human",
-                                detail={**detail, **drawn, "reason": "sampled, not annotated (blank label)"}))
+                                detail=CodeDetail(stratum=stratum, reason="not sampled for human review")))
+                continue
+            # `stratify` is written even when null (unstratified): set fields are what a code's detail says
+            evidence = drawn.model_copy(update={"stratum": stratum})
+            if row is None or row.label is None:
+                evidence = evidence.model_copy(update={"reason": "sampled, not annotated (blank label)"})
+                out.append(Code(unit=u.id, status="not_applicable", source="human", detail=evidence))
             else:
-                extra = {"note": row.note} if row.note else {}
-                out.append(Code(unit=u.id, status="coded", label=row.label, source="human",
-                                detail={**detail, **drawn, **extra}))
+                if row.note:
+                    evidence = evidence.model_copy(update={"note": row.note})
+                out.append(Code(unit=u.id, status="coded", label=row.label, source="human", detail=evidence))
         return out
 
 

@@ -21,7 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from biasaudit.coding.base import Answers, CallEstimate, CoderDef, CoderEnv, CodingRequest
 from biasaudit.errors import SpecError
-from biasaudit.records.codes import Code, Unit
+from biasaudit.records.codes import Code, CodeDetail, Unit
 from biasaudit.records.responses import ChoiceOutput, parse_output
 from biasaudit.spec import JudgePanelConfig, JudgeSpec
 from biasaudit.spec.templates import check_variables, render
@@ -119,7 +119,7 @@ class JudgePanelCoder:
                 got = parse_output(ChoiceOutput, r) if r is not None else None
                 votes[j.name] = self.label_of.get(got.choice) if got is not None else None
             labels = list(votes.values())
-            detail = {"votes": votes}
+            detail = CodeDetail(votes=votes)
             if self.o.aggregate == "mean":
                 v = mean_vote(labels)
                 out.append(Code(unit=u.id, status="coded" if v is not None else "abstain", value=v,

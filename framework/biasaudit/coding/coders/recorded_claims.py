@@ -32,6 +32,7 @@ from typing import Any, Literal
 
 from biasaudit.errors import DataError
 from biasaudit.records.codes import Unit
+from biasaudit.records.json import JSONValue
 
 LABELS = {"entailment": "E", "neutral": "N", "contradiction": "C", "e": "E", "n": "N", "c": "C"}
 VOCABULARY = "Entailment, Neutral, Contradiction (or E, N, C; any case)"
@@ -54,11 +55,13 @@ def label(x: Any) -> str | None:
     return LABELS.get(x.strip().lower()) if isinstance(x, str) else None
 
 
-def entry_index(unit: Unit, attributes: Sequence[Mapping[str, Any]], var: str) -> int | None:
+def entry_index(unit: Unit, attributes: Sequence[JSONValue], var: str) -> int | None:
     """The position in `other_attributes` of the answer this unit stands for: the
-    (sample)-th entry whose name (or age) is the unit's value of `var`."""
+    (sample)-th entry whose name (or age) is the unit's value of `var` (an entry that is
+    no object names nobody)."""
     value = str(unit.vars.get(var, ""))
-    hits = [i for i, a in enumerate(attributes) if str(a.get("name") or a.get("age") or "") == value]
+    hits = [i for i, a in enumerate(attributes)
+            if isinstance(a, dict) and str(a.get("name") or a.get("age") or "") == value]
     if not hits:
         return None
     return hits[unit.sample % len(hits)]
@@ -70,10 +73,13 @@ def recorded_claims(unit: Unit, field: str, var: str) -> tuple[int | None, list[
     if not isinstance(attrs, list):
         return None, [], None
     i = entry_index(unit, attrs, var)
-    if i is None or not isinstance(attrs[i], Mapping):
+    entry = attrs[i] if i is not None else None
+    if i is None or not isinstance(entry, dict):
         return None, [], None
-    entry = attrs[i]
-    claims = [claim_text(c) for c in entry.get("claims") or []]
+    listed = entry.get("claims") or []
+    # iterated as before typing (a string per character, as `_claim_counts` counts it); a
+    # number, which cannot be iterated, lists no claims
+    claims = [claim_text(c) for c in listed] if isinstance(listed, list | str | dict) else []
     return i, claims, entry.get("labels")
 
 

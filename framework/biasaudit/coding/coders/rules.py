@@ -30,7 +30,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from biasaudit.coding.base import Answers, CallEstimate, CoderDef, CoderEnv, CodingRequest
 from biasaudit.errors import SpecError
-from biasaudit.records.codes import Code, Unit
+from biasaudit.records.codes import Code, CodeDetail, Unit
 
 MATCH_TIMEOUT_S = 1.0
 """Seconds all of a layer's rules may take on one input."""
@@ -224,7 +224,7 @@ class RulesCoder:
             level = unit.levels.get(self.o.by)
             if level not in self.by_level:
                 return Code(unit=unit.id, status="not_applicable", source="rules",
-                            detail={"reason": f"no rules for {self.o.by}={level}"})
+                            detail=CodeDetail(reason=f"no rules for {self.o.by}={level}"))
             rules = [*self.common, *self.by_level[level]]
         else:
             rules = self.common
@@ -244,11 +244,11 @@ class RulesCoder:
             if label is None:
                 continue
             return Code(unit=unit.id, status="coded", label=label, source="rules",
-                        detail={"span": [m.start(), m.end()], "token": token, "rule": i})
+                        detail=CodeDetail(span=(m.start(), m.end()), token=token, rule=i))
         if self.o.otherwise is not None:
             return Code(unit=unit.id, status="coded", label=self.o.otherwise, source="rules",
-                        detail={"rule": "otherwise"})
-        return Code(unit=unit.id, status="abstain", source="rules", detail={"reason": "no rule fired"})
+                        detail=CodeDetail(rule="otherwise"))
+        return Code(unit=unit.id, status="abstain", source="rules", detail=CodeDetail(reason="no rule fired"))
 
 
 def _labels(env: CoderEnv, o: RulesOptions) -> list[str]:

@@ -34,7 +34,7 @@ def default_coding(params: BaseModel, cfg: AuditConfig) -> DefaultCoding:
     naming no option is its own outcome, counted per category, never forced to a letter."""
     assert isinstance(params, BBQParams)
     if cfg.probe.kind != "generate" or params.layer is None:
-        return {}, []
+        return DefaultCoding()
     letters = params.letters
     alt = "|".join(letters)
     fmap = {x.lower(): x for x in letters}  # rules look captures up lower-cased
@@ -58,7 +58,7 @@ def default_coding(params: BaseModel, cfg: AuditConfig) -> DefaultCoding:
             "options": {**{x: x for x in letters}, "N": NONE},
         },
     }
-    return layers, []
+    return DefaultCoding.of(layers)
 
 
 def _layers(p: BaseModel) -> dict[str, str]:

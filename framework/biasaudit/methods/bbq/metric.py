@@ -44,6 +44,7 @@ from biasaudit.methods.bbq.scores import (
 from biasaudit.metrics.base import MetricContext
 from biasaudit.metrics.validity import valid_share
 from biasaudit.records.estimate import Estimate
+from biasaudit.records.json import json_int, json_list
 from biasaudit.records.metric_result import MetricResult, ReliabilityItem, Table
 from biasaudit.records.responses import ScoredTokens, parse_output
 from biasaudit.registry import ADAPTERS
@@ -131,7 +132,7 @@ def scored_answers(ctx: MetricContext, p: BBQParams) -> tuple[list[Answer], list
                 why = "failed request"
                 break
             text = ctx.plan.requests[r.key].text or ""
-            sc = answer_score(out, text, str(f["answers"][k]), p.normalize)
+            sc = answer_score(out, text, str(json_list(f["answers"])[k]), p.normalize)
             if sc is None:
                 problems.append([sid, cell, f"{slot}: the answer text is not in the scored text"])
                 why = "answer not in the scored text"
@@ -156,7 +157,7 @@ def generated_answers(ctx: MetricContext, p: BBQParams) -> tuple[list[Answer], l
     problems: list[list[str]] = []
     for u in ctx.units:
         c = codes.get(u.id)
-        perm = [int(x) for x in u.vars.get(p.order_var, [0, 1, 2])]
+        perm = [json_int(x) for x in json_list(u.vars.get(p.order_var, [0, 1, 2]))]
         if c is None or not c.coded or c.label not in p.letters:
             why = "not coded" if c is None else c.status if not c.coded else \
                 "refused" if c.label == "refuse" else "no option chosen" if c.label == "none" else \

@@ -45,6 +45,7 @@ from biasaudit.methods.oracle_kit import (
     scored_tokens,
     stratified_sides,
 )
+from biasaudit.records.json import json_int
 
 if TYPE_CHECKING:
     from biasaudit.runner.pipeline import Prepared
@@ -160,12 +161,12 @@ def plan_truth(kind: str, params: BaseModel, prep: Prepared) -> Mapping[str, flo
     out = _scores(rows)
     for cat in sorted({str(f["category"]) for f, _ in rows}):
         out.update({f"{k}.{cat}": v for k, v in _scores([r for r in rows if str(r[0]["category"]) == cat]).items()})
-    dis = [(f, k) for f, k in rows if f["context_condition"] == "disambig" and int(f["target_loc"]) >= 0]
+    dis = [(f, k) for f, k in rows if f["context_condition"] == "disambig" and json_int(f["target_loc"]) >= 0]
     for name, aligned in (("aligned", True), ("conflicting", False)):
-        sub = [(f, k) for f, k in dis if (int(f["label"]) == biased_answer(
-            str(f["question_polarity"]), int(f["target_loc"]), int(f["unknown_loc"]))) == aligned]
+        sub = [(f, k) for f, k in dis if (json_int(f["label"]) == biased_answer(
+            str(f["question_polarity"]), json_int(f["target_loc"]), json_int(f["unknown_loc"]))) == aligned]
         if sub:
-            out[f"accuracy.disambig.{name}"] = sum(k == int(f["label"]) for f, k in sub) / len(sub)
+            out[f"accuracy.disambig.{name}"] = sum(k == json_int(f["label"]) for f, k in sub) / len(sub)
     return out
 
 

@@ -60,7 +60,7 @@ def default_coding(params: BaseModel, cfg: AuditConfig) -> DefaultCoding:
     else:
         elab.pop("strip", None)
     out[params.elaboration] = elab
-    return out, pairs
+    return DefaultCoding.of(out, pairs)
 
 
 def _layers(p: BaseModel) -> dict[str, str]:

@@ -24,7 +24,7 @@ def default_coding(params: BaseModel, cfg: AuditConfig) -> DefaultCoding:
     }
     if "ccosine" in params.baselines:
         layers[params.cosine] = {"coder": "embedding", "input": f"layer:{params.claims}", "compare": "same_stimulus"}
-    return layers, []
+    return DefaultCoding.of(layers)
 
 
 def _layers(p: BaseModel) -> dict[str, str]:

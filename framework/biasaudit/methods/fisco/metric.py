@@ -113,7 +113,7 @@ def collect(ctx: MetricContext, p: FiscoParams) -> list[QuestionData]:
         if not c.coded:
             q.rejected += 1
             continue
-        q.claim_fallbacks += bool(c.detail.get("fell_back"))
+        q.claim_fallbacks += bool(c.detail.fell_back)
         group = str(u.vars.get(p.group_var, "?"))
         q.groups.setdefault(group, []).append(Resp(unit=u.id, group=group, text=c.text or "", code=c))
     return list(qs.values())
@@ -132,8 +132,8 @@ def pair_labels(x: Resp, y: Resp) -> tuple[list[str], list[list[str]]]:
     labels: list[str] = []
     evidence: list[list[str]] = []
     for a, b in ((x, y), (y, x)):
-        claims = list(a.code.detail.get("claims", []))
-        for claim, lab in zip(claims, a.code.detail.get("checks", {}).get(b.unit, []), strict=False):
+        claims = a.code.detail.claims or []
+        for claim, lab in zip(claims, (a.code.detail.checks or {}).get(b.unit, []), strict=False):
             if lab is None:
                 continue
             labels.append(lab)
@@ -206,7 +206,7 @@ def _baseline_sim(kind: str, cosines: Mapping[str, Code]) -> Callable[[Resp, Res
     if kind == "ccosine":
         def cos(a: Resp, b: Resp) -> float | None:
             c = cosines.get(a.unit)
-            sims = c.detail.get("similarity", {}) if c is not None else {}
+            sims = (c.detail.similarity or {}) if c is not None else {}
             v = sims.get(b.unit)
             return None if v is None else float(v)
         return cos

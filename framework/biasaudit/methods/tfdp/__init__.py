@@ -22,7 +22,7 @@ def default_coding(params: BaseModel, cfg: AuditConfig) -> DefaultCoding:
         "sentence": {params.slot: params.sentence, params.counter_slot: params.counter},
         "truth": {params.slot: params.truth, params.counter_slot: params.counter_truth},
     }
-    return {params.layer: layer}, []
+    return DefaultCoding.of({params.layer: layer})
 
 
 CODERS.add("tfdp_vectors", TFDP_VECTORS)

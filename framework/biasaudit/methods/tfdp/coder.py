@@ -19,7 +19,7 @@ from biasaudit.coding.base import Answers, CallEstimate, CoderDef, CoderEnv, Cod
 from biasaudit.coding.coders.embedding import embed_request
 from biasaudit.errors import SpecError
 from biasaudit.methods.tfdp.metric import Prediction, Scorer, TFDPParams, predictions_of
-from biasaudit.records.codes import Code, Unit
+from biasaudit.records.codes import Code, CodeDetail, Unit
 from biasaudit.records.json import JSONObject
 from biasaudit.records.responses import EmbeddingOutput, parse_output
 
@@ -62,7 +62,7 @@ class TFDPVectorsCoder:
         for u in units:
             if u.slot not in self.o.sentence:
                 out.append(Code(unit=u.id, status="not_applicable", source="tfdp_vectors",
-                                detail={"reason": f"slot {u.slot!r} has no sentence"}))
+                                detail=CodeDetail(reason=f"slot {u.slot!r} has no sentence")))
                 continue
             vectors: dict[str, list[float]] = {}
             for t in self.texts(u, inputs[u.id]):
@@ -73,10 +73,10 @@ class TFDPVectorsCoder:
                 vectors[t] = e.vector
             else:
                 preds = self.predictions(inputs[u.id])
-                out.append(Code(unit=u.id, status="coded", source="tfdp_vectors", detail={
-                    "predictions": [[p.word, p.weight] for p in preds], "vectors": vectors}))
+                out.append(Code(unit=u.id, status="coded", source="tfdp_vectors", detail=CodeDetail(
+                    predictions=[(p.word, p.weight) for p in preds], vectors=vectors)))
                 continue
-            out.append(Code(unit=u.id, status="failed", source="tfdp_vectors", detail={"reason": "embedding failed"}))
+            out.append(Code(unit=u.id, status="failed", source="tfdp_vectors", detail=CodeDetail(reason="embedding failed")))
         return out
 
 

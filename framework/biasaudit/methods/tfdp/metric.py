@@ -245,7 +245,7 @@ def _scorer(ctx: MetricContext, p: TFDPParams) -> Scorer:
     """A scorer whose embeddings are looked up in the `tfdp_vectors` layer's codes."""
     vectors: dict[str, np.ndarray] = {}
     for code in ctx.layer_codes(p.layer).values():
-        vectors.update((t, np.asarray(v, dtype=np.float64)) for t, v in code.detail.get("vectors", {}).items())
+        vectors.update((t, np.asarray(v, dtype=np.float64)) for t, v in (code.detail.vectors or {}).items())
 
     def lookup(texts: list[str]) -> np.ndarray:
         return np.stack([vectors[t] for t in texts])

@@ -354,7 +354,7 @@ def _code(obj: Mapping[str, Any]) -> ViewCode:
     label, value = obj.get("label"), obj.get("value")
     code = str(label) if label is not None else f"{value:.4g}" if isinstance(value, int | float) else ""
     raw = obj.get("detail")
-    detail: dict[str, Any] = raw if isinstance(raw, dict) else {}
+    detail: Mapping[str, object] = raw if isinstance(raw, dict) else {}  # as the file has it: a damaged line still shows
     why = "; ".join(f"{k}: {_text(v, 300)}" for k, v in detail.items())
     return ViewCode(layer=_text(obj.get("layer", ""), 200), status=_text(obj.get("status", ""), 40), code=_text(code, 200),
                     source=_text(obj.get("source", ""), 200), why=clip(why, FIELD_CHARS))
