@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from biasaudit.methods.bbq.report import BBQDetail
+from biasaudit.methods.bbq.records import BBQDetail
 from tests.unit.methods.presentation import check_case
 
 CASES = [

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from biasaudit.methods.biaxis.report import BiaxisDetail
+from biasaudit.methods.biaxis.records import BiaxisDetail
 from tests.unit.methods.presentation import check_case
 
 CASES = [

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from biasaudit.methods.fisco.report import FiscoDetail
+from biasaudit.methods.fisco.records import FiscoDetail
 from tests.unit.methods.presentation import check_case
 
 CASES = [

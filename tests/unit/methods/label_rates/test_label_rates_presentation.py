@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from biasaudit.methods.label_rates.report import ImpactDetail, LabelRateDetail
+from biasaudit.methods.label_rates.records import ImpactDetail, LabelRateDetail
 from tests.unit.methods.presentation import check_case
 
 CASES = [

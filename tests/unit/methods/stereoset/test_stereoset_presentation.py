@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from biasaudit.methods.stereoset.report import StereoSetDetail
+from biasaudit.methods.stereoset.records import StereoSetDetail
 from tests.unit.methods.presentation import check_case
 
 CASES = [(f"stereoset_{kind}", ["spec=stereoset"], kind) for kind in ("null", "planted", "refuse", "ties")]
