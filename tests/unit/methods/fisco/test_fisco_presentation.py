@@ -19,12 +19,18 @@ CASES = [
 ]
 
 
+# capsys: the ROUGE-L baseline imports absl, whose log handler keeps the sys.stderr of its
+# first import and closes it when a later run's logging setup (Hydra, in a CLI test of the
+# same process) closes the handlers; under capsys that stream is this test's own, not
+# pytest's capture of the whole session.
 @pytest.mark.parametrize(("case", "overrides", "kind"), CASES, ids=[c[0] for c in CASES])
-def test_report_section_shows_what_compute_showed(case: str, overrides: list[str], kind: str, workdir: Path) -> None:
+def test_report_section_shows_what_compute_showed(case: str, overrides: list[str], kind: str, workdir: Path,
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
     check_case(case, overrides, kind, workdir)
 
 
-def test_every_question_is_in_the_detail_the_tested_ones_in_the_items(workdir: Path) -> None:
+def test_every_question_is_in_the_detail_the_tested_ones_in_the_items(workdir: Path,
+                                                                      capsys: pytest.CaptureFixture[str]) -> None:
     res = check_case("fisco_planted", ["spec=fisco_gender"], "planted", workdir)["fisco"]
     detail = FiscoDetail.model_validate(res.detail)
     assert len(detail.questions) == res.counts["questions"]
