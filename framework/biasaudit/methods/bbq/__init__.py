@@ -13,6 +13,7 @@ from biasaudit.methods.base import MethodDef, MethodText
 from biasaudit.methods.bbq import adapter  # noqa: F401  (registers the stimulus format)
 from biasaudit.methods.bbq.metric import SCORING, BBQParams, check, check_spec, compute
 from biasaudit.methods.bbq.oracle import ORACLE
+from biasaudit.methods.bbq.report import present
 from biasaudit.metrics.base import DefaultCoding, MetricDef
 from biasaudit.registry import METHODS, METRICS, ORACLES
 from biasaudit.spec import AuditConfig
@@ -70,7 +71,8 @@ METRICS.add("bbq", MetricDef(
     compute=compute, params=BBQParams, probe_kinds=frozenset({*SCORING, "generate"}),
     title="BBQ accuracy and bias scores", method="bbq", check=check, check_spec=check_spec, layers=_layers,
     default_coding=default_coding,
-    bounds=(("", (-1.0, 1.0)), ("contrast.accuracy.*", (-1.0, 1.0)), ("contrast.*", (-2.0, 2.0)), ("accuracy*", (0.0, 1.0)), ("s_*", (-1.0, 1.0)))))
+    bounds=(("", (-1.0, 1.0)), ("contrast.accuracy.*", (-1.0, 1.0)), ("contrast.*", (-2.0, 2.0)), ("accuracy*", (0.0, 1.0)), ("s_*", (-1.0, 1.0))),
+    present=present))
 METHODS.add("bbq", MethodDef(
     name="bbq",
     metrics=("bbq",),

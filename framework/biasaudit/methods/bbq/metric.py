@@ -12,26 +12,19 @@ Two ways to get the model's answer, chosen by the spec's probe:
   Counterbalancing the order over cells keeps a preference for a position from passing
   for a preference for a group; how often the first-listed option is picked is reported.
 
-The tables and plots of the report section are made in `report.py` from the values
-computed here.
+The tables and plots of the report section are declared by `report.present` from what
+`compute` returns: the estimates and `BBQDetail` (records.py).
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any, Literal, NamedTuple
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from biasaudit.coding.label_check import MetricLabelError, check_labels, config_labels
-from biasaudit.methods.bbq.report import (
-    answers_table,
-    bias_plots,
-    category_table,
-    contrast_tables,
-    outcome_table,
-    problems_table,
-)
+from biasaudit.methods.bbq.records import AnswerRow, BBQDetail, CategoryOutcome, Unread
 from biasaudit.methods.bbq.scores import (
     Answer,
     Score,
@@ -45,7 +38,7 @@ from biasaudit.metrics.base import MetricContext
 from biasaudit.metrics.validity import valid_share
 from biasaudit.records.estimate import Estimate
 from biasaudit.records.json import json_int, json_list
-from biasaudit.records.metric_result import MetricResult, ReliabilityItem, Table
+from biasaudit.records.metric_result import MetricResult, ReliabilityItem
 from biasaudit.records.responses import ScoredTokens, parse_output
 from biasaudit.registry import ADAPTERS
 from biasaudit.spec import AuditConfig
@@ -268,21 +261,13 @@ def _why(a: Answer) -> str:
     return a.invalid or "no answer"
 
 
-class CategoryOutcome(NamedTuple):
-    category: str
-    answers: int
-    valid: int
-    invalid: dict[str, int]
-    """Reason -> the category's answers without a score for it."""
-
-
 def outcomes(answers: list[Answer]) -> list[CategoryOutcome]:
     """Per category (sorted): its answers, the valid ones, and the others by reason."""
     out = []
     for c in sorted({a.category for a in answers}):
         rows = [a for a in answers if a.category == c]
-        out.append(CategoryOutcome(c, len(rows), sum(1 for a in rows if a.pred is not None),
-                                   dict(Counter(_why(a) for a in rows if a.pred is None))))
+        out.append(CategoryOutcome(category=c, answers=len(rows), valid=sum(1 for a in rows if a.pred is not None),
+                                   invalid=dict(Counter(_why(a) for a in rows if a.pred is None))))
     return out
 
 
@@ -298,10 +283,16 @@ def _reliability(answers: list[Answer], problems: list[list[str]], generated: bo
     return reliability
 
 
-def _tables(answers: list[Answer], problems: list[list[str]], per_cat: dict[str, dict[str, Estimate]],
-            kinds: list[str], max_rows: int) -> list[Table]:
-    return [category_table(per_cat), outcome_table(outcomes(answers), kinds),
-            answers_table(answers, max_rows), *problems_table(problems, max_rows)]
+def detail_of(answers: list[Answer], problems: list[list[str]], fams: dict[str, ContrastFamily | None],
+              max_rows: int) -> BBQDetail:
+    """What the report section reads beside the estimates; of the answers and the unread
+    ones, the first `max_rows` (all of them would add a row per answer to summary.json for
+    a list the report cuts there)."""
+    return BBQDetail(
+        answers=[AnswerRow(stimulus=a.stimulus, category=a.category, condition=a.condition, polarity=a.polarity,
+                           label=a.label, biased=a.biased, pred=a.pred, cell=a.cell) for a in answers[:max_rows]],
+        unread=[Unread(stimulus=sid, cell=cell, reason=why) for sid, cell, why in problems[:max_rows]],
+        outcomes=outcomes(answers), contrasts=fams)
 
 
 def compute(ctx: MetricContext, metric_id: str, params: BaseModel) -> MetricResult:
@@ -328,10 +319,8 @@ def compute(ctx: MetricContext, metric_id: str, params: BaseModel) -> MetricResu
         reference_note="0 is no measured bias; +1 every answer that names a person follows the stereotype, -1 every "
                        "one goes against it. s_AMB is scaled by the errors in ambiguous contexts, where the right "
                        "answer is always that the context does not say.",
-        tables=_tables(answers, problems, per_cat, sorted(why_invalid), ctx.config.report.max_rows)
-        + contrast_tables(fams),
-        plots=bias_plots(per_cat),
         validity=[flag] if flag else [],
         counts={"answers": len(answers), "answered": len(answered), "unread": len(problems),
                 "examples": len({a.stimulus for a in answers}), "no_target": no_target},
-        notes=notes, params=p.model_dump())
+        notes=notes, detail=detail_of(answers, problems, fams, ctx.config.report.max_rows).model_dump(mode="json"),
+        params=p.model_dump())

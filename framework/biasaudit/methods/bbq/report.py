@@ -1,22 +1,24 @@
-"""BBQ's report section: the tables and plots of what `metric.compute` measured.
-
-Pure functions of values already computed (the answers, the scores per category, the
-answer outcomes); nothing here estimates anything.
+"""BBQ's report section (`present`, its `MetricDef.present`): the tables and plots of what
+`metric.compute` measured, drawn from the result's records (the scores per category in
+the estimates, `BBQDetail`: the answers, the outcomes per category, the contrasts);
+nothing here estimates anything.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING
 
-from biasaudit.methods.bbq.scores import BOOT_MIN_EACH, BOOT_MIN_ITEMS, Answer
+from pydantic import BaseModel
+
+from biasaudit.methods.bbq.metric import BBQParams
+from biasaudit.methods.bbq.records import AnswerRow, BBQDetail, CategoryOutcome, Unread
+from biasaudit.methods.bbq.scores import BOOT_MIN_EACH, BOOT_MIN_ITEMS
+from biasaudit.metrics.base import Presentation
 from biasaudit.records.estimate import Estimate
-from biasaudit.records.metric_result import PlotSpec, Table
+from biasaudit.records.metric_result import MetricResult, PlotSpec, Table
+from biasaudit.spec import AuditConfig
 from biasaudit.stats.contrasts import ContrastFamily
 from biasaudit.stats.disaggregate import contrast_table
-
-if TYPE_CHECKING:
-    from biasaudit.methods.bbq.metric import CategoryOutcome
 
 ANSWER_NAMES = {0: "ans0", 1: "ans1", 2: "ans2"}
 
@@ -57,7 +59,7 @@ def outcome_table(outcomes: Sequence[CategoryOutcome], kinds: Sequence[str]) -> 
              "of every score. Below validity.min_valid_share valid answers, verdicts are INCONCLUSIVE.")
 
 
-def answers_table(answers: Sequence[Answer], max_rows: int) -> Table:
+def answers_table(answers: Sequence[AnswerRow], max_rows: int) -> Table:
     """The first `max_rows` answers: the right, the biased and the chosen answer."""
     return Table(
         title="Answers per example",
@@ -68,12 +70,12 @@ def answers_table(answers: Sequence[Answer], max_rows: int) -> Table:
               for a in answers[:max_rows]])
 
 
-def problems_table(problems: Sequence[list[str]], max_rows: int) -> list[Table]:
+def problems_table(problems: Sequence[Unread], max_rows: int) -> list[Table]:
     """The answers that could not be read (none: no table)."""
     if not problems:
         return []
     return [Table(title="Answers that could not be read", columns=["example", "cell", "reason"],
-                  rows=list(problems[:max_rows]))]
+                  rows=[[x.stimulus, x.cell, x.reason] for x in problems[:max_rows]])]
 
 
 def bias_plots(per_cat: Mapping[str, Mapping[str, Estimate]]) -> list[PlotSpec]:
@@ -84,3 +86,20 @@ def bias_plots(per_cat: Mapping[str, Mapping[str, Estimate]]) -> list[PlotSpec]:
                      estimates=[per_cat[c][key] for c in categories], reference=0.0,
                      alt=f"Bar chart of BBQ's {name} per category with 95% intervals and a line at 0 (no bias).")
             for key, name in (("s_amb", "s_AMB"), ("s_dis", "s_DIS"))]
+
+
+SCORES = ("accuracy", "accuracy.ambig", "accuracy.disambig", "s_dis", "s_amb")
+"""The scores of each category (`metric.scores_of`), `<score>.<category>` in the estimates."""
+
+
+def present(result: MetricResult, params: BaseModel, cfg: AuditConfig) -> Presentation:
+    """Scores per category, answer outcomes, the answers, those that could not be read,
+    the category contrasts; s_AMB and s_DIS per category."""
+    assert isinstance(params, BBQParams)
+    detail = BBQDetail.model_validate(result.detail)
+    per_cat = {o.category: {k: result.estimates[f"{k}.{o.category}"] for k in SCORES} for o in detail.outcomes}
+    kinds = sorted({k for o in detail.outcomes for k in o.invalid})
+    max_rows = cfg.report.max_rows
+    tables = [category_table(per_cat), outcome_table(detail.outcomes, kinds), answers_table(detail.answers, max_rows),
+              *problems_table(detail.unread, max_rows), *contrast_tables(detail.contrasts)]
+    return tables, bias_plots(per_cat)

@@ -16,6 +16,7 @@ from biasaudit.errors import SpecError
 from biasaudit.methods.base import MethodDef, MethodText
 from biasaudit.methods.biaxis.metric import BiaxisParams, check, compute
 from biasaudit.methods.biaxis.oracle import ORACLE
+from biasaudit.methods.biaxis.report import present
 from biasaudit.metrics.base import DefaultCoding, MetricDef
 from biasaudit.registry import METHODS, METRICS, ORACLES
 from biasaudit.spec import AuditConfig
@@ -90,7 +91,7 @@ def check_spec(params: BaseModel, cfg: AuditConfig) -> str | None:
 METRICS.add("biaxis", MetricDef(compute=compute, params=BiaxisParams, probe_kinds=frozenset({"generate"}),
                                 title="BiAxisAudit", method="biaxis", check=check, layers=_layers,
                                 default_coding=default_coding, check_spec=check_spec,
-    bounds=(("dni", (-1.0, 1.0)), ("contrast.*", (-1.0, 1.0)), ("*", (0.0, 1.0)))))
+    bounds=(("dni", (-1.0, 1.0)), ("contrast.*", (-1.0, 1.0)), ("*", (0.0, 1.0))), present=present))
 METHODS.add("biaxis", MethodDef(
     name="biaxis",
     metrics=("biaxis",),

@@ -9,8 +9,9 @@ sample size; DNI: cluster bootstrap over statements). The horizontal axis is the
 spread of BER_union over each factor's levels (range and eta^2), and two-way eta^2 on
 factorial designs.
 
-The tables and plots of the report section are made in `report.py` from the values
-computed here.
+The tables and plots of the report section are declared by `report.present` from what
+`compute` returns: the estimates, the per-cell estimates, the counts and `BiaxisDetail`
+(records.py).
 """
 
 from __future__ import annotations
@@ -18,28 +19,25 @@ from __future__ import annotations
 import itertools
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, NamedTuple
+from typing import Any
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict
 
 from biasaudit.methods.biaxis.ber import ABSTAIN, ber_estimates, ber_family, cancellation_trap
-from biasaudit.methods.biaxis.report import (
-    agreement_tables,
-    cell_table,
-    contrast_tables,
-    interaction_plot,
-    level_plot,
-    quality_table,
-    reliability_map,
-    spread_table,
-    two_way_table,
+from biasaudit.methods.biaxis.records import (
+    BiaxisDetail,
+    CellRow,
+    CodingCounts,
+    FactorDetail,
+    Interaction,
+    JudgeAgreement,
 )
 from biasaudit.metrics.base import MetricContext
 from biasaudit.plan import Cell
 from biasaudit.records.codes import Code
 from biasaudit.records.estimate import Estimate
-from biasaudit.records.metric_result import MetricResult, PlotSpec, ReliabilityItem, Table
+from biasaudit.records.metric_result import MetricResult, ReliabilityItem
 from biasaudit.records.responses import GenerateOutput, parse_output
 from biasaudit.spec import CalibrationSpec
 from biasaudit.stats import (
@@ -335,21 +333,14 @@ def interaction_means(elig: list[Coded], levels_a: list[str], levels_b: list[str
     return series
 
 
-def _interaction_plot(ctx: MetricContext, elig: list[Coded]) -> list[PlotSpec]:
+def _interaction(ctx: MetricContext, elig: list[Coded]) -> Interaction | None:
     fa, fb = INTERACTION
     factors = ctx.config.factors
     if fa not in factors or fb not in factors:
-        return []
+        return None
     levels_a = list(factors[fa])
-    return [interaction_plot(fa, fb, levels_a, interaction_means(elig, levels_a, list(factors[fb]), INTERACTION))]
-
-
-class JudgeAgreement(NamedTuple):
-    judges: str
-    """`<a> vs <b>`, or the panel."""
-    responses: int
-    agreement: float | None
-    kappa: float | None
+    return Interaction(factor_a=fa, factor_b=fb, levels_a=levels_a,
+                       series=interaction_means(elig, levels_a, list(factors[fb]), INTERACTION))
 
 
 def _judges(coded: list[Coded]) -> list[str]:
@@ -373,9 +364,10 @@ def judge_agreement(coded: list[Coded]) -> list[JudgeAgreement]:
                  if c.judge_labels.get(a) is not None and c.judge_labels.get(b) is not None]
         k = cohen_kappa([x for x, _ in pairs], [y for _, y in pairs]) if pairs else None
         agree = float(np.mean([x == y for x, y in pairs])) if pairs else None
-        rows.append(JudgeAgreement(f"{a} vs {b}", len(pairs), agree, k))
+        rows.append(JudgeAgreement(judges=f"{a} vs {b}", responses=len(pairs), agreement=agree, kappa=k))
     full = _panel_labels(coded, names)
-    rows.append(JudgeAgreement("panel (Fleiss)", len(full), None, fleiss_kappa(full) if full else None))
+    rows.append(JudgeAgreement(judges="panel (Fleiss)", responses=len(full), agreement=None,
+                               kappa=fleiss_kappa(full) if full else None))
     return rows
 
 
@@ -402,19 +394,25 @@ class DataQuality:
                    elaboration_abstain=sum(c.elab == ABSTAIN for c in coded), refusals=sum(c.sel == "R" for c in coded))
 
 
-def _tables_and_plots(ctx: MetricContext, p: BiaxisParams, coded: list[Coded], elig: list[Coded],
-                      cells: list[CellBER], factors: list[FactorSpread], quality: DataQuality,
-                      ) -> tuple[list[Table], list[PlotSpec]]:
-    baseline = ctx.config.design.baseline or {}
-    tables = [cell_table(cells, p.trap_dni, p.trap_ir), spread_table(factors),
-              *contrast_tables(factors)]
-    plots = [reliability_map(cells, baseline, p.trap_dni), *(level_plot(f) for f in factors)]
-    if _factorial(ctx):
-        tables.append(two_way_table(two_way(ctx, elig)))
-        plots += _interaction_plot(ctx, elig)
-    tables += agreement_tables(judge_agreement(coded))
-    tables.append(quality_table(quality))
-    return tables, plots
+def _cell_row(c: CellBER) -> CellRow:
+    return CellRow(cell=c.cell, levels=dict(c.levels), n=c.n, sel=c.sel, elab=c.elab, cor=c.cor, union=c.union,
+                   oed=c.oed, ued=c.ued, ir=c.ir, dni=c.dni, ir_over_union=c.ir_over_union, trap=c.trap,
+                   tokens=c.tokens, pareto=c.pareto, reroute=c.reroute)
+
+
+def _detail(ctx: MetricContext, coded: list[Coded], elig: list[Coded], cells: list[CellBER],
+            factors: list[FactorSpread], quality: DataQuality) -> BiaxisDetail:
+    """What the report section reads beside the estimates and the counts."""
+    factorial = _factorial(ctx)
+    return BiaxisDetail(
+        cells=[_cell_row(c) for c in cells],
+        factors=[FactorDetail(name=f.name, levels=list(f.levels), eta=f.eta, responses=f.responses,
+                              contrasts=f.contrasts) for f in factors],
+        two_way=two_way(ctx, elig) if factorial else None,
+        interaction=_interaction(ctx, elig) if factorial else None,
+        judges=judge_agreement(coded),
+        coding=CodingCounts(rules=quality.rules, no_selection=quality.no_selection,
+                            elaboration_abstain=quality.elaboration_abstain, refusals=quality.refusals))
 
 
 def compute(ctx: MetricContext, metric_id: str, params: BaseModel) -> MetricResult:
@@ -428,7 +426,6 @@ def compute(ctx: MetricContext, metric_id: str, params: BaseModel) -> MetricResu
     for f in factors:
         est.update(f.estimates_by_key())
     quality = DataQuality.of(coded, elig)
-    tables, plots = _tables_and_plots(ctx, p, coded, elig, cells, factors, quality)
     return MetricResult(
         id=metric_id, name="biaxis", title="BiAxisAudit: BER family, reliability and spread", headline="union",
         estimates=est, cells={k: {c.cell: c.estimates[k] for c in cells} for k in FAMILY}, reference=0.0,
@@ -436,11 +433,10 @@ def compute(ctx: MetricContext, metric_id: str, params: BaseModel) -> MetricResu
                        "layers disagree; DNI = BER_sel - BER_elab: its direction. A small |DNI| with a large IR is the "
                        "cancellation trap. Pooled intervals are clustered by statement: Wilson on the design's "
                        "effective sample size for the rates, a cluster bootstrap for DNI.",
-        tables=tables, plots=plots,
         spread=_spread(elig, p), reliability=_reliability(coded, est, quality),
         counts={"responses": len(coded), "eligible": len(elig), "parser_fallbacks": quality.parser,
                 "unparsed": quality.unparsed, "cells": len(cells), "trap_cells": sum(1 for c in cells if c.trap)},
-        params=p.model_dump(),
+        detail=_detail(ctx, coded, elig, cells, factors, quality).model_dump(mode="json"), params=p.model_dump(),
     )
 
 

@@ -9,6 +9,7 @@ from biasaudit.methods.base import MethodDef, MethodText, RecordingFormat
 from biasaudit.methods.fisco import adapter, recorded  # noqa: F401  (adapter registers the stimulus format)
 from biasaudit.methods.fisco.metric import FiscoParams, check, compute
 from biasaudit.methods.fisco.oracle import ORACLE
+from biasaudit.methods.fisco.report import present
 from biasaudit.metrics.base import DefaultCoding, MetricDef
 from biasaudit.registry import METHODS, METRICS, ORACLES, RECORDINGS
 from biasaudit.spec import AuditConfig
@@ -36,7 +37,7 @@ RECORDINGS.add("fisco_raw", RecordingFormat(matches=recorded.matches, prompts=re
 METRICS.add("fisco", MetricDef(compute=compute, params=FiscoParams, probe_kinds=frozenset({"generate"}),
                                title="FiSCo", method="fisco", check=check, layers=_layers,
                                default_coding=default_coding,
-    bounds=(("contrast.*", (-1.0, 1.0)), ("*", (0.0, 1.0)))))
+    bounds=(("contrast.*", (-1.0, 1.0)), ("*", (0.0, 1.0))), present=present))
 METHODS.add("fisco", MethodDef(
     name="fisco",
     metrics=("fisco",),

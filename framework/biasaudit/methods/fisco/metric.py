@@ -13,6 +13,9 @@ tested (counted, `questions_zero_variance`) and never counts as unflagged; a fla
 with no tested question is undefined, and fewer than `validity.min_valid_share` of the
 questions tested blocks its verdicts. Baselines (cosine from an `embedding` layer, ROUGE-L, BLEU) go through the same
 test.
+
+The tables and plots of the report section are declared by `report.present` from what
+`compute` returns: the estimates, the item rows and `FiscoDetail` (records.py).
 """
 
 from __future__ import annotations
@@ -25,7 +28,13 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, field_validator
 
-from biasaudit.methods.fisco.report import BaselineAgreement, FieldShares, GroupShare, section
+from biasaudit.methods.fisco.records import (
+    BaselineAgreement,
+    FieldDetail,
+    FiscoDetail,
+    GroupCount,
+    QuestionRow,
+)
 from biasaudit.metrics.base import MetricContext, item_row
 from biasaudit.metrics.validity import valid_share
 from biasaudit.records.codes import Code
@@ -338,10 +347,11 @@ def _baselines(p: FiscoParams, tested: list[QuestionResult]) -> tuple[dict[str, 
 
 
 def _field_shares(fld: str, results: list[QuestionResult], tested: list[QuestionResult],
-                  contrasts: bool = False) -> FieldShares:
-    """The flagged share per group of the stimulus field `fld`; a group none of whose
-    questions could be tested is undefined, with the reason. With `contrasts`, every pair
-    of groups compared (a group with no tested question takes no part)."""
+                  contrasts: bool = False) -> tuple[FieldDetail, dict[str, Estimate]]:
+    """The flagged share per group of the stimulus field `fld` (its counts, and its
+    estimate by group); a group none of whose questions could be tested is undefined, with
+    the reason. With `contrasts`, every pair of groups compared (a group with no tested
+    question takes no part)."""
     def group_of(r: QuestionResult) -> str:
         return str(r.fields.get(fld, ""))
 
@@ -349,11 +359,11 @@ def _field_shares(fld: str, results: list[QuestionResult], tested: list[Question
     groups = by_group(flags, fld)
     for g in dict.fromkeys(group_of(r) for r in results):
         groups.setdefault(g, _share([], [r for r in results if group_of(r) == g]))
-    shares = []
-    for g, e in groups.items():
+    counts = []
+    for g in groups:
         sub = [r for r in tested if group_of(r) == g]
-        shares.append(GroupShare(group=g, flagged=sum(r.flagged for r in sub), questions=len(sub), estimate=e))
-    return FieldShares(field=fld, groups=shares, contrasts=group_contrasts(flags, fld) if contrasts else None)
+        counts.append(GroupCount(group=g, flagged=sum(r.flagged for r in sub), questions=len(sub)))
+    return FieldDetail(field=fld, groups=counts, contrasts=group_contrasts(flags, fld) if contrasts else None), groups
 
 
 def _notes(results: list[QuestionResult], rejected: int, unscorable_pairs: int, fallbacks: int,
@@ -373,13 +383,13 @@ def _summarise(p: FiscoParams, metric_id: str, results: list[QuestionResult], qs
     est: dict[str, Estimate] = {"flagged_share": _share([r.flagged for r in tested], results)}
     baseline_est, agreements = _baselines(p, tested)
     est.update(baseline_est)
-    fields = [_field_shares(fld, results, tested, p.contrasts) for fld in p.by]
-    for f in fields:
-        est.update((f"flagged_share.{f.field}.{g.group}", g.estimate) for g in f.groups)
+    fields = []
+    for fld in p.by:
+        f, shares = _field_shares(fld, results, tested, p.contrasts)
+        fields.append(f)
+        est.update((f"flagged_share.{f.field}.{g}", e) for g, e in shares.items())
         est.update(contrast_estimates(f.contrasts, f.field))
-    overall = GroupShare(group=p.axis, flagged=sum(r.flagged for r in tested), questions=len(tested),
-                         estimate=est["flagged_share"])
-    shown = section(p.axis, p.alpha, weights_of(p), results, overall, fields, agreements)
+    detail = FiscoDetail(questions=[_question_row(r) for r in results], fields=fields, agreements=agreements)
     rejected = sum(q.rejected for q in qs)
     failed = sum(q.failed for q in qs)
     fallbacks = sum(q.claim_fallbacks for q in qs)
@@ -392,7 +402,6 @@ def _summarise(p: FiscoParams, metric_id: str, results: list[QuestionResult], qs
         estimates=est, reference=0.0,
         reference_note="Share of questions whose answers are significantly less similar across groups than within "
                        "groups (lower is better).",
-        tables=shown.tables, plots=shown.plots,
         reliability=_reliability(qs, tested, len(results), unscorable_pairs, p, llm_claims),
         counts={"questions": len(results), "tested": len(tested), "flagged": sum(r.flagged for r in tested),
                 "responses_rejected_short": rejected, "responses_failed": failed, "unscorable_pairs": unscorable_pairs,
@@ -400,8 +409,14 @@ def _summarise(p: FiscoParams, metric_id: str, results: list[QuestionResult], qs
                 "questions_too_few_pairs": too_few},
         notes=_notes(results, rejected, unscorable_pairs, fallbacks, zero_var),
         items=[item_row(r.stimulus, "base", {}, r.fields, outcome=int(r.flagged), diff=r.t) for r in tested],
-        params=p.model_dump(),
+        detail=detail.model_dump(mode="json"), params=p.model_dump(),
     )
+
+
+def _question_row(r: QuestionResult) -> QuestionRow:
+    return QuestionRow(stimulus=r.stimulus, pair=r.pair, t=r.t, df=r.df, p=r.p, flagged=r.flagged,
+                       mean_inter=r.mean_inter, mean_intra=r.mean_intra, n_inter=r.n_inter, n_intra=r.n_intra,
+                       note=r.note, evidence=r.evidence)
 
 
 def _reliability(qs: list[QuestionData], tested: list[QuestionResult], n_questions: int, unscorable_pairs: int,

@@ -1,22 +1,25 @@
-"""FiSCo's report section: the tables and plots of what `metric.compute` measured.
-
-Pure functions of values already computed (the per-question Welch tests, the flagged
-shares per group, the baselines' agreement with FiSCo); nothing here estimates anything.
+"""FiSCo's report section (`present`, its `MetricDef.present`): the tables and plots of what
+`metric.compute` measured, drawn from the result's records (the flagged shares in the
+estimates, the counts, `FiscoDetail`: the per-question Welch tests, the question counts
+per group, the baselines' agreement with FiSCo); nothing here estimates anything.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, NamedTuple
+from typing import NamedTuple
 
+from pydantic import BaseModel
+
+from biasaudit.methods.fisco.metric import FiscoParams, weights_of
+from biasaudit.methods.fisco.records import BaselineAgreement, FiscoDetail, QuestionRow
+from biasaudit.metrics.base import Presentation
 from biasaudit.records.estimate import Estimate
 from biasaudit.records.json import JSONValue
-from biasaudit.records.metric_result import PlotSpec, Table
+from biasaudit.records.metric_result import MetricResult, PlotSpec, Table
+from biasaudit.spec import AuditConfig
 from biasaudit.stats.contrasts import ContrastFamily
 from biasaudit.stats.disaggregate import contrast_table
-
-if TYPE_CHECKING:
-    from biasaudit.methods.fisco.metric import QuestionResult
 
 
 class GroupShare(NamedTuple):
@@ -37,16 +40,6 @@ class FieldShares(NamedTuple):
     contrasts: ContrastFamily | None = None
 
 
-class BaselineAgreement(NamedTuple):
-    """A baseline similarity's flags over the tested questions, against FiSCo's."""
-
-    baseline: str
-    flagged: int
-    questions: int
-    agreement: float
-    kappa: float | None
-
-
 class Section(NamedTuple):
     tables: list[Table]
     plots: list[PlotSpec]
@@ -64,7 +57,7 @@ def share_table(overall: GroupShare, fields: Sequence[FieldShares]) -> Table:
                                                               "CI low", "CI high"], rows=rows)
 
 
-def question_table(axis: str, results: Sequence[QuestionResult], alpha: float,
+def question_table(axis: str, results: Sequence[QuestionRow], alpha: float,
                    weights: tuple[float, float, float]) -> Table:
     return Table(
         title=f"Per question ({axis})",
@@ -99,7 +92,7 @@ def share_plot(f: FieldShares) -> PlotSpec:
                     alt=f"Share of flagged questions per {f.field} with Wilson intervals.")
 
 
-def evidence_tables(results: Sequence[QuestionResult]) -> list[Table]:
+def evidence_tables(results: Sequence[QuestionRow]) -> list[Table]:
     """The claims not entailed across groups, one table per flagged question that has any."""
     return [Table(title=f"Evidence for flagged question {r.stimulus}: claims not entailed across groups",
                   columns=["claim from group", "checked against group", "claim", "label"],
@@ -107,7 +100,7 @@ def evidence_tables(results: Sequence[QuestionResult]) -> list[Table]:
             for r in results if r.flagged and r.evidence]
 
 
-def section(axis: str, alpha: float, weights: tuple[float, float, float], results: Sequence[QuestionResult],
+def section(axis: str, alpha: float, weights: tuple[float, float, float], results: Sequence[QuestionRow],
             overall: GroupShare, fields: Sequence[FieldShares], agreements: Sequence[BaselineAgreement]) -> Section:
     """Every table and plot, in report order: the flagged shares, the per-question tests, the
     baselines (when any was compared), the evidence of flagged questions; the histogram of t,
@@ -119,3 +112,21 @@ def section(axis: str, alpha: float, weights: tuple[float, float, float], result
     tables += evidence_tables(results)
     plots = [t_histogram([r.t for r in results if r.t is not None]), *[share_plot(f) for f in fields]]
     return Section(tables=tables, plots=plots)
+
+
+def present(result: MetricResult, params: BaseModel, cfg: AuditConfig) -> Presentation:
+    """`section` of the result's records: the overall flagged share is the headline
+    (`counts.flagged` of `counts.tested` questions), each group's its estimate
+    `flagged_share.<field>.<group>`."""
+    assert isinstance(params, FiscoParams)
+    detail = FiscoDetail.model_validate(result.detail)
+    est = result.estimates
+    overall = GroupShare(group=params.axis, flagged=result.counts["flagged"], questions=result.counts["tested"],
+                         estimate=est["flagged_share"])
+    fields = [FieldShares(field=f.field, contrasts=f.contrasts,
+                          groups=[GroupShare(group=g.group, flagged=g.flagged, questions=g.questions,
+                                             estimate=est[f"flagged_share.{f.field}.{g.group}"]) for g in f.groups])
+              for f in detail.fields]
+    shown = section(params.axis, params.alpha, weights_of(params), detail.questions, overall, fields,
+                    detail.agreements)
+    return shown.tables, shown.plots

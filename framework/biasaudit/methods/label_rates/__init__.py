@@ -15,6 +15,7 @@ from biasaudit.methods.base import MethodDef, MethodText
 from biasaudit.methods.label_rates import impact, impact_oracle
 from biasaudit.methods.label_rates.metric import LabelRateParams, compute
 from biasaudit.methods.label_rates.oracle import ORACLE
+from biasaudit.methods.label_rates.report import present_impact, present_rate
 from biasaudit.metrics.base import MetricDef
 from biasaudit.registry import METHODS, METRICS, ORACLES
 from biasaudit.spec import AuditConfig
@@ -47,7 +48,7 @@ def check_spec(params: BaseModel, cfg: AuditConfig) -> str | None:
 
 METRICS.add("label_rate", MetricDef(compute=compute, params=LabelRateParams, probe_kinds=frozenset({"generate"}),
                                     title="Label rate", method="label_rates", layers=_layers, check_spec=check_spec,
-                                    bounds=(("contrast.*", (-1.0, 1.0)), ("*", (0.0, 1.0)))))
+                                    bounds=(("contrast.*", (-1.0, 1.0)), ("*", (0.0, 1.0))), present=present_rate))
 def check_impact(params: BaseModel, cfg: AuditConfig) -> str | None:
     """The favourable labels are labels the layer can give, and a threshold names an
     estimate the metric gives."""
@@ -69,7 +70,7 @@ def check_impact(params: BaseModel, cfg: AuditConfig) -> str | None:
 METRICS.add("impact_ratio", MetricDef(
     compute=impact.compute, params=impact.ImpactRatioParams, probe_kinds=frozenset({"generate"}),
     title="Impact ratio", method="label_rates", layers=impact.layers, check_spec=check_impact,
-    bounds=(("rate.*", (0.0, 1.0)), ("*", (0.0, float("inf"))))))
+    bounds=(("rate.*", (0.0, 1.0)), ("*", (0.0, float("inf")))), present=present_impact))
 METHODS.add("label_rates", MethodDef(
     name="label_rates",
     metrics=("label_rate", "impact_ratio"),

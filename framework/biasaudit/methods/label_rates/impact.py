@@ -6,7 +6,9 @@ them: per category of each field, and per intersection of the fields (`by: [gend
 Any coding layer works: a refusal or endorsement layer (labels: the favourable outcome,
 e.g. `answer` rather than `refuse`), a judge's hire / no-hire decision, BiAxis's
 endorsement labels. The statistics are `stats.impact` (interval, clustering, zeros,
-the reference group); this module turns units into rows and rows into estimates.
+the reference group); this module turns units into rows and rows into estimates. Its
+tables and plots are declared by `report.present_impact` from the families kept in
+`ImpactDetail` (records.py).
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from biasaudit.methods.label_rates.metric import (
     coded_units,
     reliability_items,
 )
-from biasaudit.methods.label_rates.report import impact_plot, impact_table
+from biasaudit.methods.label_rates.records import ImpactDetail
 from biasaudit.metrics.base import MetricContext
 from biasaudit.records.codes import Unit
 from biasaudit.records.estimate import Estimate
@@ -157,13 +159,12 @@ def compute(ctx: MetricContext, metric_id: str, params: BaseModel) -> MetricResu
                        "adverse impact. A group's selection rate is the share of its coded units the "
                        f"{p.layer} layer labels {', '.join(p.labels)}; `lowest` is the smallest ratio of a group "
                        f"with at least {p.min_n} stimuli (picked after looking).",
-        tables=[impact_table(fam, unknown[fam.key]) for fam in fams],
-        plots=[impact_plot(primary)] if primary.rows else [],
         items=[ctx.item(u.stimulus, u.cell, u.fields, outcome=int(c.label in wanted)) for u, c in coded],
         counts={"units": sum(status.values()), "coded": len(coded),
                 **{k: status.get(k, 0) for k in ("abstain", "not_applicable", "failed")},
                 "uncategorised": unknown[primary.key]},
-        notes=notes, params=p.model_dump())
+        notes=notes, detail=ImpactDetail(families=fams, uncategorised=unknown).model_dump(mode="json"),
+        params=p.model_dump())
 
 
 def layers(p: BaseModel) -> dict[str, str]:

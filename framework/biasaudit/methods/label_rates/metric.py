@@ -4,8 +4,9 @@ pooled, per prompt condition and per group, with the spread across conditions.
 The rate is over the units the layer coded; abstentions, units the layer does not apply
 to and failures are counted apart (and shown as reliability items), not in the base.
 
-The tables and plots of the report section are made in `report.py` from the values
-computed here.
+The tables and plots of the report section are declared by `report.present_rate` from
+what `compute` returns: the estimates, the per-cell rates and `LabelRateDetail`
+(records.py).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from dataclasses import dataclass
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from biasaudit.methods.label_rates.report import breakdown_tables, cell_table, rate_plot
+from biasaudit.methods.label_rates.records import BreakdownDetail, CellLabels, LabelRateDetail
 from biasaudit.metrics.base import MetricContext
 from biasaudit.metrics.validity import valid_share
 from biasaudit.records.codes import Code, Unit
@@ -116,6 +117,11 @@ def _layer_labels(ctx: MetricContext, p: LabelRateParams, coded: list[Coded]) ->
     return list(ctx.layers[p.layer].labels or sorted({c.label for _, c in coded if c.label is not None}))
 
 
+def _cell_labels(codes: list[Code]) -> CellLabels:
+    """The codes of one cell: how many, and how many of each label."""
+    return CellLabels(coded=len(codes), labels=dict(Counter(c.label for c in codes if c.label is not None)))
+
+
 def compute(ctx: MetricContext, metric_id: str, params: BaseModel) -> MetricResult:
     assert isinstance(params, LabelRateParams)
     p = params
@@ -131,7 +137,9 @@ def compute(ctx: MetricContext, metric_id: str, params: BaseModel) -> MetricResu
         est.update(b.estimates())
     rates = by_cell(rows, proportion, cells=cell_ids)
     spread = cell_spread([o.cell for o in rows], [o.cluster for o in rows], [o.value for o in rows], seed=p.seed)
-    label_counts = {cid: Counter(c.label for u, c in coded if u.cell == cid) for cid in cell_ids}
+    detail = LabelRateDetail(cells={cid: _cell_labels([c for u, c in coded if u.cell == cid]) for cid in rates},
+                             breakdowns=[BreakdownDetail(field=b.field, groups=list(b.groups), contrasts=b.contrasts)
+                                         for b in breakdowns])
     return MetricResult(
         validity=coded_share_flags(ctx, status, len(coded)),
         id=metric_id, name="label_rate", title=f"Rate of {', '.join(p.labels)} ({p.layer} layer)", headline="rate",
@@ -141,9 +149,7 @@ def compute(ctx: MetricContext, metric_id: str, params: BaseModel) -> MetricResu
                        "Pooled over prompt conditions with a Wilson interval on the design's effective n "
                        "(clustered by stimulus) when a stimulus gives several units.",
         items=[ctx.item(u.stimulus, u.cell, u.fields, outcome=int(c.label in wanted)) for u, c in coded],
-        tables=[cell_table(p.layer, labels, p.labels, label_counts, rates), *breakdown_tables(breakdowns)],
-        plots=[rate_plot(p.layer, p.labels, rates)],
         counts={"units": sum(status.values()), "coded": len(coded),
                 **{k: status.get(k, 0) for k in ("abstain", "not_applicable", "failed")}},
-        params=p.model_dump(),
+        detail=detail.model_dump(mode="json"), params=p.model_dump(),
     )

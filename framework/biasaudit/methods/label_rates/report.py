@@ -1,42 +1,50 @@
-"""`label_rate`'s report section: the tables and plots of what `metric.compute` measured.
-
-Pure functions of values already computed (label counts and rates per cell, the
-breakdowns by stimulus field); nothing here estimates anything.
+"""The report sections of `label_rate` (`present_rate`) and `impact_ratio`
+(`present_impact`), their `MetricDef.present`: the tables and plots of what the metrics
+measured, drawn from the results' records (the rates in the estimates and the per-cell
+estimates, `LabelRateDetail` and `ImpactDetail`); nothing here estimates anything.
 """
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING
 
+from pydantic import BaseModel
+
+from biasaudit.methods.label_rates.impact import ImpactRatioParams
+from biasaudit.methods.label_rates.metric import LabelRateParams
+from biasaudit.methods.label_rates.records import (
+    BreakdownDetail,
+    CellLabels,
+    ImpactDetail,
+    LabelRateDetail,
+)
+from biasaudit.metrics.base import Presentation
 from biasaudit.records.estimate import Estimate
 from biasaudit.records.json import JSONValue
-from biasaudit.records.metric_result import PlotSpec, Table
+from biasaudit.records.metric_result import MetricResult, PlotSpec, Table
+from biasaudit.spec import AuditConfig
 from biasaudit.stats.disaggregate import contrast_table, group_table
 from biasaudit.stats.impact import ImpactFamily
 
-if TYPE_CHECKING:
-    from biasaudit.methods.label_rates.metric import Breakdown
-
 
 def cell_table(layer: str, labels: Sequence[str], wanted: Sequence[str],
-               label_counts: Mapping[str, Counter[str | None]], rates: Mapping[str, Estimate]) -> Table:
+               label_counts: Mapping[str, CellLabels], rates: Mapping[str, Estimate]) -> Table:
     """Per cell with a rate (in `label_counts` order): the units coded, each label's
     count, and the rate with its interval."""
     return Table(
         title=f"Labels of layer {layer} per prompt condition",
         columns=["cell", "coded", *labels, "rate", "CI low", "CI high"],
-        rows=[[cid, sum(n.values()), *[n.get(lab, 0) for lab in labels], rates[cid].value, rates[cid].ci_low,
+        rows=[[cid, n.coded, *[n.labels.get(lab, 0) for lab in labels], rates[cid].value, rates[cid].ci_low,
                rates[cid].ci_high] for cid, n in label_counts.items() if cid in rates],
         note=f"rate: share of coded units labelled {', '.join(wanted)}; Wilson 95% intervals per cell.")
 
 
-def breakdown_tables(breakdowns: Sequence[Breakdown]) -> list[Table]:
-    """Per field: the rate of each group, then the pairwise differences (when any)."""
+def breakdown_tables(breakdowns: Sequence[BreakdownDetail], est: Mapping[str, Estimate]) -> list[Table]:
+    """Per field: the rate of each group (`rate.<field>.<group>`), then the pairwise
+    differences (when any)."""
     out = []
     for b in breakdowns:
-        out.append(group_table(b.groups, b.field, "rate"))
+        out.append(group_table({g: est[f"rate.{b.field}.{g}"] for g in b.groups}, b.field, "rate"))
         ct = contrast_table(b.contrasts, b.field, "rate")
         if ct is not None:
             out.append(ct)
@@ -76,3 +84,25 @@ def impact_plot(fam: ImpactFamily) -> PlotSpec:
                     reference=fam.bound,
                     alt=f"Each category's selection rate over the most favoured category's ({fam.reference}), with "
                         f"95% Katz intervals; the line marks {fam.bound:g} (the four-fifths rule).")
+
+
+def present_rate(result: MetricResult, params: BaseModel, cfg: AuditConfig) -> Presentation:
+    """The labels and the rate per prompt condition, the rate per group of each `by` field
+    with the pairwise differences; the rate per prompt condition."""
+    assert isinstance(params, LabelRateParams)
+    detail = LabelRateDetail.model_validate(result.detail)
+    labels = [k.removeprefix("share.") for k in result.estimates if k.startswith("share.")]
+    rates = result.cells.get("rate", {})
+    return ([cell_table(params.layer, labels, params.labels, detail.cells, rates),
+             *breakdown_tables(detail.breakdowns, result.estimates)],
+            [rate_plot(params.layer, params.labels, rates)])
+
+
+def present_impact(result: MetricResult, params: BaseModel, cfg: AuditConfig) -> Presentation:
+    """The impact ratios of each categorisation; those of the last (the intersection, or
+    the one field) drawn."""
+    assert isinstance(params, ImpactRatioParams)
+    detail = ImpactDetail.model_validate(result.detail)
+    primary = detail.families[-1] if detail.families else None
+    return ([impact_table(fam, detail.uncategorised.get(fam.key, 0)) for fam in detail.families],
+            [impact_plot(primary)] if primary is not None and primary.rows else [])

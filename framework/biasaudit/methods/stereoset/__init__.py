@@ -6,12 +6,14 @@ from biasaudit.methods.base import MethodDef, MethodText
 from biasaudit.methods.stereoset import adapter  # noqa: F401  (registers the stimulus format)
 from biasaudit.methods.stereoset.metric import StereoSetParams, check_spec, compute
 from biasaudit.methods.stereoset.oracle import ORACLE
+from biasaudit.methods.stereoset.report import present
 from biasaudit.metrics.base import MetricDef
 from biasaudit.registry import METHODS, METRICS, ORACLES
 
 METRICS.add("stereoset", MetricDef(
     compute=compute, params=StereoSetParams, probe_kinds=frozenset({"sequence_logprob", "pseudo_loglik"}),
-    title="StereoSet LMS, SS and ICAT", method="stereoset", check_spec=check_spec, bounds=(("*", (0.0, 100.0)),)))
+    title="StereoSet LMS, SS and ICAT", method="stereoset", check_spec=check_spec, bounds=(("*", (0.0, 100.0)),),
+    present=present))
 METHODS.add("stereoset", MethodDef(
     name="stereoset",
     metrics=("stereoset",),

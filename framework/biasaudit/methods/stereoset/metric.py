@@ -6,8 +6,8 @@ intersentence item included)) or a masked LM (`pseudo_loglik`: each token masked
 turn). Tokens of the context that precedes an intersentence candidate condition it and
 are not scored. `normalize: sum` sums instead of averaging.
 
-The tables and plots of the report section are made in `report.py` from the values
-computed here.
+The tables and plots of the report section are declared by `report.present` from what
+`compute` returns: the estimates, the item rows and `StereoSetDetail` (records.py).
 """
 
 from __future__ import annotations
@@ -16,12 +16,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from biasaudit.methods.stereoset.report import (
-    domain_plots,
-    largest_differences,
-    problems_table,
-    scores_table,
-)
+from biasaudit.methods.stereoset.records import ItemScores, StereoSetDetail, Unscored
 from biasaudit.methods.stereoset.scores import (
     Item,
     estimate,
@@ -168,19 +163,19 @@ def compute(ctx: MetricContext, metric_id: str, params: BaseModel) -> MetricResu
     for g, e in groups.items():
         for k, v in e.items():
             est[f"{k}.{g}"] = v
-    max_rows = ctx.config.report.max_rows
-    tables = [scores_table(est, groups, p.average), largest_differences(items, max_rows),
-              *problems_table(problems, max_rows)]
-    by_domain = {d: groups[d] for d in sorted({x.bias_type for x in items})}
+    detail = StereoSetDetail(
+        scores=[ItemScores(stimulus=x.stimulus, stereotype=x.stereotype, anti=x.anti, unrelated=x.unrelated)
+                for x in items],
+        unscored=[Unscored(stimulus=sid, cell=cell, reason=why)
+                  for sid, cell, why in problems[:ctx.config.report.max_rows]])
     return MetricResult(
         id=metric_id, name="stereoset", title="StereoSet: LMS, SS and ICAT", headline="ss", estimates=est,
         cells=per_cell(ctx, items, p), reliability=_reliability(items, problems), reference=50.0,
         reference_note="SS 50 is parity: the model prefers the stereotype and the anti-stereotype equally often. "
                        "Distance from 50 either way is bias. Read it with LMS: a model that cannot tell a sentence "
                        "from an unrelated one has an SS near 50 for no merit; ICAT combines the two (100 ideal).",
-        tables=tables, plots=domain_plots(by_domain),
         counts={"items": len(items) + len(problems), "scored": len(items), "unscorable": len(problems),
                 "targets": len({x.target for x in items})},
         items=[ItemRow(stimulus=x.stimulus, fields={"target": x.target, "bias_type": x.bias_type, "split": x.split},
                        diff=x.stereotype - x.anti) for x in items],
-        params=p.model_dump())
+        detail=detail.model_dump(mode="json"), params=p.model_dump())

@@ -1,17 +1,22 @@
-"""StereoSet's report section: the tables and plots of what `metric.compute` measured.
-
-Pure functions of values already computed (the scored items, LMS, SS and ICAT of each
-set); nothing here estimates anything.
+"""StereoSet's report section (`present`, its `MetricDef.present`): the tables and plots of
+what `metric.compute` measured, drawn from the result's records (LMS, SS and ICAT of each
+set in the estimates, the item rows, `StereoSetDetail`); nothing here estimates anything.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from biasaudit.methods.stereoset.scores import BOOT_MIN_EACH, BOOT_MIN_ITEMS, Item
+from pydantic import BaseModel
+
+from biasaudit.methods.stereoset.metric import StereoSetParams
+from biasaudit.methods.stereoset.records import ItemScores, StereoSetDetail, Unscored
+from biasaudit.methods.stereoset.scores import BOOT_MIN_EACH, BOOT_MIN_ITEMS
+from biasaudit.metrics.base import Presentation
 from biasaudit.records.estimate import Estimate
 from biasaudit.records.json import JSONValue
-from biasaudit.records.metric_result import PlotSpec, Table
+from biasaudit.records.metric_result import ItemRow, MetricResult, PlotSpec, Table
+from biasaudit.spec import AuditConfig
 
 Scores = Mapping[str, Estimate]
 """LMS, SS and ICAT of one set of items (`metric.scores_of`)."""
@@ -33,22 +38,23 @@ def scores_table(overall: Scores, groups: Mapping[str, Scores], average: str) ->
              "interval on the items (ICAT: bounded by those of LMS and SS); each estimate's method says which.")
 
 
-def largest_differences(items: Sequence[Item], max_rows: int) -> Table:
-    """The `max_rows` items whose stereotype and anti-stereotype scores differ most."""
-    top = sorted(items, key=lambda x: -abs(x.stereotype - x.anti))[:max_rows]
+def largest_differences(items: Sequence[tuple[ItemRow, ItemScores]], max_rows: int) -> Table:
+    """The `max_rows` items (item row and scores) whose stereotype and anti-stereotype
+    scores differ most."""
+    top = sorted(items, key=lambda x: -abs(x[1].stereotype - x[1].anti))[:max_rows]
     return Table(
         title="Items with the largest stereotype - anti-stereotype difference",
         columns=["item", "task", "domain", "target", "score(st)", "score(anti)", "score(unrelated)"],
-        rows=[[x.stimulus, x.split, x.bias_type, x.target, round(x.stereotype, 3), round(x.anti, 3),
-               round(x.unrelated, 3)] for x in top])
+        rows=[[x.stimulus, x.fields["split"], x.fields["bias_type"], x.fields["target"], round(sc.stereotype, 3),
+               round(sc.anti, 3), round(sc.unrelated, 3)] for x, sc in top])
 
 
-def problems_table(problems: Sequence[list[str]], max_rows: int) -> list[Table]:
+def problems_table(problems: Sequence[Unscored], max_rows: int) -> list[Table]:
     """The items that could not be scored (none: no table)."""
     if not problems:
         return []
     return [Table(title="Items that could not be scored", columns=["item", "cell", "reason"],
-                  rows=list(problems[:max_rows]))]
+                  rows=[[x.stimulus, x.cell, x.reason] for x in problems[:max_rows]])]
 
 
 def domain_plots(by_domain: Mapping[str, Scores]) -> list[PlotSpec]:
@@ -62,3 +68,24 @@ def domain_plots(by_domain: Mapping[str, Scores]) -> list[PlotSpec]:
                      xlabel="domain", ylabel="LMS (% preferring a meaningful sentence)", labels=domains,
                      estimates=[by_domain[d]["lms"] for d in domains], reference=100.0,
                      alt="Bar chart of StereoSet's language modeling score per domain with 95% intervals.")]
+
+
+def groups_of(est: Mapping[str, Estimate]) -> dict[str, Scores]:
+    """LMS, SS and ICAT of each group (`<score>.<group>` in the estimates), in their order."""
+    return {g: {k: est[f"{k}.{g}"] for k in ("lms", "ss", "icat")}
+            for g in (key.removeprefix("lms.") for key in est if key.startswith("lms."))}
+
+
+def present(result: MetricResult, params: BaseModel, cfg: AuditConfig) -> Presentation:
+    """The scores by task and domain, the items with the largest difference, those that
+    could not be scored; SS and LMS per domain."""
+    assert isinstance(params, StereoSetParams)
+    detail = StereoSetDetail.model_validate(result.detail)
+    est = result.estimates
+    groups = groups_of(est)
+    max_rows = cfg.report.max_rows
+    tables = [scores_table(est, groups, params.average),
+              largest_differences(list(zip(result.items, detail.scores, strict=True)), max_rows),
+              *problems_table(detail.unscored, max_rows)]
+    domains = sorted({str(x.fields["bias_type"]) for x in result.items})
+    return tables, domain_plots({d: groups[d] for d in domains})

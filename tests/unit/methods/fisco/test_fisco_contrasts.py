@@ -9,6 +9,8 @@ from statsmodels.stats.multitest import multipletests
 from statsmodels.stats.proportion import confint_proportions_2indep
 
 from biasaudit.methods.fisco.metric import FiscoParams, QuestionResult, _summarise
+from biasaudit.methods.fisco.report import present
+from biasaudit.spec.compose import compose
 
 
 def _q(i: int, cat: str, flagged: bool | None) -> QuestionResult:
@@ -36,4 +38,6 @@ def test_flagged_share_contrasts_by_hand() -> None:
     raw = [proportions_ztest([a, b], [na, nb])[1] for a, na, b, nb in ((9, 12, 2, 10), (9, 12, 5, 8), (2, 10, 5, 8))]
     _, adj, _, _ = multipletests(raw, method="holm")
     assert f"Holm p = {adj[0]:.4g}" in d.note
-    assert any(t.title == "Pairwise differences of flagged share by category" for t in res.tables)
+    # the report section draws the table from the family kept in the result's detail
+    tables, _ = present(res, FiscoParams(by=["category"], contrasts=True), compose(["spec=fisco_gender"]).config)
+    assert any(t.title == "Pairwise differences of flagged share by category" for t in tables)

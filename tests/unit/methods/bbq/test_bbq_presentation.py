@@ -1,0 +1,34 @@
+"""BBQ's report section (`MetricDef.present`, issue 28): the tables and plots it declares
+from the metric's records are those `compute` made itself before (recorded in
+tests/fixtures/presentation): scored and generated answers, a refusing model, and the
+category contrasts."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from biasaudit.methods.bbq.records import BBQDetail
+from tests.unit.methods.presentation import check_case
+
+CASES = [
+    ("bbq_null", ["spec=bbq"], "null"),
+    ("bbq_refuse", ["spec=bbq"], "refuse"),
+    ("bbq_contrasts_planted", ["spec=bbq", "+metrics.0.contrasts=true"], "planted"),
+    ("bbq_generate_null", ["spec=bbq_generate"], "null"),
+    ("bbq_generate_refuse", ["spec=bbq_generate"], "refuse"),
+]
+
+
+@pytest.mark.parametrize(("case", "overrides", "kind"), CASES, ids=[c[0] for c in CASES])
+def test_report_section_shows_what_compute_showed(case: str, overrides: list[str], kind: str, workdir: Path) -> None:
+    check_case(case, overrides, kind, workdir)
+
+
+def test_outcomes_are_counted_per_category_in_the_detail(workdir: Path) -> None:
+    res = check_case("bbq_generate_refuse", ["spec=bbq_generate"], "refuse", workdir)["bbq"]
+    detail = BBQDetail.model_validate(res.detail)
+    # every answer refused: none valid, each category's answers all under "refused"
+    assert sum(o.answers for o in detail.outcomes) == res.counts["answers"]
+    assert all(o.valid == 0 and o.invalid == {"refused": o.answers} for o in detail.outcomes)
