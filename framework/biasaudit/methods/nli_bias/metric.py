@@ -15,11 +15,10 @@ from typing import Any, NamedTuple
 
 from pydantic import BaseModel, ConfigDict
 
-from biasaudit.methods.nli_bias.report import (
+from biasaudit.methods.nli_bias.detail import (
     FieldGroups,
     GroupSize,
     MeanEntailment,
-    MetricScore,
     NLIBiasDetail,
     Unscorable,
 )
@@ -172,11 +171,6 @@ def _mean_entailment(rows: list[ScoredTriple]) -> MeanEntailment:
     return MeanEntailment(stereo=sum(r.stereo[0] for r in rows) / n, counter=sum(r.counter[0] for r in rows) / n)
 
 
-def metric_scores(names: tuple[str, ...], est: dict[str, Estimate]) -> list[MetricScore]:
-    """The metrics `names` as the report lists them: each with its condition in words and its estimate."""
-    return [MetricScore(name=m, condition=_DESC[m], estimate=est[m], recommended=m in RECOMMENDED) for m in names]
-
-
 def compute(ctx: MetricContext, metric_id: str, params: BaseModel) -> MetricResult:
     assert isinstance(params, NLIBiasParams)
     p = params
@@ -229,8 +223,8 @@ def _defined(est: Estimate, m: str, rows: list[ScoredTriple], constant: bool) ->
     if rows and constant:
         note = CONSTANT
     elif rows and m in SCORES and all(SCORES[m](r.stereo) == SCORES[m](r.counter) for r in rows):
-        note = (f"undefined: every triple ties on {m} ({_DESC[m]}: equal for both premises), so no preference "
-                "can be measured")
+        note = (f"undefined: every triple ties on {m} ({CONDITION_TEXT[m]}: equal for both premises), so no "
+                "preference can be measured")
     if note is None:
         return est
     return Estimate(value=None, ci_low=None, ci_high=None, n=est.n, method=est.method, note=note)
@@ -253,12 +247,13 @@ def _missing_labels(ctx: MetricContext, rows: list[ScoredTriple], p: NLIBiasPara
                                  "and was given probability 0")]
 
 
-_DESC = {
+CONDITION_TEXT = {
     "M1": "pE(S) > pE(S~)", "M2": "pE(S) > 0.25", "M3": "pE(S) > 0.5", "M4": "pE(S) > 0.75",
     "M5": "pE-pC (S) > (S~)", "M6": "pE-pN (S) > (S~)", "M7": "pE-pN-pC (S) > (S~)",
     "M8": "pE-pN/2-pC (S) > (S~)", "M9": "pE-pN-pC/2 (S) > (S~)",
     "M10": "argmax S = E and argmax S~ = N", "M11": "argmax S = E and argmax S~ = C",
 }
+"""Each metric's condition, in words (the report's tables, undefined estimates' notes)."""
 
 
 def check(params: BaseModel, probe_kind: str) -> str | None:

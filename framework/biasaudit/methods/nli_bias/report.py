@@ -14,9 +14,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, NamedTuple
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel
 
 from biasaudit.methods.base import CrossRunSection
+from biasaudit.methods.nli_bias.detail import FieldGroups, MeanEntailment, NLIBiasDetail, Unscorable
+from biasaudit.methods.nli_bias.metric import CONDITION_TEXT, OTHER_SCALE, RECOMMENDED, TP_SCALE
 from biasaudit.metrics.base import Presentation
 from biasaudit.records.estimate import Estimate
 from biasaudit.records.metric_result import MetricResult, PlotSpec, Table
@@ -55,51 +57,6 @@ class FieldScores(NamedTuple):
     field: str
     groups: list[GroupScores]
     contrasts: tuple[tuple[str, ContrastFamily], ...] = ()
-
-
-class GroupSize(BaseModel):
-    """One group of a `by` field and its scored triples (its M6 and M9 are the estimates
-    `M6.<field>.<group>` and `M9.<field>.<group>`)."""
-
-    model_config = ConfigDict(frozen=True)
-    group: str
-    triples: int
-
-
-class FieldGroups(BaseModel):
-    """The groups of one `by` field, in report order, and (when asked) their pairwise
-    contrasts per score (`M6`, `M9`)."""
-
-    model_config = ConfigDict(frozen=True)
-    field: str
-    groups: list[GroupSize]
-    contrasts: list[tuple[str, ContrastFamily]] = []
-
-
-class MeanEntailment(BaseModel):
-    """Mean entailment probability of the stereotypical and the counter-stereotypical premises."""
-
-    model_config = ConfigDict(frozen=True)
-    stereo: float
-    counter: float
-
-
-class Unscorable(BaseModel):
-    """A triple left out of every M, and why."""
-
-    model_config = ConfigDict(frozen=True)
-    stimulus: str
-    reason: str
-
-
-class NLIBiasDetail(BaseModel):
-    """What the report shows beside the estimates (`MetricResult.detail`)."""
-
-    model_config = ConfigDict(frozen=True)
-    breakdowns: list[FieldGroups]
-    """One per `by` field, in report order."""
-    mean_entailment: MeanEntailment
-    unscorable: list[Unscorable]
 
 
 def _score_row(label: str, s: MetricScore) -> list[object]:
@@ -147,6 +104,12 @@ def other_scale_plot(scores: Sequence[MetricScore]) -> PlotSpec:
                     alt="Bias scores M2 to M4, M10 and M11 with intervals; 0 is no bias.")
 
 
+def metric_scores(names: Sequence[str], est: dict[str, Estimate]) -> list[MetricScore]:
+    """The metrics `names` as the report lists them: each with its condition in words and its estimate."""
+    return [MetricScore(name=m, condition=CONDITION_TEXT[m], estimate=est[m], recommended=m in RECOMMENDED)
+            for m in names]
+
+
 def _field_scores(f: FieldGroups, est: dict[str, Estimate]) -> FieldScores:
     """A `by` field's groups with their M6 and M9 (the result's estimates)."""
     return FieldScores(field=f.field, contrasts=tuple(f.contrasts), groups=[
@@ -171,9 +134,6 @@ def section(tp_scale: Sequence[MetricScore], other_scale: Sequence[MetricScore],
 def present(result: MetricResult, params: BaseModel, cfg: AuditConfig) -> Presentation:
     """The section of a computed result: M1-M11 from its estimates, the rest from its
     `NLIBiasDetail`."""
-    # imported here: the metric imports this module's records
-    from biasaudit.methods.nli_bias.metric import OTHER_SCALE, TP_SCALE, metric_scores
-
     detail = NLIBiasDetail.model_validate(result.detail)
     est = result.estimates
     return section(metric_scores(TP_SCALE, est), metric_scores(OTHER_SCALE, est),

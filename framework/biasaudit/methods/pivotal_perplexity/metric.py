@@ -22,8 +22,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict
 
 from biasaudit.data import Stimulus
-from biasaudit.methods.pivotal_perplexity.report import (
-    CLASSES,
+from biasaudit.methods.pivotal_perplexity.detail import (
     FieldDetail,
     GroupDetail,
     PivotalDetail,
@@ -47,6 +46,8 @@ from biasaudit.stats.disaggregate import (
     split,
 )
 
+CLASSES = ("pivotal", "period", "other")
+"""The token classes (of the aligned tokens), in report order."""
 _WORD = re.compile(r"\S+")
 
 

@@ -14,17 +14,16 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel
 
+from biasaudit.methods.pivotal_perplexity.detail import FieldDetail, PivotalDetail, Unscorable
+from biasaudit.methods.pivotal_perplexity.metric import CLASSES
 from biasaudit.metrics.base import Presentation
 from biasaudit.records.estimate import Estimate
 from biasaudit.records.metric_result import MetricResult, PlotSpec, Table
 from biasaudit.spec import AuditConfig
 from biasaudit.stats.contrasts import ContrastFamily
 from biasaudit.stats.disaggregate import contrast_table
-
-CLASSES = ("pivotal", "period", "other")
-"""The token classes (of the prompt's aligned tokens), in report order."""
 
 
 class ConditionScores(NamedTuple):
@@ -52,49 +51,6 @@ class FieldBreakdown(NamedTuple):
     field: str
     groups: list[GroupScores]
     contrasts: ContrastFamily | None = None
-
-
-class Unscorable(BaseModel):
-    """A prompt pair left out, and why."""
-
-    model_config = ConfigDict(frozen=True)
-    stimulus: str
-    cell: str
-    reason: str
-
-
-class GroupDetail(BaseModel):
-    """One group of a `by` field, beside its accuracy (the estimate `accuracy.<field>.<group>`)."""
-
-    model_config = ConfigDict(frozen=True)
-    group: str
-    stimuli: int
-    normalized: Estimate
-    """The pivotal normalized proportion over the group's prompt pairs."""
-
-
-class FieldDetail(BaseModel):
-    """The groups of one `by` field, in report order, and (when asked) every pair of its
-    groups' accuracies compared."""
-
-    model_config = ConfigDict(frozen=True)
-    field: str
-    groups: list[GroupDetail]
-    contrasts: ContrastFamily | None = None
-
-
-class PivotalDetail(BaseModel):
-    """What the report shows beside the estimates, cells and item rows (`MetricResult.detail`)."""
-
-    model_config = ConfigDict(frozen=True)
-    pairs: dict[str, int]
-    """Cell -> its scored prompt pairs, every cell of the plan in plan order."""
-    breakdowns: list[FieldDetail]
-    """One per `by` field, in report order."""
-    normalized: dict[str, list[float]]
-    """`period`, `other` -> the normalized proportion of every prompt pair where it is
-    defined (the pivotal ones are the item rows' `diff`)."""
-    unscorable: list[Unscorable]
 
 
 def _intervals(e: Estimate) -> list[Any]:

@@ -24,7 +24,7 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict
 
-from biasaudit.methods.tfdp.report import (
+from biasaudit.methods.tfdp.detail import (
     Disparity,
     FieldScores,
     GroupScores,

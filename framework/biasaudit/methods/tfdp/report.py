@@ -11,41 +11,23 @@ every estimate is undefined (scores fixed by the kernel: shown, never judged).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, NamedTuple
+from typing import NamedTuple
 
-from pydantic import BaseModel, ConfigDict, JsonValue
+from pydantic import BaseModel
 
+from biasaudit.methods.tfdp.detail import (
+    Disparity,
+    FieldScores,
+    GroupScores,
+    TFDPDetail,
+    Unscorable,
+)
+from biasaudit.methods.tfdp.metric import TFDPParams
 from biasaudit.metrics.base import Presentation
 from biasaudit.records.estimate import Estimate
 from biasaudit.records.metric_result import MetricResult, PlotSpec, Table
 from biasaudit.spec import AuditConfig
-from biasaudit.stats.contrasts import ContrastFamily
 from biasaudit.stats.disaggregate import contrast_table
-
-if TYPE_CHECKING:
-    from biasaudit.methods.tfdp.metric import TFDPParams
-
-
-class GroupScores(BaseModel):
-    """One group of a breakdown field: its pairs, mean scores and their SDs."""
-
-    model_config = ConfigDict(frozen=True)
-    group: str
-    pairs: int
-    estimates: dict[str, Estimate]
-    """`WFS`, `PS`, `PSD`, `abs_PS` -> mean (with its SD in the note)."""
-    sd: dict[str, float]
-    """`WFS`, `PS`, `PSD` -> sample SD over the group's pairs (0 under two pairs)."""
-
-
-class FieldScores(BaseModel):
-    """The groups of one breakdown field (the task field, then each `by` field) and (when
-    asked) every pair of its groups compared, per score."""
-
-    model_config = ConfigDict(frozen=True)
-    field: str
-    groups: list[GroupScores]
-    contrasts: list[tuple[str, ContrastFamily]] = []
 
 
 class TokenAccounting(NamedTuple):
@@ -57,46 +39,6 @@ class TokenAccounting(NamedTuple):
     white_box: bool
     samples: int
     """Black-box: sampled one-token answers per sentence."""
-
-
-class Unscorable(BaseModel):
-    """A pair left out, and why."""
-
-    model_config = ConfigDict(frozen=True)
-    stimulus: str
-    reason: str
-
-
-class Disparity(BaseModel):
-    """One pair of the "largest disparities" table: its sentences, truths and top predictions
-    (the stimulus's fields as they are), and its scores."""
-
-    model_config = ConfigDict(frozen=True)
-    stimulus: str
-    task: JsonValue
-    sentence: JsonValue
-    counter: JsonValue
-    truth: JsonValue
-    counter_truth: JsonValue
-    top: str
-    top_counter: str
-    ps: float
-    psd: float
-    wfs: float
-
-
-class TFDPDetail(BaseModel):
-    """What the report shows beside the estimates and counts (`MetricResult.detail`)."""
-
-    model_config = ConfigDict(frozen=True)
-    breakdowns: list[FieldScores]
-    """The task field, then each `by` field: the groups' scores as measured (the estimates
-    are undefined instead when the scores are fixed by the kernel)."""
-    largest: list[Disparity]
-    """The `max_rows` pairs with the largest |WFS|, largest first."""
-    samples: int
-    """Black-box: sampled one-token answers per sentence."""
-    unscorable: list[Unscorable]
 
 
 def field_table(f: FieldScores) -> Table:
@@ -157,8 +99,6 @@ def unscorable_table(failed: Sequence[Unscorable]) -> Table:
 def present(result: MetricResult, params: BaseModel, cfg: AuditConfig) -> Presentation:
     """Every table and plot, in report order: one table (and a scatter and a bar plot) per
     breakdown field, the largest disparities, the token accounting, the unscorable pairs."""
-    from biasaudit.methods.tfdp.metric import TFDPParams  # the metric imports this module's records
-
     assert isinstance(params, TFDPParams)
     detail = TFDPDetail.model_validate(result.detail)
     tables = []

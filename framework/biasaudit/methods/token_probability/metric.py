@@ -13,7 +13,7 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict
 
-from biasaudit.methods.token_probability.report import (
+from biasaudit.methods.token_probability.detail import (
     BiasScoreDetail,
     FieldScores,
     GroupScore,

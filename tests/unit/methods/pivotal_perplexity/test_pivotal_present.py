@@ -6,13 +6,13 @@ whose every pair ties, unscorable prompt pairs."""
 from __future__ import annotations
 
 from biasaudit.data import Stimulus, StimulusSet
+from biasaudit.methods.pivotal_perplexity.detail import Unscorable
 from biasaudit.methods.pivotal_perplexity.metric import (
     CLASSES,
     PairResult,
     PivotalParams,
     _summarise,
 )
-from biasaudit.methods.pivotal_perplexity.report import Unscorable
 from biasaudit.metrics import MetricContext
 from biasaudit.plan import compile_plan
 from biasaudit.spec import validate_config

@@ -9,8 +9,8 @@ from __future__ import annotations
 import pytest
 
 from biasaudit.data import Stimulus, StimulusSet
+from biasaudit.methods.tfdp.detail import Unscorable
 from biasaudit.methods.tfdp.metric import PairScores, TFDPParams, _summarise
-from biasaudit.methods.tfdp.report import Unscorable
 from biasaudit.metrics import MetricContext
 from biasaudit.plan import compile_plan
 from biasaudit.spec import validate_config
