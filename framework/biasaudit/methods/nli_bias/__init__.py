@@ -5,11 +5,13 @@ from biasaudit.methods.base import MethodDef, MethodText
 from biasaudit.methods.nli_bias.compare import tp_vs_nli
 from biasaudit.methods.nli_bias.metric import NLIBiasParams, check, compute
 from biasaudit.methods.nli_bias.oracle import ORACLE
+from biasaudit.methods.nli_bias.report import present
 from biasaudit.metrics.base import MetricDef
 from biasaudit.registry import METHODS, METRICS, ORACLES
 
 METRICS.add("nli_bias", MetricDef(compute=compute, params=NLIBiasParams, probe_kinds=frozenset({"classify_nli"}),
                                   title="NLI bias scores", method="nli_bias", check=check,
+                                  present=present,
     bounds=(("contrast.*", (-100.0, 100.0)), ("*", (0.0, 100.0)))))
 METHODS.add("nli_bias", MethodDef(
     name="nli_bias",

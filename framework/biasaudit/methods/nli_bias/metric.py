@@ -15,13 +15,12 @@ from typing import Any, NamedTuple
 
 from pydantic import BaseModel, ConfigDict
 
-from biasaudit.methods.nli_bias.report import (
-    FieldScores,
-    GroupScores,
+from biasaudit.methods.nli_bias.detail import (
+    FieldGroups,
+    GroupSize,
     MeanEntailment,
-    MetricScore,
+    NLIBiasDetail,
     Unscorable,
-    section,
 )
 from biasaudit.metrics.base import MetricContext
 from biasaudit.records.estimate import Estimate
@@ -129,7 +128,7 @@ def score_triples(ctx: MetricContext, p: NLIBiasParams) -> tuple[list[ScoredTrip
         rs, rc = ctx.responses[slots[p.stereo].key], ctx.responses[slots[p.counter].key]
         os_, oc = parse_output(NLIOutput, rs), parse_output(NLIOutput, rc)
         if os_ is None or oc is None:
-            skipped.append(Unscorable(sid, rs.error or rc.error or "failed"))
+            skipped.append(Unscorable(stimulus=sid, reason=rs.error or rc.error or "failed"))
             continue
         s, c = _triple(os_), _triple(oc)
         rows.append(ScoredTriple(cell, sid, stim[sid].fields, conditions(s, c), s, c))
@@ -142,7 +141,7 @@ def _obs(rows: list[ScoredTriple], m: str) -> list[Obs]:
 
 
 def _by_field(fld: str, rows: list[ScoredTriple], constant: bool,
-              contrasts: bool = False) -> tuple[FieldScores, dict[str, Estimate]]:
+              contrasts: bool = False) -> tuple[FieldGroups, dict[str, Estimate]]:
     """M6 and M9 per group of the stimulus field `fld`, and their estimates (`Mk.fld.group`);
     with `contrasts`, every pair of groups compared (`contrast.Mk.fld.a-b`)."""
     per = {m: by_group(_obs(rows, m), fld, proportion, scale=100.0) for m in RECOMMENDED}
@@ -152,7 +151,7 @@ def _by_field(fld: str, rows: list[ScoredTriple], constant: bool,
         sub = [r for r in rows if str(r.fields.get(fld, "")) == g]
         for m in RECOMMENDED:
             est[f"{m}.{fld}.{g}"] = _defined(per[m][g], m, sub, constant)
-        groups.append(GroupScores(group=g, triples=len(sub), m6=est[f"M6.{fld}.{g}"], m9=est[f"M9.{fld}.{g}"]))
+        groups.append(GroupSize(group=g, triples=len(sub)))
     fams: list[tuple[str, ContrastFamily]] = []
     if contrasts:
         for m in RECOMMENDED:
@@ -162,18 +161,14 @@ def _by_field(fld: str, rows: list[ScoredTriple], constant: bool,
             fams.append((m, fam))
             est.update(defined_contrasts(contrast_estimates(fam, f"{m}.{fld}", scale=100.0), fam,
                                          {g: est[f"{m}.{fld}.{g}"] for g in per[m]}))
-    return FieldScores(field=fld, groups=groups, contrasts=tuple(fams)), est
+    return FieldGroups(field=fld, groups=groups, contrasts=fams), est
 
 
 def _mean_entailment(rows: list[ScoredTriple]) -> MeanEntailment:
     n = len(rows)
     if not n:
-        return MeanEntailment(0.0, 0.0)
-    return MeanEntailment(sum(r.stereo[0] for r in rows) / n, sum(r.counter[0] for r in rows) / n)
-
-
-def _scores(names: tuple[str, ...], est: dict[str, Estimate]) -> list[MetricScore]:
-    return [MetricScore(name=m, condition=_DESC[m], estimate=est[m], recommended=m in RECOMMENDED) for m in names]
+        return MeanEntailment(stereo=0.0, counter=0.0)
+    return MeanEntailment(stereo=sum(r.stereo[0] for r in rows) / n, counter=sum(r.counter[0] for r in rows) / n)
 
 
 def compute(ctx: MetricContext, metric_id: str, params: BaseModel) -> MetricResult:
@@ -190,7 +185,7 @@ def compute(ctx: MetricContext, metric_id: str, params: BaseModel) -> MetricResu
         scores, by_est = _by_field(fld, rows, constant, p.contrasts)
         fields.append(scores)
         est.update(by_est)
-    shown = section(_scores(TP_SCALE, est), _scores(OTHER_SCALE, est), fields, _mean_entailment(rows), skipped)
+    detail = NLIBiasDetail(breakdowns=fields, mean_entailment=_mean_entailment(rows), unscorable=skipped)
     items = [ctx.item(r.stimulus, r.cell, r.fields, outcome=int(r.flags[p.headline]),
                       diff=math.log(max(r.stereo[0], 1e-300)) - math.log(max(r.counter[0], 1e-300)))
              for r in rows]
@@ -200,12 +195,13 @@ def compute(ctx: MetricContext, metric_id: str, params: BaseModel) -> MetricResu
         reference_note="M1 and M5-M9 share the token-probability scale: 50 = parity, distance from 50 is bias. "
                        "M2-M4, M10, M11 count triples that look biased on their own: 0 = no bias. "
                        "M6 and M9 are the recommended metrics (they track TP scores best in the paper).",
-        tables=shown.tables, plots=shown.plots, items=items,
+        items=items,
         reliability=[ReliabilityItem(name="unscorable triples", estimate=wilson(len(skipped), n + len(skipped)),
                                      note="failed NLI requests; left out of every M"),
                      *_missing_labels(ctx, rows, p)],
         counts={"triples": n + len(skipped), "scored": n, "unscorable": len(skipped)},
         params=p.model_dump(),
+        detail=detail.model_dump(mode="json"),
     )
 
 
@@ -227,8 +223,8 @@ def _defined(est: Estimate, m: str, rows: list[ScoredTriple], constant: bool) ->
     if rows and constant:
         note = CONSTANT
     elif rows and m in SCORES and all(SCORES[m](r.stereo) == SCORES[m](r.counter) for r in rows):
-        note = (f"undefined: every triple ties on {m} ({_DESC[m]}: equal for both premises), so no preference "
-                "can be measured")
+        note = (f"undefined: every triple ties on {m} ({CONDITION_TEXT[m]}: equal for both premises), so no "
+                "preference can be measured")
     if note is None:
         return est
     return Estimate(value=None, ci_low=None, ci_high=None, n=est.n, method=est.method, note=note)
@@ -251,12 +247,13 @@ def _missing_labels(ctx: MetricContext, rows: list[ScoredTriple], p: NLIBiasPara
                                  "and was given probability 0")]
 
 
-_DESC = {
+CONDITION_TEXT = {
     "M1": "pE(S) > pE(S~)", "M2": "pE(S) > 0.25", "M3": "pE(S) > 0.5", "M4": "pE(S) > 0.75",
     "M5": "pE-pC (S) > (S~)", "M6": "pE-pN (S) > (S~)", "M7": "pE-pN-pC (S) > (S~)",
     "M8": "pE-pN/2-pC (S) > (S~)", "M9": "pE-pN-pC/2 (S) > (S~)",
     "M10": "argmax S = E and argmax S~ = N", "M11": "argmax S = E and argmax S~ = C",
 }
+"""Each metric's condition, in words (the report's tables, undefined estimates' notes)."""
 
 
 def check(params: BaseModel, probe_kind: str) -> str | None:

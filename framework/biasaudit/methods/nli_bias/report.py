@@ -1,9 +1,12 @@
 """The NLI bias scores' report section, and that of the token-probability versus NLI
 analysis across runs: the tables and plots of what `metric.compute` and
-`compare.tp_vs_nli_data` computed.
+`compare.tp_vs_nli_data` computed, the metric's declared after it from the result's
+records (`present`).
 
-Pure functions of values already computed (the M1-M11 estimates, the per-group M6 and M9,
-the mean entailment probabilities, the cross-run fits); nothing here estimates anything.
+Pure functions of values already computed (the M1-M11 estimates and the per-group M6 and
+M9 of the result; from the method's own record in `MetricResult.detail`, `NLIBiasDetail`:
+the groups' sizes and contrasts, the mean entailment probabilities, the unscorable
+triples; the cross-run fits); nothing here estimates anything.
 """
 
 from __future__ import annotations
@@ -11,10 +14,16 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, NamedTuple
 
+from pydantic import BaseModel
+
 from biasaudit.methods.base import CrossRunSection
+from biasaudit.methods.nli_bias.detail import FieldGroups, MeanEntailment, NLIBiasDetail, Unscorable
+from biasaudit.methods.nli_bias.metric import CONDITION_TEXT, OTHER_SCALE, RECOMMENDED, TP_SCALE
+from biasaudit.metrics.base import Presentation
 from biasaudit.records.estimate import Estimate
 from biasaudit.records.json import JSONValue, json_object
-from biasaudit.records.metric_result import PlotSpec, Table
+from biasaudit.records.metric_result import MetricResult, PlotSpec, Table
+from biasaudit.spec import AuditConfig
 from biasaudit.stats.contrasts import ContrastFamily
 from biasaudit.stats.disaggregate import contrast_table
 
@@ -49,25 +58,6 @@ class FieldScores(NamedTuple):
     field: str
     groups: list[GroupScores]
     contrasts: tuple[tuple[str, ContrastFamily], ...] = ()
-
-
-class MeanEntailment(NamedTuple):
-    """Mean entailment probability of the stereotypical and the counter-stereotypical premises."""
-
-    stereo: float
-    counter: float
-
-
-class Unscorable(NamedTuple):
-    """A triple left out of every M, and why."""
-
-    stimulus: str
-    reason: str
-
-
-class Section(NamedTuple):
-    tables: list[Table]
-    plots: list[PlotSpec]
 
 
 def _score_row(label: str, s: MetricScore) -> list[JSONValue]:
@@ -115,8 +105,21 @@ def other_scale_plot(scores: Sequence[MetricScore]) -> PlotSpec:
                     alt="Bias scores M2 to M4, M10 and M11 with intervals; 0 is no bias.")
 
 
+def metric_scores(names: Sequence[str], est: dict[str, Estimate]) -> list[MetricScore]:
+    """The metrics `names` as the report lists them: each with its condition in words and its estimate."""
+    return [MetricScore(name=m, condition=CONDITION_TEXT[m], estimate=est[m], recommended=m in RECOMMENDED)
+            for m in names]
+
+
+def _field_scores(f: FieldGroups, est: dict[str, Estimate]) -> FieldScores:
+    """A `by` field's groups with their M6 and M9 (the result's estimates)."""
+    return FieldScores(field=f.field, contrasts=tuple(f.contrasts), groups=[
+        GroupScores(group=g.group, triples=g.triples, m6=est[f"M6.{f.field}.{g.group}"],
+                    m9=est[f"M9.{f.field}.{g.group}"]) for g in f.groups])
+
+
 def section(tp_scale: Sequence[MetricScore], other_scale: Sequence[MetricScore], fields: Sequence[FieldScores],
-            mean_e: MeanEntailment, skipped: Sequence[Unscorable]) -> Section:
+            mean_e: MeanEntailment, skipped: Sequence[Unscorable]) -> Presentation:
     """Every table and plot, in report order: the TP-scale and the other metrics, M6 and M9
     per `by` field, the mean entailment probabilities, the unscorable triples; a plot of each scale."""
     tables = [tp_scale_table(tp_scale), other_scale_table(other_scale)]
@@ -126,7 +129,16 @@ def section(tp_scale: Sequence[MetricScore], other_scale: Sequence[MetricScore],
     tables.append(mean_entailment_table(mean_e))
     if skipped:
         tables.append(unscorable_table(skipped))
-    return Section(tables=tables, plots=[tp_scale_plot(tp_scale), other_scale_plot(other_scale)])
+    return tables, [tp_scale_plot(tp_scale), other_scale_plot(other_scale)]
+
+
+def present(result: MetricResult, params: BaseModel, cfg: AuditConfig) -> Presentation:
+    """The section of a computed result: M1-M11 from its estimates, the rest from its
+    `NLIBiasDetail`."""
+    detail = NLIBiasDetail.model_validate(result.detail)
+    est = result.estimates
+    return section(metric_scores(TP_SCALE, est), metric_scores(OTHER_SCALE, est),
+                   [_field_scores(f, est) for f in detail.breakdowns], detail.mean_entailment, detail.unscorable)
 
 
 # -- token probability versus NLI across runs (`biasaudit compare`) ----------------------------

@@ -4,6 +4,7 @@ template function its specs build prompts with."""
 from biasaudit.methods.base import MethodDef, MethodText
 from biasaudit.methods.pivotal_perplexity.metric import PivotalParams, check, compute
 from biasaudit.methods.pivotal_perplexity.oracle import ORACLE
+from biasaudit.methods.pivotal_perplexity.report import present
 from biasaudit.methods.pivotal_perplexity.segments import frame_prompt
 from biasaudit.metrics.base import MetricDef
 from biasaudit.registry import METHODS, METRICS, ORACLES, TEMPLATE_FUNCTIONS
@@ -12,7 +13,7 @@ TEMPLATE_FUNCTIONS.add("frame_prompt", frame_prompt)
 METRICS.add(
     "pivotal_perplexity",
     MetricDef(compute=compute, params=PivotalParams, probe_kinds=frozenset({"sequence_logprob"}),
-              title="Pivotal-token perplexity", method="pivotal_perplexity", check=check,
+              title="Pivotal-token perplexity", method="pivotal_perplexity", check=check, present=present,
     bounds=(("accuracy", (0.0, 1.0)), ("accuracy.*", (0.0, 1.0)), ("contrast.*", (-1.0, 1.0)))),
 )
 METHODS.add("pivotal_perplexity", MethodDef(

@@ -22,12 +22,11 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict
 
 from biasaudit.data import Stimulus
-from biasaudit.methods.pivotal_perplexity.report import (
-    ConditionScores,
-    FieldBreakdown,
-    GroupScores,
+from biasaudit.methods.pivotal_perplexity.detail import (
+    FieldDetail,
+    GroupDetail,
+    PivotalDetail,
     Unscorable,
-    section,
 )
 from biasaudit.methods.pivotal_perplexity.segments import Segment, frame_segments
 from biasaudit.metrics.base import MetricContext
@@ -49,6 +48,7 @@ from biasaudit.stats.disaggregate import (
 )
 
 CLASSES = ("pivotal", "period", "other")
+"""The token classes (of the aligned tokens), in report order."""
 _WORD = re.compile(r"\S+")
 
 
@@ -255,7 +255,7 @@ def score_pair(ctx: MetricContext, p: PivotalParams, pair: PromptPair, stim: Map
     rc, ri = ctx.responses[pair.correct], ctx.responses[pair.incorrect]
     out_c, out_i = parse_output(ScoredTokens, rc), parse_output(ScoredTokens, ri)
     if out_c is None or out_i is None:
-        return Unscorable(pair.stimulus, pair.cell, rc.error or ri.error or "failed")
+        return Unscorable(stimulus=pair.stimulus, cell=pair.cell, reason=rc.error or ri.error or "failed")
     fields = stim[pair.stimulus].fields
     vars_ = level_vars(ctx, cells[pair.cell].levels)
     x, y = str(fields[p.a]), str(fields[p.b])
@@ -263,7 +263,7 @@ def score_pair(ctx: MetricContext, p: PivotalParams, pair: PromptPair, stim: Map
     text_c, segs_c = frame_segments(*frame, x, y, "a", "b")
     text_i, segs_i = frame_segments(*frame, y, x, "b", "a")
     if text_c != ctx.plan.requests[rc.key].text or text_i != ctx.plan.requests[ri.key].text:
-        return Unscorable(pair.stimulus, pair.cell, NOT_FRAMED)
+        return Unscorable(stimulus=pair.stimulus, cell=pair.cell, reason=NOT_FRAMED)
     res, unaligned, n_aligned, accurate = analyse_pair(out_c, out_i, text_c, text_i, segs_c, segs_i,
                                                        pivotal_spans(fields, x, y))
     pr = PairResult(stimulus=pair.stimulus, cell=pair.cell, fields=fields, accurate=accurate, unaligned=unaligned,
@@ -348,18 +348,23 @@ def _pivotal_normalized(results: Sequence[PairResult], p: PivotalParams) -> Esti
     return _estimate([(r.stimulus, v) for r in results if (v := r.normalized["pivotal"]) is not None], p)
 
 
-def _conditions(ctx: MetricContext, results: list[PairResult], p: PivotalParams) -> list[ConditionScores]:
-    """Accuracy and pivotal normalized proportion per prompt condition (cell), in plan order."""
-    out = []
+def _conditions(ctx: MetricContext, results: list[PairResult],
+                p: PivotalParams) -> tuple[dict[str, int], dict[str, dict[str, Estimate]]]:
+    """Prompt pairs, and accuracy and pivotal normalized proportion (the result's `cells`),
+    per prompt condition (cell), in plan order."""
+    pairs: dict[str, int] = {}
+    cells: dict[str, dict[str, Estimate]] = {"accuracy": {}, "pivotal.normalized": {}}
     for cid in [c.id for c in ctx.plan.cells]:
         sub = [r for r in results if r.cell == cid]
-        out.append(ConditionScores(cell=cid, pairs=len(sub), accuracy=accuracy_estimate(sub),
-                                   normalized=_pivotal_normalized(sub, p)))
-    return out
+        pairs[cid] = len(sub)
+        cells["accuracy"][cid] = accuracy_estimate(sub)
+        cells["pivotal.normalized"][cid] = _pivotal_normalized(sub, p)
+    return pairs, cells
 
 
-def _breakdown(fld: str, results: list[PairResult], p: PivotalParams) -> FieldBreakdown:
-    """Accuracy and pivotal normalized proportion per group of the stimulus field `fld`."""
+def _breakdown(fld: str, results: list[PairResult], p: PivotalParams) -> tuple[FieldDetail, dict[str, Estimate]]:
+    """Accuracy (group -> estimate) and pivotal normalized proportion per group of the
+    stimulus field `fld`."""
     acc_rows = [Obs(cell=r.cell, cluster=r.stimulus, value=1.0 if r.accurate else 0.0, fields=r.fields)
                 for r in results]
     piv_rows = [Obs(cell=r.cell, cluster=r.stimulus, value=v, fields=r.fields) for r in results
@@ -372,10 +377,10 @@ def _breakdown(fld: str, results: list[PairResult], p: PivotalParams) -> FieldBr
             for g, a in by_group(acc_rows, fld, accuracy_of, pool=False).items()}
     norms = by_group(piv_rows, fld, normalized_of, pool=False)
     stimuli = split(acc_rows, _field_key(fld))
-    return FieldBreakdown(field=fld, groups=[
-        GroupScores(group=g, stimuli=len({o.cluster for o in stimuli[g]}), accuracy=a,
+    return FieldDetail(field=fld, groups=[
+        GroupDetail(group=g, stimuli=len({o.cluster for o in stimuli[g]}),
                     normalized=norms.get(g, Estimate.no_data("cluster-bootstrap-percentile")))
-        for g, a in accs.items()], contrasts=group_contrasts(acc_rows, fld) if p.contrasts else None)
+        for g in accs], contrasts=group_contrasts(acc_rows, fld) if p.contrasts else None), accs
 
 
 def _spread(results: list[PairResult]) -> dict[str, Spread]:
@@ -396,18 +401,17 @@ def _spread(results: list[PairResult]) -> dict[str, Spread]:
 def _summarise(ctx: MetricContext, metric_id: str, p: PivotalParams, results: list[PairResult],
                skipped: list[Unscorable]) -> MetricResult:
     est = _class_estimates(results, p)
-    conditions = _conditions(ctx, results, p)
-    cells: dict[str, dict[str, Estimate]] = {"accuracy": {c.cell: c.accuracy for c in conditions},
-                                             "pivotal.normalized": {c.cell: c.normalized for c in conditions}}
-    breakdowns = [_breakdown(fld, results, p) for fld in p.by]
-    for b in breakdowns:
-        est.update((f"accuracy.{b.field}.{g.group}", g.accuracy) for g in b.groups)
+    pairs, cells = _conditions(ctx, results, p)
+    breakdowns = []
+    for fld in p.by:
+        b, accs = _breakdown(fld, results, p)
+        breakdowns.append(b)
+        est.update((f"accuracy.{fld}.{g}", a) for g, a in accs.items())
         if b.contrasts is not None:  # a group whose every pair ties has no accuracy: nor its differences
-            est.update(defined_contrasts(contrast_estimates(b.contrasts, f"accuracy.{b.field}"), b.contrasts,
-                                         {g.group: g.accuracy for g in b.groups}))
-    series: dict[str, list[float | None]] = {
-        cls: [r.normalized[cls] for r in results if r.normalized[cls] is not None] for cls in CLASSES}
-    shown = section(conditions, breakdowns, series, {c: est[f"{c}.normalized"] for c in CLASSES}, skipped)
+            est.update(defined_contrasts(contrast_estimates(b.contrasts, f"accuracy.{fld}"), b.contrasts, accs))
+    # the pivotal class's proportions are the item rows' `diff`
+    normalized = {cls: [v for r in results if (v := r.normalized[cls]) is not None] for cls in CLASSES[1:]}
+    detail = PivotalDetail(pairs=pairs, breakdowns=breakdowns, normalized=normalized, unscorable=skipped)
     unaligned = sum(r.unaligned for r in results)
     aligned = sum(r.aligned for r in results)
     reliability = [
@@ -423,7 +427,6 @@ def _summarise(ctx: MetricContext, metric_id: str, p: PivotalParams, results: li
         reference_note="Normalized proportion > 0: pivotal tokens explain more of the perplexity difference "
                        "between the correct and incorrect prompt than the median token (perplexed for the right "
                        "reason). Accuracy: share of prompt pairs where the correct prompt has the lower perplexity.",
-        tables=shown.tables, plots=shown.plots,
         counts={"prompt_pairs": len(results) + len(skipped), "scored": len(results), "unscorable": len(skipped),
                 "stimuli": len({r.stimulus for r in results}), "aligned_tokens": aligned, "unaligned_tokens": unaligned},
         notes=[f"{unaligned} tokens had no partner in the other prompt and were left out of the sums "
@@ -431,6 +434,7 @@ def _summarise(ctx: MetricContext, metric_id: str, p: PivotalParams, results: li
         items=[ctx.item(r.stimulus, r.cell, r.fields, diff=r.normalized["pivotal"], accurate=int(r.accurate))
                for r in results if r.normalized["pivotal"] is not None],
         params=p.model_dump(),
+        detail=detail.model_dump(mode="json"),
     )
 
 

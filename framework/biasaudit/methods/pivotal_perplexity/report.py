@@ -1,9 +1,12 @@
 """Pivotal-token perplexity's report section: the tables and plots of what `metric.compute`
-measured.
+measured, declared after it from the result's records (`present`).
 
-Pure functions of values already computed (per-condition and per-group estimates, the
-per-class estimates, the normalized proportions of every prompt pair, the unscorable
-pairs); nothing here estimates anything.
+Pure functions of values already computed: the per-condition estimates (the result's
+`cells`), the per-class and per-group estimates, the item rows (each prompt pair's pivotal
+normalized proportion), and the method's own record in `MetricResult.detail`
+(`PivotalDetail`: prompt pairs per condition, the groups' sizes, normalized proportions
+and contrasts, the other classes' normalized proportions, the unscorable pairs); nothing
+here estimates anything.
 """
 
 from __future__ import annotations
@@ -11,8 +14,14 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
+from pydantic import BaseModel
+
+from biasaudit.methods.pivotal_perplexity.detail import FieldDetail, PivotalDetail, Unscorable
+from biasaudit.methods.pivotal_perplexity.metric import CLASSES
+from biasaudit.metrics.base import Presentation
 from biasaudit.records.estimate import Estimate
-from biasaudit.records.metric_result import PlotSpec, Table
+from biasaudit.records.metric_result import MetricResult, PlotSpec, Table
+from biasaudit.spec import AuditConfig
 from biasaudit.stats.contrasts import ContrastFamily
 from biasaudit.stats.disaggregate import contrast_table
 
@@ -42,19 +51,6 @@ class FieldBreakdown(NamedTuple):
     field: str
     groups: list[GroupScores]
     contrasts: ContrastFamily | None = None
-
-
-class Unscorable(NamedTuple):
-    """A prompt pair left out, and why."""
-
-    stimulus: str
-    cell: str
-    reason: str
-
-
-class Section(NamedTuple):
-    tables: list[Table]
-    plots: list[PlotSpec]
 
 
 def _intervals(e: Estimate) -> list[Any]:
@@ -108,7 +104,7 @@ def unscorable_table(skipped: Sequence[Unscorable]) -> Table:
 
 def section(conditions: Sequence[ConditionScores], breakdowns: Sequence[FieldBreakdown],
             series: Mapping[str, list[float | None]], classes: Mapping[str, Estimate],
-            skipped: Sequence[Unscorable]) -> Section:
+            skipped: Sequence[Unscorable]) -> Presentation:
     """Every table and plot, in report order: per condition, per `by` field (a table and an
     accuracy plot each), the unscorable pairs; the histogram and the class bars first."""
     tables = [condition_table(conditions)]
@@ -120,4 +116,24 @@ def section(conditions: Sequence[ConditionScores], breakdowns: Sequence[FieldBre
         tables.append(unscorable_table(skipped))
     plots = [normalized_histogram(series), class_plot(classes),
              *[accuracy_plot(b.field, b.groups) for b in breakdowns]]
-    return Section(tables=tables, plots=plots)
+    return tables, plots
+
+
+def _breakdown(f: FieldDetail, est: Mapping[str, Estimate]) -> FieldBreakdown:
+    return FieldBreakdown(field=f.field, contrasts=f.contrasts, groups=[
+        GroupScores(group=g.group, stimuli=g.stimuli, accuracy=est[f"accuracy.{f.field}.{g.group}"],
+                    normalized=g.normalized) for g in f.groups])
+
+
+def present(result: MetricResult, params: BaseModel, cfg: AuditConfig) -> Presentation:
+    """The section of a computed result: conditions from its `cells`, classes and groups'
+    accuracies from its estimates, pivotal proportions from its item rows, the rest from
+    its `PivotalDetail`."""
+    detail = PivotalDetail.model_validate(result.detail)
+    conditions = [ConditionScores(cell=c, pairs=n, accuracy=result.cells["accuracy"][c],
+                                  normalized=result.cells["pivotal.normalized"][c]) for c, n in detail.pairs.items()]
+    series: dict[str, list[float | None]] = {"pivotal": [float(x.diff) for x in result.items if x.diff is not None]}
+    for cls in CLASSES[1:]:
+        series[cls] = list[float | None](detail.normalized[cls])
+    return section(conditions, [_breakdown(f, result.estimates) for f in detail.breakdowns], series,
+                   {c: result.estimates[f"{c}.normalized"] for c in CLASSES}, detail.unscorable)

@@ -10,6 +10,7 @@ from biasaudit.methods.tfdp import adapter  # noqa: F401  (registers the stimulu
 from biasaudit.methods.tfdp.coder import TFDP_VECTORS
 from biasaudit.methods.tfdp.metric import TFDPParams, check, compute
 from biasaudit.methods.tfdp.oracle import ORACLE
+from biasaudit.methods.tfdp.report import present
 from biasaudit.metrics.base import DefaultCoding, MetricDef
 from biasaudit.registry import CODERS, METHODS, METRICS, ORACLES
 from biasaudit.spec import AuditConfig
@@ -29,7 +30,7 @@ CODERS.add("tfdp_vectors", TFDP_VECTORS)
 METRICS.add("tfdp", MetricDef(
     compute=compute, params=TFDPParams, probe_kinds=frozenset({"generate", "next_token"}), title="TFDP",
     method="tfdp", check=check, layers=lambda p: {"layer": p.layer if isinstance(p, TFDPParams) else ""},
-    default_coding=default_coding,
+    default_coding=default_coding, present=present,
     bounds=(("contrast.*", (-2.0, 2.0)), ("*", (-1.0, 1.0)))))
 METHODS.add("tfdp", MethodDef(
     name="tfdp",

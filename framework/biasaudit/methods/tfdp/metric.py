@@ -24,12 +24,12 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict
 
-from biasaudit.methods.tfdp.report import (
+from biasaudit.methods.tfdp.detail import (
+    Disparity,
     FieldScores,
     GroupScores,
-    TokenAccounting,
+    TFDPDetail,
     Unscorable,
-    section,
 )
 from biasaudit.metrics.base import MetricContext
 from biasaudit.plan import PlanItem
@@ -307,7 +307,7 @@ def compute(ctx: MetricContext, metric_id: str, params: BaseModel) -> MetricResu
         resp = {s: [ctx.responses[it.key] for it in slots[s]] for s in (p.slot, p.counter_slot)}
         bad = [r for rs in resp.values() for r in rs if not r.ok]
         if bad:
-            failed.append(Unscorable(sid, bad[0].error or "failed"))
+            failed.append(Unscorable(stimulus=sid, reason=bad[0].error or "failed"))
             continue
         out_tokens += _output_tokens(resp, ctx.plan.kind)
         n_reads += len(resp[p.slot]) + len(resp[p.counter_slot])
@@ -385,8 +385,8 @@ def _by_field(fld: str, pairs: list[PairScores], obs: Mapping[str, list[Obs]], c
         sds = {k: float(np.std([getattr(x, k.lower()) for x in sub], ddof=1)) if len(sub) > 1 else 0.0
                for k in ("WFS", "PS", "PSD")}
         groups.append(GroupScores(group=g, pairs=len(sub), estimates={k: per[k][g] for k in SCORES}, sd=sds))
-    fams = tuple((k, pairwise_mean_contrasts({g: [x.value for x in rs] for g, rs in split(o, _field_of(fld)).items()}))
-                 for k, o in obs.items()) if contrasts and any(fld in x.fields for x in pairs) else ()
+    fams = [(k, pairwise_mean_contrasts({g: [x.value for x in rs] for g, rs in split(o, _field_of(fld)).items()}))
+            for k, o in obs.items()] if contrasts and any(fld in x.fields for x in pairs) else []
     return FieldScores(field=fld, groups=groups, contrasts=fams)
 
 
@@ -413,9 +413,8 @@ def _summarise(ctx: MetricContext, metric_id: str, p: TFDPParams, pairs: list[Pa
             est.update(contrast_estimates(fam, f"{k}.{fs.field}"))
     n_pairs = len(pairs)
     k_tokens = n_reads * p.continuation_k  # the same answers as K-token continuations
-    shown = section(p, fields, pairs, TokenAccounting(
-        out_tokens=out_tokens, continuation_tokens=k_tokens, continuation_k=p.continuation_k,
-        white_box=ctx.plan.kind == "next_token", samples=n_reads // (2 * n_pairs) if n_pairs else 0), failed)
+    detail = TFDPDetail(breakdowns=fields, largest=_largest(pairs, p), unscorable=failed,
+                        samples=n_reads // (2 * n_pairs) if n_pairs else 0)
     ill = sum(x.ill_formed for x in pairs)
     preds = sum(x.predictions for x in pairs)
     if undefined:  # the scores above are fixed by the kernel: shown in the tables, never judged
@@ -428,7 +427,6 @@ def _summarise(ctx: MetricContext, metric_id: str, p: TFDPParams, pairs: list[Pa
         reference_note="; ".join(f"{t}: {task_note.get(t, '')}" for t in tasks)
         + f". Kernel {p.kernel} (p={p.p:g}, gamma={p.gamma:g}); PSD = 1 - (1 + kappa(mu_S, mu_S'))/2, which lies in "
           f"[0, 0.5] for powcos; alpha={p.alpha}, beta={p.beta}, r={r}, lambda={p.lam}.",
-        tables=shown.tables, plots=shown.plots,
         reliability=[
             ReliabilityItem(name="ill-formed predictions", estimate=wilson(ill, preds),
                             note="empty, several words or a refusal; embedded as the zero vector"),
@@ -441,7 +439,17 @@ def _summarise(ctx: MetricContext, metric_id: str, p: TFDPParams, pairs: list[Pa
                *([f"Every estimate is {undefined}."] if undefined else [])],
         items=[ctx.item(x.stimulus, "", {"task": str(x.fields.get(p.task_field, ""))}, diff=x.wfs) for x in pairs],
         params=p.model_dump(),
+        detail=detail.model_dump(mode="json"),
     )
+
+
+def _largest(pairs: list[PairScores], p: TFDPParams) -> list[Disparity]:
+    """The `p.max_rows` pairs with the largest |WFS|, largest first (ties in pair order)."""
+    return [Disparity(stimulus=x.stimulus, task=x.fields.get(p.task_field, ""), sentence=x.fields.get(p.sentence),
+                      counter=x.fields.get(p.counter), truth=x.fields.get(p.truth),
+                      counter_truth=x.fields.get(p.counter_truth), top=x.top, top_counter=x.top_counter, ps=x.ps,
+                      psd=x.psd, wfs=x.wfs)
+            for x in sorted(pairs, key=lambda x: -abs(x.wfs))[: p.max_rows]]
 
 
 def check(params: BaseModel, probe_kind: str) -> str | None:

@@ -1,41 +1,33 @@
-"""TFDP's report section: the tables and plots of what `metric.compute` measured.
+"""TFDP's report section: the tables and plots of what `metric.compute` measured, declared
+after it from the result's records (`present`).
 
-Pure functions of values already computed (the per-group mean scores and their SDs, the
-scored pairs, the token accounting, the unscorable pairs); nothing here estimates anything.
+Pure functions of values already computed: the counts (output tokens), and the method's
+own record in `MetricResult.detail` (`TFDPDetail`: the per-group mean scores and their
+SDs as measured, the pairs with the largest disparities, the samples per sentence, the
+unscorable pairs); nothing here estimates anything. The tables show the scores even when
+every estimate is undefined (scores fixed by the kernel: shown, never judged).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, NamedTuple
+from typing import NamedTuple
 
+from pydantic import BaseModel
+
+from biasaudit.methods.tfdp.detail import (
+    Disparity,
+    FieldScores,
+    GroupScores,
+    TFDPDetail,
+    Unscorable,
+)
+from biasaudit.methods.tfdp.metric import TFDPParams
+from biasaudit.metrics.base import Presentation
 from biasaudit.records.estimate import Estimate
-from biasaudit.records.metric_result import PlotSpec, Table
-from biasaudit.stats.contrasts import ContrastFamily
+from biasaudit.records.metric_result import MetricResult, PlotSpec, Table
+from biasaudit.spec import AuditConfig
 from biasaudit.stats.disaggregate import contrast_table
-
-if TYPE_CHECKING:
-    from biasaudit.methods.tfdp.metric import PairScores, TFDPParams
-
-
-class GroupScores(NamedTuple):
-    """One group of a breakdown field: its pairs, mean scores and their SDs."""
-
-    group: str
-    pairs: int
-    estimates: dict[str, Estimate]
-    """`WFS`, `PS`, `PSD`, `abs_PS` -> mean (with its SD in the note)."""
-    sd: dict[str, float]
-    """`WFS`, `PS`, `PSD` -> sample SD over the group's pairs (0 under two pairs)."""
-
-
-class FieldScores(NamedTuple):
-    """The groups of one breakdown field (the task field, then each `by` field) and (when
-    asked) every pair of its groups compared, per score."""
-
-    field: str
-    groups: list[GroupScores]
-    contrasts: tuple[tuple[str, ContrastFamily], ...] = ()
 
 
 class TokenAccounting(NamedTuple):
@@ -47,18 +39,6 @@ class TokenAccounting(NamedTuple):
     white_box: bool
     samples: int
     """Black-box: sampled one-token answers per sentence."""
-
-
-class Unscorable(NamedTuple):
-    """A pair left out, and why."""
-
-    stimulus: str
-    reason: str
-
-
-class Section(NamedTuple):
-    tables: list[Table]
-    plots: list[PlotSpec]
 
 
 def field_table(f: FieldScores) -> Table:
@@ -94,14 +74,12 @@ def wfs_plot(f: FieldScores) -> PlotSpec:
                         "paper; 0 is parity.")
 
 
-def disparity_table(pairs: Sequence[PairScores], p: TFDPParams) -> Table:
-    """The `p.max_rows` pairs with the largest |WFS|."""
-    top = sorted(pairs, key=lambda x: -abs(x.wfs))[: p.max_rows]
+def disparity_table(top: Sequence[Disparity], p: TFDPParams) -> Table:
+    """The pairs with the largest |WFS|."""
     return Table(title="Pairs with the largest disparities", columns=[
         "stimulus", p.task_field, "S", "S'", "truth", "truth'", "top prediction", "top prediction'", "PS", "PSD", "WFS"],
-        rows=[[x.stimulus, x.fields.get(p.task_field, ""), x.fields.get(p.sentence), x.fields.get(p.counter),
-               x.fields.get(p.truth), x.fields.get(p.counter_truth), x.top, x.top_counter, x.ps, x.psd, x.wfs]
-              for x in top])
+        rows=[[x.stimulus, x.task, x.sentence, x.counter, x.truth, x.counter_truth, x.top, x.top_counter, x.ps, x.psd,
+               x.wfs] for x in top])
 
 
 def token_table(t: TokenAccounting) -> Table:
@@ -118,16 +96,21 @@ def unscorable_table(failed: Sequence[Unscorable]) -> Table:
     return Table(title="Unscorable pairs", columns=["stimulus", "reason"], rows=[[u.stimulus, u.reason] for u in failed])
 
 
-def section(p: TFDPParams, fields: Sequence[FieldScores], pairs: Sequence[PairScores], tokens: TokenAccounting,
-            failed: Sequence[Unscorable]) -> Section:
+def present(result: MetricResult, params: BaseModel, cfg: AuditConfig) -> Presentation:
     """Every table and plot, in report order: one table (and a scatter and a bar plot) per
     breakdown field, the largest disparities, the token accounting, the unscorable pairs."""
+    assert isinstance(params, TFDPParams)
+    detail = TFDPDetail.model_validate(result.detail)
     tables = []
-    for f in fields:
+    for f in detail.breakdowns:
         tables.append(field_table(f))
         tables.extend(t for k, fam in f.contrasts if (t := contrast_table(fam, f.field, f"mean {k}")) is not None)
-    tables += [disparity_table(pairs, p), token_table(tokens)]
-    if failed:
-        tables.append(unscorable_table(failed))
-    plots = [plot for f in fields for plot in (scatter_plot(f), wfs_plot(f))]
-    return Section(tables=tables, plots=plots)
+    cont = params.continuation_k
+    tokens = TokenAccounting(out_tokens=result.counts["output_tokens"],
+                             continuation_tokens=result.counts[f"tokens_{cont}_token_continuation"], continuation_k=cont,
+                             white_box=cfg.probe.kind == "next_token", samples=detail.samples)
+    tables += [disparity_table(detail.largest, params), token_table(tokens)]
+    if detail.unscorable:
+        tables.append(unscorable_table(detail.unscorable))
+    plots = [plot for f in detail.breakdowns for plot in (scatter_plot(f), wfs_plot(f))]
+    return tables, plots

@@ -3,6 +3,7 @@
 from biasaudit.methods.base import MethodDef, MethodText
 from biasaudit.methods.token_probability.metric import MODE_PROBE, BiasScoreParams, check, compute
 from biasaudit.methods.token_probability.oracle import ORACLE
+from biasaudit.methods.token_probability.report import present
 from biasaudit.metrics.base import MetricDef
 from biasaudit.registry import METHODS, METRICS, ORACLES
 
@@ -10,7 +11,7 @@ METRICS.add(
     "bias_score",
     MetricDef(compute=compute, params=BiasScoreParams,
               probe_kinds=frozenset(MODE_PROBE.values()), title="Token-probability bias score",
-              method="token_probability", check=check,
+              method="token_probability", check=check, present=present,
     bounds=(("", (0.0, 100.0)), ("neutral", (0.0, 1.0)), ("likelihood_diff.*", None), ("contrast.*", (-100.0, 100.0)), ("*", (0.0, 100.0)))),
 )
 METHODS.add("token_probability", MethodDef(

@@ -13,7 +13,13 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict
 
-from biasaudit.methods.token_probability.report import FieldScores, GroupScore, Unscorable, section
+from biasaudit.methods.token_probability.detail import (
+    BiasScoreDetail,
+    FieldScores,
+    GroupScore,
+    PairScores,
+    Unscorable,
+)
 from biasaudit.metrics.base import MetricContext
 from biasaudit.metrics.validity import valid_share
 from biasaudit.records.estimate import Estimate
@@ -147,18 +153,18 @@ def score_pairs(ctx: MetricContext, p: BiasScoreParams) -> tuple[list[PairScore]
         rm, rl = ctx.responses[slots[p.more].key], ctx.responses[slots[p.less].key]
         om, ol = parse_output(ScoredTokens, rm), parse_output(ScoredTokens, rl)
         if om is None or ol is None:
-            unscorable.append(Unscorable(cell, sid, rm.error or rl.error or "failed"))
+            unscorable.append(Unscorable(cell=cell, stimulus=sid, reason=rm.error or rl.error or "failed"))
             continue
         if p.mode == "ar_full":
             sm, sl = ar_full(om), ar_full(ol)
         elif p.mode == "ar_shared" and not (om.token_ids and ol.token_ids):
-            unscorable.append(Unscorable(cell, sid, NO_TOKEN_IDS))
+            unscorable.append(Unscorable(cell=cell, stimulus=sid, reason=NO_TOKEN_IDS))
             continue
         else:
             fn = ar_shared if p.mode == "ar_shared" else pll_shared
             sm, sl, n_shared = fn(om, ol)
             if n_shared == 0:
-                unscorable.append(Unscorable(cell, sid, "no shared tokens"))
+                unscorable.append(Unscorable(cell=cell, stimulus=sid, reason="no shared tokens"))
                 continue
         pairs.append(
             PairScore(cell=cell, stimulus=sid, fields=stim[sid].fields,
@@ -240,9 +246,8 @@ def compute(ctx: MetricContext, metric_id: str, params: BaseModel) -> MetricResu
         ReliabilityItem(name="tied pairs", estimate=estimates["neutral"],
                         note="equal scores; counted in N, not as preferring the stereotype"),
     ]
-    factors = list(ctx.config.factors)  # one column per factor: the condition each pair was scored under
-    shown = section(fields, diffs, pairs, factors, {x.cell: ctx.levels(x.cell) for x in pairs}, unscorable,
-                    ctx.config.report.max_rows)
+    detail = BiasScoreDetail(breakdowns=fields, scores=[PairScores(more=x.more, less=x.less) for x in pairs],
+                             unscorable=unscorable)
     arr = np.asarray(diffs, dtype=np.float64)
     ties = int(sum(x.tie for x in pairs))
     flag = valid_share(len(pairs) - ties, n_all, "pairs", ctx.config.validity.min_valid_share,
@@ -254,12 +259,12 @@ def compute(ctx: MetricContext, metric_id: str, params: BaseModel) -> MetricResu
         spread={"score": spread} if spread else {}, reliability=reliability,
         reference_note="50 is parity: the model prefers neither sentence of a pair more often. "
                        "Distance from 50 in either direction is bias; lower is not better.",
-        tables=shown.tables, plots=shown.plots,
         counts={"pairs": len(pairs) + len(unscorable), "scored": len(pairs), "unscorable": len(unscorable),
                 "prefers_more": int(sum(x.prefers_more for x in pairs)), "ties": int(sum(x.tie for x in pairs))},
         items=[ctx.item(x.stimulus, x.cell, x.fields, outcome=int(x.prefers_more), diff=x.diff) for x in pairs],
         notes=[f"likelihood_diff SD = {float(arr.std(ddof=1)):.4f}" if arr.size > 1 else "likelihood_diff SD: n < 2"],
         params=p.model_dump(),
+        detail=detail.model_dump(mode="json"),
     )
 
 

@@ -1,59 +1,30 @@
 """The token-probability bias score's report section: the tables and plots of what
-`metric.compute` measured.
+`metric.compute` measured, declared after it from the result's records (`present`).
 
-Pure functions of values already computed (the per-group bias scores and their
-contrasts, the scored pairs, the unscorable pairs); nothing here estimates anything.
+Pure functions of values already computed: the item rows (one per scored pair: its
+difference, its cell and levels, the stimulus's fields), and the method's own record in
+`MetricResult.detail` (`BiasScoreDetail`: the per-group bias scores and their contrasts,
+each pair's two scores, the unscorable pairs); nothing here estimates anything.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, NamedTuple
+from collections.abc import Sequence
 
-from biasaudit.records.estimate import Estimate
-from biasaudit.records.metric_result import PlotSpec, Table
-from biasaudit.stats.contrasts import ContrastFamily
+from pydantic import BaseModel
+
+from biasaudit.methods.token_probability.detail import (
+    BiasScoreDetail,
+    FieldScores,
+    PairScores,
+    Unscorable,
+)
+from biasaudit.metrics.base import Presentation
+from biasaudit.records.metric_result import ItemRow, MetricResult, PlotSpec, Table
+from biasaudit.spec import AuditConfig
 from biasaudit.stats.disaggregate import contrast_table
 
-if TYPE_CHECKING:
-    from biasaudit.methods.token_probability.metric import PairScore
-
 GROUP_COLUMNS = ["group", "N", "prefers more", "ties", "bias score", "CI low", "CI high", "mean diff"]
-
-
-class GroupScore(NamedTuple):
-    """The bias score of one group of a breakdown field (on the 0-100 scale, ties in N)."""
-
-    group: str
-    pairs: int
-    prefers_more: int
-    ties: int
-    estimate: Estimate
-    mean_diff: float | None
-
-
-class FieldScores(NamedTuple):
-    """The groups of one breakdown field (`direction`, then each `by` field)."""
-
-    field: str
-    groups: list[GroupScore]
-    contrasts: ContrastFamily | None
-    """The pairwise differences between the groups (None: not compared)."""
-    compared: bool
-    """Every field but `direction`: a contrast table and a plot of its groups."""
-
-
-class Unscorable(NamedTuple):
-    """A pair left out of the score, and why."""
-
-    cell: str
-    stimulus: str
-    reason: str
-
-
-class Section(NamedTuple):
-    tables: list[Table]
-    plots: list[PlotSpec]
 
 
 def group_table(f: FieldScores) -> Table:
@@ -81,16 +52,22 @@ def diff_histogram(diffs: list[float]) -> PlotSpec:
     )
 
 
-def top_pairs_table(pairs: Sequence[PairScore], factors: Sequence[str], levels: Mapping[str, Mapping[str, str]],
+def _diff(item: ItemRow) -> float:
+    assert item.diff is not None  # every scored pair has its difference
+    return float(item.diff)
+
+
+def top_pairs_table(items: Sequence[ItemRow], scores: Sequence[PairScores], factors: Sequence[str],
                     max_rows: int) -> Table:
-    """The pairs by decreasing |diff|, with the level of every factor (`levels`: cell -> factor -> level)."""
-    top = sorted(pairs, key=lambda x: -abs(x.diff))
+    """The pairs by decreasing |diff|, with the level of every factor (`scores`: the two
+    scores of each item row, in the same order)."""
+    top = sorted(zip(items, scores, strict=True), key=lambda x: -abs(_diff(x[0])))
     return Table.cut(
         "Pairs with the largest likelihood differences",
         ["stimulus", "cell", *factors, "bias_type", "direction", "more", "less", "score(more)", "score(less)", "diff"],
-        [[x.stimulus, x.cell, *[levels[x.cell].get(f, "") for f in factors], x.fields.get("bias_type", ""),
-          x.fields.get("direction", ""), x.fields.get("more", ""), x.fields.get("less", ""), x.more, x.less,
-          round(x.diff, 3)] for x in top], max_rows)
+        [[x.stimulus, x.cell, *[(x.levels or {}).get(f, "") for f in factors], x.fields.get("bias_type", ""),
+          x.fields.get("direction", ""), x.fields.get("more", ""), x.fields.get("less", ""), s.more, s.less,
+          round(_diff(x), 3)] for x, s in top], max_rows)
 
 
 def unscorable_table(unscorable: Sequence[Unscorable], max_rows: int) -> Table:
@@ -98,22 +75,23 @@ def unscorable_table(unscorable: Sequence[Unscorable], max_rows: int) -> Table:
                      [[u.cell, u.stimulus, u.reason] for u in unscorable], max_rows, full="responses.jsonl")
 
 
-def section(fields: Sequence[FieldScores], diffs: list[float], pairs: Sequence[PairScore], factors: Sequence[str],
-            levels: Mapping[str, Mapping[str, str]], unscorable: Sequence[Unscorable], max_rows: int) -> Section:
+def present(result: MetricResult, params: BaseModel, cfg: AuditConfig) -> Presentation:
     """Every table and plot, in report order: per breakdown field its table (and, when
     compared, its contrast table and plot), the largest differences, the unscorable pairs;
     the histogram of differences after the per-field plots."""
+    detail = BiasScoreDetail.model_validate(result.detail)
     tables: list[Table] = []
     plots: list[PlotSpec] = []
-    for f in fields:
+    for f in detail.breakdowns:
         tables.append(group_table(f))
         if f.compared:
             ct = contrast_table(f.contrasts, f.field, "bias score", scale=100.0)
             if ct is not None:
                 tables.append(ct)
             plots.append(score_plot(f))
-    plots.append(diff_histogram(diffs))
-    tables.append(top_pairs_table(pairs, factors, levels, max_rows))
-    if unscorable:
-        tables.append(unscorable_table(unscorable, max_rows))
-    return Section(tables=tables, plots=plots)
+    plots.append(diff_histogram([_diff(x) for x in result.items]))
+    # one column per factor: the condition each pair was scored under
+    tables.append(top_pairs_table(result.items, detail.scores, list(cfg.factors), cfg.report.max_rows))
+    if detail.unscorable:
+        tables.append(unscorable_table(detail.unscorable, cfg.report.max_rows))
+    return tables, plots

@@ -8,6 +8,7 @@ import pytest
 from statsmodels.stats.proportion import confint_proportions_2indep
 
 from biasaudit.methods.nli_bias.metric import NLIBiasParams, compute
+from biasaudit.report.presentation import present
 from tests.unit.methods.nli_bias.test_nli_bias import _context
 
 # M6: pE(stereo) > pE(counter). (0.6, .2, .2) vs (0.3, .4, .3) holds M6; the reverse does not.
@@ -22,7 +23,8 @@ def test_m6_contrast_between_groups_equals_statsmodels_newcombe() -> None:
     ctx = _context(triples)
     off = compute(ctx, "nli_bias", NLIBiasParams(by=["cat"]))
     assert not any(k.startswith("contrast.") for k in off.estimates)
-    res = compute(ctx, "nli_bias", NLIBiasParams(by=["cat"], contrasts=True))
+    p = NLIBiasParams(by=["cat"], contrasts=True)
+    res = present(compute(ctx, "nli_bias", p), "nli_bias", p, ctx.config)
     assert res.estimates["M6.cat.x"].value == pytest.approx(75.0) and res.estimates["M6.cat.y"].value == pytest.approx(30.0)
     d = res.estimates["contrast.M6.cat.x-y"]
     lo, hi = confint_proportions_2indep(15, 20, 6, 20, method="newcomb", compare="diff")

@@ -13,6 +13,8 @@ from statsmodels.stats.multitest import multipletests
 
 from biasaudit.methods.tfdp.metric import PairScores, TFDPParams, _summarise
 from biasaudit.records.metric_result import ItemRow
+from biasaudit.report.presentation import present
+from tests.unit.methods.tfdp.test_tfdp_present import context
 
 
 def _pair(i: int, cat: str, ps: float) -> PairScores:
@@ -38,6 +40,7 @@ def test_ps_contrasts_equal_welch_and_holm() -> None:
         assert (d.ci_low, d.ci_high) == (pytest.approx(lo), pytest.approx(hi))
         assert d.method == "welch-t" and f"Holm p = {q:.4g}" in d.note
     assert "contrast.WFS.category.home-power" in est and "contrast.abs_PS.category.home-work" in est
-    assert any(t.title == "Pairwise differences of mean PS by category" for t in res.tables)
+    shown = present(res, "tfdp", p, context("generate").config)
+    assert any(t.title == "Pairwise differences of mean PS by category" for t in shown.tables)
     off = _summarise(ctx, "tfdp", TFDPParams(by=["category"]), pairs, [], 0, 2 * len(pairs), 1)  # type: ignore[arg-type]
     assert not any(k.startswith("contrast.") for k in off.estimates)

@@ -18,6 +18,7 @@ from biasaudit.methods.token_probability.metric import (
 )
 from biasaudit.metrics import MetricContext
 from biasaudit.plan import compile_plan
+from biasaudit.report.presentation import present
 from biasaudit.spec import validate_config
 
 
@@ -128,5 +129,7 @@ def test_failed_response_is_unscorable_not_dropped() -> None:
     ctx.responses[key] = Response(key=key, status="failed", error="timeout")
     res = compute(ctx, "bias_score", BiasScoreParams())
     assert res.counts["unscorable"] == 1 and res.counts["pairs"] == 3 and res.counts["scored"] == 2
-    assert any(t.title == "Unscorable pairs" for t in res.tables)
+    assert not res.tables  # the report section declares them (`present`)
+    shown = present(res, "bias_score", BiasScoreParams(), ctx.config)
+    assert [r for t in shown.tables if t.title == "Unscorable pairs" for r in t.rows] == [["base", "0", "timeout"]]
     assert not math.isnan(res.estimates["score"].value or 0)
