@@ -135,6 +135,25 @@ def _json(path: Path) -> Any:
     return json.loads(path.read_text(encoding="utf-8"))
 
 
+LATER_FIELDS = ("detail",)
+"""Fields of a metric's record added after evidence packs were first written."""
+
+
+def _as_packed(packed: dict[str, Any], fresh: dict[str, Any]) -> dict[str, Any]:
+    """The re-computed summary without the per-metric fields that a later biasaudit added
+    (`LATER_FIELDS`) where the packed metric has none: a pack written before them lacks
+    them, and their absence says nothing about its numbers, which are still compared whole.
+    Only those named fields: dropping any field the pack lacks would let a forged pack
+    hide a metric's validity flags or notes by deleting them."""
+    metrics, was = fresh.get("metrics"), packed.get("metrics")
+    if not isinstance(metrics, dict) or not isinstance(was, dict):
+        return fresh
+    kept = {name: ({k: v for k, v in m.items() if k not in LATER_FIELDS or k in was[name]}
+                   if isinstance(m, dict) and isinstance(was.get(name), dict) else m)
+            for name, m in metrics.items()}
+    return {**fresh, "metrics": kept}
+
+
 def _check_run(run: Path, where: str, work: Path, rep: VerifyReport) -> None:
     work.mkdir(parents=True, exist_ok=True)
     try:
@@ -155,14 +174,15 @@ def _check_run(run: Path, where: str, work: Path, rep: VerifyReport) -> None:
         rep.problems.append(f"{where}: cannot re-compute the estimates from the packed responses: "
                             f"{type(exc).__name__}: {str(exc).splitlines()[0][:120] if str(exc) else ''}")
         return
-    a, b = decided(packed), decided(again.summary)
+    mine = _as_packed(packed, again.summary)
+    a, b = decided(packed), decided(mine)
     for k in DECIDED:
         if a[k] != b[k]:
             detail = ""
             if k == "metrics" and isinstance(packed.get("metrics"), dict):
-                differ = sorted(m for m in set(packed["metrics"]) | set(again.summary["metrics"])
+                differ = sorted(m for m in set(packed["metrics"]) | set(mine["metrics"])
                                 if json.dumps(packed["metrics"].get(m), sort_keys=True)
-                                != json.dumps(again.summary["metrics"].get(m), sort_keys=True))
+                                != json.dumps(mine["metrics"].get(m), sort_keys=True))
                 detail = f" ({', '.join(differ)[:120]})"
             rep.problems.append(f"{where}/report/summary.json: {k}{detail} re-computed from the packed responses "
                                 "differ from the packed ones")
