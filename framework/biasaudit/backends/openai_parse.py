@@ -30,6 +30,13 @@ def _first_choice(data: dict[str, Any]) -> dict[str, Any]:
     return choices[0]
 
 
+def _completion_tokens(usage: dict[str, Any], text: str) -> int:
+    """The server's count of generated tokens, or the text's words where it gives none
+    (absent or null: `usage_tokens` has already refused any other non-count)."""
+    n = usage.get("completion_tokens")
+    return n if isinstance(n, int) else len(text.split())
+
+
 def parse_chat(data: dict[str, Any]) -> JSONObject:
     choice = _first_choice(data)
     finish = choice.get("finish_reason")
@@ -44,13 +51,13 @@ def parse_chat(data: dict[str, Any]) -> JSONObject:
     usage: dict[str, Any] = data["usage"] if isinstance(data.get("usage"), dict) else {}
     if not text and isinstance(refusal, str) and refusal.strip():
         return {"text": refusal, "finish_reason": finish, "refusal": True,
-                "output_tokens": usage.get("completion_tokens", len(refusal.split()))}
+                "output_tokens": _completion_tokens(usage, refusal)}
     if text is not None and not isinstance(text, str):
         raise OutputFault("malformed", f"message content is a {type(text).__name__}, not text")
     if text is None or not text.strip():
         raise OutputFault("empty", f"empty content (finish_reason {finish})")
     return {"text": text, "finish_reason": finish,
-            "output_tokens": usage.get("completion_tokens", len(text.split()))}
+            "output_tokens": _completion_tokens(usage, text)}
 
 
 def parse_top_logprobs(data: dict[str, Any]) -> dict[str, Any]:

@@ -149,6 +149,19 @@ def test_model_refusal_is_an_answer_but_content_filter_is_a_failure() -> None:
     assert ei.value.kind == "malformed"
 
 
+def test_output_tokens_come_from_usage_or_the_words_when_usage_gives_none() -> None:
+    from biasaudit.backends.openai_parse import parse_chat
+
+    def chat(usage: object) -> dict[str, object]:
+        return {"choices": [{"message": {"content": "two words"}, "finish_reason": "stop"}], "usage": usage}
+
+    assert parse_chat(chat({"completion_tokens": 7}))["output_tokens"] == 7
+    # a server that sends null (or no count) falls back to the words, never None
+    assert parse_chat(chat({"completion_tokens": None, "prompt_tokens": 3}))["output_tokens"] == 2
+    assert parse_chat(chat({}))["output_tokens"] == 2
+    assert parse_chat(chat(None))["output_tokens"] == 2
+
+
 # -- waits: Retry-After, backoff, cap ----------------------------------------------------
 
 def test_retry_after_is_honoured_exactly_and_pauses_the_host(server: FaultServer,
