@@ -24,6 +24,11 @@ from biasaudit.errors import USER_ERRORS, BiasAuditError, user_error
 from biasaudit.runner.sweeps import sweep_combinations
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from omegaconf import DictConfig
+
+    from biasaudit.records.summary import RunSummary
     from biasaudit.runner.jobs import AuditJob
 
 
@@ -134,7 +139,7 @@ def cmd_run(args: argparse.Namespace, rest: list[str]) -> int:
         return stop(exc)
     if caches is not None:
         overrides = [*overrides, f"runtime.job_cache_dir={caches[1]}"]
-    code = _hydra_run(overrides, args, typed, jobs)
+    code = _run_jobs(overrides, args, typed, jobs)
     args.junit_done = True  # the jobs' verdicts and errors are in it
     if caches is not None:
         n, added = merge_job_caches(*caches)
@@ -170,33 +175,37 @@ def _run_suite(found: Any, raw: list[str], overrides: list[str], args: argparse.
     return end_suite(summary, out_dir, fail_on=args.fail_on, junit=args.junit)
 
 
-def _hydra_run(overrides: list[str], args: argparse.Namespace, command: list[str], jobs: list[AuditJob]) -> int:
-    import hydra
+def _run_jobs(overrides: list[str], args: argparse.Namespace, command: list[str], jobs: list[AuditJob]) -> int:
+    """Run the jobs, each in its run folder: a single run from the configuration composed
+    and planned in preflight (Hydra's run mode without composing again), a sweep through
+    `@hydra.main` (its sweeper and launcher make the job folders and compose each job)."""
     from hydra.core.hydra_config import HydraConfig
-    from omegaconf import DictConfig
+    from hydra.types import RunMode
 
-    from biasaudit._util.paths import conf_dir
     from biasaudit.cli.run_end import end_jobs
     from biasaudit.records.jobs import JobOutcome
     from biasaudit.report.outcome import final_line
-    from biasaudit.runner.jobs import run_job
+    from biasaudit.runner.jobs import run_in_hydra_folder, run_job
     from biasaudit.runner.sweep_caches import job_runtime
     from biasaudit.spec.compose import record_hydra_overrides, to_audit_config
     from biasaudit.verdicts.gating import Ledger
 
+    # a single run was composed and planned before: that composition makes its run folder
+    # and that plan runs (a `hydra.mode=MULTIRUN` override still goes to Hydra, as before)
+    ready = jobs[0] if len(jobs) == 1 and not args.multirun else None
+    single = ready.hydra_config if ready is not None else None
+    if single is not None and single.hydra.mode not in (None, RunMode.RUN):
+        single = None
     # Launchers such as joblib run jobs in other processes: every job appends its outcome
     # to a ledger file named in the environment they inherit.
     ledger = Ledger()
 
-    @hydra.main(config_path=str(conf_dir()), config_name="config", version_base="1.3")
-    def task(cfg: DictConfig) -> Any:
+    def task(cfg: DictConfig) -> RunSummary | None:
         hc = HydraConfig.get()
         choices = {k: str(v) for k, v in hc.runtime.choices.items() if v is not None}
         run_dir = Path(hc.runtime.output_dir)
         job = JobOutcome(job=hc.job.num if args.multirun else 0, overrides=list(hc.overrides.task))
         try:
-            # a single run was composed and planned before Hydra started: that plan runs
-            ready = jobs[0] if len(jobs) == 1 and not args.multirun else None
             if ready is not None:
                 composed = ready.composed
             else:
@@ -237,9 +246,12 @@ def _hydra_run(overrides: list[str], args: argparse.Namespace, command: list[str
         return summary
 
     saved = sys.argv
-    sys.argv = ["biasaudit", *(["--multirun"] if args.multirun else []), *overrides]
     try:
-        task()
+        if single is not None:
+            run_in_hydra_folder(single, task)
+        else:
+            sys.argv = ["biasaudit", *(["--multirun"] if args.multirun else []), *overrides]
+            _hydra_main(task)
     except KeyboardInterrupt:
         print(f"interrupted: finished model calls are saved; to resume, run the same command again: "
               f"{shlex.join(command)}", file=sys.stderr)
@@ -254,6 +266,16 @@ def _hydra_run(overrides: list[str], args: argparse.Namespace, command: list[str
               file=sys.stderr)
         return EXIT_INTERNAL
     return code
+
+
+def _hydra_main(task: Callable[[DictConfig], RunSummary | None]) -> None:
+    """`task` under `@hydra.main`, on the command line in `sys.argv` (a sweep: Hydra
+    composes each job; the run log is `cli.log` by `hydra.job.name` in conf/config.yaml)."""
+    import hydra
+
+    from biasaudit._util.paths import conf_dir
+
+    hydra.main(config_path=str(conf_dir()), config_name="config", version_base="1.3")(task)()
 
 
 def _remove_stub(run_dir: Path, reports_dir: Path) -> None:
