@@ -5,9 +5,9 @@ or a Hydra sweep: compose once, check the outputs, plan once, run.
 A single run is planned there, and that plan is the one executed (`run_job` receives
 it), so a command-line run composes, validates and plans its spec once; the command line
 then runs it in the run folder Hydra's run mode would make (`run_in_hydra_folder`), from
-that same composition. A sweep's jobs
-are counted by streaming instead (a sweep of hundreds would otherwise hold every plan),
-and each job plans when it runs, possibly in another process (cluster launchers).
+that same composition. A sweep's jobs are counted by streaming instead (a sweep of
+hundreds would otherwise hold every plan), and each job plans when it runs, possibly in
+another process (cluster launchers).
 Model weights are loaded once per process whatever the route (backends/weights.py).
 """
 
