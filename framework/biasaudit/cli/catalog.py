@@ -6,7 +6,9 @@ a new kind of named thing (e.g. coders) is one more entry here.
 
 from __future__ import annotations
 
+import argparse
 import re
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -109,4 +111,23 @@ def render(what: str) -> list[str]:
     return [f"{n:<{width}}  {d}".rstrip() for n, d in rows]
 
 
-__all__ = ["CATALOGS", "render"]
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> argparse.ArgumentParser:
+    ls = sub.add_parser("list", help="list specs, models, metrics... with one-line descriptions",
+                        description="List the names a spec or an override can use, each with a one-line "
+                                    "description:\n" + "\n".join(f"  {k:<10} {d}" for k, (d, _) in CATALOGS.items()),
+                        formatter_class=argparse.RawDescriptionHelpFormatter)
+    ls.add_argument("what", choices=list(CATALOGS), help="what to list")
+    ls.set_defaults(fn=cmd_list)
+    return ls
+
+
+def cmd_list(args: argparse.Namespace, rest: list[str]) -> int:
+    if rest:
+        print(f"error: unexpected arguments {rest}", file=sys.stderr)
+        return 2
+    for line in render(args.what):
+        print(line)
+    return 0
+
+
+__all__ = ["CATALOGS", "add_parser", "cmd_list", "render"]

@@ -3,22 +3,29 @@ or a Hydra sweep: compose once, check the outputs, plan once, run.
 
 `prepare_jobs` does everything that can fail on bad input before anything is written.
 A single run is planned there, and that plan is the one executed (`run_job` receives
-it), so a command-line run composes, validates and plans its spec once. A sweep's jobs
-are counted by streaming instead (a sweep of hundreds would otherwise hold every plan),
-and each job plans when it runs, possibly in another process (cluster launchers).
+it), so a command-line run composes, validates and plans its spec once; the command line
+then runs it in the run folder Hydra's run mode would make (`run_in_hydra_folder`), from
+that same composition. A sweep's jobs are counted by streaming instead (a sweep of
+hundreds would otherwise hold every plan), and each job plans when it runs, possibly in
+another process (cluster launchers).
 Model weights are loaded once per process whatever the route (backends/weights.py).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from biasaudit._util.progress import held
 from biasaudit.records.summary import RunSummary
 from biasaudit.runner.pipeline import Prepared, prepare, run
 from biasaudit.runner.preflight import check_outputs
-from biasaudit.spec.compose import Composed, compose_many
+from biasaudit.spec.compose import Composed, compose_many, compose_with_hydra
+
+if TYPE_CHECKING:
+    from omegaconf import DictConfig
 
 
 @dataclass
@@ -30,6 +37,8 @@ class AuditJob:
     overrides: list[str]
     composed: Composed
     prepared: Prepared | None = None
+    hydra_config: DictConfig | None = None
+    """A single run's composed configuration with its `hydra` node (run folder, logging)."""
 
 
 def prepare_jobs(combos: list[list[str]]) -> list[AuditJob]:
@@ -37,8 +46,13 @@ def prepare_jobs(combos: list[list[str]]) -> list[AuditJob]:
     writable, its spec, data and templates valid (a single job planned, a sweep's counted)."""
     from biasaudit.runner.cost import estimate_jobs
 
-    jobs = [AuditJob(label=" ".join(c), overrides=list(c), composed=comp)
-            for c, comp in zip(combos, compose_many(combos), strict=True)]
+    if len(combos) == 1:
+        composed, hydra_config = compose_with_hydra(combos[0])
+        jobs = [AuditJob(label=" ".join(combos[0]), overrides=list(combos[0]), composed=composed,
+                         hydra_config=hydra_config)]
+    else:
+        jobs = [AuditJob(label=" ".join(c), overrides=list(c), composed=comp)
+                for c, comp in zip(combos, compose_many(combos), strict=True)]
     for job in jobs:
         check_outputs(job.composed.config.runtime.cache, job.composed.config.runtime.reports_dir)
     if len(jobs) == 1:
@@ -55,4 +69,39 @@ def run_job(composed: Composed, run_dir: Path, command: list[str], prepared: Pre
     return run(prep, run_dir, command)
 
 
-__all__ = ["AuditJob", "prepare_jobs", "run_job"]
+def run_in_hydra_folder(cfg: DictConfig, task: Callable[[DictConfig], object]) -> None:
+    """Run `task` on a single run's configuration, composed in `prepare_jobs`, as Hydra's
+    run mode (`@hydra.main`) would, but without composing it again: the logging from
+    `hydra.hydra_logging`, the callbacks, then Hydra's own `run_job` (the run folder from
+    `hydra.run.dir`, its `.hydra/` config.yaml, hydra.yaml and overrides.yaml, the run log
+    `<hydra.job.name>.log` from `hydra.job_logging`, `hydra.job.chdir` and `env_set`, with
+    `HydraConfig` set while `task` runs). A sweep still goes through `@hydra.main`: its
+    launcher and sweeper own the job folders."""
+    from hydra._internal.callbacks import Callbacks
+    from hydra._internal.config_loader_impl import ConfigLoaderImpl
+    from hydra._internal.utils import create_config_search_path
+    from hydra.core.utils import configure_log
+    from hydra.core.utils import run_job as hydra_run_job
+    from hydra.types import HydraContext, RunMode
+    from omegaconf import open_dict, read_write
+
+    from biasaudit._util.paths import conf_dir
+
+    if cfg.hydra.mode is None:
+        with read_write(cfg.hydra), open_dict(cfg.hydra):
+            # what `@hydra.main` adds to a run's overrides, so hydra.yaml reads the same
+            cfg.hydra.overrides.hydra.append("hydra.mode=RUN")
+            cfg.hydra.mode = RunMode.RUN
+    if cfg.hydra.mode != RunMode.RUN:
+        raise ValueError(f"not a single run: hydra.mode={cfg.hydra.mode}")
+    configure_log(cfg.hydra.hydra_logging, cfg.hydra.verbose)
+    callbacks = Callbacks(cfg)
+    callbacks.on_run_start(config=cfg, config_name="config")
+    loader = ConfigLoaderImpl(config_search_path=create_config_search_path(str(conf_dir())))
+    ret = hydra_run_job(hydra_context=HydraContext(config_loader=loader, callbacks=callbacks), task_function=task,
+                        config=cfg, job_dir_key="hydra.run.dir", job_subdir_key=None, configure_logging=True)
+    callbacks.on_run_end(config=cfg, config_name="config", job_return=ret)
+    _ = ret.return_value  # the task's exception, if it raised one
+
+
+__all__ = ["AuditJob", "prepare_jobs", "run_in_hydra_folder", "run_job"]

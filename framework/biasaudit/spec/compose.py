@@ -339,8 +339,15 @@ def record_hydra_overrides(output_dir: Path, overrides: list[str]) -> None:
 
 
 def compose(overrides: list[str]) -> Composed:
+    return compose_with_hydra(overrides)[0]
+
+
+def compose_with_hydra(overrides: list[str]) -> tuple[Composed, DictConfig]:
+    """`compose`, and the composed configuration with its `hydra` node (the run folder,
+    the logging, the overrides): what a single command-line run needs to make its run
+    folder as Hydra would, without composing a second time (runner/jobs.py)."""
     cfg, choices = compose_dict(overrides)
-    return to_audit_config(cfg, choices, overrides)
+    return to_audit_config(cfg, choices, overrides), cfg
 
 
 def _value_override(ov: Any) -> bool:

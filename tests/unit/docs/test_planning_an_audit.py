@@ -14,7 +14,8 @@ import shlex
 
 import pytest
 
-from biasaudit.cli.app import _positional_spec, build_parser
+from biasaudit.cli.app import build_parser
+from biasaudit.cli.common import positional_spec
 from biasaudit.spec.compose import compose, prepare_overrides
 from tests.helpers import REPO
 
@@ -70,7 +71,7 @@ def test_every_command_parses_and_composes(line: str) -> None:
     assert args.command is not None
     assert not [a for a in rest if a.startswith("-")], f"unknown flags in: {line}"
     if args.command in ("run", "plan"):
-        composed = compose(prepare_overrides(_positional_spec(rest, args.command)))
+        composed = compose(prepare_overrides(positional_spec(rest, args.command)))
         assert composed.config.audit.name  # the spec composed and validated
     else:  # pack and verify take a path and flags only: nothing may be left over
         assert rest == [], f"unexpected arguments in: {line}"

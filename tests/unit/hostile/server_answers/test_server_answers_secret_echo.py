@@ -179,15 +179,15 @@ def test_echoed_key_lands_nowhere(workdir: Path, cli, monkeypatch: pytest.Monkey
 def test_error_lines_and_tracebacks_are_scrubbed(capsys: pytest.CaptureFixture[str]) -> None:
     """The CLI's one-line errors and an internal error's traceback carry a server's text:
     both are scrubbed before they are printed."""
-    from biasaudit.cli.app import _fail, _print_traceback
+    from biasaudit.cli.common import fail, print_traceback
     from biasaudit.errors import BackendError
 
     secrets.watch_value(KEY)
-    _fail(BackendError(f"the server said: bad key {KEY.encode().hex().upper()}", key="model"))
+    fail(BackendError(f"the server said: bad key {KEY.encode().hex().upper()}", key="model"))
     try:
         raise RuntimeError(f"unexpected answer {KEY[::-1]}")
     except RuntimeError as exc:
-        _print_traceback(exc)
+        print_traceback(exc)
     out, err = capsys.readouterr()
     assert err.count("[REDACTED]") == 2 and "RuntimeError" in err
     assert not [f for f in leak_forms() if f in (out + err).lower()]

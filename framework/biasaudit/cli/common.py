@@ -1,0 +1,104 @@
+"""What every command shares: printing a user error (exit code 2), a scrubbed traceback,
+the exit code of a bug, the `-v` switch, the spec file given without `spec=`, and the
+overrides help of the commands that compose a spec."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from biasaudit.errors import BiasAuditError, SpecError
+
+EXIT_INTERNAL = 70  # EX_SOFTWARE (sysexits.h)
+
+OVERRIDES_HELP = """overrides are Hydra's: `key=value` for any config key, `group=option` to pick a
+config group option. A spec file may also be given without `spec=` (`audit.yaml` is
+`spec=audit.yaml`). Examples:
+  path/to/audit.yaml                   a spec (or suite) file, the same as spec=path/to/audit.yaml
+  spec=crows_pairs_tp                  a shipped spec (specs/<name>.yaml) or a path to a spec file
+  model=smollm2                        the model under test (conf/model/)
+  stimuli.source=/data/crows.csv       any spec key
+  runtime.batch_size=16                run-time settings (conf/runtime/)
+  runtime.sequential.look_every=50     look at the thresholds every 50 stimuli and stop once all are
+                                       decided (alpha-spending; docs/statistics.md#sequential-stopping)
+"""
+
+
+def error_lines(exc: BiasAuditError) -> list[str]:
+    return exc.lines() if hasattr(exc, "lines") else [exc.one_line()]
+
+
+def fail(exc: BiasAuditError) -> int:
+    """A user error: its line(s) on stderr, exit code 2."""
+    from biasaudit._util.secrets import redact
+
+    for line in error_lines(exc):
+        print(redact(line), file=sys.stderr)  # a server's text in an error may echo the API key
+    return 2
+
+
+def print_traceback(exc: BaseException) -> None:
+    """A traceback on stderr, scrubbed of the API keys (an exception's text may hold a
+    server's answer)."""
+    import traceback
+
+    from biasaudit._util.secrets import redact
+
+    print(redact("".join(traceback.format_exception(exc))), end="", file=sys.stderr)
+
+
+_VERBOSE = {"on": False}
+
+
+def set_verbose(on: bool) -> None:
+    """`biasaudit -v`: one-line errors also show where they came from."""
+    _VERBOSE["on"] = on
+
+
+def log_traceback(exc: BaseException) -> None:
+    """With -v, where a one-line error came from (to tell a bug from bad input)."""
+    if _VERBOSE["on"]:
+        print_traceback(exc)
+
+
+def positional_spec(rest: list[str], command: str) -> list[str]:
+    """`biasaudit validate path/to/spec.yaml`: a spec (or suite) file given without `spec=`
+    becomes `spec=path/to/spec.yaml`. Any other argument that is not an override (no `=`,
+    not a `~key` deletion) is a one-line error."""
+    from biasaudit.spec.suite import spec_override
+
+    loose = [a for a in rest if "=" not in a and not a.startswith("~")]
+    if not loose:
+        return rest
+    hint = (f"give an existing spec file (biasaudit {command} path/to/spec.yaml), a shipped spec by name "
+            f"(spec=crows_pairs_tp) or key=value overrides; see `biasaudit {command} --help`")
+    for a in loose:
+        path = Path(a).expanduser()
+        if not path.is_file():
+            what = "a folder, not a spec file" if path.is_dir() else "neither a spec file nor an override (key=value)"
+            raise SpecError(f"{a!r} is {what}", hint=hint)
+    if len(loose) > 1:
+        raise SpecError(f"{len(loose)} spec files given ({', '.join(loose)}); a command takes one",
+                        hint="run them one by one, or sweep them with -m spec=a.yaml,b.yaml")
+    if spec_override(rest) is not None:
+        raise SpecError(f"a spec file ({loose[0]}) and spec={spec_override(rest)} both given", key="spec",
+                        hint="give the spec once")
+    return [f"spec={a}" if a == loose[0] else a for a in rest]
+
+
+def with_overrides(sp: argparse.ArgumentParser) -> None:
+    """Show `[overrides...]` in the usage line: they are not argparse arguments (Hydra
+    parses them), so argparse would leave them out."""
+    usage = sp.format_usage().removeprefix("usage: ").strip()
+    sp.usage = " ".join(usage.split()) + " [SPEC_FILE] [overrides...]"
+
+
+def unexpected(rest: list[str], command: str) -> int:
+    """Arguments a command without overrides does not take: one line, exit code 2."""
+    print(f"error: unexpected arguments {rest} (hint: see `biasaudit {command} --help`)", file=sys.stderr)
+    return 2
+
+
+__all__ = ["EXIT_INTERNAL", "OVERRIDES_HELP", "error_lines", "fail", "log_traceback", "positional_spec",
+           "print_traceback", "set_verbose", "unexpected", "with_overrides"]
