@@ -94,11 +94,5 @@ def with_overrides(sp: argparse.ArgumentParser) -> None:
     sp.usage = " ".join(usage.split()) + " [SPEC_FILE] [overrides...]"
 
 
-def unexpected(rest: list[str], command: str) -> int:
-    """Arguments a command without overrides does not take: one line, exit code 2."""
-    print(f"error: unexpected arguments {rest} (hint: see `biasaudit {command} --help`)", file=sys.stderr)
-    return 2
-
-
 __all__ = ["EXIT_INTERNAL", "OVERRIDES_HELP", "error_lines", "fail", "log_traceback", "positional_spec",
-           "print_traceback", "set_verbose", "unexpected", "with_overrides"]
+           "print_traceback", "set_verbose", "with_overrides"]

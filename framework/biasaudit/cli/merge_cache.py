@@ -6,7 +6,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from biasaudit.cli.common import fail, unexpected
+from biasaudit.cli.command import unexpected_arguments
+from biasaudit.cli.common import fail
 from biasaudit.errors import BiasAuditError
 
 
@@ -24,8 +25,8 @@ def cmd_merge_cache(args: argparse.Namespace, rest: list[str]) -> int:
     from biasaudit.runner.sweep_caches import merge_sources
     from biasaudit.store import Store
 
-    if rest:
-        return unexpected(rest, args.command)
+    if (refused := unexpected_arguments(args.command, rest)) is not None:
+        return refused
     try:
         into = Path(args.into)
         # every source checked before the target is created or touched

@@ -6,7 +6,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from biasaudit.cli.common import fail, unexpected
+from biasaudit.cli.command import unexpected_arguments
+from biasaudit.cli.common import fail
 from biasaudit.errors import BiasAuditError
 
 
@@ -22,8 +23,8 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> argp
 def cmd_report(args: argparse.Namespace, rest: list[str]) -> int:
     from biasaudit.runner.pipeline import rerender
 
-    if rest:
-        return unexpected(rest, args.command)
+    if (refused := unexpected_arguments(args.command, rest)) is not None:
+        return refused
     try:
         summary = rerender(Path(args.run_dir))
     except BiasAuditError as exc:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 
-from biasaudit.cli.common import unexpected
+from biasaudit.cli.command import unexpected_arguments
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> argparse.ArgumentParser:
@@ -23,8 +23,8 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> argp
 def cmd_schema(args: argparse.Namespace, rest: list[str]) -> int:
     from biasaudit.spec.schema import json_schema, schema_text
 
-    if rest:
-        return unexpected(rest, "schema")
+    if (refused := unexpected_arguments("schema", rest)) is not None:
+        return refused
     print(schema_text(json_schema(args.kind)), end="")
     return 0
 
