@@ -8,6 +8,8 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
+from collections.abc import Callable
+from typing import Any
 
 from biasaudit._util.envdefaults import apply as apply_env_defaults
 from biasaudit.cli.common import EXIT_INTERNAL, fail, log_traceback, print_traceback, set_verbose
@@ -19,21 +21,19 @@ apply_env_defaults()
 
 def build_parser() -> argparse.ArgumentParser:
     from biasaudit._version import __version__
-    from biasaudit.cli import (
-        calibrate,
-        catalog,
-        compare,
-        merge_cache,
-        plan,
-        report,
-        run,
-        schema,
-        selftest,
-        validate,
-    )
     from biasaudit.cli.annotate import add_parser as add_annotate
+    from biasaudit.cli.calibrate import add_parser as add_calibrate
+    from biasaudit.cli.catalog import add_parser as add_catalog
+    from biasaudit.cli.compare import add_parser as add_compare
     from biasaudit.cli.init import add_parser as add_init
+    from biasaudit.cli.merge_cache import add_parser as add_merge_cache
     from biasaudit.cli.pack import add_parser as add_pack
+    from biasaudit.cli.plan import add_parser as add_plan
+    from biasaudit.cli.report import add_parser as add_report
+    from biasaudit.cli.run import add_parser as add_run
+    from biasaudit.cli.schema import add_parser as add_schema
+    from biasaudit.cli.selftest import add_parser as add_selftest
+    from biasaudit.cli.validate import add_parser as add_validate
     from biasaudit.cli.verify import add_parser as add_verify
     from biasaudit.cli.view import add_parser as add_view
 
@@ -49,9 +49,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-v", "--verbose", action="store_true", help="log more detail")
     sub = p.add_subparsers(dest="command", metavar="command")
     # the order of `biasaudit --help`
-    for module in (run, validate, selftest, plan, report, compare, calibrate, merge_cache, schema, catalog):
-        module.add_parser(sub)
-    for add in (add_init, add_annotate, add_view, add_pack, add_verify):
+    # the commands in the order `biasaudit --help` lists them
+    adders: tuple[Callable[[Any], object], ...] = (
+        add_run, add_validate, add_selftest, add_plan, add_report, add_compare, add_calibrate, add_merge_cache,
+        add_schema, add_catalog, add_init, add_annotate, add_view, add_pack, add_verify)
+    for add in adders:
         add(sub)
     return p
 
