@@ -170,7 +170,12 @@ def test_a_by_column_missing_from_the_data_is_refused_with_file_and_column(workd
 
 
 def test_recorded_claims_pick_the_kth_answer_of_a_repeated_name() -> None:
-    from biasaudit.coding.coders.recorded_claims import claim_text, recorded_claims, recorded_labels
+    from biasaudit.coding.coders.recorded_claims import (
+        _claim_counts,
+        claim_text,
+        recorded_claims,
+        recorded_labels,
+    )
     from biasaudit.records.codes import Unit
 
     attrs = LABELS_JSON["0"]["other_attributes"]
@@ -190,3 +195,11 @@ def test_recorded_claims_pick_the_kth_answer_of_a_repeated_name() -> None:
     assert table is not None and table.layout == "claim-major"
     assert (table.checks(2, 0), table.checks(2, 3)) == (["N", "C", "E"], ["E", "E", "E"])
     assert recorded_claims(unit("Zoe", 0), "attributes", "value")[0] is None
+    # one claim written without its list is that one claim, not one per character; a number is none
+    odd = [{"name": "Eve", "claims": "She will care for patients."}, {"name": "Fay", "claims": 3}]
+    def odd_unit(name: str) -> Unit:
+        return Unit(id=name, cell="c", stimulus="0", slot="main", variant=0, sample=0, key="k", levels={},
+                    fields={"attributes": odd}, vars={"value": name})
+    assert recorded_claims(odd_unit("Eve"), "attributes", "value")[1] == ["She will care for patients."]
+    assert recorded_claims(odd_unit("Fay"), "attributes", "value")[1] == []
+    assert _claim_counts(odd) == [1, 0]

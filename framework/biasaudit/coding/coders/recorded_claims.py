@@ -76,11 +76,18 @@ def recorded_claims(unit: Unit, field: str, var: str) -> tuple[int | None, list[
     entry = attrs[i] if i is not None else None
     if i is None or not isinstance(entry, dict):
         return None, [], None
-    listed = entry.get("claims") or []
-    # iterated as before typing (a string per character, as `_claim_counts` counts it); a
-    # number, which cannot be iterated, lists no claims
-    claims = [claim_text(c) for c in listed] if isinstance(listed, list | str | dict) else []
+    claims = [claim_text(c) for c in _claims_of(entry)]
     return i, claims, entry.get("labels")
+
+
+def _claims_of(entry: object) -> list[Any]:
+    """An entry's recorded claims: its `claims` list; one claim written without its list (a
+    string, a triplet object) is that one claim, not a claim per character or key; anything
+    else (a number, null) lists none."""
+    listed = entry.get("claims") if isinstance(entry, Mapping) else None
+    if isinstance(listed, list):
+        return listed
+    return [listed] if isinstance(listed, str | dict) and listed else []
 
 
 # -- the labels of one record (question) ------------------------------------------------------
@@ -91,7 +98,7 @@ def _entry_name(attrs: Sequence[Any], i: int) -> str:
 
 
 def _claim_counts(attrs: Sequence[Any]) -> list[int]:
-    return [len(a.get("claims") or []) if isinstance(a, Mapping) else 0 for a in attrs]
+    return [len(_claims_of(a)) for a in attrs]
 
 
 def _labels_of(attrs: Sequence[Any], i: int) -> Any:
