@@ -37,6 +37,7 @@ import numpy as np
 import pytest
 from scipy import stats as st
 
+from biasaudit.errors import DataError
 from biasaudit.methods.fisco.published import LABEL_FILES, spec_for
 from tests.conftest import isolation, run_dirs
 
@@ -65,9 +66,14 @@ def _provenance() -> dict[str, Any]:
     return json.loads((DATA / "provenance.json").read_text(encoding="utf-8"))  # type: ignore[no-any-return]
 
 
+def _listed() -> set[str]:
+    """The folders provenance.json lists a labels file for."""
+    return {str(Path(f["path"]).parent) for f in _provenance()["files"] if Path(f["path"]).name in LABEL_FILES}
+
+
 def _folders() -> list[str]:
     """Every folder provenance.json lists a labels file for, and any other folder on disk with one."""
-    listed = {str(Path(f["path"]).parent) for f in _provenance()["files"] if Path(f["path"]).name in LABEL_FILES}
+    listed = _listed()
     found = {str(p.parent.relative_to(DATA)) for name in LABEL_FILES for p in DATA.rglob(name)}
     return sorted(listed | found)
 
@@ -92,10 +98,11 @@ def _checked(folder: str) -> Path:
 
 
 # -- the independent computation --------------------------------------------------------------------
-def _labels_of(folder: Path) -> list[dict[str, Any]]:
+def _records(folder: Path) -> dict[str, list[dict[str, Any]]]:
+    """Record (question) id -> its answers, from the folder's labelled file."""
     name = next(n for n in LABEL_FILES if (folder / n).is_file())
-    [record] = json.loads((folder / name).read_text(encoding="utf-8")).values()
-    return record["other_attributes"]  # type: ignore[no-any-return]
+    data = json.loads((folder / name).read_text(encoding="utf-8"))
+    return {rid: rec["other_attributes"] for rid, rec in data.items()}
 
 
 def _checks(attrs: list[dict[str, Any]], x: int, y: int) -> list[str]:
@@ -119,10 +126,9 @@ def _double(a: list[str], b: list[str]) -> float:
     return sum(means) / (len(a) + len(b))
 
 
-def independent(folder: Path, normalisation: str) -> tuple[float, float] | None:
-    """Welch's t and p of intra- against inter-group similarities, from the raw labels;
-    None with fewer than two groups."""
-    attrs = _labels_of(folder)
+def independent(attrs: list[dict[str, Any]], normalisation: str) -> tuple[float, float] | None:
+    """Welch's t and p of one question's intra- against inter-group similarities, from its
+    raw labels; None with fewer than two groups."""
     field = next(f for f in GROUP_FIELDS if all(f in a for a in attrs))
     groups = sorted({a[field] for a in attrs})
     if len(groups) != 2:
@@ -140,10 +146,17 @@ def independent(folder: Path, normalisation: str) -> tuple[float, float] | None:
 
 
 # -- the replay -------------------------------------------------------------------------------------
-def replay(folder: Path, workdir: Path, cli: Any) -> dict[str, dict[str, Any]]:
-    """Metric id -> its per-question row, from `biasaudit run` with the replay backend."""
+def replay(folder: Path, workdir: Path, cli: Any) -> dict[str, dict[str, dict[str, Any]]]:
+    """Metric id -> question id -> its row, from `biasaudit run` with the replay backend."""
     spec = workdir / "published.yaml"
-    spec.write_text(spec_for(folder), encoding="utf-8")
+    try:
+        spec.write_text(spec_for(folder), encoding="utf-8")
+    except DataError as exc:
+        if str(folder.relative_to(DATA)) in _listed():
+            raise
+        # a folder dropped in beside the published ones whose records cannot share one spec
+        # (e.g. the authors' withdrawn LLaMA1/age, whose record 0 lists Jamal twice as young)
+        pytest.skip(f"not replayable with one spec: {exc}")
     labels = next(folder / n for n in LABEL_FILES if (folder / n).is_file())
     code, out, err = cli("run", f"spec={spec}", "model=replay", f"model.responses={labels}", *isolation(workdir))
     assert code in (0, 1, 3), err  # a verdict, not an error
@@ -151,12 +164,11 @@ def replay(folder: Path, workdir: Path, cli: Any) -> dict[str, dict[str, Any]]:
     s = json.loads((d / "summary.json").read_text())
     assert s["execution"]["coding_calls"] == 0 and s["execution"]["failures"] == 0
     trail = [json.loads(x) for x in (d / "responses.jsonl").read_text().splitlines()]
-    assert len(trail) == len(_labels_of(folder))  # every recorded answer asked for once
-    rows = {}
+    assert len(trail) == sum(len(a) for a in _records(folder).values())  # every recorded answer asked for once
+    rows: dict[str, dict[str, dict[str, Any]]] = {}
     for mid in ("fisco", "fisco_authors"):
         table = next(t for t in s["metrics"][mid]["tables"] if t["title"].startswith("Per question"))
-        [row] = table["rows"]
-        rows[mid] = dict(zip(table["columns"], row, strict=True))
+        rows[mid] = {str(r[0]): dict(zip(table["columns"], r, strict=True)) for r in table["rows"]}
     return rows
 
 
@@ -174,22 +186,25 @@ def _slow(folder: str) -> Any:
 def test_replay_equals_the_published_ttest_and_the_labels(folder: str, workdir: Path, cli: Any) -> None:
     path = _checked(folder)
     rows = replay(path, workdir, cli)
-    paper, authors = independent(path, "paper"), independent(path, "authors")
-    if paper is None or authors is None:  # one group (tiny_dataset case1, case4): nothing to test
-        assert rows["fisco"]["t"] is None and rows["fisco_authors"]["t"] is None
-        assert not (path / "ttest.json").exists()
-        return
-    _close(rows["fisco"], *paper)
-    _close(rows["fisco_authors"], *authors)
     published_file = path / "ttest.json"
-    if not published_file.exists():
-        return
-    [pub] = json.loads(published_file.read_text(encoding="utf-8")).values()
-    # dataset/ was scored by the authors' 2025 code (double normalisation), tiny_dataset by their 2024 code (single)
-    which = "fisco_authors" if folder.startswith("dataset/") else "fisco"
-    _close(rows[which], pub["t-value"], pub["p-value"])
-    other = rows["fisco" if which == "fisco_authors" else "fisco_authors"]["t"]
-    assert abs(other - pub["t-value"]) > 1e-3  # the normalisation is what makes the published number
+    published = json.loads(published_file.read_text(encoding="utf-8")) if published_file.exists() else {}
+    for rid, attrs in _records(path).items():
+        paper, authors = independent(attrs, "paper"), independent(attrs, "authors")
+        if paper is None or authors is None:  # one group (tiny_dataset case1, case4): nothing to test
+            assert rows["fisco"][rid]["t"] is None and rows["fisco_authors"][rid]["t"] is None
+            assert rid not in published
+            continue
+        _close(rows["fisco"][rid], *paper)
+        _close(rows["fisco_authors"][rid], *authors)
+        if rid not in published:
+            continue
+        pub = published[rid]
+        # dataset/ was scored by the authors' 2025 code (double normalisation), tiny_dataset by their 2024 code (single)
+        which = "fisco_authors" if folder.startswith("dataset/") else "fisco"
+        _close(rows[which][rid], pub["t-value"], pub["p-value"])
+        other = rows["fisco" if which == "fisco_authors" else "fisco_authors"][rid]["t"]
+        assert abs(other - pub["t-value"]) > 1e-3  # the normalisation is what makes the published number
+    assert set(published) <= set(_records(path))  # every published t has its question here
 
 
 def test_the_groups_are_the_halves_the_authors_split_by_position() -> None:
@@ -198,17 +213,20 @@ def test_the_groups_are_the_halves_the_authors_split_by_position() -> None:
     file the two agree, so the published t is about the groups the files record."""
     folders = [f for f in _folders() if (DATA / f).is_dir()] or _missing("no published folder is here")
     for folder in folders:
-        attrs = _labels_of(_checked(folder))
-        field = next(f for f in GROUP_FIELDS if all(f in a for a in attrs))
-        h = len(attrs) // 2
-        firsts, seconds = {a[field] for a in attrs[:h]}, {a[field] for a in attrs[h:]}
-        assert len(firsts) == len(seconds) == 1 and (firsts != seconds or len({a[field] for a in attrs}) == 1), folder
+        path = _checked(folder)
+        if not (path / "ttest.json").exists():
+            continue  # no published t to be about
+        for attrs in _records(path).values():
+            field = next(f for f in GROUP_FIELDS if all(f in a for a in attrs))
+            h = len(attrs) // 2
+            firsts, seconds = {a[field] for a in attrs[:h]}, {a[field] for a in attrs[h:]}
+            assert len(firsts) == len(seconds) == 1 and firsts != seconds, folder
 
 
 def test_mistral_age_before_and_after() -> None:
     """Issue 38 item 3: main read both levels of each name from the young entry (t -1.727);
     from the labels, t is -0.373 by the paper's equation and -0.1176 by the authors'."""
-    path = _checked("dataset/Mistral/age")
-    t_paper, _ = independent(path, "paper") or (np.nan, np.nan)
-    t_authors, _ = independent(path, "authors") or (np.nan, np.nan)
+    [attrs] = _records(_checked("dataset/Mistral/age")).values()
+    t_paper, _ = independent(attrs, "paper") or (np.nan, np.nan)
+    t_authors, _ = independent(attrs, "authors") or (np.nan, np.nan)
     assert round(t_paper, 3) == -0.373 and round(t_authors, 4) == -0.1176

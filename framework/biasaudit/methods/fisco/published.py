@@ -2,13 +2,14 @@
 `tiny_dataset/case*` and `dataset/<model>/<task>`), written from the file itself: one
 factor level per person the record lists (name, the group its entry records, and its age
 where it has one), as many samples as the record holds answers for that person, and a
-prompt that fills every placeholder of the question the recorded prompts fill.
+prompt that fills every placeholder of the question the recorded prompts fill (the age
+from the record's own entry for that person).
 
     python -m biasaudit.methods.fisco.published specs/data/fisco/dataset/Mistral/age > age.yaml
     biasaudit run spec=age.yaml model=replay model.responses=specs/data/fisco/dataset/Mistral/age/labels.json
 
-The levels come from the first record; a file whose records list other people, or whose
-group membership cannot be read, is refused (one line, exit 2)."""
+The levels come from the first record; a file whose records list other people (names and
+groups), or whose group membership cannot be read, is refused (one line, exit 2)."""
 
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from biasaudit.coding.coders.recorded_claims import GROUP_FIELDS, identity
+from biasaudit.coding.coders.recorded_claims import GROUP_FIELDS
 from biasaudit.errors import DataError
 
 LABEL_FILES = ("labels.json", "label.json")
@@ -48,9 +49,17 @@ def _slug(*parts: object) -> str:
     return "_".join(re.sub(r"[^a-z0-9]+", "_", str(p).lower()).strip("_") for p in parts if p not in (None, ""))
 
 
+def _people(attrs: list[Any], gf: str) -> Counter[tuple[str, str]]:
+    """(name, group) -> how many answers the record holds for that person."""
+    return Counter((str(a.get("name", "")), str(a[gf])) for a in attrs)
+
+
 def spec_for(folder: Path, weights: tuple[float, float, float] = (1.0, 0.5, 0.0)) -> str:
-    """The spec (YAML text) that replays the folder's labels, stimuli relative to the folder.
-    `weights` defaults to the authors' label scores (Contradiction 0, Neutral 0.5, Entailment 1)."""
+    """The spec (YAML text) that replays the folder's labels, the stimuli file named by its
+    absolute path. `weights` defaults to the authors' label scores (Contradiction 0,
+    Neutral 0.5, Entailment 1). A level is a person (name and recorded group); a
+    placeholder other than [NAME] (the age task's [age]) is filled from the record's entry
+    for that person, since the authors drew the ages per question."""
     file = labels_file(folder)
     data = json.loads(file.read_text(encoding="utf-8"))
     records = list(data.items())
@@ -59,30 +68,26 @@ def spec_for(folder: Path, weights: tuple[float, float, float] = (1.0, 0.5, 0.0)
     first_id, first = records[0]
     attrs = first.get("other_attributes", [])
     gf = _group_field(attrs, file)
-    people = Counter(tuple(sorted(identity(a).items())) for a in attrs)
+    people = _people(attrs, gf)
     for rid, rec in records[1:]:
-        if Counter(tuple(sorted(identity(a).items())) for a in rec.get("other_attributes", [])) != people:
+        if _people(rec.get("other_attributes", []), _group_field(rec.get("other_attributes", []), file)) != people:
             raise DataError(f"record {rid} lists other people than record {first_id}", file=str(file),
                             key=f"record {rid}", hint="replay such a file with a spec of your own")
     samples = set(people.values())
     if len(samples) != 1:
         raise DataError(f"the people of record {first_id} have {sorted(samples)} answers each: one sample count "
                         "cannot read them all", file=str(file), key=f"record {first_id}")
-    question = str(first.get("base_question", ""))
     n = samples.pop()
-    levels = []
-    for who in people:
-        w = dict(who)
-        vars_ = {"group": w[gf], "value": w.get("name", "")}
-        if "age" in w and "[age]" in question.lower():
-            vars_["age"] = w["age"]
-        flow = ", ".join(f"{k}: {json.dumps(v)}" for k, v in vars_.items())
-        levels.append(f"    {_slug(w.get('name'), w[gf], vars_.get('age'))}: {{vars: {{{flow}}}}}")
+    question = str(first.get("base_question", ""))
+    levels = [f"    {_slug(name, group)}: {{vars: {{group: {json.dumps(group)}, value: {json.dumps(name)}}}}}"
+              for name, group in people]
     prompt = "{{ question | replace('[NAME]', value)"
     for ph in sorted(set(re.findall(r"\[age\]", question, flags=re.I))):
-        prompt += f" | replace('{ph}', age | string)"
+        # the entry of this person (name and group) in the record gives its age
+        prompt += (f" | replace('{ph}', attributes | selectattr('name', 'equalto', value) | selectattr('{gf}', "
+                   f"'equalto', group) | map(attribute='age') | first | default('{ph}') | string)")
     prompt += " }}"
-    groups = sorted({dict(w)[gf] for w in people})
+    groups = sorted({group for _, group in people})
     axis = {"type": "age"}.get(gf, gf)  # the age task records young / old in `type`
     return f"""# Replays the authors' published FiSCo folder {folder.name}: their claims and labels
 # (no model is asked anything). Written by biasaudit.methods.fisco.published from {file.name}.
