@@ -8,6 +8,7 @@ matched by the user prompt. A request with no recording fails with a clear reaso
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -15,11 +16,13 @@ from typing import Any
 from biasaudit._util.fileio import excerpt, path_problem, read_capped
 from biasaudit.backends.base import BACKENDS, BackendKind, Emit, Response
 from biasaudit.backends.identity import sha256_file
-from biasaudit.errors import BackendError
+from biasaudit.errors import BackendError, DataError
 from biasaudit.plan import Request, canonical_json
 from biasaudit.records.json import JSONObject
 from biasaudit.registry import RECORDINGS
 from biasaudit.spec import ReplayConfig, RuntimeConfig, RuntimeLimits
+
+_PLACEHOLDER = re.compile(r"\[[A-Za-z_]+\]")
 
 
 def content_key(kind: str, text: str | None, messages: Any, params: JSONObject, sample: int,
@@ -74,6 +77,8 @@ class ReplayBackend:
             if fmt.matches(path, data):
                 try:
                     self.by_prompt = fmt.prompts(data)
+                except DataError as exc:  # the format's own refusal: named, with the file it is in
+                    raise DataError(exc.message, file=str(path), key=exc.key, hint=exc.hint) from None
                 except (KeyError, TypeError, AttributeError, ValueError) as exc:
                     raise BackendError(f"recorded responses file is malformed: {excerpt(str(exc))}", file=str(path),
                                        key="model.responses") from None
@@ -93,7 +98,16 @@ class ReplayBackend:
             elif ck in self.recorded:
                 emit(Response(key=r.key, status="ok", output=self.recorded[ck]))
             else:
-                emit(Response(key=r.key, status="failed", error="no recorded response for this request"))
+                emit(Response(key=r.key, status="failed", error=self._missing(user)))
+
+    def _missing(self, user: str | None) -> str:
+        """Why a request has no recording; a prompt that still holds a placeholder the
+        recorded prompts fill (FiSCo's `[age]`) says so."""
+        left = _PLACEHOLDER.search(user or "") if self.by_prompt else None
+        if left is not None:
+            return (f"no recorded response for this request: its prompt still holds {left.group(0)}, which the "
+                    "recorded prompts fill per answer (render it from the level's vars)")
+        return "no recorded response for this request"
 
     def apply_runtime(self, runtime: RuntimeConfig) -> None:
         """Nothing to apply: concurrency and timeouts are fixed when the client is built."""

@@ -171,35 +171,38 @@ def test_a_by_column_missing_from_the_data_is_refused_with_file_and_column(workd
 
 def test_recorded_claims_pick_the_kth_answer_of_a_repeated_name() -> None:
     from biasaudit.coding.coders.recorded_claims import (
+        EntryKeys,
         _claim_counts,
         claim_text,
         recorded_claims,
         recorded_labels,
+        resolve_entries,
     )
     from biasaudit.records.codes import Unit
 
     attrs = LABELS_JSON["0"]["other_attributes"]
+    group = {"Ann": "female", "Beth": "female", "Carl": "male", "Dan": "male", "Zoe": "female"}
 
-    def unit(name: str, sample: int) -> Unit:
+    def unit(name: str, sample: int, fields: dict | None = None) -> Unit:
         return Unit(id=f"{name}{sample}", cell=f"person={name.lower()}", stimulus="0", slot="main", variant=0,
-                    sample=sample, key="k", levels={}, fields={"attributes": attrs}, vars={"value": name})
+                    sample=sample, key="k", levels={"person": name.lower()}, fields=fields or {"attributes": attrs},
+                    vars={"value": name, "group": group.get(name, "female")})
 
-    assert recorded_claims(unit("Ann", 0), "attributes", "value")[0] == 0
-    assert recorded_claims(unit("Ann", 1), "attributes", "value")[0] == 4  # the second Ann, not the first again
-    assert recorded_claims(unit("Carl", 1), "attributes", "value")[0] == 2  # one entry: every sample cycles to it
-    _, claims, _ = recorded_claims(unit("Carl", 0), "attributes", "value")
+    units = [unit(n, k) for n in ("Ann", "Beth", "Carl", "Dan") for k in (0, 1)]
+    index = resolve_entries(units, EntryKeys(), "labels.json")
+    assert index["Ann0"] == 0 and index["Ann1"] == 4  # the second Ann, not the first again
+    assert index["Carl1"] == 2  # one entry: every sample cycles to it
+    _, claims, _ = recorded_claims(units[4], "attributes", index["Carl0"])
     assert claims == ["He will earn a good salary", "He will lead a ward", "He works shifts"]
     assert claim_text("She will care for patients.") == "She will care for patients."
     # Carl's claims against Ann's first answer (j = 0) and Dan's (j = 3)
     [table] = recorded_labels({"0": attrs}, "labels.json").values()
     assert table is not None and table.layout == "claim-major"
     assert (table.checks(2, 0), table.checks(2, 3)) == (["N", "C", "E"], ["E", "E", "E"])
-    assert recorded_claims(unit("Zoe", 0), "attributes", "value")[0] is None
+    assert resolve_entries([*units, unit("Zoe", 0)], EntryKeys(), "labels.json")["Zoe0"] is None
     # one claim written without its list is that one claim, not one per character; a number is none
-    odd = [{"name": "Eve", "claims": "She will care for patients."}, {"name": "Fay", "claims": 3}]
-    def odd_unit(name: str) -> Unit:
-        return Unit(id=name, cell="c", stimulus="0", slot="main", variant=0, sample=0, key="k", levels={},
-                    fields={"attributes": odd}, vars={"value": name})
-    assert recorded_claims(odd_unit("Eve"), "attributes", "value")[1] == ["She will care for patients."]
-    assert recorded_claims(odd_unit("Fay"), "attributes", "value")[1] == []
+    odd = [{"name": "Eve", "gender": "female", "claims": "She will care for patients."},
+           {"name": "Fay", "gender": "female", "claims": 3}]
+    assert recorded_claims(unit("Eve", 0, {"attributes": odd}), "attributes", 0)[1] == ["She will care for patients."]
+    assert recorded_claims(unit("Fay", 0, {"attributes": odd}), "attributes", 1)[1] == []
     assert _claim_counts(odd) == [1, 0]

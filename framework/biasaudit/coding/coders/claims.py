@@ -24,7 +24,13 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from biasaudit.coding.base import Answers, CallEstimate, CoderDef, CoderEnv, CodingRequest
-from biasaudit.coding.coders.recorded_claims import RecordLabels, recorded_claims, recorded_labels
+from biasaudit.coding.coders.recorded_claims import (
+    EntryKeys,
+    RecordLabels,
+    recorded_claims,
+    recorded_labels,
+    resolve_entries,
+)
 from biasaudit.data.load import resolve_source
 from biasaudit.errors import SpecError
 from biasaudit.records.codes import Code, CodeDetail, Unit
@@ -54,6 +60,14 @@ class ClaimsOptions(BaseModel):
     """`extract: recorded`: the stimulus field holding the recorded answers (`fisco_raw`)."""
     recorded_var: str = "value"
     """`extract: recorded`: the level variable naming the answer's entry (name or age)."""
+    recorded_group_var: str = "group"
+    """`extract: recorded`: the level variable holding the unit's group, compared with the
+    group each entry records (an entry is matched by name, group and every other field
+    the level sets, e.g. `age`; never by the name alone)."""
+    recorded_group_field: str | None = None
+    """`extract: recorded`: the entries' field that records their group; by default the
+    first of `group`, `type`, `gender`, `race` that every entry of a record has. A record
+    whose entries do not all have it is refused (membership is never guessed)."""
     min_words: int = Field(default=5, ge=0)
     """Answers with fewer words are not compared (counted as too short)."""
     min_claim_words: int = Field(default=3, ge=1)
@@ -98,6 +112,8 @@ class ClaimsCoder:
         self.env = env
         self.o = options
         self.values: list[str] = []
+        self._entries: dict[str, int | None] = {}
+        """`extract: recorded*`: unit id -> its entry in the record (set by `_resolve`)."""
         if options.mask is not None:
             for levels in env.config.factors.values():
                 for spec in levels.values():
@@ -118,7 +134,7 @@ class ClaimsCoder:
         if self.o.extract == "sentences":
             return split_claims(masked, self.o.min_claim_words), False
         if self.o.extract == "recorded_claims":
-            return recorded_claims(unit, self.o.recorded_field, self.o.recorded_var)[1], False
+            return recorded_claims(unit, self.o.recorded_field, self._entries.get(unit.id))[1], False
         r = answers.get(self.extraction(unit, masked))
         if r is None:
             return None, False
@@ -143,13 +159,24 @@ class ClaimsCoder:
         keep = [u for u in units if len(inputs[u.id].split()) >= self.o.min_words]
         return keep, {u.id: self.masked(inputs[u.id]) for u in keep}
 
+    def _resolve(self, units: Sequence[Unit]) -> None:
+        """Each unit's entry in its record (read by name, group and the level's other vars)."""
+        if self.o.extract in ("recorded", "recorded_claims"):
+            keys = EntryKeys(field=self.o.recorded_field, var=self.o.recorded_var,
+                             group_var=self.o.recorded_group_var, group_field=self.o.recorded_group_field)
+            levels = [(f"{factor}={name}", lv.vars) for factor, lvs in self.env.config.factors.items()
+                      for name, lv in lvs.items() if self.o.recorded_var in lv.vars]
+            self._entries = resolve_entries(units, keys, self._labels_file(), levels, self.env.config.probe.samples)
+
     def _recorded(self, units: Sequence[Unit]) -> dict[str, tuple[int | None, list[str], Any]]:
-        return {u.id: recorded_claims(u, self.o.recorded_field, self.o.recorded_var) for u in units}
+        self._resolve(units)
+        return {u.id: recorded_claims(u, self.o.recorded_field, self._entries.get(u.id)) for u in units}
 
     def plan(self, units: Sequence[Unit], inputs: Mapping[str, str], answers: Answers) -> list[CodingRequest]:
         if self.o.extract == "recorded":
             return []  # the published labels are the checks: nothing to ask
         keep, masked = self._codable(units, inputs)
+        self._resolve(units)
         claims = {u.id: self.claims(u, masked[u.id], answers) for u in keep}
         pending = [self.extraction(u, masked[u.id]) for u in keep if claims[u.id][0] is None]
         if pending:
@@ -186,7 +213,8 @@ class ClaimsCoder:
             i, claims, _ = rec[u.id]
             table = tables.get(u.stimulus)
             if i is None or table is None:
-                why = "no recorded answer for this name in the file" if i is None else "the entry records no labels"
+                why = ("no recorded answer for this level (name and group) in the file" if i is None
+                       else "the entry records no labels")
                 out.append(Code(unit=u.id, status="not_applicable", source="claims", detail=CodeDetail(reason=why)))
                 continue
             # the label of u's claim c against answer j, wherever the file's layout keeps it
@@ -202,6 +230,7 @@ class ClaimsCoder:
         if self.o.extract == "recorded":
             return self.code_recorded(units, inputs)
         keep, masked = self._codable(units, inputs)
+        self._resolve(units)
         refs = self.references(keep, masked)
         out: dict[str, Code] = {}
         for u in units:

@@ -19,9 +19,19 @@ where no record tells them apart are refused, as is a label outside the vocabula
 labels, the comparison is replayed at the label level and no model is asked anything;
 with claims only, the claims are checked by NLI as usual.
 
-A name may appear several times in `other_attributes`: each occurrence is one more
-recorded answer (a sample); the unit with sample k takes the k-th occurrence of its name
-(as the replay backend answers it), so no recorded answer is dropped.
+Which entry a unit stands for is read from the record, never guessed from the name alone
+(`resolve_entries`): an entry matches a unit when its name is the unit's `recorded_var`,
+its group field (`group`, `type`, `gender` or `race`: the first every entry of the record
+has, or the coder's `recorded_group_field`) is the unit's group variable, and every other
+field the entry identifies itself by (e.g. `age`) that the unit's level also sets agrees.
+The same name may stand for several answers: in one group (several samples of one
+person: the unit with sample k takes the k-th such entry, as the replay backend answers
+it) or in several groups (the authors' age task lists each name once young and once old:
+the group tells them apart). Refused, with the file and the record named: a record whose
+group membership cannot be read; a level whose name the record lists only in another
+group; a level that matches entries which differ in a field the level does not set; two
+levels that read one entry; and entries no level reads beside entries that are read (a
+t over part of the published answers).
 """
 
 from __future__ import annotations
@@ -55,29 +65,156 @@ def label(x: Any) -> str | None:
     return LABELS.get(x.strip().lower()) if isinstance(x, str) else None
 
 
-def entry_index(unit: Unit, attributes: Sequence[JSONValue], var: str) -> int | None:
-    """The position in `other_attributes` of the answer this unit stands for: the
-    (sample)-th entry whose name (or age) is the unit's value of `var` (an entry that is
-    no object names nobody)."""
-    value = str(unit.vars.get(var, ""))
-    hits = [i for i, a in enumerate(attributes)
-            if isinstance(a, dict) and str(a.get("name") or a.get("age") or "") == value]
+PAYLOAD = frozenset({"outputs", "claims", "labels"})
+"""Fields that hold an answer, not who gave it."""
+GROUP_FIELDS = ("group", "type", "gender", "race")
+"""Where the authors' files record an answer's group, in the order they are looked for:
+`type` (young / old) in the age task, `gender` in the gender task and in tiny_dataset
+(and, holding white / native, in the race task's raw.json)."""
+
+
+def _name(a: Mapping[str, Any]) -> str:
+    return str(a.get("name") or a.get("age") or "")
+
+
+def identity(entry: Mapping[str, Any]) -> dict[str, str]:
+    """What an entry says about who answered (its scalar fields other than the answer), as text."""
+    return {k: str(v) for k, v in entry.items()
+            if k not in PAYLOAD and isinstance(v, str | int | float | bool) and not isinstance(v, bool)}
+
+
+def group_field(attrs: Sequence[Any], explicit: str | None, file: str | None, record: str) -> str:
+    """The field of the record's entries that names each answer's group; refused when
+    not every entry has it (membership cannot be read, and is never guessed)."""
+    candidates = (explicit,) if explicit else GROUP_FIELDS
+    for f in candidates:
+        if all(isinstance(a, Mapping) and a.get(f) not in (None, "") for a in attrs):
+            return f
+    missing = next((i for i, a in enumerate(attrs)
+                    if not isinstance(a, Mapping) or all(a.get(f) in (None, "") for f in candidates)), 0)
+    raise DataError(f"group membership cannot be read: {_entry_name(attrs, missing)} has no "
+                    f"{' / '.join(candidates)} field (every entry needs the same one)", file=file,
+                    key=f"record {record}", hint="give each entry of other_attributes its group (e.g. \"type\": "
+                    "\"young\"), or name the field with the claims layer's recorded_group_field")
+
+
+@dataclass(frozen=True)
+class EntryKeys:
+    """How a unit is matched to the entries of its record."""
+
+    field: str = "attributes"
+    """The stimulus field holding `other_attributes`."""
+    var: str = "value"
+    """The level variable holding the entry's name (or age)."""
+    group_var: str = "group"
+    """The level variable holding the unit's group."""
+    group_field: str | None = None
+    """The entries' group field; None: the first of `GROUP_FIELDS` every entry has."""
+
+
+def _level(u: Unit) -> str:
+    return ", ".join(f"{f}={lv}" for f, lv in u.levels.items()) or u.cell
+
+
+def _matches(level: str, vars_: Mapping[str, JSONValue], attrs: Sequence[Any], gf: str, keys: EntryKeys,
+             file: str | None, record: str) -> list[int]:
+    """The entries that are a level's answers, by name, group and every other field the level sets."""
+    name = str(vars_.get(keys.var, ""))
+    group = vars_.get(keys.group_var)
+    named = [i for i, a in enumerate(attrs) if isinstance(a, Mapping) and _name(a) == name]
+    if not named:
+        return []
+    if group is None:
+        raise DataError(f"level {level} sets no {keys.group_var!r} to compare with the record's {gf!r}",
+                        file=file, key=f"record {record}", hint=f"give the level vars.{keys.group_var}")
+    in_group = [i for i in named if str(attrs[i][gf]) == str(group)]
+    if not in_group:
+        listed = sorted({str(attrs[i][gf]) for i in named})
+        raise DataError(f"level {level} puts {name} in {keys.group_var} {group}, but the record lists {name} only "
+                        f"under {gf} {' / '.join(listed)}", file=file, key=f"record {record}",
+                        hint="the recorded group decides: fix the level's group")
+    hits = [i for i in in_group if all(str(vars_[f]) == v for f, v in identity(attrs[i]).items()
+                                       if f in vars_ and f not in (gf, "name"))]
     if not hits:
-        return None
-    return hits[unit.sample % len(hits)]
+        said = {f: str(vars_[f]) for i in in_group for f in identity(attrs[i]) if f in vars_ and f not in (gf, "name")}
+        found = sorted({f"{f} {identity(attrs[i])[f]}" for i in in_group for f in said})
+        raise DataError(f"level {level} sets {', '.join(f'{f} {v}' for f, v in said.items())}, but the record's "
+                        f"{name} in {gf} {group} has {' / '.join(found)}", file=file, key=f"record {record}",
+                        hint="the level's vars must match the recorded entry")
+    ids = {tuple(sorted(identity(attrs[i]).items())) for i in hits}
+    if len(ids) > 1:
+        a, b = (dict(x) for x in sorted(ids)[:2])
+        diff = sorted(f for f in set(a) | set(b) if a.get(f) != b.get(f))
+        raise DataError(f"level {level} matches entries {', '.join(str(i) for i in hits)}, which differ in "
+                        f"{', '.join(diff)}: one level would read several people's answers", file=file,
+                        key=f"record {record}", hint=f"set {', '.join(diff)} in the level's vars")
+    return hits
 
 
-def recorded_claims(unit: Unit, field: str, var: str) -> tuple[int | None, list[str], Any]:
-    """(entry index, claims, labels or None) of a unit from its stimulus's recorded field."""
+Level = tuple[str, Mapping[str, JSONValue]]
+"""A level of the spec (`factor=level`) and the vars it sets."""
+
+
+def _planned_reads(levels: Sequence[Level], samples: int, attrs: Sequence[Any], gf: str, keys: EntryKeys,
+                   file: str | None, record: str) -> set[int]:
+    """The entries the spec's levels read with `samples` samples each."""
+    read: set[int] = set()
+    for label, vars_ in levels:
+        read.update(_matches(label, vars_, attrs, gf, keys, file, record)[:samples])
+    return read
+
+
+def _unread(read: set[int], attrs: Sequence[Any], file: str | None, record: str) -> None:
+    """Refuse a record some of whose entries no level of the spec reads, while others are read."""
+    unread = [i for i in range(len(attrs)) if i not in read]
+    if read and unread:
+        raise DataError(f"no level reads {', '.join(_entry_name(attrs, i) for i in unread[:4])}"
+                        f"{' ...' if len(unread) > 4 else ''} ({len(unread)} of {len(attrs)} answers): the test "
+                        "would use part of the recorded answers", file=file, key=f"record {record}",
+                        hint="add a level (or probe.samples) for every recorded answer")
+
+
+def resolve_entries(units: Sequence[Unit], keys: EntryKeys, file: str | None,
+                    levels: Sequence[Level] | None = None, samples: int = 1) -> dict[str, int | None]:
+    """Unit id -> its entry's position in `other_attributes` (None: the record lists no
+    answer for it). `levels` (every level of the spec that names a person) and `samples`
+    (the plan's samples per prompt) decide which entries the spec reads, whatever
+    responses failed; without them, the units do. Every refusal is a DataError naming the
+    file and the record."""
+    by_stim: dict[str, list[Unit]] = {}
+    for u in units:
+        by_stim.setdefault(u.stimulus, []).append(u)
+    out: dict[str, int | None] = {}
+    for record, us in by_stim.items():
+        attrs = us[0].fields.get(keys.field)
+        if not isinstance(attrs, list):
+            out.update(dict.fromkeys((u.id for u in us), None))
+            continue
+        gf = group_field(attrs, keys.group_field, file, record)
+        reader: dict[int, Unit] = {}
+        for u in us:
+            hits = _matches(_level(u), u.vars, attrs, gf, keys, file, record)
+            i = hits[u.sample % len(hits)] if hits else None
+            out[u.id] = i
+            if i is None:
+                continue
+            other = reader.setdefault(i, u)
+            if other.cell != u.cell:
+                raise DataError(f"levels {_level(other)} and {_level(u)} both read {_entry_name(attrs, i)}: "
+                                "two levels map to one recorded answer", file=file, key=f"record {record}",
+                                hint="give each level the vars that tell its entry apart (name, group, age)")
+        read = set(reader) if levels is None else _planned_reads(levels, samples, attrs, gf, keys, file, record)
+        _unread(read, attrs, file, record)
+    return out
+
+
+def recorded_claims(unit: Unit, field: str, index: int | None) -> tuple[int | None, list[str], Any]:
+    """(entry index, claims, labels or None) of a unit whose entry `resolve_entries` found."""
     attrs = unit.fields.get(field)
-    if not isinstance(attrs, list):
+    entry = attrs[index] if index is not None and isinstance(attrs, list) else None
+    if index is None or not isinstance(entry, dict):
         return None, [], None
-    i = entry_index(unit, attrs, var)
-    entry = attrs[i] if i is not None else None
-    if i is None or not isinstance(entry, dict):
-        return None, [], None
-    claims = [claim_text(c) for c in _claims_of(entry)]
-    return i, claims, entry.get("labels")
+    return index, [claim_text(c) for c in _claims_of(entry)], entry.get("labels")
 
 
 def _claims_of(entry: object) -> list[Any]:
@@ -209,5 +346,5 @@ def recorded_labels(records: Mapping[str, Sequence[Any]], file: str | None) -> d
     return out
 
 
-__all__ = ["LABELS", "VOCABULARY", "RecordLabels", "claim_text", "entry_index", "label", "layout_mismatch",
-           "recorded_claims", "recorded_labels"]
+__all__ = ["GROUP_FIELDS", "LABELS", "VOCABULARY", "EntryKeys", "RecordLabels", "claim_text", "group_field",
+           "Level", "identity", "label", "layout_mismatch", "recorded_claims", "recorded_labels", "resolve_entries"]

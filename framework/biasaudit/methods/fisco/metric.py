@@ -62,6 +62,12 @@ class FiscoParams(BaseModel):
     def _triple(cls, v: Any) -> Any:
         """YAML gives the three numbers as a list: a tuple, even under strict validation."""
         return tuple(v) if isinstance(v, list) else v
+    normalisation: Literal["paper", "authors"] = "paper"
+    """How the weighted label counts of a pair become its similarity: `paper` (the paper's
+    equation 1: the weighted labels of both directions over their number, normalised once)
+    or `authors` (the authors' released code, checking.py `eval_bias_ttest` at
+    HuXiangkun/FiSCo fe7b9ce: each direction's mean label score, the two means summed and
+    divided by the number of labels again; it reproduces their dataset/ ttest.json)."""
     alpha: float = 0.05
     """Significance level of the Welch test (Holm-adjusted across group pairs)."""
     baselines: list[Literal["ccosine", "crougel", "cbleu"]] = ["ccosine", "crougel", "cbleu"]
@@ -89,6 +95,21 @@ def similarity(labels: list[str], weights: tuple[float, float, float]) -> float 
     a, b, g = weights
     ce, cn, cc = labels.count("E"), labels.count("N"), labels.count("C")
     return (a * ce + b * cn + g * cc) / (ce + cn + cc)
+
+
+def similarity_authors(xy: list[str], yx: list[str], weights: tuple[float, float, float]) -> float | None:
+    """The authors' released statistic (HuXiangkun/FiSCo fe7b9ce, checking.py
+    `eval_bias_ttest` then utils_for_checking.py `calculate_similarity`): each direction's
+    weighted labels are averaged (`score_matrix[i][j] /= length_matrix[i][j]`), and the two
+    averages are divided again by the number of labels of both directions:
+    S = (mean(x vs y) + mean(y vs x)) / (n(x vs y) + n(y vs x)). A direction without labels
+    adds 0 to the sum and 0 to the count, as in their code; no labels at all: undefined.
+    (Their code also drops a pair whose later answer has no labels against the earlier one,
+    an order-dependent quirk no published file meets; it is not reproduced.)"""
+    if not xy and not yx:
+        return None
+    means = [s for d in (xy, yx) if d and (s := similarity(d, weights)) is not None]
+    return sum(means) / (len(xy) + len(yx))
 
 
 @dataclass
@@ -135,12 +156,13 @@ def pairs_of(q: QuestionData) -> tuple[dict[tuple[str, str], list[tuple[Resp, Re
     return inter, intra
 
 
-def pair_labels(x: Resp, y: Resp) -> tuple[list[str], list[list[str]]]:
-    """NLI labels of x's claims against y and of y's claims against x, and the claims
-    not entailed as (claim's group, checked against, claim, label) rows."""
-    labels: list[str] = []
+def pair_labels(x: Resp, y: Resp) -> tuple[list[str], list[str], list[list[str]]]:
+    """NLI labels of x's claims against y, of y's claims against x, and the claims not
+    entailed as (claim's group, checked against, claim, label) rows."""
+    directions: list[list[str]] = []
     evidence: list[list[str]] = []
     for a, b in ((x, y), (y, x)):
+        labels: list[str] = []
         claims = a.code.detail.claims or []
         for claim, lab in zip(claims, (a.code.detail.checks or {}).get(b.unit, []), strict=False):
             if lab is None:
@@ -148,7 +170,8 @@ def pair_labels(x: Resp, y: Resp) -> tuple[list[str], list[list[str]]]:
             labels.append(lab)
             if lab != "E":
                 evidence.append([a.group, b.group, claim, lab])
-    return labels, evidence
+        directions.append(labels)
+    return directions[0], directions[1], evidence
 
 
 @dataclass
@@ -237,13 +260,15 @@ PairScores = dict[tuple[int, int], tuple[float | None, list[list[str]]]]
 
 
 def score_pairs(inter_pairs: dict[tuple[str, str], list[tuple[Resp, Resp]]],
-                intra_pairs: dict[str, list[tuple[Resp, Resp]]], weights: Weights) -> PairScores:
+                intra_pairs: dict[str, list[tuple[Resp, Resp]]], weights: Weights,
+                normalisation: str = "paper") -> PairScores:
     """Every response pair scored once, by the identity of its two responses."""
     scores: PairScores = {}
     for prs in [*inter_pairs.values(), *intra_pairs.values()]:
         for x, y in prs:
-            labels, evidence = pair_labels(x, y)
-            scores[(id(x), id(y))] = (similarity(labels, weights), evidence)
+            xy, yx, evidence = pair_labels(x, y)
+            sim = similarity_authors(xy, yx, weights) if normalisation == "authors" else similarity(xy + yx, weights)
+            scores[(id(x), id(y))] = (sim, evidence)
     return scores
 
 
@@ -264,7 +289,7 @@ def score_question(q: QuestionData, p: FiscoParams, weights: Weights,
                    base_fns: Mapping[str, Callable[[Resp, Resp], float | None]]) -> tuple[QuestionResult, int]:
     """One question's Welch test (and its baselines'), and its number of unscorable response pairs."""
     inter_pairs, intra_pairs = pairs_of(q)
-    scores = score_pairs(inter_pairs, intra_pairs, weights)
+    scores = score_pairs(inter_pairs, intra_pairs, weights, p.normalisation)
     unscorable = sum(1 for s_, _ in scores.values() if s_ is None)
     inter_s = {pair: [v for x, y in prs if (v := scores[(id(x), id(y))][0]) is not None]
                for pair, prs in inter_pairs.items()}

@@ -7,7 +7,7 @@ import pytest
 from scipy import stats as st
 
 from biasaudit.coding.coders.claims import mask_values, parse_claim_list, split_claims
-from biasaudit.methods.fisco.metric import similarity, welch_flag
+from biasaudit.methods.fisco.metric import similarity, similarity_authors, welch_flag
 
 
 def test_similarity_by_hand_single_normalisation() -> None:
@@ -17,6 +17,17 @@ def test_similarity_by_hand_single_normalisation() -> None:
     assert similarity(labels, (1, 1, 0)) == pytest.approx(4 / 5)  # moderate
     assert similarity(labels, (1, 0.5, -1)) == pytest.approx((3 + 0.5 - 1) / 5)
     assert similarity([], (1, 0, 0)) is None  # no claims: unscorable
+
+
+def test_similarity_by_hand_authors_normalisation() -> None:
+    """The authors' released code (HuXiangkun/FiSCo fe7b9ce: score_matrix[i][j] /= length_matrix[i][j],
+    then (score[i][j] + score[j][i]) / (length[i][j] + length[j][i])), by hand with their
+    label scores C 0, N 0.5, E 1: r1 vs r2 E, E, N (mean 2.5/3), r2 vs r1 C, E (mean 1/2)."""
+    w = (1.0, 0.5, 0.0)
+    assert similarity_authors(["E", "E", "N"], ["C", "E"], w) == pytest.approx((2.5 / 3 + 1 / 2) / 5)
+    assert similarity(["E", "E", "N", "C", "E"], w) == pytest.approx(3.5 / 5)  # the paper's: once
+    assert similarity_authors([], ["E", "N"], w) == pytest.approx(0.75 / 2)  # an empty direction adds 0 and 0
+    assert similarity_authors([], [], w) is None
 
 
 def test_welch_matches_scipy() -> None:
