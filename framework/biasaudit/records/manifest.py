@@ -110,4 +110,9 @@ class RunManifest(_Part):
         for k in ("run_dir", "started", "finished", "run_stage_s", "execution"):
             if out.get(k) is None:
                 out.pop(k, None)
+        data = out.get("data")
+        if isinstance(data, dict):  # inline stimuli, or a manifest written before these fields: as it was
+            for k in ("selected", "sample", "provenance"):
+                if data.get(k) is None:
+                    data.pop(k, None)
         return out
