@@ -135,7 +135,8 @@ def _list(args: argparse.Namespace) -> int:
             state = {"ok": f"present, {st.entry.digest_kind} ok", "mismatch": "present, DIGEST MISMATCH",
                      "absent": "ABSENT", "unchecked": "present, no digest recorded",
                      "not fetched": f"not fetched (biasaudit data fetch {prov.benchmark})"}[st.state]
-            print(printable(f"  {st.entry.path}: {rec}, {state}"))
+            name = st.entry.path or f"(published at {st.entry.url or 'an address not recorded'}; no file named)"
+            print(printable(f"  {name}: {rec}, {state}"))
     return 0
 
 
@@ -150,7 +151,7 @@ def _verify(args: argparse.Namespace) -> int:
     counts = {"ok": 0, "not fetched": 0, "unchecked": 0}
     for _, prov, statuses in found:
         for st in statuses:
-            name = printable(f"{prov.benchmark}/{st.entry.path}")
+            name = printable(f"{prov.benchmark}/{st.entry.path or st.entry.url or '?'}")
             if st.state == "mismatch":
                 assert st.digest is not None
                 problems += 1

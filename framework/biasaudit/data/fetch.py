@@ -248,6 +248,10 @@ def fetch_benchmark(benchmark: str, *, dest: Path | None = None, url: str | None
         _place_provenance(pj, root)
     out = []
     for e in entries:
+        if not e.path:
+            say(f"skipped: a file of {benchmark} published at {e.url or 'an address not recorded'}: its provenance "
+                "names no file and no digest to check")
+            continue
         src = url or e.url
         if src is None:
             if e.listed and (root / e.path).is_file():

@@ -103,7 +103,9 @@ class PublishedFile(_Strict):
 class UnobtainedFile(_Strict):
     """A published file the project could not ship: where it lives and how to check it."""
 
-    source_path: str
+    source_path: str | None = None
+    """Its path in the source repository (None: published elsewhere, e.g. a dataset hub;
+    `url` says where)."""
     path: RelPath | None = None
     """Its name in the folder once fetched (default: the last part of `source_path`)."""
     url: HttpUrl | None = None
@@ -114,8 +116,11 @@ class UnobtainedFile(_Strict):
     why: str = ""
 
     @property
-    def local_path(self) -> str:
-        return self.path or _relative(PurePosixPath(self.source_path).name)
+    def local_path(self) -> str | None:
+        """Its name in the folder; None when the provenance names no file (a pointer only)."""
+        if self.path is not None:
+            return self.path
+        return _relative(PurePosixPath(self.source_path).name) if self.source_path else None
 
 
 class Provenance(_Strict):
@@ -140,7 +145,7 @@ class Provenance(_Strict):
     @model_validator(mode="after")
     def _unique_paths(self) -> Provenance:
         seen: set[str] = set()
-        for p in [f.path for f in self.files] + [u.local_path for u in self.unobtained]:
+        for p in [f.path for f in self.files] + [u.local_path for u in self.unobtained if u.local_path]:
             if p in seen:
                 raise ValueError(f"the path {p!r} is listed twice")
             seen.add(p)
@@ -154,12 +159,13 @@ class Provenance(_Strict):
         """Every file, shipped or not, in one shape."""
         out = [Entry(path=f.path, source_path=f.source_path, sha256=f.sha256, git_blob_sha1=f.git_blob_sha1,
                      bytes=f.bytes, records=f.records, url=f.url, listed=True) for f in self.files]
-        out += [Entry(path=u.local_path, source_path=u.source_path, sha256=u.sha256, git_blob_sha1=u.git_blob_sha1,
-                      bytes=u.bytes, records=u.records, url=u.url, listed=False) for u in self.unobtained]
+        out += [Entry(path=u.local_path or "", source_path=u.source_path or "", sha256=u.sha256,
+                      git_blob_sha1=u.git_blob_sha1, bytes=u.bytes, records=u.records, url=u.url, listed=False)
+                for u in self.unobtained]
         return out
 
     def entry(self, rel: str) -> Entry | None:
-        return next((e for e in self.entries() if e.path == rel), None)
+        return next((e for e in self.entries() if e.path and e.path == rel), None)
 
 
 @dataclass(frozen=True)
@@ -167,6 +173,7 @@ class Entry:
     """One file of a provenance folder, shipped (`listed` under `files`) or not."""
 
     path: str
+    """Its path in the folder; empty for a pointer to data published elsewhere (no file named)."""
     source_path: str
     sha256: str | None
     git_blob_sha1: str | None
@@ -320,7 +327,7 @@ class FileStatus:
 def file_status(folder: Path, entry: Entry) -> FileStatus:
     """Whether one file of a provenance folder is there and is the published file."""
     path = folder / entry.path
-    if not path.is_file():
+    if not entry.path or not path.is_file():
         fetchable = entry.url is not None or not entry.listed
         return FileStatus(entry, path, "not fetched" if fetchable else "absent")
     d = file_digest(path)
