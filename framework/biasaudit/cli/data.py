@@ -43,7 +43,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
     p = command_parser(sub, "data", help="list, verify and fetch the published benchmark files",
                        description=DESCRIPTION,
                        epilog="examples:\n  biasaudit data list\n  biasaudit data verify specs/data/crows_pairs\n"
-                              "  biasaudit data fetch stereoset --dest ~/data/stereoset")
+                              "  biasaudit data fetch winoqueer --dest ~/data/winoqueer")
     p.set_defaults(fn=cmd_data, data_parser=p)
     subs = p.add_subparsers(dest="data_command", metavar="subcommand")
     ls = subs.add_parser("list", help="benchmarks, files, licences, present / digest ok",
@@ -62,7 +62,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
     v.set_defaults(data_fn=_verify)
     f = subs.add_parser("fetch", help="download a published file that is not shipped, checking its digest",
                         description=FETCH_DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter,
-                        epilog="example: biasaudit data fetch stereoset --dest ~/data/stereoset")
+                        epilog="example: biasaudit data fetch winoqueer --dest ~/data/winoqueer")
     f.add_argument("benchmark", metavar="BENCHMARK", help="the benchmark id (`biasaudit data list` shows them)")
     f.add_argument("--dest", metavar="DIR", type=Path,
                    help="the folder to write into (default: the benchmark's provenance folder)")

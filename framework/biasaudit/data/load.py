@@ -8,8 +8,8 @@ from typing import Any
 import numpy as np
 
 from biasaudit._util.fileio import excerpt, names_excerpt, resolved
-from biasaudit.data import provenance
 from biasaudit.data.adapters import ADAPTERS, Adapter, check_columns
+from biasaudit.data.provenance import check as check_provenance
 from biasaudit.data.readers import file_sha256, read_csv, read_json_map, read_json_rows, read_jsonl
 from biasaudit.data.records import Stimulus, StimulusSet
 from biasaudit.errors import DataError
@@ -128,7 +128,7 @@ def load_stimuli(spec: StimuliSpec, spec_file: Path | None, limits: RuntimeLimit
     path = resolve_source(spec, spec_file)
     where = str(path) if path else file
     # a published file is checked against its provenance before a byte of it is parsed
-    checked = provenance.check(path) if path else None
+    checked = check_provenance(path) if path else None
     line_numbers: list[int] = []  # a jsonl record's line in the file, for errors
     header, rows = _read_rows(spec, adapter, path, file, limits, line_numbers)
     check_columns(adapter, header, str(where), spec.format)

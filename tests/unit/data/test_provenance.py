@@ -144,10 +144,13 @@ def test_the_shared_format_of_the_data_helpers_is_read(tmp_path: Path) -> None:
     data = crows_csv(2)
     doc = provenance(files=[file_entry("pairs.csv", data, 2, git_blob_sha1="a" * 40)], licence_source="LICENSE",
                      note="n", unobtained=[{"source_path": "data/big.jsonl", "url": "https://example.org/big.jsonl",
-                                            "git_blob_sha1": "b" * 40, "sha256": None, "why": "too large"}])
+                                            "git_blob_sha1": "b" * 40, "sha256": None, "why": "too large"},
+                                           {"source_path": None, "url": "https://example.org/hub/dataset",
+                                            "git_blob_sha1": None, "sha256": None, "why": "on a dataset hub"}])
     folder = write_folder(tmp_path / "toy", {"pairs.csv": data}, doc=doc)
     prov = read_provenance(folder / "provenance.json")
-    assert [e.path for e in prov.entries()] == ["pairs.csv", "big.jsonl"]
+    assert [e.path for e in prov.entries()] == ["pairs.csv", "big.jsonl", ""]  # the last names no file
+    assert load_stimuli(_spec(folder / "pairs.csv"), None).provenance is not None
 
 
 def test_a_file_is_hashed_once_per_version(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
