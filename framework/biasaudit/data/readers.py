@@ -63,7 +63,7 @@ def hash_stream(f: IO[bytes], size: int) -> FileDigest:
 def file_digest(path: Path, key: str | None = None) -> FileDigest:
     """The digests of a data file (a regular file; no FIFO, device or /proc file), from
     the process's cache when this version of the file was hashed before."""
-    with open_input(path, sys.maxsize, key=key, what="data file", hint=_SOURCE_HINT) as f:
+    with open_input(path, sys.maxsize, key=key, what="data file", hint=_SOURCE_HINT if key else None) as f:
         st = os.fstat(f.fileno())
         k = (str(path), st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
         with _DIGESTS_LOCK:
