@@ -116,6 +116,7 @@ bench: setup setup-vllm
 # framework/biasaudit/methods/<name>/__init__.py and method.md there, not the pages.
 docs: setup
 	$(BIN)/python docs/tools/method_pages.py
+	$(BIN)/python docs/tools/data_credits.py
 
 # ruff, mypy --strict on the whole package (strict = true in pyproject.toml) and the
 # import-linter contracts (pyproject.toml [tool.importlinter]); CI runs it before the tests.

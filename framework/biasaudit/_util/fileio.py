@@ -27,9 +27,10 @@ import contextlib
 import errno
 import os
 import re
+import secrets
 import stat
 import sys
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -359,6 +360,34 @@ def atomic_write(path: Path, text: str) -> None:
         with contextlib.suppress(OSError):
             tmp.unlink(missing_ok=True)
         raise write_error(path, exc) from None
+
+
+@contextlib.contextmanager
+def atomic_binary(path: Path) -> Iterator[IO[bytes]]:
+    """A binary file written whole or not at all (a download): the block writes a new
+    temporary file beside `path` (a random name, made new: never opened through a symlink
+    or a file already there), which is renamed over `path` when the block ends and removed
+    when it raises, so an interrupted or refused write leaves nothing behind."""
+    tmp = path.with_name(f".{path.name}.{secrets.token_hex(6)}.part")
+    try:
+        fd = os.open(tmp, os.O_RDWR | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
+                     | getattr(os, "O_CLOEXEC", 0), 0o666)
+    except OSError as exc:
+        raise write_error(path, exc) from None
+    try:
+        with os.fdopen(fd, "w+b") as f:  # readable too: a download is hashed from what was written
+            yield f
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            tmp.unlink(missing_ok=True)
+        raise write_error(path, exc) from None
+    except BaseException:
+        with contextlib.suppress(OSError):
+            tmp.unlink(missing_ok=True)
+        raise
 
 
 def write_error(path: Path, exc: OSError) -> BiasAuditError:

@@ -1,7 +1,7 @@
 """The `biasaudit` command line: the parser and the dispatch to the commands, one module
 each (cli/run.py, validate.py, selftest.py, plan.py, report.py, compare.py, calibrate.py,
 merge_cache.py, schema.py, catalog.py for `list`, init.py, annotate.py, view.py, pack.py,
-verify.py); what they share is in cli/common.py."""
+verify.py, data.py); what they share is in cli/common.py."""
 
 from __future__ import annotations
 
@@ -25,6 +25,7 @@ def build_parser() -> argparse.ArgumentParser:
     from biasaudit.cli.calibrate import add_parser as add_calibrate
     from biasaudit.cli.catalog import add_parser as add_catalog
     from biasaudit.cli.compare import add_parser as add_compare
+    from biasaudit.cli.data import add_parser as add_data
     from biasaudit.cli.init import add_parser as add_init
     from biasaudit.cli.merge_cache import add_parser as add_merge_cache
     from biasaudit.cli.pack import add_parser as add_pack
@@ -52,7 +53,7 @@ def build_parser() -> argparse.ArgumentParser:
     # the commands in the order `biasaudit --help` lists them
     adders: tuple[Callable[[Any], object], ...] = (
         add_run, add_validate, add_selftest, add_plan, add_report, add_compare, add_calibrate, add_merge_cache,
-        add_schema, add_catalog, add_init, add_annotate, add_view, add_pack, add_verify)
+        add_schema, add_catalog, add_init, add_annotate, add_view, add_pack, add_verify, add_data)
     for add in adders:
         add(sub)
     return p

@@ -50,6 +50,10 @@ def cmd_validate(args: argparse.Namespace, rest: list[str]) -> int:
     print(f"ok: {c.spec_file}: {len(counts.cells)} cell(s), {len(inp.stimuli.stimuli)} stimuli, "
           f"{counts.unique} requests, {layers}{len(c.config.metrics)} metric(s), "
           f"{len(c.config.thresholds)} threshold(s)")
+    from biasaudit.cli.data import validate_line
+
+    if (line := validate_line(inp.stimuli)) is not None:
+        print(line)
     return 0
 
 

@@ -9,9 +9,11 @@ import numpy as np
 
 from biasaudit._util.fileio import excerpt, names_excerpt, resolved
 from biasaudit.data.adapters import ADAPTERS, Adapter, check_columns
+from biasaudit.data.provenance import check as check_provenance
 from biasaudit.data.readers import file_sha256, read_csv, read_json_map, read_json_rows, read_jsonl
 from biasaudit.data.records import Stimulus, StimulusSet
 from biasaudit.errors import DataError
+from biasaudit.records.manifest import DataSample
 from biasaudit.spec import RuntimeLimits, StimuliSpec
 
 
@@ -102,15 +104,21 @@ def _check_stimuli(stimuli: list[Stimulus], where: str) -> None:
         )
 
 
-def _select(spec: StimuliSpec, stimuli: list[Stimulus], where: str) -> list[Stimulus]:
-    """The stimuli `where` keeps, then the seeded sample of them."""
+def _select(spec: StimuliSpec, stimuli: list[Stimulus], where: str) -> tuple[list[Stimulus], int, DataSample | None]:
+    """The stimuli `where` keeps, then the seeded sample of them; with how many `where`
+    kept and the sample as drawn."""
     if spec.where:
         stimuli = filter_stimuli(stimuli, spec.where, where)
-    if spec.sample is not None and spec.sample.n < len(stimuli):
-        rng = np.random.default_rng(spec.sample.seed)
-        keep = sorted(rng.choice(len(stimuli), size=spec.sample.n, replace=False).tolist())
-        stimuli = [stimuli[i] for i in keep]
-    return stimuli
+    selected = len(stimuli)
+    sample = None
+    if spec.sample is not None:
+        drawn = spec.sample.n < selected
+        sample = DataSample(n=spec.sample.n, of=selected, seed=spec.sample.seed, drawn=drawn)
+        if drawn:
+            rng = np.random.default_rng(spec.sample.seed)
+            keep = sorted(rng.choice(selected, size=spec.sample.n, replace=False).tolist())
+            stimuli = [stimuli[i] for i in keep]
+    return stimuli, selected, sample
 
 
 def load_stimuli(spec: StimuliSpec, spec_file: Path | None, limits: RuntimeLimits | None = None) -> StimulusSet:
@@ -119,19 +127,24 @@ def load_stimuli(spec: StimuliSpec, spec_file: Path | None, limits: RuntimeLimit
     adapter = ADAPTERS.get(spec.format, file=file, key="stimuli.format")
     path = resolve_source(spec, spec_file)
     where = str(path) if path else file
+    # a published file is checked against its provenance before a byte of it is parsed
+    checked = check_provenance(path) if path else None
     line_numbers: list[int] = []  # a jsonl record's line in the file, for errors
     header, rows = _read_rows(spec, adapter, path, file, limits, line_numbers)
     check_columns(adapter, header, str(where), spec.format)
     stimuli = [_to_stimulus(spec, adapter, row, i, header, str(where), line_numbers) for i, row in enumerate(rows)]
     _check_stimuli(stimuli, str(where))
     n_total = len(stimuli)
-    stimuli = _select(spec, stimuli, str(where))
+    stimuli, selected, sample = _select(spec, stimuli, str(where))
     return StimulusSet(
         stimuli=stimuli,
         source=str(path) if path else None,
-        sha256=file_sha256(path) if path else None,
+        sha256=(checked[1].sha256 if checked else file_sha256(path)) if path else None,
         format=spec.format,
         n_total=n_total,
+        selected=selected,
+        sample=sample,
+        provenance=checked[0] if checked else None,
     )
 
 

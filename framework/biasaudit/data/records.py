@@ -5,6 +5,7 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict
 
 from biasaudit.records.json import JSONObject
+from biasaudit.records.manifest import DataProvenance, DataSample
 
 
 class Stimulus(BaseModel):
@@ -24,7 +25,12 @@ class StimulusSet(BaseModel):
     sha256: str | None
     format: str
     n_total: int
-    """Rows before subsampling."""
+    """Rows in the data, before `where` and `sample`."""
+    selected: int | None = None
+    """Rows left after `where`, before `sample` (None: built by hand, as `n_total`)."""
+    sample: DataSample | None = None
+    provenance: DataProvenance | None = None
+    """The published data the file is, checked against its folder's provenance.json."""
 
     @property
     def field_names(self) -> set[str]:

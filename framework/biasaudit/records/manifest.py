@@ -15,6 +15,47 @@ class _Part(BaseModel):
     model_config = ConfigDict(extra="allow")
 
 
+class DataProvenance(BaseModel):
+    """Where a stimulus file was published, from its folder's provenance.json, after the
+    loader checked the file's digest against it (data/provenance.py)."""
+
+    model_config = ConfigDict(extra="allow", frozen=True)
+    benchmark: str
+    """The benchmark's id (`crows_pairs`)."""
+    title: str = ""
+    """Its name as cited (CrowS-Pairs); the id when the provenance gives none."""
+    licence: str = ""
+    licence_url: str = ""
+    source_repo: str = ""
+    """owner/name of the repository that published it."""
+    commit: str = ""
+    source_path: str = ""
+    """The file's path in that repository at `commit`."""
+    path: str = ""
+    """The file's path in its provenance folder."""
+    sha256: str = ""
+    """SHA-256 of the file as read (of the gzip for a compressed file)."""
+    records: int | None = None
+    """Records in the published file, as its provenance says."""
+    citation: str = ""
+    checked: str = "sha256"
+    """What the file was checked against: `sha256`, `git_blob_sha1` (the source tree's
+    blob id, where no SHA-256 is recorded) or `none`."""
+
+
+class DataSample(BaseModel):
+    """`stimuli.sample`: the seeded sample asked for, and what it drew."""
+
+    model_config = ConfigDict(extra="allow", frozen=True)
+    n: int
+    """Stimuli asked for."""
+    of: int
+    """Stimuli it was drawn from (after `where`)."""
+    seed: int
+    drawn: bool
+    """False when the data holds no more than `n` stimuli (all of them are used)."""
+
+
 class DataRef(_Part):
     source: str | None = None
     """The stimulus file (None: stimuli given inline in the spec)."""
@@ -22,6 +63,11 @@ class DataRef(_Part):
     format: str | None = None
     rows: int = 0
     used: int = 0
+    selected: int | None = None
+    """Stimuli left after `where` (before `sample`); None in manifests before this field."""
+    sample: DataSample | None = None
+    provenance: DataProvenance | None = None
+    """The published data the file is, when a provenance.json lists it."""
 
 
 class ModelRef(_Part):
@@ -64,4 +110,9 @@ class RunManifest(_Part):
         for k in ("run_dir", "started", "finished", "run_stage_s", "execution"):
             if out.get(k) is None:
                 out.pop(k, None)
+        data = out.get("data")
+        if isinstance(data, dict):  # inline stimuli, or a manifest written before these fields: as it was
+            for k in ("selected", "sample", "provenance"):
+                if data.get(k) is None:
+                    data.pop(k, None)
         return out

@@ -20,6 +20,7 @@ from biasaudit.records.coding import CodingReport
 from biasaudit.records.estimate import Estimate
 from biasaudit.records.execution import ExecutionStats
 from biasaudit.records.json import JSONObject
+from biasaudit.records.manifest import DataProvenance, DataSample
 from biasaudit.records.metric_result import MetricResult
 from biasaudit.records.sequential import SequentialRecord
 
@@ -48,6 +49,12 @@ class DataInfo(_Record):
     format: str = ""
     rows: int = 0
     used: int = 0
+    selected: int | None = None
+    """Stimuli left after `where`, before `sample`."""
+    sample: DataSample | None = None
+    """`stimuli.sample` as asked and drawn ("n of N stimuli, seed s")."""
+    provenance: DataProvenance | None = None
+    """The published data the stimulus file is (benchmark, repository, commit, licence)."""
 
 
 class DesignInfo(_Record):

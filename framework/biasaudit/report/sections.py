@@ -15,7 +15,8 @@ from typing import Any
 
 from biasaudit.methods.base import method_text
 from biasaudit.records.estimate import Estimate
-from biasaudit.records.summary import RunSummary, VerdictRow
+from biasaudit.records.manifest import DataProvenance
+from biasaudit.records.summary import DataInfo, RunSummary, VerdictRow
 from biasaudit.report.crosswalk import clause_for
 from biasaudit.stats import wilson
 
@@ -95,7 +96,30 @@ def method(s: RunSummary) -> dict[str, Any]:
         "n_cells": s.design.n_cells,
         "stimuli": s.data.used,
         "stimuli_total": s.data.rows,
+        "sample": sample_text(s.data),
+        "data_citation": data_citation(s.data.provenance) if s.data.provenance else None,
     }
+
+
+def data_citation(p: DataProvenance) -> str:
+    """The published data a run used, as the report cites it: "CrowS-Pairs,
+    nyu-mll/crows-pairs@dfb3698 data/crows_pairs_anonymized.csv, CC BY-SA 4.0, sha256 ..."."""
+    where = f"{p.source_repo}@{p.commit[:7]} {p.source_path}".strip()
+    checked = {"sha256": "", "git_blob_sha1": " (checked against the source tree's git blob id)",
+               "none": " (its provenance records no digest to check)"}.get(p.checked, "")
+    return f"{p.title or p.benchmark}, {where}, {p.licence}, sha256 {p.sha256}{checked}"
+
+
+def sample_text(d: DataInfo) -> str | None:
+    """`stimuli.sample` in words: "300 of 1508 stimuli, seed 0" (the 1508 counted after
+    `where`), or why every stimulus was used; None without a sample."""
+    sm = d.sample
+    if sm is None:
+        return None
+    after = f" (after `where`; {d.rows} in the data)" if sm.of != d.rows else ""
+    if sm.drawn:
+        return f"{sm.n} of {sm.of} stimuli{after}, seed {sm.seed}"
+    return f"all {sm.of} stimuli{after}: the sample of {sm.n} asked for is not smaller"
 
 
 def conditions(s: RunSummary) -> dict[str, Any]:
@@ -211,5 +235,5 @@ def document(s: RunSummary, crosswalk: str | None) -> dict[str, Any]:
     return doc
 
 
-__all__ = ["OVER_TEXT", "SANITY_TEXT", "conditions", "document", "executive", "method", "quality", "reliability",
-           "sanity_statement", "signoff", "validity", "verdict_rows"]
+__all__ = ["OVER_TEXT", "SANITY_TEXT", "conditions", "data_citation", "document", "executive", "method", "quality",
+           "reliability", "sample_text", "sanity_statement", "signoff", "validity", "verdict_rows"]

@@ -243,7 +243,8 @@ def manifest(prep: Prepared, run_id: str, command: list[str]) -> RunManifest:
         spec_file=str(c.spec_file),
         spec_sha256=file_sha256(c.spec_file),
         data=DataRef(source=prep.stimuli.source, sha256=prep.stimuli.sha256, format=prep.stimuli.format,
-                     rows=prep.stimuli.n_total, used=len(prep.stimuli.stimuli)),
+                     rows=prep.stimuli.n_total, used=len(prep.stimuli.stimuli), selected=prep.stimuli.selected,
+                     sample=prep.stimuli.sample, provenance=prep.stimuli.provenance),
         model=ModelRef(name=audit_subject(cfg), backend=cfg.model.backend if cfg.probe.kind != "classify_nli"
                        else f"{cfg.nli.backend if cfg.nli else '?'} via {cfg.model.backend}", identity=prep.identity),
         seed=cfg.runtime.seed,
