@@ -68,7 +68,7 @@ def _provenance() -> dict[str, Any]:
 
 def _listed() -> set[str]:
     """The folders provenance.json lists a labels file for."""
-    return {str(Path(f["path"]).parent) for f in _provenance()["files"] if Path(f["path"]).name in LABEL_FILES}
+    return {str(Path(f["path"]).parent) for f in _provenance()["unobtained"] if Path(f["path"]).name in LABEL_FILES}
 
 
 def _folders() -> list[str]:
@@ -86,7 +86,7 @@ def _missing(why: str) -> None:
 
 def _checked(folder: str) -> Path:
     """The folder, its files compared with the digests in provenance.json."""
-    for f in _provenance()["files"]:
+    for f in _provenance()["unobtained"]:
         if str(Path(f["path"]).parent) != folder:
             continue
         path = DATA / f["path"]
