@@ -81,7 +81,9 @@ screenshots: setup
 	$(BIN)/python docs/tools/screenshots.py docs/img
 
 # The whole suite, in two phases; both always run and a failure in either fails the target.
-# 1. The unit tests (the hostile catalogue and the slow ones included) on two workers
+# 1. The unit tests and the conformance suite (tests/conformance: numbers checked against
+#    published tables and reference implementations; the hostile catalogue and the slow
+#    ones included) on two workers
 #    (pytest-xdist). --dist loadfile keeps each test file on one worker: a file's module
 #    fixtures (a reference run, a loaded model, a hostile run folder) are built once, not
 #    once per worker, and its tests never race each other.
@@ -92,17 +94,18 @@ PYTEST := $(BIN)/python -m pytest -q -p no:cacheprovider --durations=15
 test: setup setup-vllm
 	@unit=0; serial=0; \
 	echo "== unit tests on 2 workers (not marked serial)"; \
-	$(PYTEST) -n 2 --dist loadfile -m "not serial" tests/unit || unit=$$?; \
+	$(PYTEST) -n 2 --dist loadfile -m "not serial" tests/unit tests/conformance || unit=$$?; \
 	echo "== serial unit tests, then the integration tests, one at a time"; \
 	$(PYTEST) -m serial tests/unit tests/integration || serial=$$?; \
 	echo "make test: unit tests on 2 workers exit $$unit, serial and integration tests exit $$serial"; \
 	test $$unit -eq 0 && test $$serial -eq 0
 
-# The inner loop (under 3 minutes on 2 cores): the unit tests on two workers (pytest-xdist),
+# The inner loop (under 3 minutes on 2 cores): the unit tests and the conformance suite's
+# fast slice on two workers (pytest-xdist),
 # without the `slow` ones (real models, subprocess reruns, headless Chromium, runs of several
 # seconds), the `serial` ones and the hostile catalogue. `make test` runs all of them, as CI does.
 test-fast: setup
-	$(BIN)/python -m pytest -q -p no:cacheprovider -n 2 --dist loadfile -m "not slow and not serial" tests/unit \
+	$(BIN)/python -m pytest -q -p no:cacheprovider -n 2 --dist loadfile -m "not slow and not serial" tests/unit tests/conformance \
 	  --ignore=tests/unit/hostile --durations=10 -x
 
 bench: setup setup-vllm

@@ -321,6 +321,15 @@ class ThresholdSpec(Strict):
     shown": fair within the margin); FAIL when the 1 - alpha interval lies wholly outside
     it; INCONCLUSIVE otherwise. A `min`/`max` threshold's PASS says only that no deviation
     beyond the bound was shown."""
+    share_test: Literal["score", "exact"] = "score"
+    """How a share counted once per stimulus (an estimate with a plain Wilson interval) is
+    decided. `score` (the default): on its Wilson interval (the score test), whose error
+    rate with the truth on a bound can exceed nominal at some n by discreteness (e.g. 7.75%
+    for equivalence in [0.1, 0.3] at n = 69; docs/statistics.md). `exact`: exact binomial
+    tests, i.e. the Clopper-Pearson interval (an exact one-sided binomial test per bound;
+    `binom_tost` for `equivalence`), at most the nominal rate at every n, at some cost in
+    power. Clustered shares (several answers per stimulus), means and contrasts are judged
+    on their own intervals either way."""
 
     @property
     def band(self) -> tuple[float | None, float | None]:

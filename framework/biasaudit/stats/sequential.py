@@ -6,7 +6,8 @@ seen / stimuli planned) and stops at the first decided look would, at the plain 
 at every look, decide a threshold whose true value sits exactly on the bound far more
 often than 5% of the time (about 14% over five looks). Lan and DeMets (1983) spend the
 error rate alpha over the looks instead: a spending function alpha*(t), increasing from 0
-to alpha at t = 1, gives the share that may be spent by information t, and the two-sided
+to alpha at t = 1, gives the share that may be spent by information t (for a two-sided
+test, the sum of the two sides' one-sided functions at alpha / 2 each), and the two-sided
 boundary c_k of look k is the one whose crossing probability, given no crossing before,
 is alpha*(t_k) - alpha*(t_{k-1}) under the null. The Z statistics of one estimator at
 the looks are a Brownian motion in the information (Z_k ~ N(0, 1), corr(Z_i, Z_j) =
@@ -20,7 +21,8 @@ Written by hand because no well-kept Python package provides Lan-DeMets boundari
 statsmodels and scipy do not; on PyPI `gsdesign` (0.1.x, "experimental", alpha status)
 ports only the integration grid of R's gsDesign, without spending functions or a
 boundary search. The tests check these boundaries against
-`scipy.stats.multivariate_normal.cdf` and published values.
+`scipy.stats.multivariate_normal.cdf` and published values
+(tests/conformance/test_sequential_boundaries.py).
 """
 
 from __future__ import annotations
@@ -36,9 +38,12 @@ from scipy.stats import norm
 
 Spending = Literal["obrien_fleming", "pocock"]
 
-# Below this much alpha to spend at a look, its boundary is infinite: the look cannot
-# decide (an O'Brien-Fleming-type function spends next to nothing at small t).
-_NOTHING = 1e-13
+# A look with nothing to spend (the increment underflows to 0) has an infinite boundary.
+# Any positive increment gets its finite boundary, as gsDesign and rpact give it, however
+# tiny (the first of 10 O'Brien-Fleming looks at 0.01 spends 1.4e-18: boundary 8.799); a
+# look whose nominal alpha is below double precision (about 1e-16) has a level that rounds
+# to 1 and cannot decide (`verdicts.sequential`).
+_NOTHING = 0.0
 # Beyond this many standard deviations the null density is below 1e-20: the grid of a
 # look with an infinite boundary stops here.
 _TAIL = 9.5
@@ -48,19 +53,26 @@ _POINTS = 801
 
 
 def spent(spending: Spending, t: float | np.ndarray, alpha: float) -> np.ndarray:
-    """alpha*(t): the error rate a two-sided design may have spent by information t.
+    """alpha*(t): the error rate a two-sided design may have spent by information t, the
+    sum of what its two sides spend. Each side spends alpha / 2 with Lan and DeMets'
+    one-sided function, as R's gsDesign (`sfLDOF`, `sfLDPocock` with `test.type = 2`),
+    rpact (`asOF`, `asP` with `sided = 2`) and ldbounds do for a symmetric two-sided test.
 
-    `obrien_fleming`: 2 - 2 Phi(z_{alpha/2} / sqrt(t)) (Lan and DeMets' O'Brien-Fleming
-    type: almost nothing early, nearly the whole alpha at the end); `pocock`:
-    alpha ln(1 + (e - 1) t) (Lan and DeMets' Pocock type: about even over the looks).
+    `obrien_fleming`: each side 2 - 2 Phi(z_{alpha/4} / sqrt(t)), so the design spends
+    4 - 4 Phi(z_{alpha/4} / sqrt(t)) (almost nothing early, nearly the whole alpha at the
+    end). Not 2 - 2 Phi(z_{alpha/2} / sqrt(t)): that is the one-sided function applied to
+    the two-sided alpha, which spends more early (5 equal looks at 0.05: 4.383 ... 2.064
+    instead of the published 4.877 ... 2.031). `pocock`: each side (alpha / 2)
+    ln(1 + (e - 1) t), so the design spends alpha ln(1 + (e - 1) t) (linear in alpha, so the
+    per-side and the whole-alpha readings coincide).
     """
     tt = np.clip(np.asarray(t, dtype=float), 0.0, 1.0)
     if spending == "obrien_fleming":
         with np.errstate(divide="ignore"):
-            z = norm.isf(alpha / 2) / np.sqrt(tt)
-        return np.asarray(2 * norm.sf(z))
+            z = norm.isf(alpha / 4) / np.sqrt(tt)
+        return np.asarray(2 * (2 * norm.sf(z)))  # two sides, each 2 (1 - Phi(z_{alpha/4} / sqrt t))
     if spending == "pocock":
-        return np.asarray(alpha * np.log1p((math.e - 1) * tt))
+        return np.asarray(2 * (alpha / 2 * np.log1p((math.e - 1) * tt)))
     raise ValueError(f"unknown spending function {spending!r}")
 
 

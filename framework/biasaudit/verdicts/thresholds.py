@@ -17,6 +17,9 @@ shown within [low, high]"); FAIL when the 1 - alpha interval lies wholly outside
 (a deviation beyond the margin is shown at the usual two-sided level); INCONCLUSIVE
 otherwise, and whenever the interval is missing or of zero width. Over cells, every cell
 must show equivalence (an intersection-union test: no multiplicity adjustment is needed).
+
+`share_test: exact` decides a share counted once per stimulus (a plain Wilson estimate)
+on its Clopper-Pearson interval instead (exact binomial tests; `stats.adjust.exact_share`).
 """
 
 from __future__ import annotations
@@ -32,7 +35,7 @@ from biasaudit.records.estimate import Estimate
 from biasaudit.records.metric_result import MetricResult
 from biasaudit.registry import METRICS
 from biasaudit.spec import ThresholdSpec
-from biasaudit.stats.adjust import at_level, distance_outside, exact_at_level
+from biasaudit.stats.adjust import at_level, distance_outside, exact_at_level, exact_share
 
 Verdict = Literal["PASS", "FAIL", "INCONCLUSIVE"]
 _RANK = {"PASS": 0, "INCONCLUSIVE": 1, "FAIL": 2}
@@ -198,12 +201,18 @@ def _evaluate(thresholds: list[ThresholdSpec], results: dict[str, MetricResult])
                                      verdict=v, cell=f"{sp.min_cell} .. {sp.max_cell}", refs=t.refs, reason=why,
                                      sanity=t.sanity, note=t.note, equivalence=t.equivalence is not None, tost=tost))
         else:
-            est = res.estimates[name]
+            est = _tested(t, res.estimates[name], estimate_range(res, name))
             v, why, tost = _judge(t, est, estimate_range(res, name))
             out.append(VerdictRecord(metric=t.metric, over="pooled", min=lo, max=hi, estimate=est,
                                      verdict=v, refs=t.refs, reason=why, sanity=t.sanity, note=t.note,
                                      equivalence=t.equivalence is not None, tost=tost))
     return out
+
+
+def _tested(t: ThresholdSpec, est: Estimate, rng: tuple[float, float] | None) -> Estimate:
+    """The estimate the threshold decides on: with `share_test: exact`, a share counted
+    once per stimulus gets its exact binomial (Clopper-Pearson) interval."""
+    return exact_share(est, rng) if t.share_test == "exact" else est
 
 
 def _no_data(res: MetricResult, name: str) -> bool:
@@ -238,8 +247,8 @@ def estimate_range(res: MetricResult, name: str) -> tuple[float, float] | None:
 
 def worst_cell(res: MetricResult, name: str, t: ThresholdSpec) -> tuple[Verdict, str, str, Estimate]:
     """The worst cell of estimate `name` under threshold `t` (see the module text)."""
-    cells = res.cells[name]
     rng = estimate_range(res, name)
+    cells = {c: _tested(t, e, rng) for c, e in res.cells[name].items()}
     t_lo, t_hi = t.band
     with_data = [c for c, e in cells.items() if e.has_data and e.ci_low is not None]
     k = len(with_data)

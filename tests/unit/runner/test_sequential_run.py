@@ -37,14 +37,15 @@ def test_planted_effect_stops_at_the_second_look(workdir: Path, cli) -> None:  #
     run = run_dirs(workdir)[0]
     s = _summary(run)
     q = s["sequential"]
-    # look 1 (10 pairs, 10/10): Wilson at 0.99991 is [39.4, 100], straddles 60; look 2
-    # (20/20) at 0.99446: [72.2, 100], wholly above 60: FAIL, decided, stop
+    # look 1 (10 pairs, 10/10): Wilson at 0.999985 is [34.8, 100], straddles 60; look 2
+    # (20/20) at 0.99695: [69.5, 100], wholly above 60: FAIL, decided, stop (levels of the
+    # per-side O'Brien-Fleming boundaries 4.333, 2.963, 2.359, 2.014)
     assert (q["stopped_at"], q["planned_looks"], q["run"], q["not_run"]) == (2, [10, 20, 30, 40], 20, 20)
     assert q["stopped_early"] is True and "decided by look 2 of 4" in q["reason"]
     first, second = (look["thresholds"][0] for look in q["looks"])
-    assert first["verdict"] == "INCONCLUSIVE" and first["ci_low"] == pytest.approx(39.4231, abs=1e-3)
-    assert second["verdict"] == "FAIL" and second["decided_here"] and second["ci_low"] == pytest.approx(72.2157, abs=1e-3)
-    assert second["level"] == pytest.approx(0.994462, abs=1e-6) and second["spent"] == pytest.approx(0.0055746, abs=1e-6)
+    assert first["verdict"] == "INCONCLUSIVE" and first["ci_low"] == pytest.approx(34.7564, abs=1e-3)
+    assert second["verdict"] == "FAIL" and second["decided_here"] and second["ci_low"] == pytest.approx(69.4923, abs=1e-3)
+    assert second["level"] == pytest.approx(0.996955, abs=1e-6) and second["spent"] == pytest.approx(0.0030506, abs=1e-6)
     v = s["verdicts"][0]
     assert v["verdict"] == "FAIL" and v["estimate"]["n"] == 20 and v["estimate"]["level"] == second["level"]
     # only the 20 pairs run are in the trail and the counts; the rest are "not run", not failures
@@ -179,7 +180,7 @@ def test_a_threshold_decided_early_keeps_its_verdict(workdir: Path, cli) -> None
     assert code == 1, err
     s = _summary(run_dirs(workdir)[0])
     look1, look2 = (look["thresholds"] for look in s["sequential"]["looks"])
-    # the whole range [0, 100] is allowed: PASS at the first look (interval at 0.99991 inside it)
+    # the whole range [0, 100] is allowed: PASS at the first look (interval at 0.999985 inside it)
     assert look1[1]["verdict"] == "PASS" and look1[1]["decided_here"]
     assert look2[1]["verdict"] == "PASS" and not look2[1]["decided_here"]
     assert look2[1]["reason"].startswith("kept from look 1")

@@ -29,9 +29,12 @@ RUNS = 2000
 # -- the spending functions, by hand ------------------------------------------------------------
 
 def test_spending_functions_are_the_lan_demets_forms() -> None:
+    """Each side spends alpha / 2 with the one-sided Lan-DeMets function; the published
+    boundaries (O'Brien-Fleming and Pocock) and gsDesign's own formulas are checked in
+    tests/conformance/test_sequential_boundaries.py."""
     t = np.array([0.25, 0.5, 1.0])
-    z = st.norm.ppf(1 - ALPHA / 2)
-    assert spent("obrien_fleming", t, ALPHA) == pytest.approx([2 - 2 * st.norm.cdf(z / math.sqrt(x)) for x in t])
+    z = st.norm.ppf(1 - ALPHA / 4)
+    assert spent("obrien_fleming", t, ALPHA) == pytest.approx([2 * (2 - 2 * st.norm.cdf(z / math.sqrt(x))) for x in t])
     assert spent("pocock", t, ALPHA) == pytest.approx([ALPHA * math.log(1 + (math.e - 1) * x) for x in t])
     assert spent("obrien_fleming", 1.0, ALPHA) == pytest.approx(ALPHA)
     assert spent("pocock", 1.0, ALPHA) == pytest.approx(ALPHA)
@@ -48,16 +51,10 @@ def test_one_look_is_the_fixed_design() -> None:
 def test_first_boundary_in_closed_form() -> None:
     # at the first look nothing was spent before: 2 (1 - Phi(c_1)) = alpha*(t_1)
     b = boundaries([0.2, 0.6, 1.0], ALPHA, "obrien_fleming")
-    assert b.z[0] == pytest.approx(st.norm.ppf(0.975) / math.sqrt(0.2), abs=1e-7)  # 4.3826
+    assert b.z[0] == pytest.approx(st.norm.isf(2 * st.norm.sf(st.norm.isf(ALPHA / 4) / math.sqrt(0.2))), abs=1e-7)
+    assert b.z[0] == pytest.approx(4.877, abs=1e-3)  # the published first of five equal looks
     b = boundaries([0.2, 0.6, 1.0], ALPHA, "pocock")
     assert b.z[0] == pytest.approx(st.norm.isf(ALPHA * math.log(1 + (math.e - 1) * 0.2) / 2), abs=1e-7)
-
-
-def test_pocock_type_boundaries_match_published_values() -> None:
-    # Lan-DeMets Pocock-type, two-sided alpha 0.05, five equally spaced looks (R gsDesign,
-    # sfLDPocock; Jennison and Turnbull 2000, ch. 7): 2.438 2.427 2.410 2.397 2.386
-    b = boundaries([0.2, 0.4, 0.6, 0.8, 1.0], ALPHA, "pocock")
-    assert np.round(b.z, 3).tolist() == [2.438, 2.427, 2.410, 2.397, 2.386]
 
 
 @pytest.mark.parametrize("spending", ["obrien_fleming", "pocock"])
@@ -75,10 +72,19 @@ def test_boundaries_agree_with_scipy_multivariate_normal(spending: str) -> None:
     assert b.spent[-1] == ALPHA
 
 
-def test_early_looks_of_many_spend_nothing_and_cannot_decide() -> None:
+def test_early_looks_of_many_spend_next_to_nothing_and_cannot_decide() -> None:
     b = boundaries(np.arange(1, 21) / 20, ALPHA, "obrien_fleming")
-    assert b.z[0] == math.inf and b.nominal_alpha[0] == 0.0  # alpha*(1/20) = 2 (1 - Phi(8.77)) ~ 2e-18
+    # alpha*(1/20) = 4 (1 - Phi(z_{alpha/4} sqrt(20))) ~ 2e-23: a finite boundary (as gsDesign
+    # gives it), whose nominal level 1 - 2e-23 rounds to 1: the look cannot decide
+    assert b.z[0] == pytest.approx(st.norm.isf(float(spent("obrien_fleming", 0.05, ALPHA)) / 2), abs=1e-6)
+    assert 9.9 < b.z[0] < 10.1 and 1 - b.nominal_alpha[0] == 1.0
     assert 1.9 < b.z[-1] < 2.3
+
+
+def test_a_look_with_nothing_to_spend_has_no_boundary() -> None:
+    b = boundaries([0.001, 1.0], ALPHA, "obrien_fleming")  # alpha*(0.001) underflows to 0
+    assert b.z[0] == math.inf and b.nominal_alpha[0] == 0.0
+    assert b.z[1] == pytest.approx(st.norm.ppf(0.975), abs=1e-6)
 
 
 def test_bad_fractions_are_refused() -> None:
