@@ -33,7 +33,8 @@ class ValidityFlag(BaseModel):
     model_config = ConfigDict(frozen=True)
     kind: str
     """`valid_share`, `undefined`, `failed_requests`, `dominant_label`, `otherwise_share`,
-    `abstain_share`, `judge_calibration`, `uncalibrated_judge`."""
+    `abstain_share`, `judge_calibration`, `uncalibrated_judge`, `judge_below_chance`
+    (against human labels), `nli_no_discrimination`, or a method's own."""
     message: str
     blocking: bool = True
     """True: the verdicts on the affected estimates are INCONCLUSIVE."""
