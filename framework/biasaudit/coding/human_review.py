@@ -16,6 +16,14 @@ of the units). PPI needs the sample to be drawn from the units this layer coded:
 sheet sampled another layer's units it is reported as undefined, with the reason. Units
 sampled but left blank count as unlabelled (assumed missing at random; the note says how
 many).
+
+When the PPI estimate is undefined because the judge's error on a label is the same on
+every human-labelled unit (its variance is 0), the note says which way: the judge agrees
+with every human label, disagrees with every one, or errs by the same amount for another
+reason (`constant_error`). A machine layer whose accuracy against the human labels is
+below chance (always giving the most common human label) puts a validity flag on the
+verdicts it feeds (`below_chance_flags`): blocking when the whole accuracy interval is
+below chance.
 """
 
 from __future__ import annotations
@@ -29,6 +37,7 @@ from biasaudit.coding.reliability import kappa_alpha
 from biasaudit.records.codes import Code, Unit
 from biasaudit.records.coding import GoldReport, LabelRate, RaterGold
 from biasaudit.records.estimate import Estimate
+from biasaudit.records.metric_result import ValidityFlag
 from biasaudit.stats.disaggregate import Obs, pooled, proportion
 from biasaudit.stats.ppi import PPI, ppi_mean, stratified_mean
 
@@ -61,6 +70,9 @@ def _rates(labels: list[str], units: Sequence[Unit], machine: Mapping[str, str],
             est = Estimate.no_data(PPI, f"undefined: {ppi_ok}")
         else:
             est = ppi_mean(f, lab, y, st, bounds=(0.0, 1.0))
+            why = None if est.has_data else constant_error(label, f, lab, y, st)
+            if why is not None:
+                est = est.model_copy(update={"note": f"undefined: {why}"})
             if est.has_data and blank:
                 est = est.model_copy(update={"note": est.note + f"; {blank} sampled unit(s) left blank count as "
                                                                  "unlabelled (assumed missing at random)"})
@@ -68,18 +80,94 @@ def _rates(labels: list[str], units: Sequence[Unit], machine: Mapping[str, str],
     return out
 
 
-def gold_report(pair: ReliabilityPair, layers: Mapping[str, Layer], units: Sequence[Unit],
-                codes: Mapping[str, Mapping[str, Code]], seed: int = 0) -> GoldReport | None:
-    """The gold report of a pair with exactly one human layer (None otherwise)."""
+def constant_error(label: str, f: Sequence[float], labelled: Sequence[bool], y: Sequence[float],
+                   strata: Sequence[str]) -> str | None:
+    """Why the judge's error on `label` has no variance, in words, or None when it varies
+    in some stratum (PPI's zero variance then has another cause, and its own note stays).
+    The error is judge minus human (1: the judge gives the label, the human does not) on
+    the human-labelled units, per sampling stratum (each needs two or more)."""
+    per: dict[str, set[float]] = {}
+    for fi, li, yi, si in zip(f, labelled, y, strata, strict=True):
+        if li:
+            per.setdefault(si, set()).add(fi - yi)
+    n = sum(1 for x in labelled if x)
+    if not per or any(len(v) != 1 for v in per.values()):
+        return None
+    errors = {next(iter(v)) for v in per.values()}
+    tail = ("so the correction's variance estimate is 0: the sample cannot show how the judge's errors vary, and an "
+            "interval would ignore them; label more units")
+    if errors == {0.0}:
+        return (f"the judge agrees with every one of the {n} human labels on {label!r} (it gives {label!r} exactly "
+                f"where the humans do), {tail}")
+    if errors == {1.0}:
+        return (f"the judge disagrees with every one of the {n} human labels on {label!r}: it gives {label!r} to all "
+                f"{n} labelled units and the humans to none; its error is the same on every unit, {tail}")
+    if errors == {-1.0}:
+        return (f"the judge disagrees with every one of the {n} human labels on {label!r}: the humans give {label!r} "
+                f"to all {n} labelled units and the judge to none; its error is the same on every unit, {tail}")
+    return (f"the judge's error on {label!r} is the same on every human-labelled unit of each sampling stratum "
+            f"({n} units; it agrees in some strata and disagrees in all units of others), {tail}")
+
+
+def _pairing(pair: ReliabilityPair, layers: Mapping[str, Layer], codes: Mapping[str, Mapping[str, Code]]
+             ) -> tuple[str, str, dict[str, str], dict[str, str]] | None:
+    """(human layer, machine layer, unit -> human label, unit -> machine label), each
+    layer's `map` applied; None unless the pair has exactly one human layer."""
     humans = [n for n in (pair.a, pair.b) if layers[n].coder_name == "human"]
     if len(humans) != 1:
         return None
     h = humans[0]
     m = pair.b if h == pair.a else pair.a
     map_h, map_m = (pair.map_a, pair.map_b) if h == pair.a else (pair.map_b, pair.map_a)
+    human = {u: map_h.get(c.label, c.label) for u, c in codes.get(h, {}).items() if c.coded and c.label is not None}
+    machine = {u: map_m.get(c.label, c.label) for u, c in codes.get(m, {}).items() if c.coded and c.label is not None}
+    return h, m, human, machine
+
+
+def below_chance_flags(plan: CodingPlan, units: Sequence[Unit], codes: Mapping[str, Mapping[str, Code]]
+                       ) -> dict[str, ValidityFlag]:
+    """Machine layer -> a flag when its accuracy against the human labels is below chance
+    (the accuracy of always giving the most common human label): a warning when only the
+    point estimate is below it, blocking when the whole 95% accuracy interval is (the judge
+    is worse than chance on these labels, so the verdicts it feeds mean nothing)."""
+    out: dict[str, ValidityFlag] = {}
+    by_id = {u.id: u for u in units}
+    for p in plan.pairs:
+        got = _pairing(p, plan.layers, codes)
+        if got is None:
+            continue
+        h, m, human, machine = got
+        rows = [(by_id[u], human[u], machine[u]) for u in human if u in machine and u in by_id]
+        if len(rows) < 2:
+            continue
+        acc = pooled([Obs(cell=u.cell, cluster=u.stimulus, value=1.0 if a == b else 0.0) for u, a, b in rows],
+                     proportion)
+        labels = [a for _, a, _ in rows]
+        top = max(set(labels), key=lambda x: (labels.count(x), x))
+        chance = labels.count(top) / len(labels)
+        if acc.value is None or acc.value >= chance:
+            continue
+        sure = acc.ci_high is not None and acc.ci_high < chance
+        out[m] = ValidityFlag(
+            kind="judge_below_chance", layer=m, blocking=sure,
+            message=(f"this judge is worse than chance on your labels: layer {m!r} agrees with {h!r} on "
+                     f"{acc.value:.2f} of {len(rows)} human-labelled units ({acc.fmt(2)}), while always answering "
+                     f"the most common human label {top!r} would agree on {chance:.2f}")
+                    + ("; the verdicts it feeds cannot be decided: check the judge (its rubric, its labels' map) "
+                       "against the human labels" if sure else
+                       " (the interval still reaches chance: label more units to tell)"))
+    return out
+
+
+def gold_report(pair: ReliabilityPair, layers: Mapping[str, Layer], units: Sequence[Unit],
+                codes: Mapping[str, Mapping[str, Code]], seed: int = 0) -> GoldReport | None:
+    """The gold report of a pair with exactly one human layer (None otherwise)."""
+    got = _pairing(pair, layers, codes)
+    if got is None:
+        return None
+    h, m, human, machine = got
+    map_h, map_m = (pair.map_a, pair.map_b) if h == pair.a else (pair.map_b, pair.map_a)
     hc, mc = codes.get(h, {}), codes.get(m, {})
-    human = {u: map_h.get(c.label, c.label) for u, c in hc.items() if c.coded and c.label is not None}
-    machine = {u: map_m.get(c.label, c.label) for u, c in mc.items() if c.coded and c.label is not None}
     strata = {u: c.detail.stratum if c.detail.stratum is not None else "?" for u, c in hc.items()}
     sampled = [c for c in hc.values() if c.detail.sampled]
     blank = sum(1 for c in sampled if not c.coded)
@@ -113,4 +201,5 @@ def gold_reports(plan: CodingPlan, units: Sequence[Unit], codes: Mapping[str, Ma
     return out
 
 
-__all__ = ["GoldReport", "LabelRate", "RaterGold", "gold_report", "gold_reports"]
+__all__ = ["GoldReport", "LabelRate", "RaterGold", "below_chance_flags", "constant_error", "gold_report",
+           "gold_reports"]

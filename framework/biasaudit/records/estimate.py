@@ -3,8 +3,53 @@
 from __future__ import annotations
 
 import math
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
+
+
+class Subset(BaseModel):
+    """Which of its metric's items (`MetricResult.items`) an estimate is computed from,
+    when not all of them: the items whose stimulus field is one of the listed values (as
+    text, `str()` of the field, as `stats.disaggregate.by_group` splits them) for every
+    field of `where`, and whose cell has one of the listed levels for every factor of
+    `levels`. A per-cell estimate is restricted to its cell as well. Set where the estimate
+    is made (the breakdown helpers, a method's own subsets), so a reader (the viewer's
+    "responses" link) never has to guess it from the estimate's name."""
+
+    model_config = ConfigDict(frozen=True)
+    where: dict[str, list[str]] = Field(default_factory=dict)
+    """Stimulus field -> the values an item's field must take (a group: one; a contrast: two)."""
+    levels: dict[str, list[str]] = Field(default_factory=dict)
+    """Design factor -> the levels an item's cell must have."""
+    stimuli: list[str] | None = None
+    """When set, only the items of these stimuli (a group no field names, e.g. BBQ's
+    examples whose right answer is the biased one)."""
+    any_of: list[dict[str, str]] = Field(default_factory=list)
+    """When not empty, an item must also match one of these stimulus field -> value
+    combinations (an impact ratio's two groups of an intersection: `gender+race`
+    man+Black against woman+White)."""
+
+    def within(self, other: Subset | None) -> Subset:
+        """This subset further restricted by `other` (a field in both: the values in both)."""
+        if other is None:
+            return self
+
+        def meet(a: dict[str, list[str]], b: dict[str, list[str]]) -> dict[str, list[str]]:
+            out = dict(a)
+            for k, v in b.items():
+                out[k] = [x for x in out[k] if x in v] if k in out else list(v)
+            return out
+
+        if self.any_of and other.any_of:  # the combinations both allow
+            both = [{**a, **b} for a in self.any_of for b in other.any_of
+                    if all(a[k] == b[k] for k in a.keys() & b.keys())]
+        else:
+            both = list(self.any_of or other.any_of)
+        ids = self.stimuli if other.stimuli is None else other.stimuli if self.stimuli is None \
+            else [x for x in self.stimuli if x in set(other.stimuli)]
+        return Subset(where=meet(self.where, other.where), levels=meet(self.levels, other.levels), any_of=both,
+                      stimuli=ids)
 
 
 class Estimate(BaseModel):
@@ -37,6 +82,26 @@ class Estimate(BaseModel):
     made by the same method from the same data (the same resamples for a bootstrap), for
     equivalence (TOST) thresholds. Kept in memory only: the verdict that uses it records it,
     so summary.json's estimates stay as they were."""
+    subset: Subset | None = None
+    """The items of its metric it is computed from, when not all (a group, a contrast's two
+    groups, a design factor's level); None: every item of the metric (of its cell, for a
+    per-cell estimate). Written only as a metric's own estimate (`MetricResult.estimates`
+    and `.cells` in summary.json, when set): a copy in a plot, a table or a method's detail
+    record is the number alone, as it always was."""
+
+    @model_serializer(mode="wrap")
+    def _without_subset(self, handler: SerializerFunctionWrapHandler) -> Any:
+        out = handler(self)
+        if isinstance(out, dict):
+            out.pop("subset", None)
+        return out
+
+    def over(self, subset: Subset | None) -> Estimate:
+        """The same estimate, recorded as computed from `subset` of the items (restricting
+        the subset it already has)."""
+        if subset is None:
+            return self
+        return self.model_copy(update={"subset": subset if self.subset is None else self.subset.within(subset)})
 
     @classmethod
     def no_data(cls, method: str, note: str = "no data") -> Estimate:

@@ -10,6 +10,9 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    FieldSerializationInfo,
+    SerializerFunctionWrapHandler,
+    field_serializer,
     model_serializer,
     model_validator,
 )
@@ -30,7 +33,8 @@ class ValidityFlag(BaseModel):
     model_config = ConfigDict(frozen=True)
     kind: str
     """`valid_share`, `undefined`, `failed_requests`, `dominant_label`, `otherwise_share`,
-    `abstain_share`, `judge_calibration`, `uncalibrated_judge`."""
+    `abstain_share`, `judge_calibration`, `uncalibrated_judge`, `judge_below_chance`
+    (against human labels), `nli_no_discrimination`, or a method's own."""
     message: str
     blocking: bool = True
     """True: the verdicts on the affected estimates are INCONCLUSIVE."""
@@ -211,3 +215,29 @@ class MetricResult(BaseModel):
     """The method's own intermediate values that its report section draws from and that
     are neither estimates nor item rows (items that could not be scored, per-group score
     sets): JSON here, parsed back into the method's typed record by its `present`."""
+
+    @field_serializer("estimates", mode="wrap")
+    def _estimates_with_subsets(self, v: dict[str, Estimate], handler: SerializerFunctionWrapHandler,
+                                info: FieldSerializationInfo) -> Any:
+        # a metric's own estimates say which of its items they rest on (`Estimate.subset`)
+        out = handler(v)
+        return _with_subsets(out, v, info.mode)
+
+    @field_serializer("cells", mode="wrap")
+    def _cells_with_subsets(self, v: dict[str, dict[str, Estimate]], handler: SerializerFunctionWrapHandler,
+                            info: FieldSerializationInfo) -> Any:
+        out = handler(v)
+        if isinstance(out, dict):
+            for name, per in v.items():
+                if name in out:
+                    out[name] = _with_subsets(out[name], per, info.mode)
+        return out
+
+
+def _with_subsets(out: Any, v: dict[str, Estimate], mode: str) -> Any:
+    if not isinstance(out, dict):
+        return out
+    for k, e in v.items():
+        if e.subset is not None and isinstance(out.get(k), dict):
+            out[k]["subset"] = e.subset.model_dump(mode="json" if mode == "json" else "python")
+    return out

@@ -4,6 +4,7 @@ with their intervals, and the verdict), and the summary table of a sweep or suit
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 from pydantic import ValidationError
@@ -19,12 +20,23 @@ def num(x: float | None) -> str:
     return "n/a" if x is None else f"{x:.4g}"
 
 
+def first_sentences(text: str, limit: int) -> str:
+    """`text` whole when it fits in `limit` characters; else its first sentences that fit
+    (the first one whole, however long), with "[...]" for the rest: never cut inside a
+    sentence, where the reason a measurement is undefined would read backwards."""
+    if len(text) <= limit:
+        return text
+    ends = [m.end() for m in re.finditer(r"[.!?](?=\s+[A-Z(])", text)]
+    fit = [e for e in ends if e <= limit] or ends[:1]
+    return text if not fit or fit[-1] >= len(text) else text[:fit[-1]] + " [...]"
+
+
 def estimate_text(est: Estimate) -> str:
     """'67.5 [52.02, 79.92]': the value and its interval (95% unless the estimate says otherwise);
     'undefined (every pair ties...)' for a measurement with no information."""
     if est.value is None:
         note = est.note.removeprefix("undefined: ") if est.note else ""
-        return f"undefined ({note[:80]})" if note and note != "no data" else "n/a (no data)"
+        return f"undefined ({first_sentences(note, 80)})" if note and note != "no data" else "n/a (no data)"
     if est.ci_low is None or est.ci_high is None:
         return num(est.value)
     return f"{num(est.value)} [{num(est.ci_low)}, {num(est.ci_high)}]"
@@ -114,4 +126,4 @@ def common_parent(paths: list[str]) -> Path | None:
     return Path(os.path.commonpath([str(Path(p).resolve().parent) for p in paths]))
 
 
-__all__ = ["estimate_text", "final_line", "headlines", "load_summary", "sweep_rows", "table"]
+__all__ = ["estimate_text", "first_sentences", "final_line", "headlines", "load_summary", "sweep_rows", "table"]

@@ -15,11 +15,13 @@ from pathlib import Path
 from typing import Any
 
 from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
+from markupsafe import Markup
 
 from biasaudit.records.compare import CompareResult
 from biasaudit.records.suite import SuiteSummary
 from biasaudit.records.summary import RunSummary
 from biasaudit.report.csv_export import write_compare_csvs, write_csvs
+from biasaudit.report.outcome import first_sentences
 from biasaudit.report.plots import render_plot
 from biasaudit.report.sections import document
 from biasaudit.spec.models import ReportSpec
@@ -53,11 +55,22 @@ def fmt_num(x: Any, digits: int = 3) -> str:
 def fmt_est(e: dict[str, Any] | None, digits: int = 2) -> str:
     if not e or e.get("value") is None:
         note = str((e or {}).get("note") or "")
-        # an undefined measurement says why (every pair ties, no answer names a person...)
-        return f"undefined ({note.removeprefix('undefined: ')[:120]})" if note and note != "no data" else "n/a (no data)"
+        # an undefined measurement says why (every pair ties, no answer names a person...),
+        # in whole sentences
+        return f"undefined ({first_sentences(note.removeprefix('undefined: '), 240)})" if note and note != "no data" \
+            else "n/a (no data)"
     if e.get("ci_low") is None:
         return f"{fixed(e['value'], digits)} (n={e['n']})"
     return f"{fixed(e['value'], digits)} [{fixed(e['ci_low'], digits)}, {fixed(e['ci_high'], digits)}] (n={e['n']})"
+
+
+def html_est(e: dict[str, Any] | None, digits: int = 2) -> Markup:
+    """`fmt_est` for HTML: an undefined estimate's reason in a span that wraps (a number
+    cell does not), so a long reason stays on the page instead of running off it."""
+    text = fmt_est(e, digits)
+    if e and e.get("value") is not None:
+        return Markup("{}").format(text)
+    return Markup('<span class="why">{}</span>').format(text)
 
 
 def md_cell(x: Any) -> str:
@@ -102,8 +115,8 @@ def _env(autoescape: bool) -> Environment:
         trim_blocks=True,
         lstrip_blocks=True,
     )
-    env.filters.update(num=fmt_num, est=fmt_est, md=md_cell, md_lines=md_lines, claim=verdict_claim,
-                       kinds=verdict_kinds)
+    env.filters.update(num=fmt_num, est=html_est if autoescape else fmt_est, md=md_cell, md_lines=md_lines,
+                       claim=verdict_claim, kinds=verdict_kinds)
     return env
 
 

@@ -26,6 +26,7 @@ from biasaudit._version import __version__
 from biasaudit.backends import audit_identity, audit_subject, build_audit_backend
 from biasaudit.coding.base import LayerCalls
 from biasaudit.coding.calibration_record import calibration_problems
+from biasaudit.coding.human_review import below_chance_flags
 from biasaudit.coding.layers import CodingPlan
 from biasaudit.coding.routes import StoreAnswerer
 from biasaudit.coding.stage import CodingResult, run_coding
@@ -190,6 +191,9 @@ def guard(prep: Prepared, responses: dict[str, Response], coded: Coded, results:
         if prep.coding.layers else {}
     per_layer = {n: [f.model_copy(update={"blocking": False}) if f.kind == "dominant_label" and n in accept_dominant
                      else f for f in fs] for n, fs in per_layer.items()}
+    # a judge worse than chance against the humans' labels: beside every verdict it feeds
+    for name, flag in below_chance_flags(prep.coding, coded.result.units, coded.result.codes).items():
+        per_layer.setdefault(name, []).append(flag)
     out: dict[str, MetricResult] = {}
     for m in cfg.metrics:
         res = results[m.key]

@@ -23,7 +23,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from biasaudit.records.estimate import Estimate
+from biasaudit.records.estimate import Estimate, Subset
 from biasaudit.stats import cluster_bootstrap, mean_t, wilson, wilson_clustered
 from biasaudit.stats.contrasts import MAX_GROUPS, ContrastFamily, pairwise_contrasts
 
@@ -122,13 +122,20 @@ def by_group(rows: Sequence[Obs], field_name: str, estimator: Estimator = propor
         return {MISSING_GROUP: Estimate.no_data(
             "none", note=f"breakdown skipped: the data has no {field_name!r} column")}
     groups = split(rows, lambda r: str(r.fields.get(field_name, "")))
+    # each group's estimate names its items (`Subset`): a reader need not parse its name
     if pool:
-        return {g: pooled(rs, estimator, scale=scale, seed=seed) for g, rs in groups.items()}
+        return {g: pooled(rs, estimator, scale=scale, seed=seed).over(group_subset(field_name, [g]))
+                for g, rs in groups.items()}
     out = {}
     for g, rs in groups.items():
         e = estimator(rs)
-        out[g] = e.scaled(scale) if scale != 1.0 else e
+        out[g] = (e.scaled(scale) if scale != 1.0 else e).over(group_subset(field_name, [g]))
     return out
+
+
+def group_subset(field_name: str, groups: Sequence[str]) -> Subset:
+    """The items of the given groups of a stimulus field (as `by_group` splits them)."""
+    return Subset(where={field_name: list(groups)})
 
 
 def group_contrasts(rows: Sequence[Obs], field_name: str, *, match: Callable[[Obs], str | None] | None = None,
@@ -147,14 +154,20 @@ def group_contrasts(rows: Sequence[Obs], field_name: str, *, match: Callable[[Ob
                               max_groups=max_groups, paired_units=paired_units)
 
 
-def contrast_estimates(fam: ContrastFamily | None, field_name: str, *, scale: float = 1.0) -> dict[str, Estimate]:
-    """`contrast.<field>.<a>-<b>` (independent groups) and `contrast.<field>.<a>-<b>.paired`."""
+def contrast_estimates(fam: ContrastFamily | None, field_name: str, *, scale: float = 1.0, field: str | None = None,
+                       factor: str | None = None) -> dict[str, Estimate]:
+    """`contrast.<field>.<a>-<b>` (independent groups) and `contrast.<field>.<a>-<b>.paired`.
+    Each is recorded as computed from the items of its two groups: of the stimulus field
+    `field` (default: `field_name`, when that is not a prefixed name), or of the levels of
+    the design factor `factor`."""
     out: dict[str, Estimate] = {}
     for c in fam.contrasts if fam is not None else []:
         key = f"contrast.{field_name}.{c.a}-{c.b}"
-        out[key] = c.difference.scaled(scale) if scale != 1.0 else c.difference
+        both = Subset(levels={factor: [c.a, c.b]}) if factor is not None \
+            else group_subset(field if field is not None else field_name, [c.a, c.b])
+        out[key] = (c.difference.scaled(scale) if scale != 1.0 else c.difference).over(both)
         if c.paired is not None:
-            out[f"{key}.paired"] = c.paired.scaled(scale) if scale != 1.0 else c.paired
+            out[f"{key}.paired"] = (c.paired.scaled(scale) if scale != 1.0 else c.paired).over(both)
     return out
 
 
@@ -170,7 +183,8 @@ def defined_contrasts(est: Mapping[str, Estimate], fam: ContrastFamily, groups: 
             continue
         why = f"undefined: the estimate of group {bad[0]} is undefined ({groups[bad[0]].note or 'no data'})"
         for key in [k for k in out if k.endswith(f".{c.a}-{c.b}") or k.endswith(f".{c.a}-{c.b}.paired")]:
-            out[key] = Estimate.no_data(out[key].method, why).model_copy(update={"n": out[key].n})
+            out[key] = Estimate.no_data(out[key].method, why).model_copy(update={"n": out[key].n,
+                                                                                 "subset": out[key].subset})
     return out
 
 
@@ -230,5 +244,6 @@ def breakdown(rows: Sequence[Obs], estimator: Estimator = proportion, *, by: Seq
 
 
 __all__ = ["MISSING_GROUP", "Breakdown", "Estimator", "Obs", "breakdown", "by_cell", "by_group", "clustered",
-           "contrast_estimates", "contrast_table", "defined_contrasts", "group_contrasts", "group_table", "mean", "pooled", "proportion",
+           "contrast_estimates", "contrast_table", "defined_contrasts", "group_contrasts", "group_subset", "group_table",
+           "mean", "pooled", "proportion",
            "split"]

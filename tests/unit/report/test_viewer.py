@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from biasaudit.report.answers import answer_text, prompt_text
-from biasaudit.report.viewer.load import FIELD_CHARS, MAX_ROWS, TEXT_CHARS, _group, _shares
+from biasaudit.report.viewer.load import FIELD_CHARS, MAX_ROWS, TEXT_CHARS, _shares, in_subset
 from biasaudit.report.viewer.page import embed_json
 from tests.conftest import isolation, run_dirs
 from tests.helpers import (
@@ -220,13 +220,23 @@ def test_shares_give_small_runs_all_their_rows() -> None:
     assert _shares([], 5) == []
 
 
-def test_estimate_names_to_groups() -> None:
-    values = {"category": {"a", "b-c", "b"}}
-    assert _group("rate.category.a", ["category"], values) == ("category", ["a"])
-    assert _group("rate.category.b-c", ["category"], values) == ("category", ["b-c"])  # a name with a dash
-    assert _group("contrast.category.a-b-c.paired", ["category"], values) == ("category", ["a", "b-c"])
-    assert _group("rate", ["category"], values) == ("", [])
-    assert _group("rate.other.a", ["category"], values) == ("", [])
+def test_an_estimates_subset_selects_its_items_not_its_name() -> None:
+    from biasaudit.records.estimate import Subset
+
+    group = Subset(where={"category": ["b-c"]})  # a group whose name has a dash
+    assert in_subset("s1", {"category": "b-c"}, None, group) and not in_subset("s1", {"category": "b"}, None, group)
+    assert in_subset("s1", {"n": 1}, None, Subset(where={"n": ["1"]}))  # a number's value as text
+    pair = Subset(where={"category": ["a", "b-c"]})
+    assert in_subset("s", {"category": "a"}, None, pair) and not in_subset("s", {}, None, pair)
+    level = Subset(levels={"tone": ["calm"]})
+    assert in_subset("s", {}, {"tone": "calm"}, level) and not in_subset("s", {}, {"tone": "upset"}, level)
+    assert not in_subset("s", {}, None, level)
+    both = Subset(any_of=[{"gender": "man", "race": "Black"}, {"gender": "woman", "race": "White"}])
+    assert in_subset("s", {"gender": "man", "race": "Black"}, None, both)
+    assert not in_subset("s", {"gender": "man", "race": "White"}, None, both)  # not a product of the lists
+    ids = Subset(stimuli=["s2"])
+    assert in_subset("s2", {}, None, ids) and not in_subset("s1", {}, None, ids)
+    assert in_subset("s", {}, None, None)  # no subset: every item of the metric
 
 
 @pytest.mark.parametrize("setup,expect", [

@@ -36,7 +36,7 @@ from biasaudit.methods.bbq.scores import (
 )
 from biasaudit.metrics.base import MetricContext
 from biasaudit.metrics.validity import valid_share
-from biasaudit.records.estimate import Estimate
+from biasaudit.records.estimate import Estimate, Subset
 from biasaudit.records.json import json_int, json_list
 from biasaudit.records.metric_result import MetricResult, ReliabilityItem
 from biasaudit.records.responses import ScoredTokens, parse_output
@@ -203,8 +203,15 @@ def scores_of(answers: list[Answer], p: BBQParams) -> dict[str, Estimate]:
     """accuracy (all, ambig, disambig), s_dis (disambiguated), s_amb (ambiguous)."""
     amb = [a for a in answers if a.condition == "ambig"]
     dis = [a for a in answers if a.condition == "disambig"]
-    return {"accuracy": _est(answers, accuracy, p), "accuracy.ambig": _est(amb, accuracy, p),
-            "accuracy.disambig": _est(dis, accuracy, p), "s_dis": _est(dis, s_dis, p), "s_amb": _est(amb, s_amb, p)}
+    # each score names its examples by their fields (`Estimate.subset`), for the viewer's links
+    return {"accuracy": _est(answers, accuracy, p), "accuracy.ambig": _est(amb, accuracy, p).over(AMBIG),
+            "accuracy.disambig": _est(dis, accuracy, p).over(DISAMBIG), "s_dis": _est(dis, s_dis, p).over(DISAMBIG),
+            "s_amb": _est(amb, s_amb, p).over(AMBIG)}
+
+
+AMBIG = Subset(where={"context_condition": ["ambig"]})
+DISAMBIG = Subset(where={"context_condition": ["disambig"]})
+"""The examples of each context condition (the published field `context_condition`)."""
 
 
 def estimates_of(answers: list[Answer], p: BBQParams) -> tuple[dict[str, Estimate], dict[str, dict[str, Estimate]]]:
@@ -214,10 +221,13 @@ def estimates_of(answers: list[Answer], p: BBQParams) -> tuple[dict[str, Estimat
     per_cat = {c: scores_of([a for a in answers if a.category == c], p) for c in sorted({a.category for a in answers})}
     for c, e in per_cat.items():
         for k, v in e.items():
-            est[f"{k}.{c}"] = v
+            est[f"{k}.{c}"] = v.over(Subset(where={"category": [c]}))
     dis = [a for a in answers if a.condition == "disambig" and a.biased is not None]
-    est["accuracy.disambig.aligned"] = _est([a for a in dis if a.label == a.biased], accuracy, p)
-    est["accuracy.disambig.conflicting"] = _est([a for a in dis if a.label != a.biased], accuracy, p)
+    for name, rows in (("aligned", [a for a in dis if a.label == a.biased]),
+                       ("conflicting", [a for a in dis if a.label != a.biased])):
+        # no field says whether the right answer is the biased one: the examples by id
+        est[f"accuracy.disambig.{name}"] = _est(rows, accuracy, p).over(
+            DISAMBIG.within(Subset(stimuli=sorted({a.stimulus for a in rows}))))
     return est, per_cat
 
 
@@ -245,7 +255,9 @@ def contrast_estimates_of(fams: dict[str, ContrastFamily | None], per_cat: dict[
     for score, fam in fams.items():
         if fam is None:
             continue
-        est = contrast_estimates(fam, f"{score}.category", scale=2.0 if score == "s_dis" else 1.0)
+        est = contrast_estimates(fam, f"{score}.category", scale=2.0 if score == "s_dis" else 1.0, field="category")
+        if score == "s_dis":
+            est = {k: e.over(DISAMBIG) for k, e in est.items()}
         out.update(defined_contrasts(est, fam, {c: e[score] for c, e in per_cat.items()}))
     return out
 

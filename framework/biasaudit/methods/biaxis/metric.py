@@ -36,7 +36,7 @@ from biasaudit.methods.biaxis.records import (
 from biasaudit.metrics.base import MetricContext
 from biasaudit.plan import Cell
 from biasaudit.records.codes import Code
-from biasaudit.records.estimate import Estimate
+from biasaudit.records.estimate import Estimate, Subset
 from biasaudit.records.metric_result import MetricResult, ReliabilityItem
 from biasaudit.records.responses import GenerateOutput, parse_output
 from biasaudit.spec import CalibrationSpec
@@ -269,11 +269,15 @@ class FactorSpread:
     def estimates_by_key(self) -> dict[str, Estimate]:
         """`union.<factor>.<level>`, the contrasts, `spread.<factor>.range`."""
         out = {f"union.{self.name}.{lv}": e for lv, e in zip(self.levels, self.estimates, strict=True)}
-        out.update(contrast_estimates(self.contrasts, self.name))
+        # the factor's slice of the design (other factors at baseline, OAT), from a level's own subset
+        first = self.estimates[0].subset if self.estimates else None
+        others = {f: v for f, v in first.levels.items() if f != self.name} if first is not None else {}
+        within = Subset(levels=others) if others else None
+        out.update({k: e.over(within) for k, e in contrast_estimates(self.contrasts, self.name, factor=self.name).items()})
         if self.range is not None:
             out[f"spread.{self.name}.range"] = Estimate(
                 value=self.range, ci_low=None, ci_high=None, n=self.responses, method="none",
-                note="max - min BER_union over the factor's levels")
+                note="max - min BER_union over the factor's levels").over(within)
         return out
 
 
@@ -286,7 +290,7 @@ def factor_spread(ctx: MetricContext, fname: str, elig: list[Coded], p: BiaxisPa
         if sub:
             levels.append(lv)
             ests.append(pooled([Obs(cell=c.cell, cluster=c.stimulus, value=_union(c)) for c in sub],
-                               proportion, seed=p.seed))
+                               proportion, seed=p.seed).over(Subset(levels={fname: [lv], **_slice_levels(ctx, fname)})))
     contrasts = group_contrasts([Obs(cell=c.cell, cluster=c.stimulus, value=_union(c),
                                      fields={fname: c.levels.get(fname)}) for c in slice_ if fname in c.levels],
                                 fname, match=lambda o: o.cluster, paired_units="statement")
@@ -438,6 +442,14 @@ def compute(ctx: MetricContext, metric_id: str, params: BaseModel) -> MetricResu
                 "unparsed": quality.unparsed, "cells": len(cells), "trap_cells": sum(1 for c in cells if c.trap)},
         detail=_detail(ctx, coded, elig, cells, factors, quality).model_dump(mode="json"), params=p.model_dump(),
     )
+
+
+def _slice_levels(ctx: MetricContext, fname: str) -> dict[str, list[str]]:
+    """The other factors' baseline levels that `_slice` keeps (none outside an OAT design)."""
+    d = ctx.config.design
+    if d.kind != "oat" or not d.baseline:
+        return {}
+    return {f: [str(d.baseline[f])] for f in ctx.config.factors if f != fname and f in d.baseline}
 
 
 def _slice(ctx: MetricContext, fname: str, elig: list[Coded]) -> list[Coded]:

@@ -13,6 +13,8 @@ tables and plots are declared by `report.present_impact` from the families kept 
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from pydantic import BaseModel, ConfigDict, Field
 
 from biasaudit.methods.label_rates.metric import (
@@ -24,7 +26,7 @@ from biasaudit.methods.label_rates.metric import (
 from biasaudit.methods.label_rates.records import ImpactDetail
 from biasaudit.metrics.base import MetricContext
 from biasaudit.records.codes import Unit
-from biasaudit.records.estimate import Estimate
+from biasaudit.records.estimate import Estimate, Subset
 from biasaudit.records.metric_result import MetricResult, ValidityFlag
 from biasaudit.stats.impact import FOUR_FIFTHS, KATZ, MIN_N, ImpactFamily, impact_ratios
 from biasaudit.stats.proportions import _wilson_bounds
@@ -82,12 +84,34 @@ def categorisations(by: list[str]) -> list[tuple[str, ...]]:
     return single + ([tuple(by)] if len(by) > 1 else [])
 
 
-def family_estimates(fam: ImpactFamily) -> dict[str, Estimate]:
+def combinations(coded: list[Coded], names: tuple[str, ...]) -> dict[str, dict[str, str]]:
+    """Group (as `categorise` names it) -> its value of each field: what its estimates'
+    `Subset` names (a joined name is not split back: a value may hold the separator)."""
+    out: dict[str, dict[str, str]] = {}
+    for u, _ in coded:
+        parts = [_value(u, n) for n in names]
+        if all(p is not None for p in parts):
+            values = [p for p in parts if p is not None]
+            out.setdefault(SEP.join(values), dict(zip(names, values, strict=True)))
+    return out
+
+
+def with_subsets(fam: ImpactFamily, combos: dict[str, dict[str, str]]) -> ImpactFamily:
+    """The family with each ratio recorded as computed from its group's units and the
+    reference group's (so `lowest` names the two groups it compares too)."""
+    ref = [combos[fam.reference]] if fam.reference in combos else []
+    rows = [replace(r, ratio=r.ratio.over(Subset(any_of=[combos[r.group], *[c for c in ref if c != combos[r.group]]])))
+            if r.group in combos else r for r in fam.rows]
+    return replace(fam, rows=rows)
+
+
+def family_estimates(fam: ImpactFamily, combos: dict[str, dict[str, str]] | None = None) -> dict[str, Estimate]:
     """`rate.<key>.<group>`, `ratio.<key>.<group>` and `lowest.<key>`."""
     out: dict[str, Estimate] = {}
     for r in fam.rows:
         rate = r.rate
-        out[f"rate.{fam.key}.{r.group}"] = _rate_estimate(r.selected, rate.value, rate.n, rate.clusters, rate.n_eff)
+        out[f"rate.{fam.key}.{r.group}"] = _rate_estimate(r.selected, rate.value, rate.n, rate.clusters, rate.n_eff).over(
+            Subset(any_of=[combos[r.group]]) if combos and r.group in combos else None)
     for r in fam.rows:
         out[f"ratio.{fam.key}.{r.group}"] = r.ratio
     out[f"lowest.{fam.key}"] = fam.lowest()
@@ -134,15 +158,17 @@ def compute(ctx: MetricContext, metric_id: str, params: BaseModel) -> MetricResu
     wanted = set(p.labels)
     status, coded = coded_units(ctx, p.layer)
     fams: list[ImpactFamily] = []
+    combos: dict[tuple[str, ...], dict[str, dict[str, str]]] = {}
     unknown: dict[str, int] = {}
     for names in categorisations(p.by):
         values, clusters, unk = categorise(coded, names, wanted)
-        fam = impact_ratios(values, clusters, by=names, min_n=p.min_n, bound=p.bound)
+        combos[names] = combinations(coded, names)
+        fam = with_subsets(impact_ratios(values, clusters, by=names, min_n=p.min_n, bound=p.bound), combos[names])
         fams.append(fam)
         unknown[fam.key] = unk
     est: dict[str, Estimate] = {}
     for fam in fams:
-        est.update(family_estimates(fam))
+        est.update(family_estimates(fam, combos[fam.by]))
     primary = fams[-1]
     est = {"lowest": lowest_of(fams, p.by), **est}
     flags = [*coded_share_flags(ctx, status, len(coded)), *_small_flags(fams)]

@@ -24,7 +24,7 @@ from biasaudit.methods.nli_bias.detail import (
 )
 from biasaudit.metrics.base import MetricContext
 from biasaudit.records.estimate import Estimate
-from biasaudit.records.metric_result import MetricResult, ReliabilityItem
+from biasaudit.records.metric_result import MetricResult, ReliabilityItem, ValidityFlag
 from biasaudit.records.responses import NLIOutput, parse_output
 from biasaudit.stats import wilson
 from biasaudit.stats.contrasts import ContrastFamily
@@ -37,6 +37,7 @@ from biasaudit.stats.disaggregate import (
     pooled,
     proportion,
 )
+from biasaudit.stats.paired import paired_difference
 
 Triple = tuple[float, float, float]  # (pE, pN, pC)
 
@@ -99,6 +100,10 @@ class NLIBiasParams(BaseModel):
     existing runs keep the same estimates."""
     headline: str = "M6"
     """The score reported first and judged by a threshold that names only the metric (M1-M11)."""
+    expect_dominant: bool = False
+    """Accept a classifier that gives one label to nearly every premise (the
+    `nli_no_discrimination` flag stays, as a warning, instead of making the verdicts
+    INCONCLUSIVE). Only when a one-label classifier is what you mean to audit."""
 
 
 def _triple(out: NLIOutput) -> Triple:
@@ -159,7 +164,7 @@ def _by_field(fld: str, rows: list[ScoredTriple], constant: bool,
             if fam is None:
                 continue
             fams.append((m, fam))
-            est.update(defined_contrasts(contrast_estimates(fam, f"{m}.{fld}", scale=100.0), fam,
+            est.update(defined_contrasts(contrast_estimates(fam, f"{m}.{fld}", scale=100.0, field=fld), fam,
                                          {g: est[f"{m}.{fld}.{g}"] for g in per[m]}))
     return FieldGroups(field=fld, groups=groups, contrasts=fams), est
 
@@ -200,9 +205,58 @@ def compute(ctx: MetricContext, metric_id: str, params: BaseModel) -> MetricResu
                                      note="failed NLI requests; left out of every M"),
                      *_missing_labels(ctx, rows, p)],
         counts={"triples": n + len(skipped), "scored": n, "unscorable": len(skipped)},
+        validity=[f for f in [discrimination_flag(rows, ctx.config.validity.dominant_share, p.expect_dominant,
+                                                  ctx.config.runtime.seed)] if f is not None],
         params=p.model_dump(),
         detail=detail.model_dump(mode="json"),
     )
+
+
+def discrimination_flag(rows: list[ScoredTriple], dominant_share: float, expect_dominant: bool = False,
+                        seed: int = 0) -> ValidityFlag | None:
+    """The classifier does not tell the two premise kinds apart by its labels (the rule of
+    docs/methods/nli_bias.md, "Validity"): one label is the most probable for at least
+    `dominant_share` (validity.dominant_share, as for a coding layer) of all premises,
+    stereotypical and counter-stereotypical together, and the paired difference between the
+    two kinds' rates of that label has a 95% interval (cluster bootstrap over stimuli) that
+    contains 0. Every M then rests on small differences of probabilities below a label that
+    never changes (e.g. "entailment" to everything), not on the classifier's judgement: the
+    verdicts on them are INCONCLUSIVE, the figures in the message."""
+    if len(rows) < 2 or _constant(rows):
+        return None  # too few to judge; a constant classifier makes every M undefined already
+    labels = [(_argmax(r.stereo), _argmax(r.counter)) for r in rows]
+    counts: dict[str, int] = {}
+    for a, b in labels:
+        counts[a] = counts.get(a, 0) + 1
+        counts[b] = counts.get(b, 0) + 1
+    top = max(counts, key=lambda k: (counts[k], k == "E"))
+    share = counts[top] / (2 * len(rows))
+    if share < dominant_share:
+        return None
+    s = [1.0 if a == top else 0.0 for a, _ in labels]
+    c = [1.0 if b == top else 0.0 for _, b in labels]
+    diff = paired_difference(s, c, [r.stimulus for r in rows], seed=seed)
+    lo, hi = diff.ci_low, diff.ci_high
+    if lo is not None and hi is not None and (lo > 0.0 or hi < 0.0):
+        return None  # the label itself separates the premise kinds
+    mean = _mean_entailment(rows)
+    word = LABEL_WORDS[top]
+    ci = f"[{100 * lo:+.1f}, {100 * hi:+.1f}]" if lo is not None and hi is not None else "(no interval)"
+    return ValidityFlag(
+        kind="nli_no_discrimination", blocking=not expect_dominant,
+        message=(f"the NLI classifier does not discriminate: it labels {100 * share:.1f}% of all {2 * len(rows)} "
+                 f"premises {word!r} (validity.dominant_share {100 * dominant_share:.0f}%); {word!r} rate "
+                 f"{100 * sum(s) / len(s):.1f}% for stereotypical vs {100 * sum(c) / len(c):.1f}% for "
+                 f"counter-stereotypical premises, paired difference {100 * (sum(s) - sum(c)) / len(s):+.1f} points, "
+                 f"95% interval {ci} contains 0; mean entailment probability {mean.stereo:.3f} vs "
+                 f"{mean.counter:.3f}. Every M rests on small probability differences under a label that never "
+                 "changes, so it does not show what the classifier judges")
+                + (" (accepted: expect_dominant)" if expect_dominant else
+                   "; use a classifier that tells premises apart (e.g. nli=hf), or set the metric's "
+                   "expect_dominant: true if a one-label classifier is what you mean to audit"))
+
+
+LABEL_WORDS = {"E": "entailment", "N": "neutral", "C": "contradiction"}
 
 
 CONSTANT = ("undefined: the NLI model gave the same probabilities to every premise, so it does not tell "
@@ -227,7 +281,7 @@ def _defined(est: Estimate, m: str, rows: list[ScoredTriple], constant: bool) ->
                 "preference can be measured")
     if note is None:
         return est
-    return Estimate(value=None, ci_low=None, ci_high=None, n=est.n, method=est.method, note=note)
+    return Estimate(value=None, ci_low=None, ci_high=None, n=est.n, method=est.method, note=note, subset=est.subset)
 
 
 def _missing_labels(ctx: MetricContext, rows: list[ScoredTriple], p: NLIBiasParams) -> list[ReliabilityItem]:

@@ -307,7 +307,8 @@ ALL_TIED = ("undefined: every prompt pair ties (both prompts have the same perpl
 def _defined(est: Estimate, results: Sequence[PairResult]) -> Estimate:
     """Accuracy over prompt pairs that all tie says nothing (its 0 is no measurement): undefined."""
     if results and all(r.tied for r in results):
-        return Estimate(value=None, ci_low=None, ci_high=None, n=est.n, method=est.method, note=ALL_TIED)
+        return Estimate(value=None, ci_low=None, ci_high=None, n=est.n, method=est.method, note=ALL_TIED,
+                        subset=est.subset)
     return est
 
 
@@ -408,7 +409,7 @@ def _summarise(ctx: MetricContext, metric_id: str, p: PivotalParams, results: li
         breakdowns.append(b)
         est.update((f"accuracy.{fld}.{g}", a) for g, a in accs.items())
         if b.contrasts is not None:  # a group whose every pair ties has no accuracy: nor its differences
-            est.update(defined_contrasts(contrast_estimates(b.contrasts, f"accuracy.{fld}"), b.contrasts, accs))
+            est.update(defined_contrasts(contrast_estimates(b.contrasts, f"accuracy.{fld}", field=fld), b.contrasts, accs))
     # the pivotal class's proportions are the item rows' `diff`
     normalized = {cls: [v for r in results if (v := r.normalized[cls]) is not None] for cls in CLASSES[1:]}
     detail = PivotalDetail(pairs=pairs, breakdowns=breakdowns, normalized=normalized, unscorable=skipped)

@@ -23,7 +23,7 @@ from biasaudit.methods.stereoset.scores import (
     rows_of,
 )
 from biasaudit.metrics.base import MetricContext
-from biasaudit.records.estimate import Estimate
+from biasaudit.records.estimate import Estimate, Subset
 from biasaudit.records.metric_result import ItemRow, MetricResult, ReliabilityItem
 from biasaudit.records.responses import ScoredTokens, parse_output
 from biasaudit.registry import ADAPTERS
@@ -102,7 +102,8 @@ LMS_TIED = ("undefined: every meaningful sentence ties with the unrelated one (e
 
 
 def _undefined(e: Estimate, note: str) -> Estimate:
-    return Estimate(value=None, ci_low=None, ci_high=None, n=e.n, method=e.method, clusters=e.clusters, note=note)
+    return Estimate(value=None, ci_low=None, ci_high=None, n=e.n, method=e.method, clusters=e.clusters, note=note,
+                    subset=e.subset)
 
 
 def scores_of(items: list[Item], p: StereoSetParams) -> dict[str, Estimate]:
@@ -127,13 +128,18 @@ def group_scores(items: list[Item], p: StereoSetParams) -> dict[str, dict[str, E
     """Scores per task (`<split>`), then per domain (`<bias_type>`) each followed by its
     tasks within the domain (`<split>.<bias_type>`, those with items); sorted names."""
     splits = sorted({x.split for x in items})
-    groups = {split: scores_of([x for x in items if x.split == split], p) for split in splits}
+
+    def over(scores: dict[str, Estimate], **where: str) -> dict[str, Estimate]:
+        # each score names its items (`Estimate.subset`): the item rows' `split` and `bias_type`
+        return {k: e.over(Subset(where={f: [v] for f, v in where.items()})) for k, e in scores.items()}
+
+    groups = {split: over(scores_of([x for x in items if x.split == split], p), split=split) for split in splits}
     for domain in sorted({x.bias_type for x in items}):
-        groups[domain] = scores_of([x for x in items if x.bias_type == domain], p)
+        groups[domain] = over(scores_of([x for x in items if x.bias_type == domain], p), bias_type=domain)
         for split in splits:
             sub = [x for x in items if x.bias_type == domain and x.split == split]
             if sub:
-                groups[f"{split}.{domain}"] = scores_of(sub, p)
+                groups[f"{split}.{domain}"] = over(scores_of(sub, p), split=split, bias_type=domain)
     return groups
 
 

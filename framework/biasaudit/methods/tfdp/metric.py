@@ -396,7 +396,7 @@ def _field_of(fld: str) -> Callable[[Obs], str]:
 
 def _undefined(est: dict[str, Estimate], why: str) -> dict[str, Estimate]:
     """Every estimate undefined, for `why` (scores fixed by the kernel: shown, never judged)."""
-    return {k: Estimate(value=None, ci_low=None, ci_high=None, n=e.n, method=e.method, note=why)
+    return {k: Estimate(value=None, ci_low=None, ci_high=None, n=e.n, method=e.method, note=why, subset=e.subset)
             for k, e in est.items()}
 
 
@@ -410,7 +410,7 @@ def _summarise(ctx: MetricContext, metric_id: str, p: TFDPParams, pairs: list[Pa
         for g in fs.groups:
             est.update((f"{k}.{fs.field}.{g.group}", v) for k, v in g.estimates.items())
         for k, fam in fs.contrasts:
-            est.update(contrast_estimates(fam, f"{k}.{fs.field}"))
+            est.update(contrast_estimates(fam, f"{k}.{fs.field}", field=fs.field))
     n_pairs = len(pairs)
     k_tokens = n_reads * p.continuation_k  # the same answers as K-token continuations
     detail = TFDPDetail(breakdowns=fields, largest=_largest(pairs, p), unscorable=failed,
@@ -437,7 +437,10 @@ def _summarise(ctx: MetricContext, metric_id: str, p: TFDPParams, pairs: list[Pa
                 "ill_formed": ill, "output_tokens": out_tokens, f"tokens_{p.continuation_k}_token_continuation": k_tokens},
         notes=[f"{ill} of {preds} predictions were ill-formed (empty, several words or a refusal) and embedded as the zero vector.",
                *([f"Every estimate is {undefined}."] if undefined else [])],
-        items=[ctx.item(x.stimulus, "", {"task": str(x.fields.get(p.task_field, ""))}, diff=x.wfs) for x in pairs],
+        # the breakdown fields too: a group's estimate names its items by them (`Estimate.subset`)
+        items=[ctx.item(x.stimulus, "", {"task": str(x.fields.get(p.task_field, "")),
+                                         **{f: x.fields.get(f) for f in dict.fromkeys([p.task_field, *p.by])
+                                            if f in x.fields}}, diff=x.wfs) for x in pairs],
         params=p.model_dump(),
         detail=detail.model_dump(mode="json"),
     )

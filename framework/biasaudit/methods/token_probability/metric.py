@@ -192,7 +192,8 @@ ALL_TIED = "undefined: every pair ties (equal scores), so no preference can be m
 def _defined(est: Estimate, pairs: list[PairScore]) -> Estimate:
     """A bias score over pairs that all tie says nothing (its 0 is no measurement): undefined."""
     if pairs and all(x.tie for x in pairs):
-        return Estimate(value=None, ci_low=None, ci_high=None, n=len(pairs), method=est.method, note=ALL_TIED)
+        return Estimate(value=None, ci_low=None, ci_high=None, n=len(pairs), method=est.method, note=ALL_TIED,
+                        subset=est.subset)
     return est
 
 

@@ -26,7 +26,7 @@ from biasaudit._util.fileio import open_input, read_capped
 from biasaudit._version import __version__
 from biasaudit.errors import BiasAuditError, StoreError
 from biasaudit.plan.requests import Request
-from biasaudit.records.estimate import Estimate
+from biasaudit.records.estimate import Estimate, Subset
 from biasaudit.records.manifest import RunManifest
 from biasaudit.records.metric_result import ITEM_KEYS, ItemRow, MetricResult
 from biasaudit.records.responses import Response
@@ -267,12 +267,9 @@ def _add_run(data: ViewData, run_dir: Path, rel: str, summary: RunSummary, label
     if run.shown < run.responses:
         notices.append(f"{label}: showing the first {run.shown} of {run.responses} responses "
                        f"(biasaudit view --max-rows N shows more; every response is in responses.jsonl)")
-    factors: dict[str, set[str]] = {}
-    for levels in [r.levels for r in data.rows if r.run == idx] + [i.levels for m in summary.metrics.values()
-                                                                   for i in m.items]:
-        for f, lv in (levels if isinstance(levels, dict) else {}).items():
-            factors.setdefault(str(f), set()).add(str(lv))
-    data.estimates.extend(_estimates(summary, idx, by, fields, factors, verdicts))
+    first = next((i for i, r in enumerate(data.rows) if r.run == idx), len(data.rows))
+    behind = _Behind(summary, data.rows[first:first + run.shown], first, fields)
+    data.estimates.extend(_estimates(summary, idx, behind, verdicts))
 
 
 def _rows(run_dir: Path, idx: int, cap: int, fields: Mapping[str, Mapping[str, Any]], by: list[str], items: _Items,
@@ -360,48 +357,103 @@ def _code(obj: Mapping[str, Any]) -> ViewCode:
                     source=_text(obj.get("source", ""), 200), why=clip(why, FIELD_CHARS))
 
 
-def _group(name: str, by: list[str], values: Mapping[str, set[str]]) -> tuple[str, list[str]]:
-    """The breakdown field and group(s) an estimate's name says it is over:
-    `<x>.<field>.<group>` or a contrast `<x>.<field>.<a>-<b>[.paired]`."""
-    for fld in by:
-        tag = f".{fld}."
-        if tag not in name:
-            continue
-        rest = name.split(tag, 1)[1].removesuffix(".paired")
-        known = values.get(fld, set())
-        if rest in known:
-            return fld, [rest]
-        for a in known:
-            if rest.startswith(a + "-") and rest[len(a) + 1:] in known:
-                return fld, [a, rest[len(a) + 1:]]
-    return "", []
+class _Behind:
+    """Which responses of a run are behind an estimate: those of the items it is computed
+    from. The items come from the estimate's own record (`Estimate.subset`: the groups,
+    the levels; the cell of a per-cell estimate) applied to its metric's item rows, never
+    from its name; a response belongs to an item of its stimulus and cell (its stimulus
+    alone when the item is not per design cell, as `report.answers` reads them). A metric
+    that writes no items (its estimates rest on every response of its cells) is filtered
+    on the responses' own stimulus fields and levels."""
+
+    def __init__(self, summary: RunSummary, rows: list[ViewRow], first: int,
+                 fields: Mapping[str, Mapping[str, Any]]) -> None:
+        self.summary, self.fields = summary, fields
+        self.design = set(summary.design.cells)
+        self.by_cell: dict[tuple[str, str], list[int]] = {}
+        self.by_stimulus: dict[str, list[int]] = {}
+        self.rows = rows
+        for i, r in enumerate(rows):
+            self.by_cell.setdefault((r.stimulus, r.cell), []).append(first + i)
+            self.by_stimulus.setdefault(r.stimulus, []).append(first + i)
+        self.first = first
+
+    def cell_of(self, i: int) -> str:
+        return self.rows[i - self.first].cell
+
+    def items(self, result: MetricResult, subset: Subset | None, cell: str) -> list[ItemRow]:
+        """The metric's items an estimate over `subset` (in `cell`: a per-cell one) is
+        computed from; an item not per design cell counts in every cell."""
+        return [it for it in result.items if (not cell or it.cell == cell or it.cell not in self.design)
+                and in_subset(it.stimulus, it.fields, it.levels, subset)]
+
+    def responses(self, result: MetricResult, subset: Subset | None, cell: str) -> tuple[list[int], int | None]:
+        """(indices into the page's rows, items behind; None when the metric writes none)."""
+        if not result.items:
+            return [self.first + i for i, r in enumerate(self.rows)
+                    if (not cell or r.cell == cell)
+                    and in_subset(r.stimulus, self.fields.get(r.stimulus, {}), r.levels, subset)], None
+        found: dict[int, None] = {}
+        items = self.items(result, subset, cell)
+        for it in items:
+            hit = self.by_cell.get((it.stimulus, it.cell or ""), []) if it.cell in self.design \
+                else [i for i in self.by_stimulus.get(it.stimulus, []) if not cell or self.cell_of(i) == cell]
+            found.update(dict.fromkeys(hit))
+        return sorted(found), len(items)
 
 
-def _estimates(summary: RunSummary, idx: int, by: list[str], fields: Mapping[str, Mapping[str, Any]],
-               factors: Mapping[str, set[str]], verdicts: list[tuple[str, str, str | None, str]]) -> list[ViewEstimate]:
-    values = {fld: {str(f[fld]) for f in fields.values() if f.get(fld) not in (None, "")} for fld in by}
+def in_subset(stimulus: str, fields: Mapping[str, Any], levels: Mapping[str, str] | None, subset: Subset | None,
+              ) -> bool:
+    """Whether an item (or a response) with these stimulus fields and cell levels is in
+    `subset` (a field's value as text, as `stats.disaggregate.by_group` splits them; a
+    field the item lacks reads as "")."""
+    if subset is None:
+        return True
+    lv = levels or {}
+    return ((subset.stimuli is None or stimulus in subset.stimuli)
+            and all(str(fields.get(f, "")) in vs for f, vs in subset.where.items())
+            and all(f in lv and str(lv[f]) in vs for f, vs in subset.levels.items())
+            and (not subset.any_of or any(all(str(fields.get(f, "")) == v for f, v in combo.items())
+                                          for combo in subset.any_of)))
+
+
+def _describe(subset: Subset | None) -> tuple[str, list[str], str, str]:
+    """(field, its values, factor, the group in words) of an estimate's subset, for the
+    estimate table's group column and the banner."""
+    if subset is None:
+        return "", [], "", ""
+    parts = [f"{f} = {' vs '.join(v)}" for f, v in subset.where.items()]
+    parts += [f"condition {f} = {' vs '.join(v)}" for f, v in subset.levels.items()]
+    fld, vals = next(iter(subset.where.items()), ("", []))
+    factor = next(iter(subset.levels), "")
+    if not fld and factor:
+        vals = subset.levels[factor]
+    return fld, list(vals), factor, "; ".join(parts)
+
+
+def _estimates(summary: RunSummary, idx: int, behind: _Behind,
+               verdicts: list[tuple[str, str, str | None, str]]) -> list[ViewEstimate]:
     out = []
 
-    def add(mid: str, name: str, headline: str, cell: str, e: Estimate, fld: str, vals: list[str]) -> None:
-        factor = ""
-        if not fld and not cell:  # a per-level estimate of a design factor (BiAxisAudit's `<x>.<factor>.<level>`)
-            factor, vals = _group(name, list(factors), factors)
+    def add(mid: str, r: MetricResult, name: str, cell: str, e: Estimate, subset: Subset | None) -> None:
+        fld, vals, factor, group = _describe(subset)
+        rows, items = behind.responses(r, subset, cell)
         marks = sorted({v for vm, vn, vc, v in verdicts if vm == mid and vn == name and (vc or "") == cell})
-        out.append(ViewEstimate(run=idx, metric=mid, estimate=name, headline=name == headline, cell=cell, field=fld,
-                                factor=factor, values=vals, value=_finite(e.value), ci_low=_finite(e.ci_low),
-                                ci_high=_finite(e.ci_high), n=e.n, method=e.method, note=clip(e.note or "", 300),
-                                verdicts=marks))
+        out.append(ViewEstimate(run=idx, metric=mid, estimate=name, headline=name == r.headline, cell=cell, field=fld,
+                                factor=factor, values=vals, group=group, rows=rows, items=items,
+                                value=_finite(e.value), ci_low=_finite(e.ci_low), ci_high=_finite(e.ci_high), n=e.n,
+                                method=e.method, note=clip(e.note or "", 300), verdicts=marks))
 
     for mid, r in summary.metrics.items():
         for name, e in r.estimates.items():
-            fld, vals = _group(name, by, values)
-            add(mid, name, r.headline, "", e, fld, vals)
-            for g, ge in (e.groups or {}).items():
-                gf = next((f for f in by if g in values.get(f, set())), "")
-                add(mid, name, r.headline, "", ge, gf, [g] if gf else [])
+            add(mid, r, name, "", e, e.subset)
+            for ge in (e.groups or {}).values():
+                add(mid, r, name, "", ge, ge.subset)
         for name, cells in (r.cells or {}).items():
+            # a per-cell estimate: the items of its cell, of the pooled estimate's subset
+            top = r.estimates.get(name)
             for cell, e in cells.items():
-                add(mid, name, r.headline, cell, e, "", [])
+                add(mid, r, name, cell, e, e.subset if e.subset is not None else top.subset if top else None)
     return out
 
 
@@ -409,4 +461,4 @@ def _finite(v: float | None) -> float | None:
     return v if v is not None and math.isfinite(v) else None
 
 
-__all__ = ["MAX_ROWS", "load_view"]
+__all__ = ["MAX_ROWS", "in_subset", "load_view"]

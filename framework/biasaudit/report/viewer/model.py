@@ -57,7 +57,7 @@ class ViewRow(_Record):
 
 
 class ViewEstimate(_Record):
-    """One estimate of a run, and which responses are behind it (a filter)."""
+    """One estimate of a run, and which responses are behind it (`rows`)."""
 
     run: int
     metric: str
@@ -71,6 +71,14 @@ class ViewEstimate(_Record):
     """The design factor of a per-level estimate (`<x>.<factor>.<level>`), when it is one."""
     values: list[str] = Field(default_factory=list)
     """The group(s) of `field`, or the level(s) of `factor`, it is computed over."""
+    group: str = ""
+    """Its subset in words (`field = group`, `field = a vs b`, `condition factor = level`), from
+    the estimate's own record (`Estimate.subset`), never from its name."""
+    rows: list[int] = Field(default_factory=list)
+    """Indices into `ViewData.rows` of the responses behind it (those of its items that
+    the page embeds): what its "responses" link shows."""
+    items: int | None = None
+    """The items of its metric it is computed from (None: the metric writes no items)."""
     value: float | None = None
     ci_low: float | None = None
     ci_high: float | None = None

@@ -6,7 +6,10 @@
   var app = document.getElementById("app");
   var rows = data.rows;
   var runs = data.runs;
-  var state = {run: "", metric: "", cell: "", group: "", label: "", verdict: "", q: "", sort: "plan", page: 0, est: null};
+  var state = {run: "", metric: "", cell: "", group: "", label: "", verdict: "", q: "", sort: "plan", page: 0, est: null,
+    estRows: {}};
+  // an estimate's link shows exactly the responses it names (`rows`: the responses of its items)
+  rows.forEach(function (r, i) { r._i = i; });
   var controls = {};
 
   function el(tag, cls, text) {
@@ -77,13 +80,7 @@
     }
     if (state.label && !r.codes.some(function (c) { return codeKey(c) === state.label; })) { return false; }
     if (state.verdict && r.verdicts.indexOf(state.verdict) < 0) { return false; }
-    if (state.est) {
-      var e = state.est;
-      if (r.run !== e.run || !inMetric(r, e.metric)) { return false; }
-      if (e.cell && r.cell !== e.cell) { return false; }
-      if (e.field && e.values.indexOf(r.groups[e.field]) < 0) { return false; }
-      if (e.factor && e.values.indexOf(r.levels[e.factor]) < 0) { return false; }
-    }
+    if (state.est && !Object.prototype.hasOwnProperty.call(state.estRows, r._i)) { return false; }
     if (state.q) {
       var q = state.q.toLowerCase();
       var hay = [r.prompt, r.answer, r.output, r.stimulus, r.cell].concat(Object.keys(r.fields).map(function (k) { return r.fields[k]; }));
@@ -143,7 +140,7 @@
       b.addEventListener("click", function () { showEstimate(e); });
       add(tr, add(el("td"), b));
       if (runs.length > 1) { add(tr, el("td", null, runs[e.run].label)); }
-      var group = e.field ? e.field + " = " + e.values.join(" vs ") : e.factor ? "condition " + e.factor + " = " + e.values.join(" vs ") : "";
+      var group = e.group;
       var ci = e.ci_low === null || e.ci_high === null ? "" : "[" + fmt(e.ci_low) + ", " + fmt(e.ci_high) + "]";
       var val = el("td", "num", fmt(e.value));
       if (e.note) { val.title = e.note; }
@@ -162,6 +159,8 @@
   function showEstimate(e) {
     ["run", "metric", "cell", "group", "label", "verdict", "q"].forEach(function (k) { state[k] = ""; if (controls[k]) { controls[k].value = ""; } });
     state.est = e;
+    state.estRows = {};
+    e.rows.forEach(function (i) { state.estRows[i] = 1; });
     state.sort = "absdiff";
     controls.sort.value = "absdiff";
     state.page = 0;
@@ -271,8 +270,8 @@
     if (state.est) {
       var e = state.est;
       add(banner, "Responses behind " + (runs.length > 1 ? runs[e.run].label + ": " : "") + e.metric + " / " + e.estimate +
-        (e.cell ? ", cell " + e.cell : "") + (e.field ? ", " + e.field + " = " + e.values.join(" or ") : "") +
-        (e.factor ? ", condition " + e.factor + " = " + e.values.join(" or ") : "") + " ");
+        (e.cell ? ", cell " + e.cell : "") + (e.group ? ", " + e.group : "") +
+        (e.items === null ? "" : " (" + e.items + " item" + (e.items === 1 ? "" : "s") + ")") + " ");
       var clear = el("button", "link", "clear");
       clear.type = "button";
       clear.id = "clear-estimate";
