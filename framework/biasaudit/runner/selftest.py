@@ -37,6 +37,7 @@ from biasaudit.coding.stage import run_coding
 from biasaudit.coding.units import units_of
 from biasaudit.errors import SpecError
 from biasaudit.methods.oracle_kit import (
+    CONTENT_KINDS,
     REFUSAL_TEXT,
     OracleCase,
     OracleDef,
@@ -48,6 +49,12 @@ from biasaudit.records.metric_result import MetricResult
 from biasaudit.records.responses import Response, generated_text
 from biasaudit.registry import ORACLES
 from biasaudit.runner.pipeline import Coded, Prepared, measure, prepare
+from biasaudit.runner.selftest_content import (
+    Meanings,
+    add_meanings,
+    content_rows,
+    counted_label_problems,
+)
 from biasaudit.spec import ThresholdSpec
 from biasaudit.spec.compose import Composed
 from biasaudit.verdicts.thresholds import VerdictRecord, evaluate
@@ -107,7 +114,8 @@ def oracle_responses(prep: Prepared, oracle: OracleDef, params: Any, kind: str) 
                            else Response(key=it.key, status="failed", error="the self-test's refuse-all oracle",
                                          error_kind="refused"))
             continue
-        got = oracle.respond(OracleCase(kind=kind, item=it, request=req, fields=fields[it.stimulus],
+        respond = oracle.content if kind in CONTENT_KINDS and oracle.content is not None else oracle.respond
+        got = respond(OracleCase(kind=kind, item=it, request=req, fields=fields[it.stimulus],
                                         vars=level_vars.get(it.cell, {}), params=params, side=sides[it.stimulus],
                                         stimuli=fields))
         out[it.key] = (Response(key=it.key, status="ok", output=got) if got is not None
@@ -158,7 +166,8 @@ def _ok(kind: str, expected: str, got: str) -> bool:
 
 
 def run_oracle(prep: Prepared, oracle: OracleDef, params: Any, kind: str,
-               accept_dominant: frozenset[str] = frozenset()) -> tuple[dict[str, MetricResult], list[VerdictRecord], Coded]:
+               accept_dominant: frozenset[str] = frozenset(), meanings: Meanings | None = None,
+               ) -> tuple[dict[str, MetricResult], list[VerdictRecord], Coded]:
     responses = oracle_responses(prep, oracle, params, kind)
     if prep.coding.layers:
         units = units_of(prep)
@@ -166,6 +175,8 @@ def run_oracle(prep: Prepared, oracle: OracleDef, params: Any, kind: str,
         intents = {t: kind for t in texts.values()}
         result = run_coding(prep.coding, units, responses, OracleAnswerer(oracle, kind, intents))
         coded = Coded(result, {})
+        if meanings is not None:
+            add_meanings(meanings, oracle, texts, coded)
     else:
         from biasaudit.coding.stage import CodingResult
 
@@ -209,9 +220,10 @@ def selftest(composed: Composed) -> SelfTestResult:
         out.problems.append("the spec has no thresholds: nothing can detect a bias")
     discriminating: frozenset[str] = frozenset()
     answer_labels: dict[str, set[str]] = {}
+    meanings: Meanings = {}
     for kind in [k for k in ORDER if k in oracle.kinds]:
         results, verdicts, coded = run_oracle(prep, oracle, params, kind,
-                                              discriminating if kind == "planted" else frozenset())
+                                              discriminating if kind == "planted" else frozenset(), meanings)
         if kind == "null":
             dominant = {f.layer for r in results.values() for f in r.validity if f.kind == "dominant_label"}
             discriminating = frozenset(set(prep.coding.layers) - dominant)
@@ -220,6 +232,8 @@ def selftest(composed: Composed) -> SelfTestResult:
         if kind == "refuse":
             out.problems += refusals_read_as_answers(prep, coded, answer_labels)
         _add_rows(out, prep, oracle, params, kind, results, verdicts)
+    content_rows(out, prep, oracle, params)
+    out.problems += counted_label_problems(prep, oracle, meanings)
     if cfg.thresholds and not out.detected:
         out.problems.append("no threshold detects the planted bias: the thresholds cannot reach the planted value, "
                             "or the coding does not tell the sides apart (see the planted rows)")
@@ -249,6 +263,9 @@ HINTS = {
     "refuse": "a model that refuses everything got a verdict: a refusal must be its own outcome, not read as an "
               "answer (a refusal rule, or a 'none' option in a choice question)",
     "ties": "a model with constant output got a verdict: tied or constant answers carry no information",
+    "content": "the bias planted by the data's own content came out on the wrong side (see the problem below)",
+    "content_anti": "the other side, planted by the data's own content, came out on the wrong side",
+    "mirror": "swapping the sides does not mirror the score around its no-bias value",
 }
 
 
