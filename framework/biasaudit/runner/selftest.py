@@ -275,22 +275,39 @@ def _why(r: Row) -> str:
     return shown if r.ok else f"{shown} -- {HINTS.get(r.oracle, '')}"
 
 
-def selftests(overrides: list[str]) -> list[tuple[str, SelfTestResult]]:
+def selftests(overrides: list[str], label_words: bool = False) -> list[tuple[str, SelfTestResult]]:
     """The self-test of a spec, or of each member spec of a suite once (no model is called,
-    so the suite's subjects do not matter): (member id or "", result)."""
+    so the suite's subjects do not matter): (member id or "", result). `label_words`: also
+    send the label-word sanity cases to the spec's real model (runner/selftest_words.py)."""
     from biasaudit.runner.suite import plan_jobs
     from biasaudit.spec.compose import compose
     from biasaudit.spec.suite import load_suite
 
     found = load_suite(list(overrides))
     if found is None:
-        return [("", selftest(compose(as_oracle(overrides))))]
+        return [("", with_words(selftest(compose(as_oracle(overrides))), overrides, label_words))]
     suite, path = found
     jobs = plan_jobs(suite, path, [ov for ov in overrides if not ov.startswith("spec=")], False)
     first: dict[str, Any] = {}
     for job in jobs:
         first.setdefault(job.member_id, job)
-    return [(name, selftest(compose(as_oracle(job.overrides)))) for name, job in first.items()]
+    return [(name, with_words(selftest(compose(as_oracle(job.overrides))), job.overrides, label_words))
+            for name, job in first.items()]
+
+
+def with_words(result: SelfTestResult, overrides: Sequence[str], label_words: bool) -> SelfTestResult:
+    """The result with the label-word rows of the spec composed with its real model."""
+    if not label_words:
+        return result
+    from biasaudit.runner.selftest_words import nli_word_rows
+    from biasaudit.spec.compose import compose
+
+    rows, problems = nli_word_rows(compose(list(overrides)).config)
+    result.rows += rows
+    result.problems += problems
+    if not rows:
+        result.notes.append("--label-words: the spec maps no words to labels through an `nli` group; nothing sent")
+    return result
 
 
 def as_oracle(overrides: Sequence[str]) -> list[str]:

@@ -121,7 +121,7 @@ def content_rows(out: SelfTestResult, prep: Prepared, oracle: OracleDef, params:
                     f"{nb.value:g} ({nb.scale}); the spec reported {v.estimate.fmt(3)}"
                     + (": the planted bias reversed, so the spec reads the stereotyping side from the wrong slot; "
                        f"check {slot_text(prep, own)}" if value is not None and value != nb.value else
-                       ": the spec does not see the side the data plants"))
+                       f": the spec does not see the side the data plants; check {slot_text(prep, own)}"))
         if len(values) == 2:
             got[label] = values
             a, b = values
