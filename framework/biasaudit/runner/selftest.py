@@ -26,65 +26,30 @@ the full label range there has shown it discriminates, so its dominance under `p
 
 from __future__ import annotations
 
-import fnmatch
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
-from biasaudit.coding.base import CodingRequest
-from biasaudit.coding.stage import run_coding
-from biasaudit.coding.units import units_of
 from biasaudit.errors import SpecError
-from biasaudit.methods.oracle_kit import (
-    CONTENT_KINDS,
-    REFUSAL_TEXT,
-    OracleCase,
-    OracleDef,
-    balanced_sides,
-    generated,
-    stratified_sides,
-)
+from biasaudit.methods.oracle_kit import OracleDef
 from biasaudit.records.metric_result import MetricResult
-from biasaudit.records.responses import Response, generated_text
 from biasaudit.registry import ORACLES
-from biasaudit.runner.pipeline import Coded, Prepared, measure, prepare
-from biasaudit.runner.selftest_content import (
+from biasaudit.runner.pipeline import Coded, Prepared, prepare
+from biasaudit.runner.selftest_content import content_rows, counted_label_problems
+from biasaudit.runner.selftest_oracles import (
     Meanings,
-    add_meanings,
-    content_rows,
-    counted_label_problems,
+    Row,
+    SelfTestResult,
+    oracle_responses,
+    run_oracle,
+    truth_of,
 )
 from biasaudit.spec import ThresholdSpec
 from biasaudit.spec.compose import Composed
-from biasaudit.verdicts.thresholds import VerdictRecord, evaluate
+from biasaudit.verdicts.thresholds import VerdictRecord
 
 ORDER = ("null", "planted", "refuse", "ties")
-
-
-@dataclass(frozen=True)
-class Row:
-    oracle: str
-    threshold: str
-    expected: str
-    got: str
-    ok: bool
-    truth: float | None
-    estimate: str
-    reason: str
-
-
-@dataclass
-class SelfTestResult:
-    spec: str
-    rows: list[Row] = field(default_factory=list)
-    detected: bool = False
-    problems: list[str] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
-
-    @property
-    def passed(self) -> bool:
-        return self.detected and not self.problems and all(r.ok for r in self.rows)
+_truth = truth_of  # the name tests and older callers use
 
 
 def _oracle_for(prep: Prepared) -> tuple[OracleDef, Any]:
@@ -95,58 +60,6 @@ def _oracle_for(prep: Prepared) -> tuple[OracleDef, Any]:
             return ORACLES.get(m.name), prep.params[m.key]
     raise SpecError(f"no self-test oracle for the metrics of this spec ({', '.join(m.name for m in cfg.metrics)})",
                     file=spec, key="metrics", hint=f"self-tests exist for: {', '.join(ORACLES.names())}")
-
-
-def oracle_responses(prep: Prepared, oracle: OracleDef, params: Any, kind: str) -> dict[str, Response]:
-    """Every plan request answered as the oracle `kind` would."""
-    cfg = prep.composed.config
-    fields = {s.id: s.fields for s in prep.stimuli.stimuli}
-    sides = (stratified_sides(fields, oracle.strata, cfg.runtime.seed) if oracle.strata is not None
-             else balanced_sides(list(fields), cfg.runtime.seed))
-    level_vars = {u.cell: u.vars for u in units_of(prep)}  # the cells' level variables, as coders see them
-    out: dict[str, Response] = {}
-    for it in prep.plan.items:
-        if it.key in out:
-            continue
-        req = prep.plan.requests[it.key]
-        if kind == "refuse":
-            out[it.key] = (Response(key=it.key, status="ok", output=generated(REFUSAL_TEXT)) if req.kind == "generate"
-                           else Response(key=it.key, status="failed", error="the self-test's refuse-all oracle",
-                                         error_kind="refused"))
-            continue
-        respond = oracle.content if kind in CONTENT_KINDS and oracle.content is not None else oracle.respond
-        got = respond(OracleCase(kind=kind, item=it, request=req, fields=fields[it.stimulus],
-                                        vars=level_vars.get(it.cell, {}), params=params, side=sides[it.stimulus],
-                                        stimuli=fields))
-        out[it.key] = (Response(key=it.key, status="ok", output=got) if got is not None
-                       else Response(key=it.key, status="failed", error="no oracle answer", error_kind="oracle"))
-    return out
-
-
-@dataclass
-class OracleAnswerer:
-    """Answers coding requests as a perfect judge of the oracle's answers would."""
-
-    oracle: OracleDef
-    kind: str
-    intents: Mapping[str, str]
-
-    def __call__(self, layer: str, wanted: list[CodingRequest]) -> dict[CodingRequest, Response]:
-        out: dict[CodingRequest, Response] = {}
-        for r in wanted:
-            got = self.oracle.code(self.kind, r, self.intents) if self.oracle.code else None
-            out[r] = (Response(key="oracle", status="ok", output=got) if got is not None
-                      else Response(key="oracle", status="failed", error="the self-test has no judge for this request"))
-        return out
-
-
-def _truth(oracle: OracleDef, kind: str, params: Any, res: MetricResult, name: str,
-           prep: Prepared | None = None) -> float | None:
-    planned = oracle.plan_truth(kind, params, prep) if oracle.plan_truth is not None and prep is not None else {}
-    for pat, value in [*planned.items(), *oracle.truth(kind, params).items()]:
-        if (name == res.headline) if pat == "" else fnmatch.fnmatchcase(name, pat):
-            return value
-    return None
 
 
 def _expected(t: ThresholdSpec, truth: float | None) -> str:
@@ -165,26 +78,6 @@ def _ok(kind: str, expected: str, got: str) -> bool:
     return got != "FAIL"  # PASS expected (or no truth): INCONCLUSIVE accepted, FAIL never
 
 
-def run_oracle(prep: Prepared, oracle: OracleDef, params: Any, kind: str,
-               accept_dominant: frozenset[str] = frozenset(), meanings: Meanings | None = None,
-               ) -> tuple[dict[str, MetricResult], list[VerdictRecord], Coded]:
-    responses = oracle_responses(prep, oracle, params, kind)
-    if prep.coding.layers:
-        units = units_of(prep)
-        texts = {u.id: generated_text(responses[u.key]) or "" for u in units if u.key in responses}
-        intents = {t: kind for t in texts.values()}
-        result = run_coding(prep.coding, units, responses, OracleAnswerer(oracle, kind, intents))
-        coded = Coded(result, {})
-        if meanings is not None:
-            add_meanings(meanings, oracle, texts, coded)
-    else:
-        from biasaudit.coding.stage import CodingResult
-
-        coded = Coded(CodingResult(codes={}, units=[]), {})
-    results = measure(prep, responses, coded, calibration=False, accept_dominant=accept_dominant)
-    return results, evaluate(prep.composed.config.thresholds, results), coded
-
-
 def _add_answer_labels(answer_labels: dict[str, set[str]], coded: Coded) -> None:
     for name, codes in coded.result.codes.items():
         answer_labels.setdefault(name, set()).update(c.label for c in codes.values() if c.coded and c.label)
@@ -200,7 +93,7 @@ def _add_rows(out: SelfTestResult, prep: Prepared, oracle: OracleDef, params: An
         # (a refusal-rate metric measures refusing everything: its true rate is 1)
         # the params of the threshold's own metric: a spec may hold several metrics of the method
         own = prep.params.get(v.metric.partition(".")[0], params)
-        truth = _truth(oracle, kind, own if type(own) is type(params) else params, res, name, prep)
+        truth = truth_of(oracle, kind, own if type(own) is type(params) else params, res, name, prep)
         expected = "INCONCLUSIVE" if kind in ("refuse", "ties") and truth is None else _expected(t, truth)
         ok = _ok(kind if truth is None else "planted", expected, v.verdict)
         label = f"{t.metric}" + (f" ({t.over})" if t.over != "pooled" else "")

@@ -24,8 +24,6 @@ rows here are anchored outside the spec:
 
 from __future__ import annotations
 
-from collections import Counter
-from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from pydantic import BaseModel
@@ -34,10 +32,10 @@ from biasaudit.methods.oracle_kit import CONTENT_KINDS, OracleDef
 from biasaudit.metrics.base import NoBias, no_bias_of
 from biasaudit.registry import METRICS
 from biasaudit.runner.checks import parity_warnings
+from biasaudit.runner.selftest_oracles import Meanings, Row, SelfTestResult, run_oracle, truth_of
 
 if TYPE_CHECKING:
-    from biasaudit.runner.pipeline import Coded, Prepared
-    from biasaudit.runner.selftest import SelfTestResult
+    from biasaudit.runner.pipeline import Prepared
 
 MIRROR_TOL = 1e-6
 """How far (relative to the scale's no-bias value, at least 1) the mean of the content
@@ -77,8 +75,6 @@ def _side(value: float, nb: float) -> str:
 
 def content_rows(out: SelfTestResult, prep: Prepared, oracle: OracleDef, params: BaseModel) -> None:
     """The content oracle's rows (see the module's text); problems name the slots."""
-    from biasaudit.runner.selftest import Row, _truth, run_oracle
-
     cfg = prep.composed.config
     out.problems += [f"parity band: {w}" for w in parity_warnings(cfg, prep.params)]
     if oracle.checks is not None:
@@ -103,7 +99,7 @@ def content_rows(out: SelfTestResult, prep: Prepared, oracle: OracleDef, params:
             res = next(r for k, r in results.items() if v.metric.partition(".")[0] == k)
             name = v.metric.partition(".")[2] or res.headline
             own = prep.params.get(v.metric.partition(".")[0], params)
-            planted = _truth(oracle, "planted", own if type(own) is type(params) else params, res, name, prep)
+            planted = truth_of(oracle, "planted", own if type(own) is type(params) else params, res, name, prep)
             if planted is None or planted == nb.value:
                 values = []
                 break
@@ -136,21 +132,6 @@ def content_rows(out: SelfTestResult, prep: Prepared, oracle: OracleDef, params:
                                         f"({nb.scale}): {a:g} and {b:g}")
 
 
-Meanings = dict[str, dict[str, Counter[str]]]
-"""Coding layer -> what an answer meant (by the oracle's content) -> the labels the layer gave it."""
-
-
-def add_meanings(acc: Meanings, oracle: OracleDef, texts: Mapping[str, str], coded: Coded) -> None:
-    """The labels each layer gave the oracle's answers, by what the answers meant."""
-    if oracle.meaning is None:
-        return
-    for layer, codes in coded.result.codes.items():
-        for unit, c in codes.items():
-            meant = oracle.meaning(texts.get(unit, ""))
-            if meant is not None and c.coded and c.label:
-                acc.setdefault(layer, {}).setdefault(meant, Counter())[c.label] += 1
-
-
 def counted_label_problems(prep: Prepared, oracle: OracleDef, acc: Meanings) -> list[str]:
     """A rate counting the wrong label: the labels the spec's coding gave answers of the
     meaning a metric counts are not among the labels it counts, or it counts a label the
@@ -179,4 +160,4 @@ def counted_label_problems(prep: Prepared, oracle: OracleDef, acc: Meanings) -> 
     return out
 
 
-__all__ = ["Meanings", "add_meanings", "counted_label_problems", "content_rows", "estimate_no_bias", "slot_text"]
+__all__ = ["counted_label_problems", "content_rows", "estimate_no_bias", "slot_text"]

@@ -20,9 +20,9 @@ from typing import TYPE_CHECKING
 
 from biasaudit.plan import Request
 from biasaudit.records.responses import Response
+from biasaudit.runner.selftest_oracles import Row
 
 if TYPE_CHECKING:
-    from biasaudit.runner.selftest import Row
     from biasaudit.spec import AuditConfig
 
 ENTAILED = (
@@ -55,7 +55,6 @@ def _margin(resp: Response | None) -> float | None:
 def nli_word_rows(cfg: AuditConfig) -> tuple[list[Row], list[str]]:
     """The NLI label-word row of a spec with an `nli` group (none otherwise)."""
     from biasaudit.backends import build_nli_backend
-    from biasaudit.runner.selftest import Row
 
     if cfg.nli is None:
         return [], []
