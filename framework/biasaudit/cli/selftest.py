@@ -15,8 +15,14 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> argp
                                     "planted bias (always the stereotyped side), null (each side for half of the "
                                     "stimuli), refuse-all and all-ties. Prints oracle x threshold: expected verdict, "
                                     "verdict, ok. Exit code 0 when every row is as expected and the planted bias "
-                                    "is detected, 1 when not, 2 on bad input.",
+                                    "is detected, 1 when not, 2 on bad input. Besides these, content oracles plant the "
+                                    "bias by the data's own records (which sentence stereotypes), not by the spec's "
+                                    "slot names, so swapped slots fail (docs/validity.md).",
                         formatter_class=argparse.RawDescriptionHelpFormatter, epilog=OVERRIDES_HELP)
+    st.add_argument("--label-words", action="store_true",
+                    help="also send a handful of unambiguous cases (entailed and contradicted pairs) to the spec's "
+                         "real model through its NLI label words, and check the mapped labels come out right "
+                         "(8 model calls; loads the model)")
     st.set_defaults(fn=cmd_selftest)
     return st
 
@@ -25,7 +31,7 @@ def cmd_selftest(args: argparse.Namespace, rest: list[str]) -> int:
     from biasaudit.runner.selftest import lines, selftests
 
     try:
-        results = selftests(positional_spec(rest, "selftest"))
+        results = selftests(positional_spec(rest, "selftest"), label_words=bool(getattr(args, "label_words", False)))
     except BiasAuditError as exc:
         return fail(exc)
     failed = 0

@@ -4,9 +4,15 @@ every request, with no model loaded or called."""
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING
 
 from biasaudit.cli.common import OVERRIDES_HELP, fail, positional_spec, with_overrides
 from biasaudit.errors import BiasAuditError
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
+
+    from biasaudit.spec import AuditConfig
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> argparse.ArgumentParser:
@@ -54,7 +60,23 @@ def cmd_validate(args: argparse.Namespace, rest: list[str]) -> int:
 
     if (line := validate_line(inp.stimuli)) is not None:
         print(line)
+    for line in design_lines(c.config, inp.params):
+        print(line)
     return 0
 
 
-__all__ = ["add_parser", "cmd_validate"]
+def design_lines(cfg: AuditConfig, params: dict[str, BaseModel]) -> list[str]:
+    """What a person should see before a run: each factor's level -> group table (a name
+    put in the wrong group shows as "sarah: male") and a warning for each threshold band
+    that claims parity without containing its estimate's no-bias value."""
+    from biasaudit.runner.checks import level_groups, parity_warnings
+
+    out = []
+    for factor, groups in level_groups(cfg, params).items():
+        out.append(f"groups of factor {factor} (level: group): "
+                   + ", ".join(f"{level}: {group}" for level, group in groups.items()))
+    out += [f"warning: {w}" for w in parity_warnings(cfg, params)]
+    return out
+
+
+__all__ = ["add_parser", "cmd_validate", "design_lines"]

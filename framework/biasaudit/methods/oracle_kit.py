@@ -73,11 +73,49 @@ class OracleDef:
     """As `truth`, for true values that depend on the design too (e.g. the share of units
     of tasks a coding layer does not apply to): (kind, params, the prepared spec) ->
     estimate name pattern -> true value, consulted before `truth`."""
+    content: Callable[[OracleCase], dict[str, Any] | None] | None = None
+    """A responder that plants the bias by the data's own content, not by the spec's slot
+    names: it reads the request's text and the stimulus's record (which sentence is the
+    stereotyping one, which answer names the stereotyped group) and prefers the
+    stereotyping side (kind `content`) or the other side (kind `content_anti`). A spec
+    whose slots, or slot parameters, are swapped then reports the planted bias on the
+    wrong side of its no-bias value (runner/selftest_content.py). Its true values are
+    `planted`'s."""
+    content_source: str = ""
+    """Which fields of a record say which side stereotypes (named in the self-test's
+    message), e.g. "sent_more of each CrowS-Pairs pair"."""
+    meaning: Callable[[str], str | None] | None = None
+    """What an answer of this oracle means, by its content (`refuse`, `endorse`,
+    `select`...; None: nothing the self-test checks)."""
+    counts: Callable[[str, str, BaseModel], str | None] | None = None
+    """(metric name, metric id, its parameters) -> the meaning of the answers the metric
+    counts (None: cannot tell): with `meaning`, catches a rate counting the wrong label."""
+    checks: Callable[[Prepared, BaseModel], tuple[list[str], list[str]]] | None = None
+    """Checks of the spec's design against content it does not control (e.g. a name's
+    group in a published name list): (problems, notes), one line each."""
     strata: Callable[[Mapping[str, Any]], tuple[str, ...]] | None = None
     """The `null` assignment balanced within strata of the stimuli (a stimulus's fields
     -> its stratum, e.g. BBQ's context condition and category, StereoSet's target term),
     by `stratified_sides`, for a score that is a mean over groups or taken per group;
     None: `balanced_sides` over all stimuli."""
+
+
+CONTENT_KINDS = ("content", "content_anti")
+"""The content oracle's kinds: the stereotyping side by the record, and the other side."""
+
+
+def request_text(request: Request) -> str:
+    """All the text a request sends: the scored text, the NLI pair, or the chat messages."""
+    parts = [request.text or "", request.text_pair or ""]
+    parts += [m.get("content", "") for m in request.messages or []]
+    return "\n".join(p for p in parts if p)
+
+
+def found_in(text: str, candidates: Mapping[str, str]) -> str | None:
+    """The key of the longest candidate text found in `text` (None: none is): which of a
+    record's sentences a request carries, whatever template or slot name put it there."""
+    hits = [(len(v), k) for k, v in candidates.items() if v and v in text]
+    return max(hits)[1] if hits else None
 
 
 def balanced_sides(stimuli: list[str], seed: int = 0) -> dict[str, bool]:
@@ -162,5 +200,5 @@ def keyed_embedding(keys: list[str]) -> dict[str, Any]:
     return {"vector": [x / norm for x in vec] if norm else vec}
 
 
-__all__ = ["EMBED_DIM", "KINDS", "REFUSAL_TEXT", "OracleCase", "OracleDef", "balanced_sides", "generated", "key_dim",
+__all__ = ["CONTENT_KINDS", "EMBED_DIM", "KINDS", "found_in", "request_text", "REFUSAL_TEXT", "OracleCase", "OracleDef", "balanced_sides", "generated", "key_dim",
            "keyed_embedding", "scored_tokens", "stratified_sides", "word_id"]

@@ -6,6 +6,7 @@ call and reads no store (the coding stage has already asked every model question
 
 from __future__ import annotations
 
+import fnmatch
 import hashlib
 import json
 from collections.abc import Callable, Mapping, Sequence
@@ -126,6 +127,26 @@ class DefaultCoding(BaseModel):
 
 
 @dataclass(frozen=True)
+class NoBias:
+    """The value an estimate takes when there is no bias, and its scale in words: a
+    threshold band that claims parity must contain it (`runner.checks.parity_warnings`),
+    and the self-test mirrors a planted bias around it (`runner.selftest_content`)."""
+
+    value: float
+    scale: str
+    """E.g. "0-100, centred at 50", "-1 to 1, 0 is no bias", "a ratio, 1 is parity"."""
+
+
+def no_bias_of(mdef: MetricDef, estimate: str) -> NoBias | None:
+    """The no-bias value of estimate `estimate` ("" the headline) of a metric, by the
+    first matching pattern of `MetricDef.no_bias` (None: the method declares none)."""
+    for pat, nb in mdef.no_bias:
+        if (estimate == "" if pat == "" else fnmatch.fnmatchcase(estimate, pat)):
+            return nb
+    return None
+
+
+@dataclass(frozen=True)
 class MetricDef:
     compute: Callable[[MetricContext, str, BaseModel], MetricResult]
     params: type[BaseModel]
@@ -147,11 +168,15 @@ class MetricDef:
     """Parameter name -> the coding layer it binds (checked to exist)."""
     default_coding: Callable[[BaseModel, AuditConfig], DefaultCoding] | None = None
     """The layers a spec without `coding:` gets for this metric."""
+    no_bias: tuple[tuple[str, NoBias | None], ...] = ()
+    """The no-bias value of the metric's estimates, (estimate-name pattern, NoBias or None
+    for an estimate with none, e.g. a rate), first match wins; "" the headline. Declared
+    by the method: the scale is its knowledge."""
     present: Callable[[MetricResult, BaseModel, AuditConfig], Presentation] | None = None
     """The method's report section: the tables and plots of a computed result, drawn from
     its records alone (estimates, cells, item rows, counts, `detail`), after `compute`.
     None: `compute` filled them itself (a plug-in written before `present` existed)."""
 
 
-__all__ = ["ITEM_KEYS", "METRICS", "DefaultCoding", "Presentation", "ItemRow", "item_row", "stimulus_sha", "MetricContext", "MetricDef", "MetricResult", "PlotSpec",
+__all__ = ["ITEM_KEYS", "METRICS", "DefaultCoding", "Presentation", "ItemRow", "item_row", "stimulus_sha", "MetricContext", "MetricDef", "NoBias", "no_bias_of", "MetricResult", "PlotSpec",
            "ReliabilityItem", "Table"]

@@ -70,6 +70,9 @@ class DesignInfo(_Record):
     """The design kind (`DesignSpec.kind`)."""
     metric_names: dict[str, str] = Field(default_factory=dict)
     """Metric id -> registered metric name (whose method text the report shows)."""
+    groups: dict[str, dict[str, str]] = Field(default_factory=dict)
+    """Factor -> level -> the group its cells are counted in, for the factors whose levels
+    set a group variable (`runner.checks.level_groups`), shown in the method section."""
 
 
 class Cover(_Record):

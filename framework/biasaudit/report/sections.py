@@ -93,6 +93,7 @@ def method(s: RunSummary) -> dict[str, Any]:
         "probe": s.design.probe,
         "design": s.design.kind,
         "factors": {f: list(levels) for f, levels in s.design.factors.items()},
+        "groups": {f: dict(g) for f, g in s.design.groups.items()},
         "n_cells": s.design.n_cells,
         "stimuli": s.data.used,
         "stimuli_total": s.data.rows,

@@ -87,6 +87,57 @@ def _check_bounds(t: ThresholdSpec, bounds: tuple[tuple[str, tuple[float, float]
                             key=f"{key}.{side}", hint=f"give a value between {lo:g} and {hi:g}")
 
 
+def parity_warnings(cfg: AuditConfig, params: dict[str, BaseModel]) -> list[str]:
+    """A threshold that bounds an estimate on both sides claims parity: its band must
+    contain the value the estimate takes when there is no bias (the method's `no_bias`),
+    or a model with no bias at all would FAIL it, most likely a scale mix-up (a band
+    about 0 on a score centred at 50, or about 50 on a ratio). One line per threshold,
+    naming the estimate's scale; sanity checks and spreads are not parity claims."""
+    from biasaudit.metrics.base import no_bias_of
+
+    names = {m.key: m.name for m in cfg.metrics}
+    out = []
+    for i, t in enumerate(cfg.thresholds):
+        lo, hi = t.band
+        if t.sanity or t.over == "spread" or lo is None or hi is None:
+            continue
+        mid, _, est = t.metric.partition(".")
+        if mid not in names:
+            continue
+        headline = getattr(params.get(mid), "headline", None)
+        nb = no_bias_of(METRICS.get(names[mid]), est or (headline if isinstance(headline, str) else ""))
+        if nb is None and not est:
+            nb = no_bias_of(METRICS.get(names[mid]), "")
+        if nb is None or lo <= nb.value <= hi:
+            continue
+        out.append(f"thresholds[{i}] ({t.metric}): the band [{lo:g}, {hi:g}] does not contain {nb.value:g}, the value "
+                   f"of {t.metric} when there is no bias (its scale: {nb.scale}), so a model with no bias would FAIL "
+                   f"it; centre the band on {nb.value:g}, or drop `min` or `max` if this is not a parity claim")
+    return out
+
+
+GROUP_VARS = ("group",)
+"""Level variables read as a cell's group when no metric names its own (`*group_var`)."""
+
+
+def level_groups(cfg: AuditConfig, params: dict[str, BaseModel]) -> dict[str, dict[str, str]]:
+    """Factor -> level -> the group that level's cells are counted in (the level variable
+    a metric reads as the group: a `*group_var` parameter, or `group`), for the factors
+    whose levels set one: what `validate` prints and the report's method section lists,
+    so a person can see a name put in the wrong group ("sarah: male")."""
+    names = set(GROUP_VARS)
+    for p in params.values():
+        for fld, value in p:
+            if fld.endswith("group_var") and isinstance(value, str):
+                names.add(value)
+    out: dict[str, dict[str, str]] = {}
+    for factor, levels in cfg.factors.items():
+        var = next((n for n in sorted(names) if any(n in lv.vars for lv in levels.values())), None)
+        if var is not None:
+            out[factor] = {level: str(lv.vars.get(var, "(none)")) for level, lv in levels.items()}
+    return out
+
+
 def apply_limits(limits: RuntimeLimits) -> None:
     """The operator's bounds for everything this process renders from now on."""
     from biasaudit.spec.templates import configure

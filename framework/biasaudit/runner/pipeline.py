@@ -55,7 +55,13 @@ from biasaudit.records.summary import (
 )
 from biasaudit.registry import METRICS
 from biasaudit.report.presentation import present
-from biasaudit.runner.checks import apply_limits, check_breakdowns, check_config, coding_plan
+from biasaudit.runner.checks import (
+    apply_limits,
+    check_breakdowns,
+    check_config,
+    coding_plan,
+    level_groups,
+)
 from biasaudit.spec.compose import Composed
 from biasaudit.store import Store
 from biasaudit.verdicts.thresholds import VerdictRecord, evaluate
@@ -388,7 +394,8 @@ def build_summary(
                           levels={c.id: dict(c.levels) for c in prep.plan.cells},
                           factors={f: list(levels) for f, levels in cfg.factors.items()},
                           probe=prep.plan.kind, kind=cfg.design.kind,
-                          metric_names={m.key: m.name for m in cfg.metrics}),
+                          metric_names={m.key: m.name for m in cfg.metrics},
+                          groups=level_groups(cfg, prep.params)),
         execution=copy.deepcopy(stats),  # the run's counts as they are now (a re-render sets some later)
         # through JSON, as summary.json holds them (numpy scalars become plain numbers)
         metrics={k: MetricResult.model_validate(r.model_dump(mode="json")) for k, r in results.items()},

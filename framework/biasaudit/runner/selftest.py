@@ -26,58 +26,30 @@ the full label range there has shown it discriminates, so its dominance under `p
 
 from __future__ import annotations
 
-import fnmatch
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
-from biasaudit.coding.base import CodingRequest
-from biasaudit.coding.stage import run_coding
-from biasaudit.coding.units import units_of
 from biasaudit.errors import SpecError
-from biasaudit.methods.oracle_kit import (
-    REFUSAL_TEXT,
-    OracleCase,
-    OracleDef,
-    balanced_sides,
-    generated,
-    stratified_sides,
-)
+from biasaudit.methods.oracle_kit import OracleDef
 from biasaudit.records.metric_result import MetricResult
-from biasaudit.records.responses import Response, generated_text
 from biasaudit.registry import ORACLES
-from biasaudit.runner.pipeline import Coded, Prepared, measure, prepare
+from biasaudit.runner.pipeline import Coded, Prepared, prepare
+from biasaudit.runner.selftest_content import content_rows, counted_label_problems
+from biasaudit.runner.selftest_oracles import (
+    Meanings,
+    Row,
+    SelfTestResult,
+    oracle_responses,
+    run_oracle,
+    truth_of,
+)
 from biasaudit.spec import ThresholdSpec
 from biasaudit.spec.compose import Composed
-from biasaudit.verdicts.thresholds import VerdictRecord, evaluate
+from biasaudit.verdicts.thresholds import VerdictRecord
 
 ORDER = ("null", "planted", "refuse", "ties")
-
-
-@dataclass(frozen=True)
-class Row:
-    oracle: str
-    threshold: str
-    expected: str
-    got: str
-    ok: bool
-    truth: float | None
-    estimate: str
-    reason: str
-
-
-@dataclass
-class SelfTestResult:
-    spec: str
-    rows: list[Row] = field(default_factory=list)
-    detected: bool = False
-    problems: list[str] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
-
-    @property
-    def passed(self) -> bool:
-        return self.detected and not self.problems and all(r.ok for r in self.rows)
+_truth = truth_of  # the name tests and older callers use
 
 
 def _oracle_for(prep: Prepared) -> tuple[OracleDef, Any]:
@@ -88,57 +60,6 @@ def _oracle_for(prep: Prepared) -> tuple[OracleDef, Any]:
             return ORACLES.get(m.name), prep.params[m.key]
     raise SpecError(f"no self-test oracle for the metrics of this spec ({', '.join(m.name for m in cfg.metrics)})",
                     file=spec, key="metrics", hint=f"self-tests exist for: {', '.join(ORACLES.names())}")
-
-
-def oracle_responses(prep: Prepared, oracle: OracleDef, params: Any, kind: str) -> dict[str, Response]:
-    """Every plan request answered as the oracle `kind` would."""
-    cfg = prep.composed.config
-    fields = {s.id: s.fields for s in prep.stimuli.stimuli}
-    sides = (stratified_sides(fields, oracle.strata, cfg.runtime.seed) if oracle.strata is not None
-             else balanced_sides(list(fields), cfg.runtime.seed))
-    level_vars = {u.cell: u.vars for u in units_of(prep)}  # the cells' level variables, as coders see them
-    out: dict[str, Response] = {}
-    for it in prep.plan.items:
-        if it.key in out:
-            continue
-        req = prep.plan.requests[it.key]
-        if kind == "refuse":
-            out[it.key] = (Response(key=it.key, status="ok", output=generated(REFUSAL_TEXT)) if req.kind == "generate"
-                           else Response(key=it.key, status="failed", error="the self-test's refuse-all oracle",
-                                         error_kind="refused"))
-            continue
-        got = oracle.respond(OracleCase(kind=kind, item=it, request=req, fields=fields[it.stimulus],
-                                        vars=level_vars.get(it.cell, {}), params=params, side=sides[it.stimulus],
-                                        stimuli=fields))
-        out[it.key] = (Response(key=it.key, status="ok", output=got) if got is not None
-                       else Response(key=it.key, status="failed", error="no oracle answer", error_kind="oracle"))
-    return out
-
-
-@dataclass
-class OracleAnswerer:
-    """Answers coding requests as a perfect judge of the oracle's answers would."""
-
-    oracle: OracleDef
-    kind: str
-    intents: Mapping[str, str]
-
-    def __call__(self, layer: str, wanted: list[CodingRequest]) -> dict[CodingRequest, Response]:
-        out: dict[CodingRequest, Response] = {}
-        for r in wanted:
-            got = self.oracle.code(self.kind, r, self.intents) if self.oracle.code else None
-            out[r] = (Response(key="oracle", status="ok", output=got) if got is not None
-                      else Response(key="oracle", status="failed", error="the self-test has no judge for this request"))
-        return out
-
-
-def _truth(oracle: OracleDef, kind: str, params: Any, res: MetricResult, name: str,
-           prep: Prepared | None = None) -> float | None:
-    planned = oracle.plan_truth(kind, params, prep) if oracle.plan_truth is not None and prep is not None else {}
-    for pat, value in [*planned.items(), *oracle.truth(kind, params).items()]:
-        if (name == res.headline) if pat == "" else fnmatch.fnmatchcase(name, pat):
-            return value
-    return None
 
 
 def _expected(t: ThresholdSpec, truth: float | None) -> str:
@@ -157,23 +78,6 @@ def _ok(kind: str, expected: str, got: str) -> bool:
     return got != "FAIL"  # PASS expected (or no truth): INCONCLUSIVE accepted, FAIL never
 
 
-def run_oracle(prep: Prepared, oracle: OracleDef, params: Any, kind: str,
-               accept_dominant: frozenset[str] = frozenset()) -> tuple[dict[str, MetricResult], list[VerdictRecord], Coded]:
-    responses = oracle_responses(prep, oracle, params, kind)
-    if prep.coding.layers:
-        units = units_of(prep)
-        texts = {u.id: generated_text(responses[u.key]) or "" for u in units if u.key in responses}
-        intents = {t: kind for t in texts.values()}
-        result = run_coding(prep.coding, units, responses, OracleAnswerer(oracle, kind, intents))
-        coded = Coded(result, {})
-    else:
-        from biasaudit.coding.stage import CodingResult
-
-        coded = Coded(CodingResult(codes={}, units=[]), {})
-    results = measure(prep, responses, coded, calibration=False, accept_dominant=accept_dominant)
-    return results, evaluate(prep.composed.config.thresholds, results), coded
-
-
 def _add_answer_labels(answer_labels: dict[str, set[str]], coded: Coded) -> None:
     for name, codes in coded.result.codes.items():
         answer_labels.setdefault(name, set()).update(c.label for c in codes.values() if c.coded and c.label)
@@ -189,7 +93,7 @@ def _add_rows(out: SelfTestResult, prep: Prepared, oracle: OracleDef, params: An
         # (a refusal-rate metric measures refusing everything: its true rate is 1)
         # the params of the threshold's own metric: a spec may hold several metrics of the method
         own = prep.params.get(v.metric.partition(".")[0], params)
-        truth = _truth(oracle, kind, own if type(own) is type(params) else params, res, name, prep)
+        truth = truth_of(oracle, kind, own if type(own) is type(params) else params, res, name, prep)
         expected = "INCONCLUSIVE" if kind in ("refuse", "ties") and truth is None else _expected(t, truth)
         ok = _ok(kind if truth is None else "planted", expected, v.verdict)
         label = f"{t.metric}" + (f" ({t.over})" if t.over != "pooled" else "")
@@ -209,9 +113,10 @@ def selftest(composed: Composed) -> SelfTestResult:
         out.problems.append("the spec has no thresholds: nothing can detect a bias")
     discriminating: frozenset[str] = frozenset()
     answer_labels: dict[str, set[str]] = {}
+    meanings: Meanings = {}
     for kind in [k for k in ORDER if k in oracle.kinds]:
         results, verdicts, coded = run_oracle(prep, oracle, params, kind,
-                                              discriminating if kind == "planted" else frozenset())
+                                              discriminating if kind == "planted" else frozenset(), meanings)
         if kind == "null":
             dominant = {f.layer for r in results.values() for f in r.validity if f.kind == "dominant_label"}
             discriminating = frozenset(set(prep.coding.layers) - dominant)
@@ -220,6 +125,8 @@ def selftest(composed: Composed) -> SelfTestResult:
         if kind == "refuse":
             out.problems += refusals_read_as_answers(prep, coded, answer_labels)
         _add_rows(out, prep, oracle, params, kind, results, verdicts)
+    content_rows(out, prep, oracle, params)
+    out.problems += counted_label_problems(prep, oracle, meanings)
     if cfg.thresholds and not out.detected:
         out.problems.append("no threshold detects the planted bias: the thresholds cannot reach the planted value, "
                             "or the coding does not tell the sides apart (see the planted rows)")
@@ -249,6 +156,9 @@ HINTS = {
     "refuse": "a model that refuses everything got a verdict: a refusal must be its own outcome, not read as an "
               "answer (a refusal rule, or a 'none' option in a choice question)",
     "ties": "a model with constant output got a verdict: tied or constant answers carry no information",
+    "content": "the bias planted by the data's own content came out on the wrong side (see the problem below)",
+    "content_anti": "the other side, planted by the data's own content, came out on the wrong side",
+    "mirror": "swapping the sides does not mirror the score around its no-bias value",
 }
 
 
@@ -258,22 +168,39 @@ def _why(r: Row) -> str:
     return shown if r.ok else f"{shown} -- {HINTS.get(r.oracle, '')}"
 
 
-def selftests(overrides: list[str]) -> list[tuple[str, SelfTestResult]]:
+def selftests(overrides: list[str], label_words: bool = False) -> list[tuple[str, SelfTestResult]]:
     """The self-test of a spec, or of each member spec of a suite once (no model is called,
-    so the suite's subjects do not matter): (member id or "", result)."""
+    so the suite's subjects do not matter): (member id or "", result). `label_words`: also
+    send the label-word sanity cases to the spec's real model (runner/selftest_words.py)."""
     from biasaudit.runner.suite import plan_jobs
     from biasaudit.spec.compose import compose
     from biasaudit.spec.suite import load_suite
 
     found = load_suite(list(overrides))
     if found is None:
-        return [("", selftest(compose(as_oracle(overrides))))]
+        return [("", with_words(selftest(compose(as_oracle(overrides))), overrides, label_words))]
     suite, path = found
     jobs = plan_jobs(suite, path, [ov for ov in overrides if not ov.startswith("spec=")], False)
     first: dict[str, Any] = {}
     for job in jobs:
         first.setdefault(job.member_id, job)
-    return [(name, selftest(compose(as_oracle(job.overrides)))) for name, job in first.items()]
+    return [(name, with_words(selftest(compose(as_oracle(job.overrides))), job.overrides, label_words))
+            for name, job in first.items()]
+
+
+def with_words(result: SelfTestResult, overrides: Sequence[str], label_words: bool) -> SelfTestResult:
+    """The result with the label-word rows of the spec composed with its real model."""
+    if not label_words:
+        return result
+    from biasaudit.runner.selftest_words import nli_word_rows
+    from biasaudit.spec.compose import compose
+
+    rows, problems = nli_word_rows(compose(list(overrides)).config)
+    result.rows += rows
+    result.problems += problems
+    if not rows:
+        result.notes.append("--label-words: the spec maps no words to labels through an `nli` group; nothing sent")
+    return result
 
 
 def as_oracle(overrides: Sequence[str]) -> list[str]:

@@ -14,7 +14,7 @@ from biasaudit.methods.bbq import adapter  # noqa: F401  (registers the stimulus
 from biasaudit.methods.bbq.metric import SCORING, BBQParams, check, check_spec, compute
 from biasaudit.methods.bbq.oracle import ORACLE
 from biasaudit.methods.bbq.report import present
-from biasaudit.metrics.base import DefaultCoding, MetricDef
+from biasaudit.metrics.base import DefaultCoding, MetricDef, NoBias
 from biasaudit.registry import METHODS, METRICS, ORACLES
 from biasaudit.spec import AuditConfig
 
@@ -72,6 +72,9 @@ METRICS.add("bbq", MetricDef(
     title="BBQ accuracy and bias scores", method="bbq", check=check, check_spec=check_spec, layers=_layers,
     default_coding=default_coding,
     bounds=(("", (-1.0, 1.0)), ("contrast.accuracy.*", (-1.0, 1.0)), ("contrast.*", (-2.0, 2.0)), ("accuracy*", (0.0, 1.0)), ("s_*", (-1.0, 1.0))),
+    no_bias=(("", NoBias(0.0, "-1 to 1, 0 is no bias")), ("s_*", NoBias(0.0, "-1 to 1, 0 is no bias")),
+             ("contrast.s_*", NoBias(0.0, "a difference of two bias scores, 0 is no difference")),
+             ("*", None)),
     present=present))
 METHODS.add("bbq", MethodDef(
     name="bbq",

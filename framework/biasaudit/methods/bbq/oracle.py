@@ -29,6 +29,7 @@ right answer is the biased one: it is counted from the data (`plan_truth`).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -42,6 +43,7 @@ from biasaudit.methods.oracle_kit import (
     OracleCase,
     OracleDef,
     generated,
+    request_text,
     scored_tokens,
     stratified_sides,
 )
@@ -91,6 +93,27 @@ def respond(case: OracleCase) -> dict[str, Any] | None:
         return scored_tokens(text, 0.0, special_end=masked)
     k = pick(case.fields, case.kind == "planted" or case.side)
     return scored_tokens(text, CHOSEN if p.slots.index(case.item.slot) == k else OTHER, special_end=masked)
+
+
+def content(case: OracleCase) -> dict[str, Any] | None:
+    """The biased answer (`content`) or the other person (`content_anti`), as the record
+    says (answer_info's groups against additional_metadata's stereotyped_groups, read by
+    the loader into target_loc), found by its text: white box, the request whose text ends
+    with that answer, whatever slot it is in; black box, the letter the prompt lists that
+    answer under, whatever order the spec's `perm` claims."""
+    fields = case.fields
+    answers = [str(a) for a in fields["answers"]]
+    k = pick(fields, case.kind == "content")
+    text = case.request.text or ""
+    if case.request.kind == "generate":
+        prompt = request_text(case.request)
+        m = re.search(rf"^\W*([A-Za-z])\s*[.):]\s*{re.escape(answers[k])}\s*$", prompt, re.MULTILINE)
+        return generated(f"{m.group(1)}. {answers[k]}") if m else None
+    ends = [(len(a), j) for j, a in enumerate(answers) if a and text.rstrip().endswith(a)]
+    if not ends:
+        return None
+    return scored_tokens(text, CHOSEN if max(ends)[1] == k else OTHER,
+                         special_end=case.request.kind == "pseudo_loglik")
 
 
 def _said(user: str, intents: Mapping[str, str]) -> str | None:
@@ -175,6 +198,8 @@ def truth(kind: str, params: BaseModel) -> Mapping[str, float]:
     return {}
 
 
-ORACLE = OracleDef(respond=respond, truth=truth, code=code, plan_truth=plan_truth, strata=strata, notes=(
+ORACLE = OracleDef(respond=respond, truth=truth, code=code, plan_truth=plan_truth, strata=strata, content=content,
+                   content_source="each BBQ example's answer_info groups and additional_metadata.stereotyped_groups",
+                   notes=(
     "planted: the biased answer to every example (UNKNOWN where the target cannot be told); null: the biased answer "
     "for half of the examples of each context condition and category, the other person for the rest",))

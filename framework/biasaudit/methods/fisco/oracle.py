@@ -32,12 +32,13 @@ from __future__ import annotations
 import re
 import zlib
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
 from biasaudit.coding.base import CodingRequest
 from biasaudit.methods.fisco.metric import FiscoParams
+from biasaudit.methods.fisco.names import GENDER_WORDS, NAME_GENDER
 from biasaudit.methods.oracle_kit import (
     REFUSAL_TEXT,
     OracleCase,
@@ -45,6 +46,9 @@ from biasaudit.methods.oracle_kit import (
     generated,
     keyed_embedding,
 )
+
+if TYPE_CHECKING:
+    from biasaudit.runner.pipeline import Prepared
 
 COMMON = "This situation rewards careful preparation and clear goals."
 _SENT = re.compile(r"(?<=[.!?])\s+|\n+")
@@ -114,4 +118,33 @@ def truth(kind: str, params: BaseModel) -> Mapping[str, float]:
     return {}  # refusals and one constant answer: every similarity alike, nothing measured
 
 
-ORACLE = OracleDef(respond=respond, truth=truth, code=code)
+
+def name_groups(prep: Prepared, params: BaseModel) -> tuple[list[str], list[str]]:
+    """Each level's gender group against the gender the BBQ authors' name list gives the
+    name the level sets (names.py): a name put in the other group is a problem; levels
+    whose name the list lacks are noted as unchecked. Group labels that name no gender
+    (ages, races) are not checked."""
+    assert isinstance(params, FiscoParams)
+    problems: list[str] = []
+    unchecked: list[str] = []
+    for factor, levels in prep.composed.config.factors.items():
+        for level, spec in levels.items():
+            given = spec.vars.get(params.group_var)
+            said = GENDER_WORDS.get(str(given).strip().lower()) if given is not None else None
+            if said is None:
+                continue
+            words = [str(v) for k, v in spec.vars.items() if k != params.group_var and isinstance(v, str)] + [level]
+            name = next((w for w in words if w.strip().lower() in NAME_GENDER), None)
+            if name is None:
+                unchecked.append(level)
+                continue
+            listed = NAME_GENDER[name.strip().lower()]
+            if listed != said:
+                problems.append(f"factors.{factor}.{level}: the level puts {name!r} in group {given!r} "
+                                f"({params.group_var}), but the BBQ authors' name list gives {name!r} as {listed}: "
+                                "a name in the wrong group (move the level to the other group)")
+    notes = [f"names not in the BBQ name list, their group unchecked: {', '.join(unchecked)} (validate prints the "
+             "level -> group table to check them by eye)"] if unchecked else []
+    return problems, notes
+
+ORACLE = OracleDef(checks=name_groups, respond=respond, truth=truth, code=code)

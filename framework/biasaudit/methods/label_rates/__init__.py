@@ -16,7 +16,7 @@ from biasaudit.methods.label_rates import impact, impact_oracle
 from biasaudit.methods.label_rates.metric import LabelRateParams, compute
 from biasaudit.methods.label_rates.oracle import ORACLE
 from biasaudit.methods.label_rates.report import present_impact, present_rate
-from biasaudit.metrics.base import MetricDef
+from biasaudit.metrics.base import MetricDef, NoBias
 from biasaudit.registry import METHODS, METRICS, ORACLES
 from biasaudit.spec import AuditConfig
 
@@ -70,7 +70,8 @@ def check_impact(params: BaseModel, cfg: AuditConfig) -> str | None:
 METRICS.add("impact_ratio", MetricDef(
     compute=impact.compute, params=impact.ImpactRatioParams, probe_kinds=frozenset({"generate"}),
     title="Impact ratio", method="label_rates", layers=impact.layers, check_spec=check_impact,
-    bounds=(("rate.*", (0.0, 1.0)), ("*", (0.0, float("inf")))), present=present_impact))
+    bounds=(("rate.*", (0.0, 1.0)), ("*", (0.0, float("inf")))), present=present_impact,
+    no_bias=(("rate.*", None), ("*", NoBias(1.0, "a ratio, 1 is parity")))))
 METHODS.add("label_rates", MethodDef(
     name="label_rates",
     metrics=("label_rate", "impact_ratio"),

@@ -22,7 +22,14 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel
 
 from biasaudit.methods.label_rates.impact import SEP, ImpactRatioParams, categorisations
-from biasaudit.methods.oracle_kit import OracleCase, OracleDef, generated, stratified_sides
+from biasaudit.methods.label_rates.intent import counts
+from biasaudit.methods.oracle_kit import (
+    REFUSAL_TEXT,
+    OracleCase,
+    OracleDef,
+    generated,
+    stratified_sides,
+)
 
 if TYPE_CHECKING:
     from biasaudit.runner.pipeline import Prepared
@@ -105,6 +112,13 @@ def truth(kind: str, params: BaseModel) -> Mapping[str, float]:
     return {}
 
 
-ORACLE = OracleDef(respond=respond, truth=truth, plan_truth=plan_truth, notes=(
+def meaning(text: str) -> str | None:
+    """What an answer of this oracle means, by its text."""
+    if text == REFUSAL_TEXT:
+        return "refuse"
+    return {YES: "select", NO: "reject", UNSURE: "neutral"}.get(text)
+
+
+ORACLE = OracleDef(respond=respond, truth=truth, plan_truth=plan_truth, meaning=meaning, counts=counts, notes=(
     "planted: the screen rejects every stimulus of the first category of the first `by` field and selects every "
     "other; null: half of every category selected; answers are 'Yes, ...' / 'No, ...', read by the spec's layer",))

@@ -23,9 +23,19 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
+from biasaudit.methods.label_rates.intent import counts
 from biasaudit.methods.label_rates.metric import LabelRateParams
 from biasaudit.methods.oracle_kit import OracleCase, OracleDef, generated
-from biasaudit.methods.stance_oracle import NEUTRAL, code, endorsing, stance_text, units
+from biasaudit.methods.stance_oracle import (
+    DENY,
+    ENDORSE,
+    NEUTRAL,
+    REFUSED,
+    code,
+    endorsing,
+    stance_text,
+    units,
+)
 
 if TYPE_CHECKING:
     from biasaudit.runner.pipeline import Prepared
@@ -80,5 +90,12 @@ def truth(kind: str, params: BaseModel) -> Mapping[str, float]:
     return {}
 
 
-ORACLE = OracleDef(respond=respond, truth=truth, code=code, plan_truth=plan_truth, notes=(
+def meaning(text: str) -> str | None:
+    """What an answer of this oracle means, by its text."""
+    if any(r in text for r in REFUSED):
+        return "refuse"
+    return {ENDORSE: "endorse", DENY: "deny", NEUTRAL: "neutral"}.get(text)
+
+
+ORACLE = OracleDef(respond=respond, truth=truth, code=code, plan_truth=plan_truth, meaning=meaning, counts=counts, notes=(
     "planted: every answer endorses the statement and none refuses; judges answer as perfect stance judges",))

@@ -6,13 +6,17 @@ from biasaudit.methods.nli_bias.compare import tp_vs_nli
 from biasaudit.methods.nli_bias.metric import NLIBiasParams, check, compute
 from biasaudit.methods.nli_bias.oracle import ORACLE
 from biasaudit.methods.nli_bias.report import present
-from biasaudit.metrics.base import MetricDef
+from biasaudit.metrics.base import MetricDef, NoBias
 from biasaudit.registry import METHODS, METRICS, ORACLES
 
 METRICS.add("nli_bias", MetricDef(compute=compute, params=NLIBiasParams, probe_kinds=frozenset({"classify_nli"}),
                                   title="NLI bias scores", method="nli_bias", check=check,
                                   present=present,
-    bounds=(("contrast.*", (-100.0, 100.0)), ("*", (0.0, 100.0)))))
+    bounds=(("contrast.*", (-100.0, 100.0)), ("*", (0.0, 100.0))),
+    no_bias=(("contrast.*", NoBias(0.0, "a difference of two scores, 0 is no difference")),
+             *((f"{m}{tail}", NoBias(50.0, "0-100, centred at 50")) for m in ("M1", "M5", "M6", "M7", "M8", "M9")
+               for tail in ("", ".*")),
+             ("*", NoBias(0.0, "0-100, a share of triples that look biased on their own, 0 is no bias")))))
 METHODS.add("nli_bias", MethodDef(
     name="nli_bias",
     metrics=("nli_bias",),

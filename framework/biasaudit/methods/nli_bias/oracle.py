@@ -30,7 +30,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from biasaudit.methods.nli_bias.metric import CONDITIONS, RECOMMENDED, NLIBiasParams
-from biasaudit.methods.oracle_kit import OracleCase, OracleDef
+from biasaudit.methods.oracle_kit import OracleCase, OracleDef, found_in
 
 ENTAILED = (0.8, 0.1, 0.1)
 NEUTRAL = (0.1, 0.8, 0.1)
@@ -52,6 +52,17 @@ def respond(case: OracleCase) -> dict[str, Any] | None:
     return _probs(ENTAILED if case.kind == "planted" or case.side else NEUTRAL)
 
 
+def content(case: OracleCase) -> dict[str, Any] | None:
+    """The premise found by its text in the record: the stereotypical one (the record's
+    `stereo_premise`) ENTAILED and the counter one MIDDLE (`content`), or the reverse
+    (`content_anti`), whatever slot carries them."""
+    side = found_in(case.request.text or "", {"stereo": str(case.fields.get("stereo_premise", "")),
+                                               "counter": str(case.fields.get("counter_premise", ""))})
+    if side is None:
+        return None
+    return _probs(ENTAILED if (side == "stereo") == (case.kind == "content") else MIDDLE)
+
+
 def truth(kind: str, params: BaseModel) -> Mapping[str, float]:
     assert isinstance(params, NLIBiasParams)
     if kind == "planted":
@@ -66,4 +77,5 @@ def truth(kind: str, params: BaseModel) -> Mapping[str, float]:
     return {"": values[params.headline], **values, **groups}
 
 
-ORACLE = OracleDef(respond=respond, truth=truth)
+ORACLE = OracleDef(respond=respond, truth=truth, content=content,
+                   content_source="each record's stereo_premise and counter_premise (WinoQueer-NLI)")

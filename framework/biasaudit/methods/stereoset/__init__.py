@@ -7,12 +7,14 @@ from biasaudit.methods.stereoset import adapter  # noqa: F401  (registers the st
 from biasaudit.methods.stereoset.metric import StereoSetParams, check_spec, compute
 from biasaudit.methods.stereoset.oracle import ORACLE
 from biasaudit.methods.stereoset.report import present
-from biasaudit.metrics.base import MetricDef
+from biasaudit.metrics.base import MetricDef, NoBias
 from biasaudit.registry import METHODS, METRICS, ORACLES
 
 METRICS.add("stereoset", MetricDef(
     compute=compute, params=StereoSetParams, probe_kinds=frozenset({"sequence_logprob", "pseudo_loglik"}),
     title="StereoSet LMS, SS and ICAT", method="stereoset", check_spec=check_spec, bounds=(("*", (0.0, 100.0)),),
+    no_bias=(("", NoBias(50.0, "0-100, centred at 50")), ("ss", NoBias(50.0, "0-100, centred at 50")),
+             ("ss.*", NoBias(50.0, "0-100, centred at 50")), ("*", None)),
     present=present))
 METHODS.add("stereoset", MethodDef(
     name="stereoset",

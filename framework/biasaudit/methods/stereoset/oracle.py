@@ -25,7 +25,13 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
-from biasaudit.methods.oracle_kit import OracleCase, OracleDef, scored_tokens, stratified_sides
+from biasaudit.methods.oracle_kit import (
+    OracleCase,
+    OracleDef,
+    found_in,
+    scored_tokens,
+    stratified_sides,
+)
 from biasaudit.methods.stereoset.metric import StereoSetParams
 
 if TYPE_CHECKING:
@@ -56,6 +62,22 @@ def respond(case: OracleCase) -> dict[str, Any] | None:
     return scored_tokens(text, PREFERRED if (role == "stereotype") == pro else OTHER, special_end=masked)
 
 
+def content(case: OracleCase) -> dict[str, Any] | None:
+    """The sentence found by its text among the record's three, by their gold labels
+    (dev.json's `gold_label`: stereotype, anti-stereotype, unrelated): the stereotype
+    preferred (`content`) or the anti-stereotype (`content_anti`), the unrelated one last,
+    whatever slot carries them."""
+    text = case.request.text or ""
+    gold = found_in(text, {g: str(case.fields.get(g, "")) for g in ("stereotype", "anti_stereotype", "unrelated")})
+    if gold is None:
+        return None
+    masked = case.request.kind == "pseudo_loglik"
+    if gold == "unrelated":
+        return scored_tokens(text, UNRELATED, special_end=masked)
+    return scored_tokens(text, PREFERRED if (gold == "stereotype") == (case.kind == "content") else OTHER,
+                         special_end=masked)
+
+
 def plan_truth(kind: str, params: BaseModel, prep: Prepared) -> Mapping[str, float]:
     """The null model's SS and ICAT over the spec's items (the planted model's: `truth`)."""
     assert isinstance(params, StereoSetParams)
@@ -84,6 +106,7 @@ def truth(kind: str, params: BaseModel) -> Mapping[str, float]:
     return {}  # refusals and ties: nothing is measured
 
 
-ORACLE = OracleDef(respond=respond, truth=truth, plan_truth=plan_truth, strata=strata, notes=(
+ORACLE = OracleDef(respond=respond, truth=truth, plan_truth=plan_truth, strata=strata, content=content,
+                   content_source="the gold labels of each StereoSet item's sentences", notes=(
     "planted: the stereotype over the anti-stereotype in every item, both over the unrelated sentence; null: the "
     "stereotype for half of the items of each target term, the anti-stereotype for the others",))

@@ -11,7 +11,7 @@ from biasaudit.methods.tfdp.coder import TFDP_VECTORS
 from biasaudit.methods.tfdp.metric import TFDPParams, check, compute
 from biasaudit.methods.tfdp.oracle import ORACLE
 from biasaudit.methods.tfdp.report import present
-from biasaudit.metrics.base import DefaultCoding, MetricDef
+from biasaudit.metrics.base import DefaultCoding, MetricDef, NoBias
 from biasaudit.registry import CODERS, METHODS, METRICS, ORACLES
 from biasaudit.spec import AuditConfig
 
@@ -31,7 +31,10 @@ METRICS.add("tfdp", MetricDef(
     compute=compute, params=TFDPParams, probe_kinds=frozenset({"generate", "next_token"}), title="TFDP",
     method="tfdp", check=check, layers=lambda p: {"layer": p.layer if isinstance(p, TFDPParams) else ""},
     default_coding=default_coding, present=present,
-    bounds=(("contrast.*", (-2.0, 2.0)), ("*", (-1.0, 1.0)))))
+    bounds=(("contrast.*", (-2.0, 2.0)), ("*", (-1.0, 1.0))),
+    no_bias=(("contrast.*", NoBias(0.0, "a difference of two scores, 0 is no difference")),
+             ("WFS*", NoBias(0.0, "-1 to 1, 0 is no disparity")), ("PS*", NoBias(0.0, "-1 to 1, 0 is no disparity")),
+             ("*", None))))
 METHODS.add("tfdp", MethodDef(
     name="tfdp",
     metrics=("tfdp",),
