@@ -91,12 +91,25 @@ def interval_bars(plot: dict[str, Any]) -> str:
     return _svg(fig, plot.get("alt") or plot["title"])
 
 
+def _edges(vals: list[float], n: int) -> list[float]:
+    """n equal bins over the values. Values that differ only by float rounding (-3.0 and
+    -3.0000000000000004) would make numpy's bins narrower than the float spacing ("Too many
+    bins for data range"): such a range is drawn as one value, centred in a bin of 5% of its
+    size (0.5 around 0)."""
+    lo, hi = min(vals), max(vals)
+    if hi - lo <= 1e-9 * max(1.0, abs(lo), abs(hi)):
+        mid = (lo + hi) / 2
+        half = abs(mid) * 0.05 if mid else 0.5
+        lo, hi = mid - half, mid + half
+    return [float(x) for x in np.linspace(lo, hi, n + 1)]
+
+
 @_styled
 def histogram(plot: dict[str, Any]) -> str:
     fig, ax = _figure((5.0, 3.0))
     vals = plot["values"]
     if vals:
-        ax.hist(vals, bins=min(30, max(5, len(vals) // 3)), color=PALETTE[0], alpha=0.85)
+        ax.hist(vals, bins=_edges(vals, min(30, max(5, len(vals) // 3))), color=PALETTE[0], alpha=0.85)
     if plot.get("reference") is not None:
         ax.axvline(plot["reference"], color=PALETTE[1], linestyle="--", linewidth=1)
     ax.set_xlabel(plot.get("xlabel", ""))
@@ -110,8 +123,7 @@ def multi_histogram(plot: dict[str, Any]) -> str:
     fig, ax = _figure((5.5, 3.2))
     all_vals = [v for vals in plot["series"].values() for v in vals]
     if all_vals:
-        lo, hi = min(all_vals), max(all_vals)
-        bins = list(np.linspace(lo, hi if hi > lo else lo + 1e-9, 25))
+        bins = _edges(all_vals, 24)
         for k, (name, vals) in enumerate(plot["series"].items()):
             if vals:
                 ax.hist(vals, bins=bins, alpha=0.55, color=PALETTE[k % len(PALETTE)], label=f"{name} (n={len(vals)})")
