@@ -201,11 +201,16 @@ class ImpactFamily:
         no group is judged."""
         judged = self.judged()
         if not judged:
-            why = ("no group has a selection rate above 0" if self.reference is None and self.rows
-                   else "no group other than the reference has at least "
-                        f"{self.min_n} stimuli (min_n)" + (" and a share of at least "
-                                                           f"{self.exclude_below_share:g} of the data"
-                                                           if self.exclude_below_share else ""))
+            kept = [r for r in self.rows if not r.excluded]
+            if self.rows and not kept:
+                why = (f"every group has less than {self.exclude_below_share:g} of the data and is excluded "
+                       "(exclude_below_share)")
+            elif self.reference is None and kept:
+                why = "no group has a selection rate above 0"
+            else:
+                why = (f"no group other than the reference has at least {self.min_n} stimuli (min_n)"
+                       + (f" and a share of at least {self.exclude_below_share:g} of the data"
+                          if self.exclude_below_share else ""))
             return Estimate.no_data(KATZ, f"undefined: {why}")
         low = min(judged, key=lambda r: (float(r.ratio.value or 0.0), r.group))
         [ref] = [r for r in self.rows if r.reference]

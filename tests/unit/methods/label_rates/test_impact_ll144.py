@@ -138,6 +138,17 @@ def test_an_excluded_category_and_min_n_side_by_side() -> None:
     assert est["lowest"].value == pytest.approx((70 / 175) / 0.5)
 
 
+def test_every_category_excluded_says_so() -> None:
+    """Four categories of 25% each under `exclude_below_share: 0.3`: nothing is compared, and
+    the reason says why (not "no group has a selection rate above 0")."""
+    groups = {"A": (25, 10), "B": (25, 12), "C": (25, 5), "D": (25, 20)}
+    p = ImpactRatioParams(layer="score", labels=["invite"], by=["race"], min_n=1, exclude_below_share=0.3)
+    res = compute(_selected(groups), "ir", p)
+    assert res.estimates["lowest"].value is None
+    assert "every group has less than 0.3 of the data" in res.estimates["lowest"].note
+    assert res.estimates["rate.race.D"].value == pytest.approx(0.8)  # rates still reported
+
+
 def test_spec_checks(workdir, cli) -> None:  # type: ignore[no-untyped-def]
     """Bad values: one line naming the file and key, exit 2."""
     for override, said in (("+metrics.0.rate=median", "metrics[0].rate"),
