@@ -20,6 +20,10 @@ stimulus under each level of a prompt factor): per unit, the mean of its rows in
 minus that in group b; the mean difference with a t interval and the paired t test
 (scipy `ttest_rel`) over the units present in both groups.
 
+Each difference also carries its interval at 1 - 2 alpha (90%) by the same method on the
+same data (`Estimate.tost_interval`), so an equivalence threshold (TOST) can show parity
+between two groups.
+
 The per-pair intervals are each at 95% (not simultaneous); the p-values are Holm-adjusted
 across the pairs of one family (statsmodels `multipletests(method="holm")`), so "some pair
 differs" is controlled at 5% family-wise. With more than `MAX_GROUPS` groups only the
@@ -101,10 +105,18 @@ def newcombe(ra: GroupRate, rb: GroupRate, level: float = 0.95) -> Estimate:
     d = ra.value - rb.value
     lo = d - math.sqrt((ra.value - la) ** 2 + (ub - rb.value) ** 2)
     hi = d + math.sqrt((ua - ra.value) ** 2 + (rb.value - lb) ** 2)
+    # the same square-and-add at 1 - 2 alpha (90% beside 95%), for equivalence thresholds:
+    # the TOST of Newcombe's interval (statsmodels' tost_proportions_2indep has no Newcombe test)
+    tl = 2 * level - 1
+    la2, ua2 = _wilson_bounds(ra.value, ra.n_eff, tl)
+    lb2, ub2 = _wilson_bounds(rb.value, rb.n_eff, tl)
+    tost = (max(-1.0, d - math.sqrt((ra.value - la2) ** 2 + (ub2 - rb.value) ** 2)),
+            min(1.0, d + math.sqrt((ua2 - ra.value) ** 2 + (rb.value - lb2) ** 2)))
     clustered = ra.n_eff < ra.n or rb.n_eff < rb.n or ra.clusters < ra.n or rb.clusters < rb.n
     note = (f"effective n {ra.n_eff:.1f} vs {rb.n_eff:.1f} (clustered by stimulus)" if clustered else "")
     return Estimate(value=d, ci_low=max(-1.0, lo), ci_high=min(1.0, hi), n=ra.clusters + rb.clusters,
-                    rows=ra.n + rb.n if clustered else None, method="newcombe-hybrid-score", level=level, note=note)
+                    rows=ra.n + rb.n if clustered else None, method="newcombe-hybrid-score", level=level, note=note,
+                    tost_interval=tost)
 
 
 def two_proportion_z(ra: GroupRate, rb: GroupRate) -> float | None:
@@ -233,8 +245,11 @@ def welch_difference(a: Sequence[float], b: Sequence[float], level: float = 0.95
                         note="undefined: neither group varies, so Welch's interval has no width"), None
     t = ttest_ind(x, y, equal_var=False)
     lo, hi = t.confidence_interval(level)
+    # Welch's interval at 1 - 2 alpha (same df): inside an equivalence band exactly when both
+    # one-sided Welch tests reject at alpha (statsmodels `ttost_ind(usevar="unequal")`)
+    tlo, thi = t.confidence_interval(2 * level - 1)
     return Estimate(value=float(x.mean() - y.mean()), ci_low=float(lo), ci_high=float(hi), n=int(x.size + y.size),
-                    method="welch-t", level=level), float(t.pvalue)
+                    method="welch-t", level=level, tost_interval=(float(tlo), float(thi))), float(t.pvalue)
 
 
 def pairwise_mean_contrasts(values: Mapping[str, Sequence[float]], *, level: float = 0.95,

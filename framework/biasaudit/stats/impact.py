@@ -25,18 +25,58 @@ all) makes every ratio undefined: 0 / 0.
 The reference. The most favoured group is the one with the highest rate among the groups
 with at least `min_n` stimuli (a small cell at 100% would otherwise become everyone's
 reference); when no group is that large, among all groups, with a note. The reference is
-chosen after looking at the rates and each interval is conditional on it (it treats the
-reference rate as estimated, not as the maximum of several). Small cells (fewer than
-`min_n` stimuli) are reported with a note, never dropped, and never given the four-fifths
-flag on their own.
+chosen after looking at the rates and each group's interval is conditional on it (it
+treats the reference rate as estimated, not as the maximum of several: a per-pair interval,
+the one an LL144 table reports beside each category). Small cells (fewer than `min_n`
+stimuli) are reported with a note, never dropped, and never given the four-fifths flag on
+their own.
+
+The lowest ratio (`ImpactFamily.lowest`) is simultaneous. It is min_g p_g / max_h p_h over
+the G groups that may take part (at least `min_n` stimuli, not excluded): the reference is
+the highest observed rate and the lowest group the smallest, both picked from the data, so
+the ratio reported is the worst of all G(G-1)/2 pairs, not of one pair fixed in advance.
+(G - 1 comparisons would be right only for a reference named before the data were seen.)
+With the per-pair 95% interval, a `min: 0.8` threshold FAILs 6-10% of the time when the true
+lowest ratio is 0.8 (issue 38, item 5), against the nominal one-sided 2.5%.
+
+Its interval is the Katz interval of that pair, log r +- c se, with the critical value c of
+the least favourable configuration instead of 1.96. A FAIL on a lower bound b says some
+pair's ratio is below b. Under "every ratio is at least b", a FAIL is most likely when the
+groups split into a set L of k groups whose rate is exactly b times that of the other G - k
+(set H): a FAIL is then (to first order, with equal variances of the log-rates) the event
+max_H Z - min_L Z > c sqrt(2) for G independent standard normals Z (moving a group between
+the two levels only lowers it; a pair with a true ratio above b contributes less, and the
+opposite direction of a pair needs a miss by 2 |log b| more). `lowest_critical` solves
+sup_k P(max of G - k normals - min of k normals > c sqrt 2) = alpha / 2 by quadrature, so
+the FAIL rate is alpha / 2 in the least favourable configuration of that normal model and
+below it elsewhere (c = 1.96 for G = 2, 2.587 for 5 groups, 3.024 for 10). With binomial
+counts it is lower still (1.65% for the split of 5 groups of 100 at 0.4 / 0.5): Katz's
+interval on estimated variances is conservative for the smallest rate (2.2% for two groups). Each pair's own standard error is
+used, as Tukey-Kramer does with unequal sizes. Bonferroni over the G(G-1)/2 pairs (z at
+alpha / G(G-1), 2.807 for 5 groups) is valid too but needlessly wide: 0.4-0.5% FAILs on
+the bound with 5 groups, where this gives 1.2-1.7%; Bonferroni over G - 1 (2.498) is too
+narrow where two or more groups sit at the bound (the k = 2 split of 5 groups). The
+interval at 1 - 2 alpha beside it (`Estimate.tost_interval`, for equivalence thresholds) is
+the same with c solved at alpha. The headline `lowest` of several categorisations (a field,
+another field, their intersection) splits alpha between them (Bonferroni over the F
+categorisations: c at alpha / 2F). Simulated in tests/unit/stats/test_impact_lowest.py.
+
+Excluded categories (`exclude_below_share`, 6 RCNY 5-301(d): an independent auditor may
+exclude a category that represents less than 2% of the data from the impact-ratio
+calculations, and must then report its number of applicants and its selection or scoring
+rate): such a group keeps its rate, gets no ratio, is never the reference nor the lowest,
+and does not count in G.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
+from scipy import integrate, optimize
 from scipy.stats import norm
 
 from biasaudit.records.estimate import Estimate
@@ -52,6 +92,34 @@ note and never flagged (the normal approximation of the log ratio needs some siz
 
 KATZ = "katz-log"
 KATZ_CLUSTERED = "katz-log-design-effect"
+SIMULTANEOUS = "-simultaneous"
+"""Suffix of the method of a `lowest` estimate whose interval uses the critical value of
+the least favourable configuration of its groups (`lowest_critical`; see the module text)."""
+
+
+@lru_cache(maxsize=256)
+def lowest_critical(groups: int, alpha: float) -> float:
+    """The critical value c of the lowest of `groups` groups' pairwise log ratios: the
+    largest over k = 1 .. groups - 1 of the c with P(max of groups - k standard normals -
+    min of k others > c sqrt 2) = `alpha` (one-sided). 1.96 for two groups at 0.025."""
+    if groups < 2:
+        return float(norm.isf(alpha))
+
+    # P(max_H - min_L > t) = 1 - int k phi(u) S(u)^(k-1) Phi(u + t)^(G-k) du, by Simpson's rule
+    # on a fine grid (the integrand is smooth and below 1e-18 outside [-9, 9]; this agrees with
+    # scipy's quad to 1e-9 and takes microseconds instead of seconds)
+    u = np.linspace(-9.0, 9.0, 3601)
+    dens = norm.pdf(u)
+    surv = norm.sf(u)
+
+    def exceed(t: float, k: int) -> float:
+        f = k * dens * surv ** (k - 1) * norm.cdf(u + t) ** (groups - k)
+        return 1.0 - float(integrate.simpson(f, x=u))
+
+    def solve(k: int) -> float:
+        return float(optimize.brentq(lambda c: exceed(c * math.sqrt(2.0), k) - alpha, 0.1, 12.0, xtol=1e-10))
+
+    return max(solve(k) for k in range(1, groups // 2 + 1))
 
 
 def katz_interval(x1: np.ndarray | float, n1: np.ndarray | float, x0: np.ndarray | float, n0: np.ndarray | float,
@@ -89,7 +157,12 @@ class ImpactRow:
     """Fewer than `min_n` stimuli: reported, not flagged."""
     reference: bool
     flag: str
-    """`below 0.8`, `` (at or above), `small cell`, `undefined`, or `reference`."""
+    """`below 0.8`, `` (at or above), `small cell`, `undefined`, `reference` or `excluded`."""
+    excluded: bool = False
+    """Under `exclude_below_share` of the data (LL144's small-category rule): its rate is
+    reported, its ratio is not calculated."""
+    share: float | None = None
+    """The group's share of the family's stimuli (set when `exclude_below_share` is)."""
 
 
 @dataclass(frozen=True)
@@ -102,40 +175,91 @@ class ImpactFamily:
     min_n: int
     bound: float
     note: str
+    exclude_below_share: float = 0.0
+    """Groups with a smaller share of the stimuli are excluded from the ratios (0: none)."""
 
     @property
     def key(self) -> str:
         return "+".join(self.by)
 
-    def lowest(self) -> Estimate:
-        """The smallest ratio among the groups judged on their own (not small, defined,
-        not the reference), as that group's estimate; undefined with the reason otherwise."""
-        judged = [r for r in self.rows if not r.small and not r.reference and r.ratio.has_data]
+    def judged(self) -> list[ImpactRow]:
+        """The groups the lowest ratio is taken over (at least `min_n` stimuli, not
+        excluded, a defined ratio, not the reference)."""
+        return [r for r in self.rows if not r.small and not r.reference and not r.excluded and r.ratio.has_data]
+
+    def groups_compared(self) -> int:
+        """G: the groups the lowest ratio is the worst pair of (the judged groups and the
+        reference); 0 when nothing is judged."""
+        n = len(self.judged())
+        return n + 1 if n else 0
+
+    def lowest(self, split: int = 1) -> Estimate:
+        """The smallest ratio among the groups judged on their own (not small, not excluded,
+        defined, not the reference), with the simultaneous interval over the family's G
+        groups (`lowest_critical`; alpha divided by `split` when the lowest is also picked
+        among `split` categorisations; see the module text); undefined with the reason when
+        no group is judged."""
+        judged = self.judged()
         if not judged:
-            why = ("no group has a selection rate above 0" if self.reference is None and self.rows
-                   else "no group other than the reference has at least "
-                        f"{self.min_n} stimuli (min_n)")
+            kept = [r for r in self.rows if not r.excluded]
+            if self.rows and not kept:
+                why = (f"every group has less than {self.exclude_below_share:g} of the data and is excluded "
+                       "(exclude_below_share)")
+            elif self.reference is None and kept:
+                why = "no group has a selection rate above 0"
+            else:
+                why = (f"no group other than the reference has at least {self.min_n} stimuli (min_n)"
+                       + (f" and a share of at least {self.exclude_below_share:g} of the data"
+                          if self.exclude_below_share else ""))
             return Estimate.no_data(KATZ, f"undefined: {why}")
         low = min(judged, key=lambda r: (float(r.ratio.value or 0.0), r.group))
-        return low.ratio.model_copy(update={"note": f"group {low.group} (lowest of {len(judged)} judged groups, "
-                                                    f"picked after looking); {low.ratio.note}".rstrip("; ")})
+        [ref] = [r for r in self.rows if r.reference]
+        g = len(judged) + 1
+        e = low.ratio
+        alpha = (1.0 - e.level) / split
+        c, ct = lowest_critical(g, alpha / 2), lowest_critical(g, alpha)
+        a, r0 = low.rate, ref.rate
+        lo, hi = _katz_at(a, r0, c)
+        tlo, thi = _katz_at(a, r0, ct)
+        if g > 2 or split > 1:
+            how = (f"simultaneous over the {g} groups (the reference and the lowest both picked from the data"
+                   + (f"; alpha split over {split} categorisations" if split > 1 else "")
+                   + f"): Katz interval with critical value {c:.4g} (least favourable configuration), not "
+                     f"{float(norm.isf((1 - e.level) / 2)):.4g}")
+        else:
+            how = ""
+        note = "; ".join(x for x in (f"group {low.group} (lowest of {len(judged)} judged groups, picked after "
+                                     "looking)", how, e.note) if x)
+        return e.model_copy(update={"ci_low": lo, "ci_high": hi, "note": note,
+                                    "method": e.method + (SIMULTANEOUS if how else ""), "tost_interval": (tlo, thi)})
+
+
+def _katz_at(a: GroupRate, ref: GroupRate, crit: float) -> tuple[float, float]:
+    """Katz's interval of a / ref (effective counts) with critical value `crit`."""
+    level = 1.0 - 2.0 * float(norm.sf(crit))
+    _, lo, hi = katz_interval(a.value * a.n_eff, a.n_eff, ref.value * ref.n_eff, ref.n_eff, level)
+    return float(lo), float(hi)
 
 
 def impact_ratios(values: Mapping[str, Sequence[float]], clusters: Mapping[str, Sequence[object]] | None = None, *,
                   by: Sequence[str] = ("group",), min_n: int = MIN_N, bound: float = FOUR_FIFTHS,
-                  level: float = 0.95) -> ImpactFamily:
+                  level: float = 0.95, exclude_below_share: float = 0.0) -> ImpactFamily:
     """Impact ratios of the groups of 0/1 `values` (group -> rows; `clusters`: the
-    stimulus of each row). See the module text for the interval, zeros and the reference."""
+    stimulus of each row). See the module text for the interval, zeros, the reference and
+    `exclude_below_share`."""
     names = [g for g in values if len(values[g])]
     rates = {g: group_rate(values[g], clusters[g] if clusters is not None else None) for g in names}
+    total = sum(rates[g].clusters for g in names)
+    share = {g: rates[g].clusters / total for g in names} if total else {}
+    excluded = {g: bool(exclude_below_share) and share[g] < exclude_below_share for g in names}
     small = {g: rates[g].clusters < min_n for g in names}
-    pool = [g for g in names if not small[g]] or names
+    pool = [g for g in names if not small[g] and not excluded[g]] or [g for g in names if not excluded[g]]
     ref = max(pool, key=lambda g: rates[g].value) if pool else None  # ties: the first in the mapping's order
     notes = []
     if ref is not None and sum(rates[g].value == rates[ref].value for g in pool) > 1:
         notes.append(f"{sum(rates[g].value == rates[ref].value for g in pool)} groups share the highest rate; "
                      f"the first, {ref}, is the reference (the ratios are the same whichever is)")
-    if pool is names and any(small.values()):
+    if pool and all(small[g] for g in pool) and any(small.values()):
         notes.append(f"no group has {min_n} stimuli: the reference is the highest rate of all (small) groups")
     if ref is not None and rates[ref].value <= 0:
         ref = None
@@ -143,9 +267,18 @@ def impact_ratios(values: Mapping[str, Sequence[float]], clusters: Mapping[str, 
     for g in names:
         r = rates[g]
         sel = int(round(float(np.sum(values[g]))))
+        sh = share[g] if exclude_below_share else None
+        if excluded[g]:
+            est = Estimate.no_data(KATZ, f"excluded: {r.clusters} stimuli, {share[g]:.2%} of the data < "
+                                         f"{exclude_below_share:g} (exclude_below_share, 6 RCNY 5-301(d)); its rate "
+                                         "is reported, its ratio not calculated")
+            rows.append(ImpactRow(g, r, sel, est.model_copy(update={"n": r.clusters}), small[g], False, "excluded",
+                                  excluded=True, share=sh))
+            continue
         if ref is None:
             est = Estimate.no_data(KATZ, "undefined: no group was selected (the most favoured rate is 0, ratio 0/0)")
-            rows.append(ImpactRow(g, r, sel, est.model_copy(update={"n": r.clusters}), small[g], False, "undefined"))
+            rows.append(ImpactRow(g, r, sel, est.model_copy(update={"n": r.clusters}), small[g], False, "undefined",
+                                  share=sh))
             continue
         rr = rates[ref]
         clustered = r.n_eff < r.n or rr.n_eff < rr.n or r.clusters < r.n or rr.clusters < rr.n
@@ -153,9 +286,11 @@ def impact_ratios(values: Mapping[str, Sequence[float]], clusters: Mapping[str, 
         if g == ref:
             est = Estimate(value=1.0, ci_low=None, ci_high=None, n=r.clusters, method="reference",
                            note="most favoured group (highest rate): the reference of every ratio")
-            rows.append(ImpactRow(g, r, sel, est, small[g], True, "reference"))
+            rows.append(ImpactRow(g, r, sel, est, small[g], True, "reference", share=sh))
             continue
         ratio, lo, hi = katz_interval(r.value * r.n_eff, r.n_eff, rr.value * rr.n_eff, rr.n_eff, level)
+        # the same interval at 1 - 2 alpha (90% beside 95%), for equivalence thresholds (TOST)
+        _, tlo, thi = katz_interval(r.value * r.n_eff, r.n_eff, rr.value * rr.n_eff, rr.n_eff, 2 * level - 1)
         parts = []
         if clustered:
             parts.append(f"effective n {r.n_eff:.1f} vs {rr.n_eff:.1f} (clustered by stimulus)")
@@ -165,17 +300,23 @@ def impact_ratios(values: Mapping[str, Sequence[float]], clusters: Mapping[str, 
             parts.append(f"small cell: {r.clusters} stimuli < {min_n}; reported, not judged")
         est = Estimate(value=float(ratio), ci_low=float(lo), ci_high=float(hi), n=r.clusters + rr.clusters,
                        rows=(r.n + rr.n) if clustered else None, method=method, level=level,
-                       note="; ".join(parts))
+                       note="; ".join(parts), tost_interval=(float(tlo), float(thi)))
         flag = "small cell" if small[g] else ("below " + f"{bound:g}") if float(ratio) < bound else ""
-        rows.append(ImpactRow(g, r, sel, est, small[g], False, flag))
-    n_small = sum(small.values())
+        rows.append(ImpactRow(g, r, sel, est, small[g], False, flag, share=sh))
+    n_small = sum(small[g] and not excluded[g] for g in names)
     eff = " on effective counts (clustered by stimulus)" if any(r.ratio.method == KATZ_CLUSTERED for r in rows) else ""
     note = (f"impact ratio: a group's rate over the rate of the most favoured group ({ref or 'none'}); "
             f"{level:.0%} Katz log interval{eff}; flagged below {bound:g} (four-fifths rule). "
             f"Groups with fewer than {min_n} stimuli: {n_small}, reported and not flagged.")
+    if exclude_below_share:
+        out = [f"{g} ({rates[g].clusters} stimuli, {share[g]:.2%}, rate {rates[g].value:.4g})"
+               for g in names if excluded[g]]
+        notes.append(f"Excluded from the ratios as under {exclude_below_share:g} of the data (6 RCNY 5-301(d)): "
+                     + (", ".join(out) if out else "none"))
     return ImpactFamily(by=tuple(by), rows=rows, reference=ref, min_n=min_n, bound=bound,
-                        note=" ".join([note, *notes]))
+                        note=" ".join([note, *notes]), exclude_below_share=exclude_below_share)
 
 
-__all__ = ["FOUR_FIFTHS", "KATZ", "KATZ_CLUSTERED", "MIN_N", "ImpactFamily", "ImpactRow", "impact_ratios",
+__all__ = ["FOUR_FIFTHS", "KATZ", "KATZ_CLUSTERED", "MIN_N", "SIMULTANEOUS", "ImpactFamily", "ImpactRow",
+           "impact_ratios", "lowest_critical",
            "katz_interval"]

@@ -1,7 +1,8 @@
 """Label rates: metric `label_rate`, the rate of chosen labels of any coding layer."""
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 
+from biasaudit.coding.base import CoderEnv
 from biasaudit.coding.label_check import (
     MetricLabelError,
     check_estimate_labels,
@@ -10,14 +11,14 @@ from biasaudit.coding.label_check import (
     config_labels,
     metric_ids,
 )
-from biasaudit.errors import SpecError
+from biasaudit.errors import BiasAuditError, SpecError
 from biasaudit.methods.base import MethodDef, MethodText
 from biasaudit.methods.label_rates import impact, impact_oracle
 from biasaudit.methods.label_rates.metric import LabelRateParams, compute
 from biasaudit.methods.label_rates.oracle import ORACLE
 from biasaudit.methods.label_rates.report import present_impact, present_rate
 from biasaudit.metrics.base import MetricDef, NoBias
-from biasaudit.registry import METHODS, METRICS, ORACLES
+from biasaudit.registry import CODERS, METHODS, METRICS, ORACLES
 from biasaudit.spec import AuditConfig
 
 
@@ -49,12 +50,31 @@ def check_spec(params: BaseModel, cfg: AuditConfig) -> str | None:
 METRICS.add("label_rate", MetricDef(compute=compute, params=LabelRateParams, probe_kinds=frozenset({"generate"}),
                                     title="Label rate", method="label_rates", layers=_layers, check_spec=check_spec,
                                     bounds=(("contrast.*", (-1.0, 1.0)), ("*", (0.0, 1.0))), present=present_rate))
+def _value_type(cfg: AuditConfig, layer: str) -> str | None:
+    """`label` or `number`: what the spec's layer gives, read from the spec (None: not
+    declared, or the compiled coding reports its problem)."""
+    spec = cfg.coding.get(layer)
+    if spec is None:
+        return None
+    try:
+        cdef = CODERS.get(spec.coder)
+        options = cdef.options.model_validate(spec.options())
+        return cdef.value_type(CoderEnv(layer=layer, spec=spec, config=cfg, spec_file=None, variables=frozenset()),
+                               options)
+    except (BiasAuditError, ValidationError):
+        return None
+
+
 def check_impact(params: BaseModel, cfg: AuditConfig) -> str | None:
     """The favourable labels are labels the layer can give, and a threshold names an
     estimate the metric gives."""
     assert isinstance(params, impact.ImpactRatioParams)
     check_labels(params.labels, config_labels(cfg, params.layer), params.layer, "`labels` names", key="labels",
                  cls=MetricLabelError)
+    if params.rate == "scoring" and _value_type(cfg, params.layer) == "label":
+        raise MetricLabelError(f"rate: scoring reads scores, but coding layer {params.layer!r} gives labels",
+                        key="rate", hint="use a layer that gives numbers (a value coder, e.g. a judge's rating), "
+                                         "or rate: selection with `labels`")
     if len(set(params.by)) < len(params.by):
         return "`by` names a field twice; an intersection is of different fields"
     ids = metric_ids(cfg, "impact_ratio", params)

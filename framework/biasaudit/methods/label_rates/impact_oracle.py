@@ -72,8 +72,8 @@ def respond(case: OracleCase) -> dict[str, Any] | None:
 
 def plan_truth(kind: str, params: BaseModel, prep: Prepared) -> Mapping[str, float]:
     assert isinstance(params, ImpactRatioParams)
-    if kind not in ("planted", "null"):
-        return {}
+    if kind not in ("planted", "null") or params.rate == "scoring":
+        return {}  # the oracle answers yes / no: a selection, not scores to compare with a median
     from biasaudit.methods.stance_oracle import units
 
     stimuli = {s.id: s.fields for s in prep.stimuli.stimuli}
@@ -88,17 +88,21 @@ def plan_truth(kind: str, params: BaseModel, prep: Prepared) -> Mapping[str, flo
             sel.setdefault(g, []).append(int(bool(selected(kind, params, stimuli, u.stimulus, seed))))
             ids.setdefault(g, set()).add(u.stimulus)
         rates = {g: sum(v) / len(v) for g, v in sel.items()}
-        big = [g for g in rates if len(ids[g]) >= params.min_n] or list(rates)
+        total = sum(len(v) for v in ids.values())
+        # LL144's small-category rule: excluded from the ratios, the rate still reported
+        out_ = {g for g in rates if params.exclude_below_share and len(ids[g]) / total < params.exclude_below_share}
+        big = ([g for g in rates if len(ids[g]) >= params.min_n and g not in out_]
+               or [g for g in rates if g not in out_])
         ref = max(big, key=lambda g: rates[g]) if big else None
         key = SEP.join(names)
         for g, r in rates.items():
             out[f"rate.{key}.{g}"] = r
         if ref is None or rates[ref] <= 0:
             continue
-        ratios = {g: rates[g] / rates[ref] for g in rates}
+        ratios = {g: rates[g] / rates[ref] for g in rates if g not in out_}
         for g, r in ratios.items():
             out[f"ratio.{key}.{g}"] = r
-        judged = [ratios[g] for g in rates if g != ref and len(ids[g]) >= params.min_n]
+        judged = [ratios[g] for g in ratios if g != ref and len(ids[g]) >= params.min_n]
         if judged:
             out[f"lowest.{key}"] = min(judged)
             lows.append(min(judged))

@@ -58,10 +58,11 @@ def rate_plot(layer: str, wanted: Sequence[str], rates: Mapping[str, Estimate]) 
                         "with 95% intervals.")
 
 
-def impact_table(fam: ImpactFamily, unknown: int) -> Table:
+def impact_table(fam: ImpactFamily, unknown: int, scoring: bool = False) -> Table:
     """One categorisation's impact ratios, laid out as an LL144 bias audit summary: per
-    category, the units assessed, those selected, the selection rate and the impact ratio
-    (with their intervals), then the four-fifths flag."""
+    category, the units assessed, those selected (scoring: above the median), the
+    selection (scoring) rate and the impact ratio (with their intervals), then the
+    four-fifths flag; an excluded category (6 RCNY 5-301(d)) keeps its count and rate."""
     rows: list[list[JSONValue]] = []
     for r in fam.rows:
         e = r.ratio
@@ -69,12 +70,13 @@ def impact_table(fam: ImpactFamily, unknown: int) -> Table:
                      r.flag, e.note])
     what = " x ".join(fam.by)
     missing = f" {unknown} coded units have no {what} value and are not in these ratios." if unknown else ""
+    sel, rate = ("above median", "scoring rate") if scoring else ("selected", "selection rate")
     return Table(title=f"Impact ratios by {what}",
-                 columns=["category", "stimuli", "units", "selected", "selection rate", "impact ratio", "CI low",
+                 columns=["category", "stimuli", "units", sel, rate, "impact ratio", "CI low",
                           "CI high", "flag", "note"],
                  rows=rows,
                  note=f"stimuli: the independent units of a category; units: the coded answers (stimulus x prompt "
-                      f"condition x sample); selection rate: selected / units. {fam.note}{missing}")
+                      f"condition x sample); {rate}: {sel} / units. {fam.note}{missing}")
 
 
 def impact_plot(fam: ImpactFamily) -> PlotSpec:
@@ -104,5 +106,6 @@ def present_impact(result: MetricResult, params: BaseModel, cfg: AuditConfig) ->
     assert isinstance(params, ImpactRatioParams)
     detail = ImpactDetail.model_validate(result.detail)
     primary = detail.families[-1] if detail.families else None
-    return ([impact_table(fam, detail.uncategorised.get(fam.key, 0)) for fam in detail.families],
+    return ([impact_table(fam, detail.uncategorised.get(fam.key, 0), params.rate == "scoring")
+             for fam in detail.families],
             [impact_plot(primary)] if primary is not None and primary.rows else [])
