@@ -36,7 +36,8 @@ def oracle_run(spec: str, out: Path) -> Path:
     from biasaudit.records.execution import ExecutionStats
     from biasaudit.records.responses import generated_text
     from biasaudit.runner.pipeline import Coded, finish, manifest, measure, prepare
-    from biasaudit.runner.selftest import OracleAnswerer, _oracle_for, as_oracle, oracle_responses
+    from biasaudit.runner.selftest import _oracle_for, as_oracle
+    from biasaudit.runner.selftest_oracles import OracleAnswerer, oracle_responses
     from biasaudit.spec.compose import compose
     from biasaudit.verdicts.thresholds import evaluate
 
