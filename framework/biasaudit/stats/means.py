@@ -21,10 +21,12 @@ def mean_t(values: np.ndarray | list[float], level: float = 0.95) -> Estimate:
     sd = float(x.std(ddof=1))
     if sd == 0.0:
         return Estimate(value=m, ci_low=m, ci_high=m, n=n, method="t", level=level, note="constant sample")
-    lo, hi = st.t.interval(level, df=n - 1, loc=m, scale=sd / np.sqrt(n))
-    tlo, thi = st.t.interval(2 * level - 1, df=n - 1, loc=m, scale=sd / np.sqrt(n))  # for equivalence thresholds
-    return Estimate(value=m, ci_low=float(lo), ci_high=float(hi), n=n, method="t", level=level, note=f"sd={sd:.4g}",
-                    tost_interval=(float(tlo), float(thi)))
+    se = sd / float(np.sqrt(n))
+    # the 1 - alpha quantile and, for equivalence thresholds, the 1 - 2 alpha one, in one
+    # call (scipy.stats.t.interval's loc -/+ q scale, at half the cost)
+    q, q_tost = (float(v) for v in st.t.ppf([1 - (1 - level) / 2, level], n - 1))
+    return Estimate(value=m, ci_low=m - q * se, ci_high=m + q * se, n=n, method="t", level=level, note=f"sd={sd:.4g}",
+                    tost_interval=(m - q_tost * se, m + q_tost * se))
 
 
 CLUSTER_T = "cluster-t"
@@ -63,8 +65,8 @@ def mean_t_clustered(values: np.ndarray | list[float], clusters: np.ndarray | li
         return Estimate(value=m, ci_low=m, ci_high=m, n=int(x.size), method=CLUSTER_T, level=level, clusters=g,
                         note=f"{g} clusters with the same mean: no spread between clusters")
     se = float(np.sqrt(var))
-    lo, hi = st.t.interval(level, df=g - 1, loc=m, scale=se)
-    tlo, thi = st.t.interval(2 * level - 1, df=g - 1, loc=m, scale=se)  # for equivalence thresholds
-    return Estimate(value=m, ci_low=float(lo), ci_high=float(hi), n=int(x.size), method=CLUSTER_T, level=level,
+    # the 1 - alpha quantile and, for equivalence thresholds, the 1 - 2 alpha one: one call
+    q, q_tost = (float(v) for v in st.t.ppf([1 - (1 - level) / 2, level], g - 1))
+    return Estimate(value=m, ci_low=m - q * se, ci_high=m + q * se, n=int(x.size), method=CLUSTER_T, level=level,
                     clusters=g, note=f"{g} clusters, cluster-robust SE {se:.4g}, t on {g - 1} df",
-                    tost_interval=(float(tlo), float(thi)))
+                    tost_interval=(m - q_tost * se, m + q_tost * se))
