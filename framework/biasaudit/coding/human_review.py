@@ -9,10 +9,12 @@ bootstrap interval (stimuli resampled, as the pair's own kappa) and the confusio
 (rows: the human label, columns: the rater's).
 
 Label rates: for each label of the shared space (one against the rest), the judge-only
-rate over every unit the machine layer coded, the humans-only rate over the sample, and
-the prediction-powered estimate (stats/ppi.py: the judge on the unlabelled units
-corrected by its error on the labelled ones; the sample's strata weighted by their share
-of the units). PPI needs the sample to be drawn from the units this layer coded: when the
+rate over every unit the machine layer coded, the humans-only rate over the sample (a
+Wilson interval), and the prediction-powered estimate (stats/ppi.py: PPI++, the judge on
+the unlabelled units corrected by its error on the labelled ones, its weight tuned to the
+data; the sample's strata weighted by their share of the units). Where PPI cannot help (too
+few human labels of a kind, a judge that does not track the humans), that estimate is the
+humans-only interval with a note saying why. PPI needs the sample to be drawn from the units this layer coded: when the
 sheet sampled another layer's units it is reported as undefined, with the reason. Units
 sampled but left blank count as unlabelled (assumed missing at random; the note says how
 many).

@@ -5,7 +5,8 @@ What the noise of each estimate is taken to be, in order:
 
 1. a pilot run (`--pilot RUN_DIR`, its summary.json): the same estimate's interval gives
    its standard error by the estimate's own method (Wilson: the effective n that
-   interval was made on, found by inverting it; t: the half-width over the t quantile; a
+   interval was made on, found by inverting it; t and the cluster-robust `cluster-t`: the
+   half-width over the t quantile on n - 1 or stimuli - 1 degrees of freedom; a
    bootstrap: over the normal quantile, the large-sample relation). A share's effective n
    gives its design effect and so the intra-cluster correlation over the pilot's rows per
    stimulus, ICC = (deff - 1) / (m - 1); a mean's per-stimulus standard deviation is taken
@@ -45,6 +46,7 @@ from biasaudit.stats.power import (
     design_factor,
     detectable,
     p_decide,
+    share_needed,
     stimuli_needed,
 )
 from biasaudit.stats.proportions import wilson_score
@@ -179,9 +181,29 @@ def _row(t: ThresholdSpec, names: dict[str, str], stimuli: int, m: float, target
     verdict, prob = decided
     if verdict == "PASS" and c > 1:
         prob = max(0.0, 1 - c * (1 - prob))
+    goal = pass_target if verdict == "PASS" else target
+    needed = stimuli_needed(rule, disp, value, goal)
+    notes = [note] if verdict == "PASS" and note else []
+    if disp.kind == "proportion":
+        notes += _share_notes(rule, disp, value, goal, needed)
     return _replace(base, kind=disp.kind, true_value=value, true_source=source, noise=noise, expected=verdict,
-                    power_now=prob, mde=mde, note=note if verdict == "PASS" else "",
-                    needed=stimuli_needed(rule, disp, value, pass_target if verdict == "PASS" else target))
+                    power_now=prob, mde=mde, note="; ".join(notes), needed=needed)
+
+
+def _share_notes(rule: Rule, disp: Dispersion, value: float, goal: float, needed: int | None) -> list[str]:
+    """What a share's exact plan rests on: the sawtooth of exact power, and the binomial
+    on the effective n where rows of a stimulus are neither one nor all alike."""
+    out = []
+    got = share_needed(rule, disp, value, goal)
+    if needed is not None and got.first is not None and got.first < needed:
+        out.append(f"exact binomial power first reaches {goal:.4g} at n = {got.first} but falls below it again "
+                   f"at larger n (a discrete test's sawtooth); n = {needed} is the smallest from which every n "
+                   f"checked (to {got.checked}) reaches it")
+    if disp.factor != 1.0:
+        out.append("approximate: the rows of a stimulus are partly alike (0 < ICC < 1), so the count is taken as "
+                   "binomial on the effective n; the clustered interval also estimates its design effect from "
+                   "the stimuli, which adds noise with few stimuli")
+    return out
 
 
 def _replace(row: PowerRow, **kw: object) -> PowerRow:
@@ -234,7 +256,7 @@ def _dispersion(est: Estimate | None, rng: tuple[float, float] | None, m: float,
         half = (est.ci_high - est.ci_low) / 2
         if half <= 0 or k < 2:
             return None, "not planned: the pilot's interval has zero width, so it gives no standard error", None
-        q = float(st.t.ppf(1 - (1 - est.level) / 2, k - 1)) if est.method == "t" \
+        q = float(st.t.ppf(1 - (1 - est.level) / 2, k - 1)) if est.method in ("t", "cluster-t") \
             else float(st.norm.ppf(1 - (1 - est.level) / 2))
         sd_c = half / q * math.sqrt(k)
         m_pilot = (est.rows or est.n) / k

@@ -3,8 +3,8 @@
 
 Only the Estimate record reaches the threshold stage (the rows stay with the metric), so
 the interval is rebuilt from what the record holds: exactly for Wilson and Clopper-Pearson
-intervals (the success count is value x n on the declared range) and t intervals (the standard error is
-the half-width over the t quantile); for the others (design-effect Wilson, bootstrap
+intervals (the success count is value x n on the declared range) and t intervals, plain or
+cluster-robust (the standard error is the half-width over the t quantile); for the others (design-effect Wilson, bootstrap
 percentiles) each side's distance from the value is stretched by the ratio of normal
 quantiles, the large-sample relation between intervals at two levels. The note says which.
 """
@@ -29,8 +29,9 @@ def at_level(est: Estimate, level: float, rng: tuple[float, float] | None = None
     exact = exact_at_level(est, level, rng) if est.method in _COUNTED else None
     if exact is not None:
         return exact
-    if est.method == "t" and est.n > 1:
-        ratio = float(st.t.ppf(1 - (1 - level) / 2, est.n - 1) / st.t.ppf(1 - (1 - est.level) / 2, est.n - 1))
+    df = t_df(est)
+    if df is not None:
+        ratio = float(st.t.ppf(1 - (1 - level) / 2, df) / st.t.ppf(1 - (1 - est.level) / 2, df))
         how = f"t interval at {level:.4g}"
     else:
         ratio = float(st.norm.ppf(1 - (1 - level) / 2) / st.norm.ppf(1 - (1 - est.level) / 2))
@@ -60,8 +61,9 @@ def exact_at_level(est: Estimate, level: float, rng: tuple[float, float] | None 
             return est.model_copy(update={"ci_low": lo + w.ci_low * scale, "ci_high": lo + w.ci_high * scale,
                                           "level": level, "note": _join(est.note, f"{name} at {level:.4g}"),
                                           "tost_interval": None})
-    if est.method == "t" and est.n > 1:
-        ratio = float(st.t.ppf(1 - (1 - level) / 2, est.n - 1) / st.t.ppf(1 - (1 - est.level) / 2, est.n - 1))
+    df = t_df(est)
+    if df is not None:
+        ratio = float(st.t.ppf(1 - (1 - level) / 2, df) / st.t.ppf(1 - (1 - est.level) / 2, df))
         lo_, hi_ = est.value - (est.value - est.ci_low) * ratio, est.value + (est.ci_high - est.value) * ratio
         if rng is not None:
             lo_, hi_ = max(lo_, rng[0]), min(hi_, rng[1])
@@ -90,6 +92,16 @@ def exact_share(est: Estimate, rng: tuple[float, float] | None) -> Estimate:
                                   "tost_interval": (lo + t_lo * scale, lo + t_hi * scale)})
 
 
+def t_df(est: Estimate) -> int | None:
+    """The degrees of freedom of a t interval (`t`: n - 1; the cluster-robust `cluster-t`:
+    clusters - 1), None for any other method."""
+    if est.method == "t" and est.n > 1:
+        return est.n - 1
+    if est.method == "cluster-t" and (est.clusters or est.n) > 1:
+        return (est.clusters or est.n) - 1
+    return None
+
+
 def distance_outside(est: Estimate, lo: float | None, hi: float | None) -> float:
     """How far the interval lies outside [lo, hi]: positive when the whole interval is
     out (the gap), negative when it straddles or sits inside (minus the overlap with the
@@ -108,4 +120,4 @@ def _join(a: str, b: str) -> str:
     return f"{a}; {b}" if a else b
 
 
-__all__ = ["at_level", "distance_outside", "exact_at_level", "exact_share"]
+__all__ = ["at_level", "distance_outside", "exact_at_level", "exact_share", "t_df"]

@@ -14,13 +14,25 @@ true value is a sum of one-sided rejection probabilities:
 
 One-sided rejection probabilities by estimator:
 
-- a share (the Wilson interval, plain or on the design's effective n): the Wilson interval
-  inverts the score test, so its upper end is at or below b exactly when
-  (p_hat - b) / sqrt(b (1 - b) / n_eff) <= -z; the probability under the true p is
-  Phi((b - z se(b) - p) / se(p)), se evaluated at the bound for the critical value and at
-  the truth for the spread. Written here: statsmodels' NormalIndPower takes one
-  standardised effect with one variance, not the score test's two.
-- a mean (t interval, or the cluster bootstrap over stimulus means): the one-sample t
+- a share (the Wilson interval, plain or on the design's effective n): exact. The Wilson
+  interval inverts the score test, so on N rows its upper end is at or below b exactly
+  when the count x <= N b - z sqrt(N b (1 - b)) (its lower end at or above b when
+  x >= N b + z sqrt(N b (1 - b))), and the probability is a binomial tail,
+  scipy.stats.binom at the true p: the probability of the counts whose own Wilson interval
+  decides (tests/unit/stats/test_power_exact_shares.py enumerates every count through
+  `verdicts.thresholds.judge` and gets the same numbers). The normal score-test formula it
+  replaced gave 0.80 where the exact probability is 0.76 (issue 38). N is the stimuli with
+  one row per stimulus, and with ICC 1 (every row of a stimulus alike: the design effect
+  makes the interval count each stimulus once); with m rows and 0 < ICC < 1 it is the
+  effective n, k m / (1 + (m - 1) ICC), rounded: there the count is not binomial and the
+  interval estimates its own design effect from the stimuli, so the probability is an
+  approximation (said so in the plan's note).
+
+  Exact power is not monotone in n (the sawtooth of a discrete test: one more stimulus
+  can move the critical count and lower the power). The stimuli planned are the smallest
+  n from which every n' up to at least 2 n (and at least 64) reaches the target, so
+  adding stimuli never loses it; `share_needed` also gives the first n that reaches it.
+- a mean (t interval, or the cluster-robust t over stimuli, `cluster-t`): the one-sample t
   test on the stimulus means, `statsmodels.stats.power.TTestPower` (noncentral t).
 
 Clustering: a stimulus asked under m prompt conditions gives m correlated rows. With an
@@ -40,8 +52,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
+import numpy as np
 from scipy import optimize
-from scipy.stats import norm
+from scipy.stats import binom, norm
 from statsmodels.stats.power import TTestPower
 
 Kind = Literal["proportion", "mean"]
@@ -81,9 +94,11 @@ def design_factor(m: float, icc: float) -> float:
     return (1 + (m - 1) * icc) / m
 
 
-def side_probability(d: Dispersion, value: float, bound: float, k: float, alpha: float, below: bool) -> float:
+def side_probability(d: Dispersion, value: float, bound: float, k: float, alpha: float, below: bool,
+                     strict: bool = False) -> float:
     """P(the one-sided limit at level 1 - alpha clears `bound`) at true `value` with k
-    stimuli: the upper limit at or below it (`below`), or the lower limit above it."""
+    stimuli: the upper limit at or below it (`below`), or the lower limit at or above it
+    (`strict`: strictly, as FAIL asks; it matters only for the discrete share)."""
     if k < 2:
         return 0.0
     if d.kind == "mean":
@@ -95,14 +110,48 @@ def side_probability(d: Dispersion, value: float, bound: float, k: float, alpha:
         if math.isnan(got):  # scipy's noncentral t gives NaN far in the tails: the normal limit there
             got = float(norm.cdf(effect * math.sqrt(k) - norm.ppf(1 - alpha)))
         return got
+    return float(share_side(d, value, bound, np.array([k], dtype=float), alpha, below, strict)[0])
+
+
+def effective_rows(d: Dispersion, ks: np.ndarray) -> np.ndarray:
+    """The binomial N of k stimuli: k / factor rows' worth (k m / deff), rounded, at least 1."""
+    out: np.ndarray = np.maximum(1.0, np.rint(ks / d.factor))
+    return out
+
+
+def share_side(d: Dispersion, value: float, bound: float, ks: np.ndarray, alpha: float, below: bool,
+               strict: bool = False) -> np.ndarray:
+    """Exact P(the one-sided Wilson limit at level 1 - alpha clears `bound`) for each k of
+    `ks` (see the module text): the count x ~ Binomial(N, p) on N = `effective_rows`,
+    cleared when x <= N b - z sqrt(N b (1 - b)) (upper limit at or below b; `strict`: below)
+    or x >= N b + z sqrt(...) (lower limit at or above; `strict`: above), b and p on the
+    share's [0, 1] scale. A bound at 0 or 1 (or beyond) is decided from the interval
+    itself: Wilson's upper limit is above 0 at every count, its lower limit below 1."""
     z = float(norm.ppf(1 - alpha))
-    s_truth = d.se(value, k)
-    s_bound = d.se(bound, k)
-    if s_truth == 0:  # a share of exactly 0 or 1: the estimate is the truth
-        return 1.0 if (value <= bound - z * s_bound if below else value >= bound + z * s_bound) else 0.0
+    p = min(max((value - d.low) / d.width, 0.0), 1.0)
+    b = (bound - d.low) / d.width
+    n = effective_rows(d, ks)
+    if b <= 0.0 or b >= 1.0:
+        out = np.zeros_like(n)
+        if below:  # the upper limit: always <= 1, never <= 0; < 1 unless every row counts
+            if b > 1.0 or (b == 1.0 and not strict):
+                out[:] = 1.0
+            elif b == 1.0:
+                out = binom.cdf(n - 1, n, p)
+        else:  # the lower limit: always >= 0, never >= 1; > 0 once one row counts
+            if b < 0.0 or (b == 0.0 and not strict):
+                out[:] = 1.0
+            elif b == 0.0:
+                out = binom.sf(0, n, p)
+        return np.asarray(out, dtype=float)
+    half = z * np.sqrt(n * b * (1 - b))
     if below:
-        return float(norm.cdf((bound - z * s_bound - value) / s_truth))
-    return float(norm.sf((bound + z * s_bound - value) / s_truth))
+        crit = n * b - half
+        x_max = np.ceil(crit) - 1 if strict else np.floor(crit)
+        return np.asarray(binom.cdf(x_max, n, p), dtype=float)
+    crit = n * b + half
+    x_min = np.floor(crit) + 1 if strict else np.ceil(crit)
+    return np.asarray(binom.sf(x_min - 1, n, p), dtype=float)
 
 
 @dataclass(frozen=True)
@@ -138,9 +187,9 @@ def p_fail(rule: Rule, d: Dispersion, value: float, k: float) -> float:
     a = rule.alpha / 2
     out = 0.0
     if rule.high is not None:
-        out += side_probability(d, value, rule.high, k, a, below=False)
+        out += side_probability(d, value, rule.high, k, a, below=False, strict=True)
     if rule.low is not None:
-        out += side_probability(d, value, rule.low, k, a, below=True)
+        out += side_probability(d, value, rule.low, k, a, below=True, strict=True)
     return min(out, 1.0)
 
 
@@ -153,9 +202,81 @@ def p_decide(rule: Rule, d: Dispersion, value: float, k: float) -> tuple[str, fl
     return None
 
 
+def p_decide_shares(rule: Rule, d: Dispersion, value: float, ks: np.ndarray) -> np.ndarray | None:
+    """`p_decide`'s probability for a share at every k of `ks` at once (exact); None on a bound."""
+    def side(bound: float, a: float, below: bool, strict: bool) -> np.ndarray:
+        return share_side(d, value, bound, ks, a, below, strict)
+
+    if rule.inside(value):
+        a = rule.alpha if rule.equivalence else rule.alpha / 2
+        total = np.zeros(len(ks))
+        sides = 0
+        if rule.high is not None:
+            total += side(rule.high, a, True, False)
+            sides += 1
+        if rule.low is not None:
+            total += side(rule.low, a, False, False)
+            sides += 1
+        out: np.ndarray = np.maximum(0.0, total - (sides - 1))
+    elif rule.outside(value):
+        out = np.zeros(len(ks))
+        if rule.high is not None:
+            out += side(rule.high, rule.alpha / 2, False, True)
+        if rule.low is not None:
+            out += side(rule.low, rule.alpha / 2, True, True)
+        out = np.minimum(out, 1.0)
+    else:
+        return None
+    out[ks < 2] = 0.0
+    return out
+
+
+EXACT_SHARE_LIMIT = 2_000_000
+"""The largest number of stimuli the exact share search scans (one array of this size); a
+share that needs more is found by bisection on the same exact probability, where one
+stimulus more or less moves it by far less than the target's precision."""
+
+
+@dataclass(frozen=True)
+class ShareNeed:
+    """The exact sample-size search of a share (see the module text)."""
+
+    needed: int | None
+    """The smallest n from which every n' to `checked` reaches the target (None: not within the limit)."""
+    first: int | None
+    """The smallest n that reaches the target at all (the sawtooth may drop below it again)."""
+    checked: int
+    """The largest n scanned."""
+
+
+def share_needed(rule: Rule, d: Dispersion, value: float, target: float = 0.8) -> ShareNeed:
+    """The exact search for a share: scan n = 2..K with the exact power, K doubled until the
+    answer n has every n' in [n, max(2 n, 64)] at or above the target."""
+    top = 64
+    while True:
+        ks = np.arange(2, top + 1, dtype=float)
+        pw = p_decide_shares(rule, d, value, ks)
+        if pw is None:
+            return ShareNeed(None, None, top)
+        ok = pw >= target
+        bad = np.nonzero(~ok)[0]
+        first = int(ks[int(np.argmax(ok))]) if ok.any() else None
+        need = 2 if bad.size == 0 else (int(ks[bad[-1] + 1]) if bad[-1] + 1 < ks.size else None)
+        if need is not None and top >= max(2 * need, 64):
+            return ShareNeed(need, first, top)
+        if top >= EXACT_SHARE_LIMIT:
+            return ShareNeed(None, first, top)
+        top = min(top * 4, EXACT_SHARE_LIMIT)
+
+
 def stimuli_needed(rule: Rule, d: Dispersion, value: float, target: float = 0.8) -> int | None:
-    """The fewest stimuli at which the right verdict for `value` has probability >= target;
-    None when no count up to MAX_STIMULI reaches it (e.g. the value on a bound)."""
+    """The fewest stimuli at which the right verdict for `value` has probability >= target
+    (a share: exactly, and from there on; see `share_needed`); None when no count up to
+    MAX_STIMULI reaches it (e.g. the value on a bound)."""
+    if d.kind == "proportion":
+        got = share_needed(rule, d, value, target)
+        if got.needed is not None or got.checked < EXACT_SHARE_LIMIT:
+            return got.needed
     first = p_decide(rule, d, value, 2)
     if first is None:
         return None
@@ -229,5 +350,6 @@ def detectable(rule: Rule, d: Dispersion, k: float, target: float = 0.8,
     return Detectable(fail_beyond=fail, pass_inside=pass_in)
 
 
-__all__ = ["MAX_STIMULI", "Detectable", "Dispersion", "Rule", "design_factor", "detectable", "p_decide", "p_fail",
-           "p_pass", "side_probability", "stimuli_needed"]
+__all__ = ["EXACT_SHARE_LIMIT", "MAX_STIMULI", "Detectable", "Dispersion", "Rule", "ShareNeed", "design_factor",
+           "detectable", "effective_rows", "p_decide", "p_decide_shares", "p_fail", "p_pass", "share_needed",
+           "share_side", "side_probability", "stimuli_needed"]

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import csv
 import json
-import math
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +31,6 @@ from biasaudit.records.codes import Unit
 from biasaudit.runner.annotate import allocate
 from tests.coding_helpers import answered, config, plan, unit
 
-Z = 1.959963984540054
 REFUSE, ANSWER = "I cannot help with that.", "=1+1 is two, sure."  # the answer a spreadsheet would run
 
 
@@ -116,13 +114,12 @@ def test_a_filled_sheet_round_trips_into_agreement_and_ppi(tmp_path: Path) -> No
     assert rater.kappa.value == pytest.approx((7 / 8 - 1 / 2) / (1 - 1 / 2))
     assert rater.labels[:2] == ["refuse", "answer"] and rater.confusion == [[3, 0], [1, 4]]
     rate = next(r for r in g.rates if r.label == "refuse")
-    # judge on the 12 unlabelled units (u4-u9 refuse, u14-u19 not): 6/12; correction on
-    # the 8 labelled: y - f = 0,0,0,-1,0,0,0,0 -> mean -1/8, variance 1/8 (ddof 1)
-    theta = 6 / 12 - 1 / 8
-    var = (5 / 19) / 12 + (1 / 8) / 8  # var(f) over all 20 units: 20 * 0.25 / 19
-    assert rate.ppi.value == pytest.approx(theta)
-    assert rate.ppi.ci_high == pytest.approx(theta + Z * math.sqrt(var))
-    assert rate.ppi.ci_low == pytest.approx(max(0.0, theta - Z * math.sqrt(var)))
+    # 3 of the 8 human labels say refuse: too few of each kind for PPI (stats/ppi.py
+    # MIN_EACH = 5), so the humans-only Wilson interval stands in its place, saying why
+    lo, hi = proportion_confint(3, 8, method="wilson")
+    assert rate.ppi.method == "wilson" and rate.ppi.value == pytest.approx(3 / 8)
+    assert (rate.ppi.ci_low, rate.ppi.ci_high) == (pytest.approx(lo), pytest.approx(hi))
+    assert rate.ppi.note.startswith("PPI not used: 3 of the 8 human labels give the label")
     assert "1 sampled unit(s) left blank" in rate.ppi.note
     assert rate.judge.value == pytest.approx(0.5)
     assert rate.human.value == pytest.approx(3 / 8)

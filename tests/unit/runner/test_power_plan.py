@@ -3,13 +3,13 @@ run's summary, the stated defaults, and the command's output and errors."""
 
 from __future__ import annotations
 
-import math
 import re
 from pathlib import Path
 
 import numpy as np
 import pytest
-from scipy.stats import norm
+from scipy.stats import binom
+from statsmodels.stats.proportion import proportion_confint
 
 from biasaudit.plan.design import Cell
 from biasaudit.plan.stream import PlanCounts
@@ -85,9 +85,18 @@ def test_plan_power_prints_a_hand_checked_n(workdir: Path, cli) -> None:  # type
     spec = tp_spec(workdir, 4)
     code, out, _ = cli("plan", f"spec={spec}", "model=scripted", "--power", *isolation(workdir))
     assert code == 0, out
-    # band [40, 60], true value 50, one row per stimulus: each side needs
-    # Phi((60 - 1.96 * 49 / sqrt(n) - 50) / (50 / sqrt(n))) >= 0.9, i.e. sqrt(n) >= (z_0.9 + 1.96 * 0.98) / 0.2
-    n = math.ceil(((norm.ppf(0.9) + norm.ppf(0.975) * 0.98) / 0.2) ** 2)
+    # band [40, 60], true value 50, one row per stimulus: P(PASS) at n is the binomial
+    # probability of the counts whose 95% Wilson interval (statsmodels) lies in [0.4, 0.6];
+    # the plan is the smallest n from which every n' to 2 n reaches 0.8 (exact power saws)
+    def exact(n: int) -> float:
+        k = np.arange(n + 1)
+        lo, hi = proportion_confint(k, n, alpha=0.05, method="wilson")
+        return float(binom.pmf(k, n, 0.5)[(lo >= 0.4) & (hi <= 0.6)].sum())
+
+    probs = {n: exact(n) for n in range(2, 801)}
+    n = min(n for n in range(2, 400) if all(probs[m] >= 0.8 for m in range(n, 2 * n + 1)))
+    assert n == 260  # the normal score-test formula said 257, where the exact power is below 0.8
+    assert probs[257] < 0.8
     assert re.search(rf"stimuli needed\s+{n} for P\(PASS\)", out), out
     assert "true value         50 (the middle of the band (default))" in out
 

@@ -61,12 +61,12 @@ def test_pooled_counts_stimuli_rows_and_cells_apart() -> None:
     assert e.method == "wilson-design-effect"
 
 
-def test_pooled_mean_is_a_cluster_bootstrap() -> None:
+def test_pooled_mean_is_the_cluster_robust_t() -> None:
     from biasaudit.stats.disaggregate import mean
 
     rng = np.random.default_rng(2)
     rows = [Obs(cell=f"c{j}", cluster=f"s{i}", value=float(v)) for i, b in enumerate(rng.standard_normal(20))
             for j, v in enumerate(b + 0.3 * rng.standard_normal(CONDITIONS))]
-    e = pooled(rows, mean, n_resamples=2000)
-    assert e.method == "cluster-bootstrap-percentile" and e.n == 20 and e.rows == 60
+    e = pooled(rows, mean)
+    assert e.method == "cluster-t" and e.n == 20 and e.rows == 60
     assert e.value == pytest.approx(np.mean([r.value for r in rows]))

@@ -88,11 +88,11 @@ def test_clustered_coverage_by_simulation() -> None:
     assert naive / runs < 0.80
 
 
-def test_means_are_cluster_bootstrapped_and_groups_sorted() -> None:
+def test_means_are_cluster_robust_t_and_groups_sorted() -> None:
     r = rows([0.5, -0.5, 1.0, 0.0], ["a", "a", "b", "b"], ["x", "y", "x", "y"],
              [{"g": "q"}, {"g": "q"}, {"g": "p"}, {"g": "p"}])
     e = pooled(r, mean)
-    assert e.method == "cluster-bootstrap-percentile" and e.value == pytest.approx(0.25)
+    assert e.method == "cluster-t" and e.value == pytest.approx(0.25)
     groups = by_group(r, "g", mean)
     assert list(groups) == ["p", "q"] and groups["p"].value == pytest.approx(0.5)
     cells = by_cell(r, mean, cells=["y", "x"])

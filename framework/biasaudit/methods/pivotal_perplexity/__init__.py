@@ -29,7 +29,7 @@ METHODS.add("pivotal_perplexity", MethodDef(
                  "period, other) as a plain and a normalized proportion; accuracy is the share of prompt pairs "
                  "where the correct prompt has the lower perplexity.",
         reading="Normalized proportion above 0 for pivotal tokens means the model is perplexed for the right "
-                "reason. Intervals: the proportions, cluster bootstrap over stimuli; accuracy, a share of prompt "
+                "reason. Intervals: the proportions, cluster-robust t over stimuli; accuracy, a share of prompt "
                 "pairs, Wilson's interval on the effective sample size (clustered by stimulus).",
     ),
 ))

@@ -90,7 +90,7 @@ def normalized_histogram(series: Mapping[str, list[float | None]]) -> PlotSpec:
 def class_plot(classes: Mapping[str, Estimate]) -> PlotSpec:
     """Mean normalized proportion per token class (class -> its estimate)."""
     return PlotSpec(
-        kind="interval_bars", title="Normalized proportion by token class (95% cluster bootstrap)",
+        kind="interval_bars", title="Normalized proportion by token class (95% cluster-robust t)",
         xlabel="token class", ylabel="normalized proportion", labels=list(classes),
         estimates=list(classes.values()), reference=0.0,
         alt="Mean normalized proportion for pivotal, period and other tokens with intervals.",
