@@ -54,8 +54,10 @@ def pairs() -> tuple[list[tuple[str, str]], int]:
         crows = [(r["sent_more"], r["sent_less"]) for r in csv.DictReader(f)]
     with open(DATA / "winoqueer_sample.csv", newline="", encoding="utf-8") as f:
         wq = [(r["sent_x"], r["sent_y"]) for r in csv.DictReader(f)]
-    with open(DATA / "blimp_sample.jsonl", encoding="utf-8") as f:
-        blimp = [(d["sentence_good"], d["sentence_bad"]) for d in map(json.loads, f)]
+    blimp = []
+    for name in ("anaphor_gender_agreement", "animate_subject_passive"):  # the first 8 pairs of each shipped set
+        with open(DATA / "blimp" / f"{name}.jsonl", encoding="utf-8") as f:
+            blimp += [(d["sentence_good"], d["sentence_bad"]) for d in map(json.loads, f.readlines()[:8])]
     return crows + wq + blimp, len(crows)
 
 

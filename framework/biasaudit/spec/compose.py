@@ -49,6 +49,10 @@ def _is_path(value: str) -> bool:
 # The audit section's optional free-text keys, settable on the command line (`audit.auditor="Jane Doe"`)
 # though the spec may not write them: Hydra overrides only keys the composed config has.
 SIGNOFF_KEYS = ("audit.scope", "audit.limitations", "audit.auditor", "audit.date")
+SAMPLE_KEYS = ("stimuli.sample", "stimuli.sample.n", "stimuli.sample.seed")
+"""`+stimuli.sample.n=20` is written to add a sample to a spec that has none; the specs of
+published benchmarks set one (a seeded sample of the full file), and Hydra refuses `+` on a
+key that exists. So `+` on these keys sets the key whether the spec has it or not."""
 
 
 def prepare_overrides(overrides: list[str]) -> list[str]:
@@ -75,6 +79,9 @@ def prepare_overrides(overrides: list[str]) -> list[str]:
         if key in SIGNOFF_KEYS and sep:
             # optional sign-off text most specs leave out: set it whether the spec has it or not
             out.append(f"++{ov}")
+            continue
+        if sep and key.startswith("+") and not key.startswith("++") and key[1:] in SAMPLE_KEYS:
+            out.append(f"+{ov}")
             continue
         if key.lstrip("+~") != "spec" or not sep:
             out.append(ov)

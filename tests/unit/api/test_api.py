@@ -205,8 +205,8 @@ def test_a_spec_given_as_a_path_does_not_shadow_a_shipped_name_later(workdir: Pa
 
     from tests.helpers import REPO
 
-    (workdir / "data").mkdir()
-    shutil.copy(REPO / "specs" / "data" / "crows_pairs_sample.csv", workdir / "data")
+    (workdir / "data" / "crows_pairs").mkdir(parents=True)
+    shutil.copy(REPO / "specs" / "data" / "crows_pairs" / "crows_pairs_anonymized.csv", workdir / "data" / "crows_pairs")
     shutil.copy(REPO / "specs" / "crows_pairs_tp.yaml", workdir / "crows_pairs_tp.yaml")
     assert biasaudit.validate(str(workdir / "crows_pairs_tp.yaml")).spec_file == workdir / "crows_pairs_tp.yaml"
     assert biasaudit.validate("crows_pairs_tp").spec_file == REPO / "specs" / "crows_pairs_tp.yaml"

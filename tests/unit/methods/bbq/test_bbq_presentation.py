@@ -12,12 +12,15 @@ import pytest
 from biasaudit.methods.bbq.records import BBQDetail
 from tests.unit.methods.presentation import check_case
 
+SAMPLE = ["stimuli.source=data/bbq_sample.jsonl", "stimuli.sample=null"]
+"""The team-written sample the recorded tables are of (the shipped specs read a seeded
+sample of the published Age file)."""
 CASES = [
-    ("bbq_null", ["spec=bbq"], "null"),
-    ("bbq_refuse", ["spec=bbq"], "refuse"),
-    ("bbq_contrasts_planted", ["spec=bbq", "+metrics.0.contrasts=true"], "planted"),
-    ("bbq_generate_null", ["spec=bbq_generate"], "null"),
-    ("bbq_generate_refuse", ["spec=bbq_generate"], "refuse"),
+    ("bbq_null", ["spec=bbq", *SAMPLE], "null"),
+    ("bbq_refuse", ["spec=bbq", *SAMPLE], "refuse"),
+    ("bbq_contrasts_planted", ["spec=bbq", *SAMPLE, "+metrics.0.contrasts=true"], "planted"),
+    ("bbq_generate_null", ["spec=bbq_generate", *SAMPLE], "null"),
+    ("bbq_generate_refuse", ["spec=bbq_generate", *SAMPLE], "refuse"),
 ]
 
 
@@ -27,7 +30,7 @@ def test_report_section_shows_what_compute_showed(case: str, overrides: list[str
 
 
 def test_outcomes_are_counted_per_category_in_the_detail(workdir: Path) -> None:
-    res = check_case("bbq_generate_refuse", ["spec=bbq_generate"], "refuse", workdir)["bbq"]
+    res = check_case("bbq_generate_refuse", ["spec=bbq_generate", *SAMPLE], "refuse", workdir)["bbq"]
     detail = BBQDetail.model_validate(res.detail)
     # every answer refused: none valid, each category's answers all under "refused"
     assert sum(o.answers for o in detail.outcomes) == res.counts["answers"]

@@ -32,6 +32,9 @@ from tests.conftest import isolation
 
 REPO = Path(__file__).resolve().parents[4]
 P = BBQParams(n_resamples=1000)
+SAMPLE = ["stimuli.source=data/bbq_sample.jsonl", "stimuli.sample=null"]
+"""The team-written sample these tests' hand-computed values are of (the shipped specs read
+a seeded sample of the published Age file)."""
 
 
 def rows(out: str, oracle: str) -> list[dict[str, str]]:
@@ -49,7 +52,9 @@ def rows(out: str, oracle: str) -> list[dict[str, str]]:
     ("bbq_generate", ["bbq.s_amb", "bbq.s_amb (worst_cell)"]),
 ])
 def test_shipped_specs_selftest_passes(cli, workdir: Path, spec: str, thresholds: list[str]) -> None:  # type: ignore[no-untyped-def]
-    code, out, err = cli("selftest", f"spec={spec}", *isolation(workdir))
+    # on the team sample (12 ambiguous, 12 disambiguated examples), where the null oracle's
+    # half-and-half split is exact (truth 0); the shipped specs read a sample of BBQ's Age file
+    code, out, err = cli("selftest", f"spec={spec}", *SAMPLE, *isolation(workdir))
     assert code == 0, out + err
     assert "self-test PASSED: planted bias detected" in out
     planted = rows(out, "planted")
@@ -68,7 +73,7 @@ def test_truth_by_hand_against_the_metric(workdir: Path) -> None:
     # (1 - 0) * 1 = 1. Disambiguated: the biased answer is the right one in Age-6 (neg,
     # retiree is the target and the answer), Age-7 (nonneg, the college student), Religion-2
     # (neg, the atheist) and Religion-3 (nonneg, the christian): accuracy 4/12, overall 4/24.
-    prep = prepare(compose(["spec=bbq", *isolation(workdir)]))
+    prep = prepare(compose(["spec=bbq", *SAMPLE, *isolation(workdir)]))
     oracle, params = _oracle_for(prep)
     est = run_oracle(prep, oracle, params, "planted")[0]["bbq"].estimates
     assert est["s_dis"].value == 1.0 and est["s_amb"].value == 1.0 and est["accuracy.ambig"].value == 0.0

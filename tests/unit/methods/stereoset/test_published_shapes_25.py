@@ -130,9 +130,9 @@ def _tiny_nli_model(folder: Path, tokenizer_dir: Path) -> Path:
     return out
 
 
-def test_the_shipped_sample_has_the_published_columns_first() -> None:
-    header = (REPO / "specs" / "data" / "wq_nli_sample.csv").read_text().splitlines()[0].split(",")
-    assert header[:3] == ["stereo_premise", "counter_premise", "hypothesis"]
+def test_the_shipped_file_has_exactly_the_published_columns() -> None:
+    header = (REPO / "specs" / "data" / "winoqueer_nli" / "winoqueer_nli.csv").read_text().splitlines()[0].split(",")
+    assert header == ["stereo_premise", "counter_premise", "hypothesis"]
 
 
 def test_the_published_wq_nli_csv_validates_with_the_shipped_spec(workdir: Path, cli) -> None:  # type: ignore[no-untyped-def]
@@ -149,7 +149,7 @@ def test_a_by_column_that_is_not_optional_metadata_is_still_refused(workdir: Pat
     spec = workdir / "wq.yaml"
     text = (REPO / "specs" / "winoqueer_nli.yaml").read_text()
     spec.write_text(text.replace("by: [predicate_category, identity]", "by: [identiy]")
-                    .replace("source: data/wq_nli_sample.csv", f"source: {data}"))
+                    .replace("source: data/winoqueer_nli/winoqueer_nli.csv", f"source: {data}"))
     code, _, err = cli("validate", f"spec={spec}", *isolation(workdir))
     assert code == 2 and "metrics[0].by[0]" in err and "'identiy'" in err
 
