@@ -1,9 +1,23 @@
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 import pytest
+
+# absl (imported by the ROUGE-L baseline of FiSCo and some coders) binds its log handler to
+# the sys.stderr of the moment it is first imported: under pytest that is a capture stream.
+# When a later in-process run's logging setup (Hydra's dictConfig) closes the root's
+# handlers, absl closes that stream, and every later test of the worker fails at setup with
+# "I/O operation on closed file" (2,269 errors in one run). Bound to the process's own
+# stderr, which absl never closes, the handler cannot take the capture down with it.
+try:
+    import absl.logging as _absl_logging
+except ImportError:  # pragma: no cover - absl comes with rouge-score
+    pass
+else:
+    _absl_logging.get_absl_handler().python_handler.setStream(sys.__stderr__)
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
