@@ -83,7 +83,7 @@ def test_bbq_spec_that_forces_refusals_into_letters_fails_its_selftest(workdir: 
     start = body.index("metrics:")
     end = body.index("thresholds:")
     (workdir / "bbq.yaml").write_text(body[:start] + FORCING_CODING + body[end:], encoding="utf-8")
-    code, out, err = cli("selftest", f"spec={workdir / 'bbq.yaml'}")
+    code, out, err = cli("selftest", f"spec={workdir / 'bbq.yaml'}", "stimuli.source=data/bbq_sample.jsonl", "stimuli.sample=null")
     assert code == 1, out + err
     assert "problem: layer 'answer' read 72/72 refusals as 'A', a label it also gives to real answers" in out
     # the shipped spec (a refusal rule, and N in the choice question) passes
