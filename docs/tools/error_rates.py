@@ -62,7 +62,10 @@ class Scenario:
 
 
 def _result(est: Estimate, cells: dict[str, Estimate] | None = None) -> dict[str, MetricResult]:
-    return {METRIC: MetricResult(name=METRIC, headline="value", estimates={"value": est},
+    # a share is a label_rate's: the verdict code reads the declared range [0, 1] from the
+    # registered metric (Holm/Bonferroni and share_test: exact recount the share on it)
+    name = "label_rate" if est.method.startswith("wilson") else METRIC
+    return {METRIC: MetricResult(name=name, headline="value", estimates={"value": est},
                                  cells={"value": cells} if cells is not None else {})}
 
 
@@ -153,6 +156,10 @@ def scenarios() -> list[Scenario]:
     for k in (10, 200):
         out.append(Scenario("bound", "share, 1 row (Wilson)", str(k), 0.05, DECIDED,
                             _pooled_share(k, 0.3, bound_share)))
+    exact_bound = ThresholdSpec(metric=METRIC, max=0.3, share_test="exact")
+    for k in (10, 200):
+        out.append(Scenario("bound", "share, 1 row (Clopper-Pearson, share_test: exact)", str(k), 0.05, DECIDED,
+                            _pooled_share(k, 0.3, exact_bound)))
     for k in (10, 100):
         out.append(Scenario("bound", "share, 3 conditions, ICC 0.3 (design-effect Wilson)", str(k), 0.05,
                             DECIDED, _pooled_share(k, 0.3, bound_share, m=3, icc=0.3)))
@@ -170,6 +177,10 @@ def scenarios() -> list[Scenario]:
     for k in (69, 400):  # truth on the lower edge, the worse one for a Wilson share (issue 38)
         out.append(Scenario("equivalence", "share, 1 row (Wilson)", str(k), 0.05, PASS,
                             _pooled_share(k, 0.1, eq_share)))
+    eq_exact = ThresholdSpec(metric=METRIC, equivalence={"low": 0.1, "high": 0.3}, share_test="exact")
+    for k in (69, 400):
+        out.append(Scenario("equivalence", "share, 1 row (Clopper-Pearson, share_test: exact)", str(k), 0.05, PASS,
+                            _pooled_share(k, 0.1, eq_exact)))
     for adjust, sizes in (("holm", (10, 100)), ("bonferroni", (100,))):
         for k in sizes:
             out.append(Scenario(f"worst cell ({adjust})", "mean per cell, 4 cells (t)", str(k), 0.025, FAIL,
@@ -179,6 +190,8 @@ def scenarios() -> list[Scenario]:
     for per in (100, 400):
         out.append(Scenario("lowest impact ratio", "5 groups, rates 0.5 x 4 and 0.4 (Katz)", f"{per} per group",
                             0.025, FAIL, _lowest_ratio(per, [0.5, 0.5, 0.5, 0.5, 0.4])))
+    out.append(Scenario("lowest impact ratio", "5 groups, rates 0.5 x 3 and 0.4 x 2 (the least favourable)",
+                        "100 per group", 0.025, FAIL, _lowest_ratio(100, [0.5, 0.5, 0.5, 0.4, 0.4])))
     for spending in ("pocock", "obrien_fleming"):
         out.append(Scenario(f"sequential ({spending})", "mean, 3 conditions (cluster-t), looks every 5",
                             "10", 0.05, DECIDED, _sequential(10, 5, 0.0, spending, share=False)))
