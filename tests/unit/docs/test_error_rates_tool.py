@@ -22,7 +22,7 @@ def test_the_tool_prints_a_table(capsys: pytest.CaptureFixture[str]) -> None:
     assert mod.main(["--reps", "20", "--only", "lowest"]) == 0
     out = capsys.readouterr().out
     rows = [ln for ln in out.splitlines() if ln.startswith("| lowest impact ratio")]
-    assert len(rows) == 2 and all(ln.count("|") == 7 for ln in rows)
+    assert len(rows) == 3 and all(ln.count("|") == 7 for ln in rows)
     assert "| kind | estimate | stimuli | nominal rate | simulated rate | Monte Carlo s.e. |" in out
     kinds = {s.kind.split(" (")[0] for s in mod.scenarios()}
     assert kinds == {"bound", "band", "equivalence", "worst cell", "lowest impact ratio", "sequential"}

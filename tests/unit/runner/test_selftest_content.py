@@ -47,11 +47,11 @@ def test_validate_prints_the_level_to_group_table(cli) -> None:  # type: ignore[
 
 
 def test_the_report_method_section_lists_the_groups() -> None:
-    from biasaudit.records.summary import DesignInfo, RunSummary
+    from biasaudit.records.summary import DataInfo, DesignInfo, RunSummary
     from biasaudit.report.sections import method
 
     s = RunSummary.model_construct(metrics={}, design=DesignInfo(groups={"person": {"sarah": "male"}}),
-                                   data=type("D", (), {"used": 1, "rows": 1})())
+                                   data=DataInfo(used=1, rows=1))
     assert method(s)["groups"] == {"person": {"sarah": "male"}}
 
 
