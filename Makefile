@@ -87,16 +87,17 @@ screenshots: setup
 #    (pytest-xdist). --dist loadfile keeps each test file on one worker: a file's module
 #    fixtures (a reference run, a loaded model, a hostile run folder) are built once, not
 #    once per worker, and its tests never race each other.
-# 2. One at a time: the unit tests marked `serial` (they kill or interrupt runs, or bound a
-#    wall-clock time, so they need a quiet machine) and tests/integration (real models and
-#    local servers; tests/conftest.py marks all of it `serial`).
+# 2. One at a time: the unit and conformance tests marked `serial` (they kill or interrupt
+#    runs, bound a wall-clock time, or load a real model beside a peer harness, so they need
+#    a quiet machine) and tests/integration (real models and local servers;
+#    tests/conftest.py marks all of it `serial`).
 PYTEST := $(BIN)/python -m pytest -q -p no:cacheprovider --durations=15
 test: setup setup-vllm
 	@unit=0; serial=0; \
 	echo "== unit tests on 2 workers (not marked serial)"; \
 	$(PYTEST) -n 2 --dist loadfile -m "not serial" tests/unit tests/conformance || unit=$$?; \
 	echo "== serial unit tests, then the integration tests, one at a time"; \
-	$(PYTEST) -m serial tests/unit tests/integration || serial=$$?; \
+	$(PYTEST) -m serial tests/unit tests/conformance tests/integration || serial=$$?; \
 	echo "make test: unit tests on 2 workers exit $$unit, serial and integration tests exit $$serial"; \
 	test $$unit -eq 0 && test $$serial -eq 0
 
