@@ -97,13 +97,16 @@ def test_a_judge_worse_than_chance_is_said_so_and_decides_nothing(workdir: Path,
     assert rater["n"] == 9 and rater["accuracy"]["value"] == 0.0 and rater["chance"] == pytest.approx(6 / 9)
     assert rater["accuracy"]["ci_high"] == pytest.approx(hi) and hi < 6 / 9
 
-    # the note says what happened: the judge disagrees with every human label (not "agrees")
+    # the note says what happened, never "agrees": no human gave 'endorse', so PPI is not
+    # used (too few labels of the kind for its correction) and the humans-only rate is
+    # shown, 0 of 9 with its Wilson interval (the wording for a judge whose error is
+    # constant where PPI is attempted: tests/unit/coding/test_human_review_wording.py)
     endorse = next(r for r in g["rates"] if r["label"] == "endorse")
-    note = endorse["ppi"]["note"]
-    assert endorse["ppi"]["value"] is None
-    assert "disagrees with every one of the 9 human labels on 'endorse'" in note, note
-    assert "agrees with every one" not in note.replace("disagrees with every one", "")
-    assert "gives 'endorse' to all 9 labelled units and the humans to none" in note
+    ppi = endorse["ppi"]
+    note = ppi["note"]
+    assert note.startswith("PPI not used: 0 of the 9 human labels give the label and 9 do not"), note
+    assert "agrees with every one" not in note
+    assert ppi["value"] == 0.0 and ppi["method"] == "wilson" and ppi["ci_high"] == pytest.approx(hi)
 
     # the verdict it feeds: not a plain FAIL, the plain warning beside it
     [v] = s["verdicts"]
