@@ -87,19 +87,23 @@ screenshots: setup
 #    (pytest-xdist). --dist loadfile keeps each test file on one worker: a file's module
 #    fixtures (a reference run, a loaded model, a hostile run folder) are built once, not
 #    once per worker, and its tests never race each other.
-# 2. One at a time: the unit and conformance tests marked `serial` (they kill or interrupt
-#    runs, bound a wall-clock time, or load a real model beside a peer harness, so they need
-#    a quiet machine) and tests/integration (real models and local servers;
-#    tests/conftest.py marks all of it `serial`).
+# 2. One at a time: the unit tests marked `serial` (they kill or interrupt runs, or bound a
+#    wall-clock time, so they need a quiet machine) and tests/integration (real models and
+#    local servers; tests/conftest.py marks all of it `serial`).
+# 3. The conformance checks marked `serial` (lm-evaluation-harness on the embedded model),
+#    in their own process: lm-eval's HFLM keeps the model it is handed, and a later test
+#    of the same process then found its variants no longer sharing weights.
 PYTEST := $(BIN)/python -m pytest -q -p no:cacheprovider --durations=15
 test: setup setup-vllm
-	@unit=0; serial=0; \
+	@unit=0; serial=0; conf=0; \
 	echo "== unit tests on 2 workers (not marked serial)"; \
 	$(PYTEST) -n 2 --dist loadfile -m "not serial" tests/unit tests/conformance || unit=$$?; \
 	echo "== serial unit tests, then the integration tests, one at a time"; \
-	$(PYTEST) -m serial tests/unit tests/conformance tests/integration || serial=$$?; \
-	echo "make test: unit tests on 2 workers exit $$unit, serial and integration tests exit $$serial"; \
-	test $$unit -eq 0 && test $$serial -eq 0
+	$(PYTEST) -m serial tests/unit tests/integration || serial=$$?; \
+	echo "== serial conformance checks (a peer harness on a real model), in a process of their own"; \
+	$(PYTEST) -m serial tests/conformance || conf=$$?; \
+	echo "make test: unit tests on 2 workers exit $$unit, serial and integration tests exit $$serial, serial conformance exit $$conf"; \
+	test $$unit -eq 0 && test $$serial -eq 0 && test $$conf -eq 0
 
 # The inner loop (under 3 minutes on 2 cores): the unit tests and the conformance suite's
 # fast slice on two workers (pytest-xdist),
