@@ -28,6 +28,8 @@ Functions:
     selftest(spec, overrides=None) -> SelfTest
     compare(paths, out=None) -> Comparison
     RunResult.load(run_dir) -> RunResult of a finished run folder
+    load_runs(folders) -> RunSet: many run folders (a sweep's, a reports folder) as one
+        table each of estimates, items and verdicts, led by run, audit, model and spec columns
 
 `spec` is a shipped spec's name (`biasaudit list specs`) or a path to a spec file;
 `overrides` are the command line's Hydra overrides. Bad input raises `BiasAuditError`
@@ -51,10 +53,12 @@ if TYPE_CHECKING:
         Comparison,
         PlanEstimate,
         RunResult,
+        RunSet,
         SelfTest,
         SuiteResult,
         Validation,
         compare,
+        load_runs,
         plan,
         power,
         run,
@@ -68,11 +72,11 @@ if TYPE_CHECKING:
 # does not import pandas, Hydra or torch
 _LAZY = {
     "run": "api", "plan": "api", "power": "api", "validate": "api", "compare": "api", "RunResult": "api", "SuiteResult": "api",
-    "Validation": "api", "PlanEstimate": "api", "selftest": "api", "SelfTest": "api", "Comparison": "api", "BiasAuditError": "errors", "RunSummary": "records.summary",
+    "Validation": "api", "PlanEstimate": "api", "selftest": "api", "SelfTest": "api", "Comparison": "api", "RunSet": "api", "load_runs": "api", "BiasAuditError": "errors", "RunSummary": "records.summary",
 }
 
-__all__ = ["BiasAuditError", "Comparison", "PlanEstimate", "RunResult", "RunSummary", "SelfTest", "SuiteResult",
-           "Validation", "__version__", "compare", "plan", "power", "run", "selftest", "validate"]
+__all__ = ["BiasAuditError", "Comparison", "PlanEstimate", "RunResult", "RunSet", "RunSummary", "SelfTest", "SuiteResult",
+           "Validation", "__version__", "compare", "load_runs", "plan", "power", "run", "selftest", "validate"]
 
 
 

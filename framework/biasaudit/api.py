@@ -16,13 +16,15 @@ HTML summary (`_repr_html_`); its numbers are DataFrames (`estimates`, `items`,
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
-from collections.abc import Iterator, Sequence
+import warnings
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
 from biasaudit.errors import BiasAuditError, SpecError, user_error
 
@@ -43,13 +45,37 @@ VERDICT_COLUMNS = ["metric", "over", "cell", "min", "max", "value", "ci_low", "c
 
 
 @contextlib.contextmanager
+def _caller_warning_filters() -> Iterator[None]:
+    """The caller's `warnings.filters` as they were: the libraries a call imports on first
+    use (statsmodels, scipy, numpy, pandas) add filters of their own at import time, and a
+    notebook's warning settings are not ours to change."""
+    with warnings.catch_warnings():
+        yield
+
+
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+
+
+def _keeps_warning_filters(fn: Callable[_P, _R]) -> Callable[_P, _R]:
+    """A public function that leaves the caller's warning filters as they were, the
+    imports it does on first use included (`_caller_warning_filters`)."""
+    @functools.wraps(fn)
+    def wrapper(*args: _P.args, **kwargs: _P.kwargs) -> _R:
+        with _caller_warning_filters():
+            return fn(*args, **kwargs)
+    return wrapper
+
+
+@contextlib.contextmanager
 def _errors() -> Iterator[None]:
     """Errors the input or the environment causes leave as `BiasAuditError` (the command
-    line's one-line errors); anything else is a bug and keeps its own type and traceback."""
+    line's one-line errors); anything else is a bug and keeps its own type and traceback.
+    The caller's warning filters are left as they were (`_caller_warning_filters`)."""
     from biasaudit._util.paths import spec_lookup_scope
 
     try:
-        with spec_lookup_scope():
+        with _caller_warning_filters(), spec_lookup_scope():
             yield
     except BiasAuditError:
         raise
@@ -118,22 +144,24 @@ class RunResult:
     @cached_property
     def estimates(self) -> pd.DataFrame:
         """One row per estimate, pooled and per cell and group: the rows of estimates.csv."""
-        import pandas as pd
+        with _caller_warning_filters():
+            import pandas as pd
 
-        from biasaudit.report.csv_export import ESTIMATE_COLUMNS, estimate_rows
+            from biasaudit.report.csv_export import ESTIMATE_COLUMNS, estimate_rows
 
-        return pd.DataFrame(estimate_rows(self.summary.metrics), columns=ESTIMATE_COLUMNS)
+            return pd.DataFrame(estimate_rows(self.summary.metrics), columns=ESTIMATE_COLUMNS)
 
     @cached_property
     def items(self) -> pd.DataFrame:
         """One row per scored item of each metric, with its fields and per-item value: the
         rows of items.csv (nested values as JSON text, as there)."""
-        import pandas as pd
+        with _caller_warning_filters():
+            import pandas as pd
 
-        from biasaudit.report.csv_export import item_rows
+            from biasaudit.report.csv_export import item_rows
 
-        columns, rows = item_rows(self.summary.metrics)
-        return pd.DataFrame(rows, columns=columns)
+            columns, rows = item_rows(self.summary.metrics)
+            return pd.DataFrame(rows, columns=columns)
 
     @cached_property
     def verdicts_df(self) -> pd.DataFrame:
@@ -141,7 +169,8 @@ class RunResult:
         pooled estimate), the bounds min and max, the estimate (value, ci_low, ci_high, n,
         level, method), verdict, blocked, would_be, reason and claim (what the verdict shows:
         for an equivalence threshold, min and max hold its band)."""
-        import pandas as pd
+        with _caller_warning_filters():
+            import pandas as pd
 
         from biasaudit.verdicts.claims import claim_text
 
@@ -165,6 +194,7 @@ class RunResult:
         return verdict_exit(self.overall, fail_on, self.summary.measured)
 
     @classmethod
+    @_keeps_warning_filters
     def load(cls, run_dir: SpecLike) -> RunResult:
         """A finished run folder (one with summary.json), e.g. from an earlier CLI run."""
         from biasaudit.records.summary import RunSummary
@@ -210,7 +240,8 @@ class SuiteResult:
         """One row per run (member x subject): member, subject, audit, model, the headline
         estimate (estimate, value, ci_low, ci_high), overall, measured and the run's report
         (relative to `out_dir`)."""
-        import pandas as pd
+        with _caller_warning_filters():
+            import pandas as pd
 
         out = [{"member": r.member, "subject": r.subject, "audit": r.audit, "model": r.model,
                 "estimate": r.estimate_name, "value": r.estimate.value, "ci_low": r.estimate.ci_low,
@@ -226,12 +257,146 @@ class SuiteResult:
         return suite_summary_html(self.summary, self.out_dir)
 
 
+RUN_COLUMNS = ["run_id", "run_dir", "audit", "audit_method", "model", "backend", "spec", "overall"]
+"""The columns `RunSet`'s tables start with: which run, model and spec each row is from."""
+
+MAX_RUN_FOLDERS = 10_000
+"""The most run folders `load_runs` reads from one call (a folder tree can be anything)."""
+
+
+@dataclass(frozen=True)
+class RunSet:
+    """Many finished runs read together (`load_runs`): their estimates, items and
+    verdicts as one table each, every row led by `RUN_COLUMNS`, for the analysis an
+    auditor does after a sweep (e.g. `estimates.pivot_table(index="model", ...)`)."""
+
+    runs: list[RunResult]
+    skipped: list[tuple[Path, str]] = field(default_factory=list)
+    """Folders holding a summary.json that is not a readable run summary, with the reason
+    (a suite's own summary is not skipped silently either: its member runs are read)."""
+
+    def _stack(self, part: str, columns: Sequence[str]) -> pd.DataFrame:
+        with _caller_warning_filters():
+            import pandas as pd
+
+        frames = []
+        for r in self.runs:
+            df = getattr(r, part).copy()
+            lead = {"run_id": r.summary.run_id, "run_dir": str(r.run_dir), "audit": r.summary.audit.name,
+                    "audit_method": r.summary.audit.method, "model": r.summary.model.name,
+                    "backend": r.summary.model.backend, "spec": r.summary.cover.spec_file, "overall": r.overall}
+            for i, (k, v) in enumerate(lead.items()):
+                # an item field of the same name keeps its place; the run's value goes in "run_<name>"
+                df.insert(i, k if k not in df.columns else f"run_{k}", [v] * len(df))
+            frames.append(df)
+        if not frames:
+            return pd.DataFrame(columns=[*RUN_COLUMNS, *columns])
+        return pd.concat(frames, ignore_index=True, sort=False)
+
+    @cached_property
+    def estimates(self) -> pd.DataFrame:
+        """Every run's `RunResult.estimates`, stacked."""
+        from biasaudit.report.csv_export import ESTIMATE_COLUMNS
+
+        return self._stack("estimates", ESTIMATE_COLUMNS)
+
+    @cached_property
+    def items(self) -> pd.DataFrame:
+        """Every run's `RunResult.items`, stacked (columns a run lacks are empty)."""
+        return self._stack("items", [])
+
+    @cached_property
+    def verdicts(self) -> pd.DataFrame:
+        """Every run's `RunResult.verdicts_df`, stacked."""
+        return self._stack("verdicts_df", VERDICT_COLUMNS)
+
+    def __len__(self) -> int:
+        return len(self.runs)
+
+    def __repr__(self) -> str:
+        return f"RunSet({len(self.runs)} runs, {len(self.skipped)} skipped)"
+
+
+def _summary_kind(path: Path) -> str:
+    """'run', 'suite' or why the summary.json at `path` is neither."""
+    import json
+
+    from biasaudit._util.fileio import read_capped
+
+    try:
+        data = json.loads(read_capped(path, 256 * 1024 * 1024, what="summary.json"))
+    except BiasAuditError as exc:
+        return str(exc)
+    except ValueError as exc:
+        return f"not JSON ({exc})"
+    if not isinstance(data, dict):
+        return "not a JSON object"
+    if "suite" in data and "rows" in data:
+        return "suite"
+    return "run" if "audit" in data and "metrics" in data else "not a run summary (no `audit` and `metrics`)"
+
+
+def _run_folders(root: Path) -> Iterator[Path]:
+    """Folders under `root` (itself included) holding a summary.json, in path order;
+    symlinked folders are not followed (a link can point anywhere, or back up the tree)."""
+    if (root / "summary.json").is_file():
+        yield root
+    for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
+        dirnames.sort()
+        if dirpath != str(root) and "summary.json" in filenames:
+            yield Path(dirpath)
+
+
+@_keeps_warning_filters
+def load_runs(paths: SpecLike | RunResult | Sequence[SpecLike | RunResult]) -> RunSet:
+    """Read finished run folders into one `RunSet`: each path may be a run folder, or any
+    folder above runs (a sweep's, a suite's, a reports folder), searched for every
+    summary.json below it. A suite's own summary is passed over (its member runs are
+    read); a folder whose summary.json is not a run's is listed in `skipped` with why.
+    A run reached twice is read once."""
+    given = [paths] if isinstance(paths, (str, os.PathLike, RunResult)) else list(paths)
+    runs: list[RunResult] = []
+    skipped: list[tuple[Path, str]] = []
+    seen: set[Path] = set()
+    with _errors():
+        for p in given:
+            if isinstance(p, RunResult):
+                if p.run_dir.resolve() not in seen:
+                    seen.add(p.run_dir.resolve())
+                    runs.append(p)
+                continue
+            root = Path(p)
+            if not root.is_dir():
+                raise BiasAuditError("not a folder", file=str(root),
+                                     hint="give run folders, or a folder with run folders below it")
+            for folder in _run_folders(root):
+                real = folder.resolve()
+                if real in seen:
+                    continue
+                seen.add(real)
+                if len(seen) > MAX_RUN_FOLDERS:
+                    raise BiasAuditError(f"more than {MAX_RUN_FOLDERS} folders with a summary.json", file=str(root),
+                                         hint="give a narrower folder, or several calls")
+                kind = _summary_kind(folder / "summary.json")
+                if kind == "run":
+                    try:
+                        runs.append(RunResult.load(folder))
+                    except BiasAuditError as exc:
+                        skipped.append((folder, str(exc)))
+                    except ValueError as exc:  # pydantic's ValidationError: written by another version?
+                        skipped.append((folder, f"summary.json does not read as a run summary ({str(exc).splitlines()[0]})"))
+                elif kind != "suite":
+                    skipped.append((folder, kind))
+    return RunSet(runs=runs, skipped=skipped)
+
+
 def _run_dir(c: Composed) -> Path:
     # The folder Hydra's `hydra.run.dir` (conf/config.yaml) gives a run of the command
     # line: <reports_dir>/<audit name>/<time>, so both put runs in the same place.
     return Path(c.config.runtime.reports_dir) / c.config.audit.name / datetime.now().strftime("%Y%m%d-%H%M%S-%f")
 
 
+@_keeps_warning_filters
 def run(spec: SpecLike, overrides: Sequence[str] | None = None, *, verbose: bool = False) -> RunResult | SuiteResult:
     """Run an audit spec (or a suite) and return its result.
 
@@ -287,6 +452,7 @@ class Validation:
     """Runs of a suite (members x subjects); 1 for a spec."""
 
 
+@_keeps_warning_filters
 def validate(spec: SpecLike, overrides: Sequence[str] | None = None) -> Validation:
     """Check a spec (or a suite) and its data and render every request, without loading
     or calling any model. Returns the counts; raises `BiasAuditError` when invalid."""
@@ -334,7 +500,8 @@ class SelfTest:
         """pandas DataFrame: member, oracle, threshold, truth, expected, got, ok, estimate, reason."""
         import dataclasses
 
-        import pandas as pd
+        with _caller_warning_filters():
+            import pandas as pd
 
         return pd.DataFrame([{"member": m, **dataclasses.asdict(r)} for m, res in self.results for r in res.rows])
 
@@ -343,6 +510,7 @@ class SelfTest:
         return head + str(self.rows.to_html(index=False))
 
 
+@_keeps_warning_filters
 def selftest(spec: SpecLike, overrides: Sequence[str] | None = None) -> SelfTest:
     """Run the spec (or each member spec of a suite) against oracle responders, with no
     model: does it detect a planted bias, stay quiet on a null one, and leave refuse-all
@@ -376,6 +544,7 @@ class PlanEstimate:
     """Coding calls per layer (None: unknown until the answers exist)."""
 
 
+@_keeps_warning_filters
 def plan(spec: SpecLike, overrides: Sequence[str] | None = None) -> PlanEstimate:
     """Count a run's plan and estimate its time, without calling any model."""
     from biasaudit.runner.cost import estimate_jobs
@@ -392,6 +561,7 @@ def plan(spec: SpecLike, overrides: Sequence[str] | None = None) -> PlanEstimate
                     coding={e.layer: e.calls for e in job.coding})
 
 
+@_keeps_warning_filters
 def power(spec: SpecLike, overrides: Sequence[str] | None = None, *, target_power: float = 0.8,
           true_value: float | dict[str, float] | None = None, pilot: SpecLike | None = None,
           icc: float | None = None, sd: float | None = None) -> list[PowerRow]:
@@ -424,6 +594,7 @@ class Comparison:
         return self.out_dir / "compare.html"
 
 
+@_keeps_warning_filters
 def compare(paths: Sequence[SpecLike | RunResult | SuiteResult], out: SpecLike | None = None) -> Comparison:
     """Compare finished runs (run folders, sweep or suite folders, or results returned by
     `run`); writes compare/compare.html and compare.json and returns the data."""
@@ -442,5 +613,5 @@ def compare(paths: Sequence[SpecLike | RunResult | SuiteResult], out: SpecLike |
         return Comparison(data=data, out_dir=dest)
 
 
-__all__ = ["Comparison", "PlanEstimate", "RunResult", "SelfTest", "SuiteResult", "Validation", "compare", "plan", "run",
-           "selftest", "validate"]
+__all__ = ["Comparison", "PlanEstimate", "RunResult", "RunSet", "SelfTest", "SuiteResult", "Validation", "compare",
+           "load_runs", "plan", "run", "selftest", "validate"]

@@ -213,3 +213,64 @@ def test_a_spec_given_as_a_path_does_not_shadow_a_shipped_name_later(workdir: Pa
     assert cli("validate", f"spec={workdir / 'crows_pairs_tp.yaml'}")[0] == 0
     code, out, _ = cli("validate", "spec=crows_pairs_tp")
     assert code == 0 and str(REPO / "specs" / "crows_pairs_tp.yaml") in out
+
+
+def test_load_runs_reads_many_run_folders_into_one_table_each(workdir: Path) -> None:
+    # issue 41, section 5: a loader over many run folders, every row led by its run, audit,
+    # model and spec; checked against each summary.json read on its own
+    spec_a = tp_spec(workdir, 6, name="tp-a")
+    spec_b = tp_spec(workdir, 8, name="tp-b")
+    biasaudit.run(spec_a, ["model=scripted", *isolation(workdir)])
+    biasaudit.run(spec_b, ["model=scripted", "+metrics.0.by=[bias_type]", *isolation(workdir)])
+    dirs = run_dirs(workdir)
+    assert len(dirs) == 2
+    junk = workdir / "reports" / "not-a-run"
+    junk.mkdir(parents=True)
+    (junk / "summary.json").write_text("{ not json", encoding="utf-8")
+    (workdir / "reports" / "loop").symlink_to(workdir / "reports")  # a link back up is not followed
+
+    runs = biasaudit.load_runs(workdir / "reports")
+    assert len(runs) == 2 and [p for p, _ in runs.skipped] == [junk]
+    assert "not JSON" in runs.skipped[0][1]
+    est = runs.estimates
+    assert list(est.columns[:8]) == ["run_id", "run_dir", "audit", "audit_method", "model", "backend", "spec", "overall"]
+    for d in dirs:
+        on_disk = json.loads((d / "summary.json").read_text())
+        mine = est[est.run_dir == str(d)]
+        want = expected_estimates(on_disk)
+        got = [tuple(r) for r in mine[["metric", "estimate", "cell", "group", "value", "ci_low", "ci_high", "n"]]
+               .itertuples(index=False)]
+        assert len(got) == len(want) > 0
+        assert all(_same(a, b) for g, w in zip(got, want, strict=True) for a, b in zip(g, w, strict=True))
+        assert set(mine.audit) == {on_disk["audit"]["name"]} and set(mine.run_id) == {on_disk["run_id"]}
+        assert set(mine.model) == {on_disk["model"]["name"]} and set(mine.overall) == {on_disk["overall"]}
+        items = runs.items[runs.items.run_dir == str(d)]
+        assert items["diff"].tolist() == [i["diff"] for i in on_disk["metrics"]["bias_score"]["items"]]
+        verdicts = runs.verdicts[runs.verdicts.run_dir == str(d)]
+        assert verdicts.verdict.tolist() == [v["verdict"] for v in on_disk["verdicts"]]
+    assert sorted(set(est.audit)) == ["tp-a", "tp-b"]
+    # a run given twice (as a folder and as a result) is read once
+    again = biasaudit.load_runs([dirs[0], biasaudit.RunResult.load(dirs[0]), workdir / "reports"])
+    assert len(again) == 2
+    empty = biasaudit.load_runs(junk)
+    assert len(empty) == 0 and list(empty.estimates.columns[:2]) == ["run_id", "run_dir"]
+    with pytest.raises(biasaudit.BiasAuditError, match="not a folder"):
+        biasaudit.load_runs(workdir / "missing")
+
+
+def test_calling_the_api_leaves_the_callers_warning_filters_alone(workdir: Path) -> None:
+    # issue 41, section 5: statsmodels, scipy and pandas add filters when first imported;
+    # a notebook's warnings.filters are the same after a run and its tables as before
+    spec = tp_spec(workdir, 6)
+    script = (
+        "import sys, warnings\n"
+        "before = list(warnings.filters)\n"
+        "import biasaudit\n"
+        f"r = biasaudit.run({str(spec)!r}, ['model=scripted', *sys.argv[1:]])\n"
+        "r.estimates; r.items; r.verdicts_df; biasaudit.load_runs(r.run_dir).estimates\n"
+        "after = list(warnings.filters)\n"
+        "print(len(before), len(after), [f for f in after if f not in before])\n"
+        "sys.exit(0 if after == before else 1)\n")
+    proc = subprocess.run([sys.executable, "-c", script, *isolation(workdir)], capture_output=True, text=True,
+                          timeout=600, cwd=workdir)
+    assert proc.returncode == 0, proc.stdout + proc.stderr[-2000:]
