@@ -36,15 +36,32 @@ _loaded = False
 _load_errors: list[str] = []
 
 
+def strict_model(field: str) -> Callable[[str, object], None]:
+    """A registration check: the entry's `field` (an options or parameter model that a
+    spec's keys are read into) must refuse unknown keys, or a misspelt option in a spec
+    would validate and be dropped without a word."""
+    def check(name: str, obj: object) -> None:
+        model = getattr(obj, field, None)
+        extra = getattr(model, "model_config", {}).get("extra")
+        if model is not None and extra != "forbid":
+            raise ValueError(f"{name!r}: its {field} model {getattr(model, '__name__', model)!s} accepts unknown keys "
+                             f"(extra={extra!r}); give it model_config = ConfigDict(extra=\"forbid\") so that a "
+                             "misspelt key in a spec is an error")
+    return check
+
+
 class Registry(Generic[T]):
-    def __init__(self, kind: str) -> None:
+    def __init__(self, kind: str, check: Callable[[str, T], None] | None = None) -> None:
         self.kind = kind
         self._items: dict[str, T] = {}
+        self._check = check
 
     def register(self, name: str) -> Callable[[T], T]:
         def deco(obj: T) -> T:
             if name in self._items:
                 raise ValueError(f"{self.kind} {name!r} registered twice")
+            if self._check is not None:
+                self._check(name, obj)
             self._items[name] = obj
             return obj
 
@@ -89,8 +106,8 @@ class Registry(Generic[T]):
 
 
 METHODS: Registry[MethodDef] = Registry("method")
-METRICS: Registry[MetricDef] = Registry("metric")
-CODERS: Registry[CoderDef] = Registry("coder")
+METRICS: Registry[MetricDef] = Registry("metric", check=strict_model("params"))
+CODERS: Registry[CoderDef] = Registry("coder", check=strict_model("options"))
 BACKENDS: Registry[BackendKind[Any]] = Registry("model backend")
 ADAPTERS: Registry[Adapter] = Registry("stimulus format")
 RECORDINGS: Registry[RecordingFormat] = Registry("recorded-response format")
