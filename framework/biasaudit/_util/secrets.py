@@ -136,12 +136,21 @@ def key_env_names(cfg: Any) -> list[str]:
     return sorted({m.api_key_env for m in models if "api_key_env" in type(m).model_fields and m.api_key_env})
 
 
+OPERATOR_GROUPS = ("model", "judge", "nli", "embedder", "runtime")
+"""The parts of a composed config only the operator sets (a spec cannot): where a `*_env`
+key names a variable. The spec's own parts (stimuli, factors...) are not read: a spec
+author could otherwise name `PATH` and have its value withheld and scrubbed."""
+
+
 def config_env_names(cfg: Any) -> list[str]:
-    """The value of every `*_env` key anywhere in a composed config (every model, judge,
-    NLI model, embedder...): the names of the variables that hold its secrets. Walked
-    generically, so a config added later is covered without a change here."""
+    """The value of every `*_env` key anywhere in the operator's parts of a composed
+    config (every model, judge, NLI model, embedder, at any depth): the names of the
+    variables that hold its secrets. Walked generically, so a key added later is covered
+    without a change here; a suite's members are each composed, and each watched."""
     if hasattr(cfg, "model_dump"):
         cfg = cfg.model_dump()
+    if not isinstance(cfg, dict):
+        return []
     out: set[str] = set()
 
     def walk(node: Any) -> None:
@@ -155,7 +164,8 @@ def config_env_names(cfg: Any) -> list[str]:
             for v in node:
                 walk(v)
 
-    walk(cfg)
+    for group in OPERATOR_GROUPS:
+        walk(cfg.get(group))
     return sorted(out)
 
 

@@ -356,11 +356,13 @@ def _composed_with_key_env(workdir: Path, name: str) -> Any:
 def test_config_env_names_finds_every_env_key_however_deep() -> None:
     from biasaudit._util.secrets import config_env_names
 
-    cfg = {"model": {"api_key_env": "RT_AUTH_VALUE"}, "judge": {"judges": [{"model": {"api_key_env": "J1"}},
-                                                                          {"model": None}]},
-           "embedder": {"token_env": "EMB_ACCESS"}, "suite": [{"x": {"api_key_env": "SUITE_PASS"}}],
-           "other": {"env": "NOT_A_NAME_KEY", "api_key_env": None}}
-    assert config_env_names(cfg) == ["EMB_ACCESS", "J1", "RT_AUTH_VALUE", "SUITE_PASS"]
+    cfg = {"model": {"api_key_env": "RT_AUTH_VALUE", "env": "NOT_A_NAME_KEY"},
+           "judge": {"judges": [{"model": {"api_key_env": "J1"}}, {"model": None}]},
+           "nli": {"model": {"api_key_env": None, "extra": [{"auth_env": "NLI_PASS"}]}},
+           "embedder": {"token_env": "EMB_ACCESS"},
+           # the spec's own parts name nothing: a spec author could otherwise withhold PATH
+           "stimuli": {"inline": [{"id": "s1", "home_env": "PATH"}]}}
+    assert config_env_names(cfg) == ["EMB_ACCESS", "J1", "NLI_PASS", "RT_AUTH_VALUE"]
 
 
 def test_child_env_drops_a_key_variable_named_by_the_config(workdir: Path, no_watched: None,
