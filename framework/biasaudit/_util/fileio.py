@@ -188,11 +188,11 @@ def scrub(text: str) -> str:
     (`secrets.redact`), the values of environment variables whose names say they hold a
     secret, the value of any `key = value` / `token: value` pair and anything that looks
     like a generated key (20+ token characters mixing upper case, lower case and digits)."""
-    from biasaudit._util.secrets import redact
+    from biasaudit._util.secrets import redact, too_plain
 
     text = redact(text)
     for name, value in os.environ.items():
-        if len(value) >= 8 and _SECRET_NAME.search(name) and value in text:
+        if _SECRET_NAME.search(name) and value in text and too_plain(value) is None:
             text = text.replace(value, REDACTED)
     text = _ASSIGNED.sub(lambda m: m.group(1) + REDACTED, text)
     return _TOKEN.sub(_token, text)

@@ -34,10 +34,25 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+log = logging.getLogger(__name__)
+
 REDACTED = "[REDACTED]"
-# Shorter values are not treated as secrets: scrubbing them would mangle ordinary text.
 MIN_SECRET_LEN = 8
+"""Shorter values are not scrubbed (the variable's name is warned about instead): every
+value is also looked for cut short, reversed and in any letter case, so a 4-letter `none`
+would rewrite `none`, `None` and `enon` in every message. No provider issues keys this
+short (theirs run 20 to 200 characters), and a random string of 8 or more characters does
+not turn up in ordinary text by chance."""
+PLACEHOLDERS = frozenset({
+    "sk-no-key-required", "no-api-key", "not-needed", "not_needed", "notneeded", "placeholder", "changeme",
+    "change-me", "password", "your-api-key", "your_api_key", "sk-dummy", "lm-studio", "llamacpp",
+})
+"""Values of 8 or more characters that local servers and their documentation use for "no
+key" (compared without letter case; shorter ones, `none`, `EMPTY`, `dummy`, fall under
+`MIN_SECRET_LEN`): not secrets, and words of ordinary messages, so not scrubbed either.
+A value of one repeated character (`xxxxxxxx`) is one too."""
 _secrets: set[str] = set()
+_warned: set[str] = set()
 
 
 @dataclass(frozen=True)
@@ -121,19 +136,87 @@ def key_env_names(cfg: Any) -> list[str]:
     return sorted({m.api_key_env for m in models if "api_key_env" in type(m).model_fields and m.api_key_env})
 
 
+OPERATOR_GROUPS = ("model", "judge", "nli", "embedder", "runtime")
+"""The parts of a composed config only the operator sets (a spec cannot): where a `*_env`
+key names a variable. The spec's own parts (stimuli, factors...) are not read: a spec
+author could otherwise name `PATH` and have its value withheld and scrubbed."""
+
+
+def config_env_names(cfg: Any) -> list[str]:
+    """The value of every `*_env` key anywhere in the operator's parts of a composed
+    config (every model, judge, NLI model, embedder, at any depth): the names of the
+    variables that hold its secrets. Walked generically, so a key added later is covered
+    without a change here; a suite's members are each composed, and each watched."""
+    if hasattr(cfg, "model_dump"):
+        cfg = cfg.model_dump()
+    if not isinstance(cfg, dict):
+        return []
+    out: set[str] = set()
+
+    def walk(node: Any) -> None:
+        if isinstance(node, dict):
+            for k, v in node.items():
+                if isinstance(k, str) and k.endswith("_env") and isinstance(v, str) and v:
+                    out.add(v)
+                else:
+                    walk(v)
+        elif isinstance(node, (list, tuple)):
+            for v in node:
+                walk(v)
+
+    for group in OPERATOR_GROUPS:
+        walk(cfg.get(group))
+    return sorted(out)
+
+
+_withheld: set[str] = set()
+"""Names of the variables a config names as holding a secret: kept from child processes
+(a managed engine needs none of them), whatever the name looks like."""
+
+
+def withheld_env_names() -> frozenset[str]:
+    return frozenset(_withheld)
+
+
 def watch_env(names: Iterable[str]) -> None:
     for name in names:
-        watch_value(os.environ.get(name))
+        _withheld.add(name)
+        watch_key(name, os.environ.get(name))
+
+
+def too_plain(value: str) -> str | None:
+    """Why a value is not scrubbed (too short, or a placeholder), or None: it is."""
+    if len(value) < MIN_SECRET_LEN:
+        return f"is under {MIN_SECRET_LEN} characters, too short to be a real key"
+    if value.strip().lower() in PLACEHOLDERS or len(set(value)) == 1:
+        return "is a placeholder that local servers accept for no key"
+    return None
 
 
 def watch_value(value: str | None) -> None:
-    """Scrub this value from everything written from now on."""
-    if value and len(value) >= MIN_SECRET_LEN:
+    """Scrub this value from everything written from now on (not a short value or a
+    placeholder: see `watch_key`)."""
+    if value and too_plain(value) is None:
         _secrets.add(value)
 
 
+def watch_key(name: str, value: str | None) -> None:
+    """Scrub the key held by variable `name` from everything written from now on; a
+    value too short or too plain to scrub without rewriting ordinary words in messages is
+    left alone, with one warning naming the variable (never the value)."""
+    if not value:
+        return
+    why = too_plain(value)
+    if why is None:
+        _secrets.add(value)
+    elif name not in _warned:
+        _warned.add(name)
+        log.warning("the value of %s %s: it is not scrubbed from messages and files (that would rewrite ordinary "
+                    "words); if it is a real key, use a longer one", name, why)
+
+
 def watch_config(cfg: Any) -> None:
-    watch_env(key_env_names(cfg))
+    watch_env(sorted({*key_env_names(cfg), *config_env_names(cfg)}))
     guard_logging()
 
 
@@ -201,3 +284,5 @@ def forget_all() -> None:
     """For tests: start from no registered secrets."""
     _secrets.clear()
     _compiled.clear()
+    _withheld.clear()
+    _warned.clear()

@@ -27,12 +27,13 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import Future
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from biasaudit._util.secrets import withheld_env_names
 from biasaudit.errors import BackendError
 
 if TYPE_CHECKING:
@@ -112,9 +113,14 @@ def vllm_python() -> str:
                             "venv with vllm (it pins its own torch, so it stays out of biasaudit's venv)")
 
 
-def child_env() -> dict[str, str]:
-    """This process's environment without the variables whose names say they hold a secret."""
-    env = {k: v for k, v in os.environ.items() if not _SECRET_NAME.search(k)}
+def child_env(environ: Mapping[str, str] | None = None, withheld: Iterable[str] | None = None) -> dict[str, str]:
+    """This process's environment (`environ`) without the variables that hold a secret:
+    those whose names say so, and those the config names in any `*_env` key (`withheld`,
+    default: every one the composed configs of this process named, secrets.watch_config),
+    whatever their names look like (an `api_key_env: RT_AUTH_VALUE`)."""
+    environ = os.environ if environ is None else environ
+    drop = withheld_env_names() if withheld is None else frozenset(withheld)
+    env = {k: v for k, v in environ.items() if not _SECRET_NAME.search(k) and k not in drop}
     # vLLM on a CPU reserves 4 GiB for its KV cache by default; a small model needs far less
     env.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")
     return env

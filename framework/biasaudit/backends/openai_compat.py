@@ -43,7 +43,7 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from biasaudit._util.secrets import redact, watch_value
+from biasaudit._util.secrets import redact, watch_key
 from biasaudit.backends.base import BACKENDS, BackendKind, Emit, Response
 from biasaudit.backends.http_limits import AIMDController, ConcurrencyGate, host_limiter
 from biasaudit.backends.http_scoring import Conditioning, align, first_logprob, output, text_tokens
@@ -190,7 +190,7 @@ class OpenAICompatBackend:
                             cfg.base_url)
             else:
                 self._key = _Secret(key)
-                watch_value(key)  # scrubbed, in every encoding, from whatever is written
+                watch_key(cfg.api_key_env, key)  # scrubbed, in every encoding, from whatever is written
         self.tokenizer = tokenizer
         self.server = server
         self._cond: Conditioning | None = None
@@ -211,10 +211,9 @@ class OpenAICompatBackend:
         return f"OpenAICompatBackend(base_url={self.cfg.base_url!r}, model={self.cfg.model!r})"
 
     def _redact(self, text: str) -> str:
-        text = redact(text)
-        if self._key is not None and self._key.reveal():  # a key shorter than secrets.MIN_SECRET_LEN
-            text = text.replace(self._key.reveal(), "<secret>")
-        return text
+        # a key too short or plain to scrub (secrets.too_plain) is left in: replacing it
+        # would rewrite ordinary words ("none of the answer words"); watch_key warned
+        return redact(text)
 
     def _client(self) -> httpx.AsyncClient:
         """One client per concurrency slot, each with a single keep-alive connection:

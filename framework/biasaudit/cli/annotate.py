@@ -12,8 +12,9 @@ Write a seeded sample of a run's coded units for layer LAYER as an annotation sh
 (csv or jsonl, by the -o suffix): one row per unit with its unit_id, the prompt and the
 answer, the allowed labels and a blank `label` column. The sheet is blind (no machine
 codes, no rationales) unless --with-codes. Beside it, <sheet>.sample.json records what
-was sampled (run, layer, labels, strata, seed, each unit's request and answer hash): keep
-it with the sheet.
+was sampled (run, layer, labels, strata, seed, each unit's request and the hashes of the
+answer and prompt shown): keep it with the sheet. Edit only `label` and `note`: a row whose
+answer or prompt was rewritten is refused when the sheet is read back.
 
 Fill the `label` column (blank = not annotated), then read the sheet back as a coding
 layer and compare it with the machine layer:

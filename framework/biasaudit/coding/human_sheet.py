@@ -6,10 +6,21 @@ row per sampled unit: `unit_id`, the `prompt` and `answer` the humans read, the
 `allowed_labels`, a blank `label` and a free `note` (with `--with-codes` also the
 layer's `machine_label` and `rationale`). Beside it, `<sheet>.sample.json` records what
 was sampled: the run, the layer and its labels, the strata and their sizes, the seed, and
-for each sampled unit its subject request key and a hash of the answer shown. The
-`human` coder reads the filled sheet and checks it against that record, and the record
-against the run it codes, so a sheet from another run, an unknown unit, a label outside
-the set or a unit labelled twice is one error line naming the file and the row.
+for each sampled unit its subject request key and hashes of the answer and the prompt
+shown. The `human` coder reads the filled sheet and checks it against that record, and
+the record and each row's answer against the run it codes, so a sheet from another run,
+an unknown unit, a label outside the set, a unit labelled twice or a row whose answer or
+prompt was rewritten (people would label text the model never wrote) is one error line
+naming the file and the row, and nothing of the sheet is read.
+
+The hashes are in the record, not in sheet columns: the sheet stays a plain table to
+fill in a spreadsheet, and a column anyone can edit beside the text it vouches for would
+prove nothing. `shown_sha256` and `prompt_sha256` are sha256 of the text as shown with
+its line ends made `\n` and its outer white space removed (`shown_hash`), so a
+spreadsheet that rewrites line ends still reads back; `answer_sha256` is of the exact
+answer (records of biasaudit before 2026-11 have only it: their sheets' answer cells
+must then be exactly as exported). The format is docs/coding-layers.md, "The sheet's
+format": any other writer of sheets (the viewer) writes the same.
 
 Sheet text is untrusted (model answers): a csv cell a spreadsheet would run as a formula
 (starting with = + - @, a tab or a carriage return) gets a leading apostrophe, removed
@@ -37,7 +48,9 @@ from biasaudit.spec import RuntimeLimits
 FORMAT = "biasaudit-annotation-sheet/1"
 UNIT = "unit_id"
 LABEL = "label"
-COLUMNS = (UNIT, "prompt", "answer", "allowed_labels", LABEL, "note")
+PROMPT = "prompt"
+ANSWER = "answer"
+COLUMNS = (UNIT, PROMPT, ANSWER, "allowed_labels", LABEL, "note")
 CODE_COLUMNS = ("machine_label", "rationale")
 """Added after `answer` with `--with-codes` (the review is then not blind)."""
 ALL = "all"
@@ -53,7 +66,13 @@ class SampledUnit(BaseModel):
     """The subject request's key: the sheet's answer is this request's."""
     stratum: str
     answer_sha256: str
-    """sha256 of the answer text shown on the sheet."""
+    """sha256 of the answer text shown on the sheet (`answer_hash`)."""
+    shown_sha256: str | None = None
+    """`shown_hash` of the answer shown (None: a record of an older export, which the
+    answer cell must then match exactly by `answer_sha256`)."""
+    prompt_sha256: str | None = None
+    """`shown_hash` of the prompt shown (None: a record of an older export, whose prompt
+    cells are not checked)."""
 
 
 class SampleRecord(BaseModel):
@@ -87,14 +106,32 @@ def answer_hash(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
+def shown_text(text: str) -> str:
+    """Text as a sheet shows it, up to what a spreadsheet changes without anyone editing
+    it: line ends (`\r\n`, `\r` become `\n`) and white space around the whole."""
+    return text.replace("\r\n", "\n").replace("\r", "\n").strip()
+
+
+def shown_hash(text: str) -> str:
+    return answer_hash(shown_text(text))
+
+
+def _quoted_formula(text: str) -> bool:
+    """Apostrophes (none or more), then what a spreadsheet runs as a formula."""
+    rest = text.lstrip("'")
+    return rest[:1] != "" and rest[:1] in _FORMULA
+
+
 def safe_cell(text: str) -> str:
-    """A csv cell a spreadsheet would run as a formula gets a leading apostrophe."""
-    return "'" + text if text[:1] in _FORMULA else text
+    """A csv cell a spreadsheet would run as a formula gets a leading apostrophe; so does
+    one that already starts with apostrophes before such a character (an answer `'=x`),
+    so that `unsafe_cell` gives every text back unchanged (the answer check compares it)."""
+    return "'" + text if _quoted_formula(text) else text
 
 
 def unsafe_cell(text: str) -> str:
     """`safe_cell` undone."""
-    return text[1:] if text[:1] == "'" and text[1:2] in _FORMULA and text[1:2] != "" else text
+    return text[1:] if text[:1] == "'" and _quoted_formula(text) else text
 
 
 def stratum_of(unit: Unit, by: str | None) -> str:
@@ -130,6 +167,8 @@ class SheetLabel:
     where: str
     """`row N` (csv, data rows counted from 1) or `line N` (jsonl)."""
     note: str = ""
+    answer: str = ""
+    """The answer the row shows (`shown_text`), checked against the run's (`check_run`)."""
 
 
 @dataclass(frozen=True)
@@ -173,7 +212,7 @@ def _raw_rows(path: Path, key: str, limits: RuntimeLimits) -> list[tuple[str, di
         rows = read_jsonl(path, key=key, limits=limits, lines=lines)
         return [(f"line {n}", r) for n, r in zip(lines, rows, strict=True)]
     header, rows = read_csv(path, key=key, limits=limits)
-    for col in (UNIT, LABEL):
+    for col in (UNIT, LABEL, ANSWER, PROMPT):
         if col not in header:
             raise DataError(f"the sheet has no {col!r} column", file=str(path), key=key,
                             hint="save it as comma-separated UTF-8 csv with the columns `annotate export` wrote "
@@ -190,12 +229,51 @@ def _text(v: Any, path: Path, where: str, column: str) -> str:
     return unsafe_cell(v).strip()
 
 
+_RESTORE = ("restore the {what} cell as `biasaudit annotate export` wrote it (labels must be of the text the model "
+            "wrote and the prompt it answered), or export the sheet again and copy the labels over by unit_id")
+
+
+def _shown(row: Mapping[str, Any], column: str, path: Path, where: str, key: str) -> str:
+    v = row.get(column)
+    if not isinstance(v, str):
+        raise DataError(f"{where}: no `{column}` text", file=str(path), key=key,
+                        hint=_RESTORE.format(what=column) + " (the sheet needs the column to be checked)")
+    return unsafe_cell(v)
+
+
+def _changed(s: SampledUnit, answer: str, prompt: str) -> str | None:
+    """What of a row differs from what was exported, by the record's hashes, or None."""
+    if s.shown_sha256 is not None:
+        if shown_hash(answer) != s.shown_sha256:
+            return ANSWER
+    elif answer_hash(answer) != s.answer_sha256:  # an older record: the exact text only
+        return ANSWER
+    if s.prompt_sha256 is not None and shown_hash(prompt) != s.prompt_sha256:
+        return PROMPT
+    return None
+
+
+def _refuse_changed(changed: list[tuple[str, str, str]], path: Path, key: str, old: bool,
+                    against: str = "the one exported for it") -> None:
+    if not changed:
+        return
+    where, unit, what = changed[0]
+    more = f" ({len(changed) - 1} more row(s) changed, e.g. {changed[1][0]})" if len(changed) > 1 else ""
+    hint = _RESTORE.format(what=what)
+    if old and what == ANSWER:
+        hint += ("; this sheet's record predates line-end-tolerant checks, so the answer must be exactly as "
+                 "exported: export again if a spreadsheet rewrote it")
+    raise DataError(f"{where}: the {what} of unit {unit!r} is not {against}{more}", file=str(path),
+                    key=key, hint=hint)
+
+
 def read_sheet(path: Path, limits: RuntimeLimits, key: str = "sheet") -> FilledSheet:
     """A filled sheet and its record, checked: every row's unit was sampled, appears once,
     and its label (blank: not annotated) is one of the allowed labels."""
     rec = read_record(path, key)
-    sampled = {u.id for u in rec.units}
+    sampled = {u.id: u for u in rec.units}
     out: dict[str, SheetLabel] = {}
+    changed: list[tuple[str, str, str]] = []
     for where, row in _raw_rows(path, key, limits):
         unit = _text(row.get(UNIT), path, where, UNIT)
         if not unit:
@@ -208,12 +286,18 @@ def read_sheet(path: Path, limits: RuntimeLimits, key: str = "sheet") -> FilledS
         if unit in out:
             raise DataError(f"{where}: unit {unit!r} appears twice (first on {out[unit].where})", file=str(path),
                             key=key, hint="keep one row per unit: delete the duplicate")
+        answer = _shown(row, ANSWER, path, where, key)
+        what = _changed(sampled[unit], answer, _shown(row, PROMPT, path, where, key))
+        if what is not None:
+            changed.append((where, unit, what))
         label = _text(row.get(LABEL), path, where, LABEL)
         if label and label not in rec.labels:
             raise DataError(f"{where}: label {label!r} is not one of the allowed labels", file=str(path), key=key,
                             hint=f"use one of {', '.join(rec.labels)}, or leave it blank (not annotated)")
-        out[unit] = SheetLabel(unit=unit, label=label or None, where=where, note=_text(row.get("note"), path, where,
-                                                                                      "note"))
+        out[unit] = SheetLabel(unit=unit, label=label or None, where=where,
+                               note=_text(row.get("note"), path, where, "note"), answer=shown_text(answer))
+    # every row checked before any is refused: the line names the first and counts the rest
+    _refuse_changed(changed, path, key, old=any(u.shown_sha256 is None for u in rec.units))
     return FilledSheet(path=path, record=rec, rows=out)
 
 
@@ -246,8 +330,10 @@ def check_keys(sheet: FilledSheet, keys: Mapping[str, str]) -> None:
 
 
 def check_run(sheet: FilledSheet, units: Sequence[Unit], inputs: Mapping[str, str], cut_at: int) -> None:
-    """`check_keys`, and each sampled unit's answer is the one the sheet showed (an input
-    cut to `cut_at` characters is not compared)."""
+    """`check_keys`; each sampled unit's answer in this run is the one the record hashed;
+    and each row's answer is this run's answer, recomputed from the run, not taken from
+    the record (a record edited with the sheet proves nothing). An input cut to `cut_at`
+    characters is compared as far as it goes: the row's answer must begin with it."""
     check_keys(sheet, {u.id: u.key for u in units})
     for s in sheet.record.units:
         text = inputs.get(s.id)
@@ -256,9 +342,21 @@ def check_run(sheet: FilledSheet, units: Sequence[Unit], inputs: Mapping[str, st
             where = f"{row.where}: " if row is not None else ""
             raise DataError(f"{where}the sheet was sampled from another run: unit {s.id!r} has another answer here",
                             file=str(sheet.path), key=UNIT,
-                            hint="export a sheet from a run of this spec and model (`biasaudit annotate export RUN`)")
+                            hint="export a sheet from a run of this spec and model (`biasaudit annotate export RUN`)"
+                                 "; if this is its run, the sheet's record was edited: export again")
+    changed = []
+    for row in sheet.rows.values():
+        text = inputs.get(row.unit)
+        if text is None:
+            continue
+        ran = shown_text(text)
+        if not (row.answer == ran if len(text) < cut_at else row.answer.startswith(ran)):
+            changed.append((row.where, row.unit, ANSWER))
+    changed.sort(key=lambda c: int(c[0].split()[-1]))
+    _refuse_changed(changed, sheet.path, UNIT, old=False, against="the answer this run gave it")
 
 
-__all__ = ["ALL", "CODE_COLUMNS", "COLUMNS", "FORMAT", "FilledSheet", "LABEL", "SampleRecord", "SampledUnit",
-           "SheetLabel", "UNIT", "answer_hash", "check_keys", "check_run", "read_record", "read_sheet", "record_path", "safe_cell",
-           "sheet_path", "sheet_text", "stratum_of", "unsafe_cell"]
+__all__ = ["ALL", "ANSWER", "CODE_COLUMNS", "COLUMNS", "FORMAT", "FilledSheet", "LABEL", "PROMPT", "SampleRecord",
+           "SampledUnit", "SheetLabel", "UNIT", "answer_hash", "check_keys", "check_run", "read_record", "read_sheet",
+           "record_path", "safe_cell", "sheet_path", "sheet_text", "shown_hash", "shown_text", "stratum_of",
+           "unsafe_cell"]

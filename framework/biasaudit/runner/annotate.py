@@ -32,6 +32,7 @@ from biasaudit.coding.human_sheet import (
     answer_hash,
     record_path,
     sheet_text,
+    shown_hash,
     stratum_of,
 )
 from biasaudit.coding.stage import response_text
@@ -199,8 +200,11 @@ def export_sheet(run_dir: Path, layer: str, n: int, out: Path, *, stratify: str 
     record = SampleRecord(run_id=run_id, run_dir=str(run_dir), spec_sha256=spec_sha, layer=layer, labels=labels,
                           stratify=stratify, seed=prep.composed.config.runtime.seed if seed is None else seed,
                           requested=n, population=sizes, sampled={h: take[h] for h in sizes}, with_codes=with_codes,
-                          units=[SampledUnit(id=u.id, key=u.key, stratum=strata[u.id], answer_sha256=answer_hash(
-                              texts[u.id])) for u in picked])
+                          units=[SampledUnit(id=u.id, key=u.key, stratum=strata[u.id],
+                                             answer_sha256=answer_hash(texts[u.id]),
+                                             shown_sha256=shown_hash(texts[u.id]),
+                                             prompt_sha256=shown_hash(prompt_text(prep.plan.requests.get(u.key))))
+                                 for u in picked])
     sheet_file.parent.mkdir(parents=True, exist_ok=True)
     atomic_write(sheet_file, sheet_text(rows, columns, fmt))
     try:

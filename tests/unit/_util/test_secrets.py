@@ -86,3 +86,58 @@ def test_in_process_logs_and_errors_never_carry_the_key(workdir: Path, server, p
         assert planted not in str(ei.value) and planted not in repr(ei.value), ei.value
         assert any(w in str(ei.value) for w in ("unknown key 'api_key'", "must name an environment variable",
                                                  f"{KEY_ENV} is not set")), ei.value
+
+
+# -- a key too short or too plain to scrub is warned about, not scrubbed (issue 39, item 8) --
+
+@pytest.fixture
+def clean_registry():  # type: ignore[no-untyped-def]
+    from biasaudit._util import secrets as reg
+
+    reg.forget_all()
+    yield reg
+    reg.forget_all()
+
+
+def _backend(name: str):  # type: ignore[no-untyped-def]
+    from biasaudit.backends.openai_compat import OpenAICompatBackend
+    from biasaudit.spec import OpenAICompatConfig, RuntimeConfig
+
+    cfg = OpenAICompatConfig(backend="openai_compat", name="t", base_url="http://127.0.0.1:9/v1", model="m",
+                             api_key_env=name)
+    return OpenAICompatBackend(cfg, RuntimeConfig())
+
+
+DIAGNOSTIC = "HTTP 400: none of the answer words is EMPTY, dummy or a sk-no-key-required token (None)"
+
+
+@pytest.mark.parametrize("value", ["none", "EMPTY", "dummy", "sk-no-key-required", "not-needed", "xxxxxxxxxx"])
+def test_a_short_or_placeholder_key_leaves_messages_whole_and_warns_once(value: str, clean_registry, monkeypatch,
+                                                                        caplog) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.setenv("OPENAI_API_KEY", value)
+    caplog.set_level(logging.WARNING)
+    first = _backend("OPENAI_API_KEY")
+    _backend("OPENAI_API_KEY")  # a second client of the same variable: no second warning
+    assert first._redact(DIAGNOSTIC) == DIAGNOSTIC
+    assert clean_registry.redact(DIAGNOSTIC) == DIAGNOSTIC
+    from biasaudit._util.fileio import scrub
+
+    assert scrub(DIAGNOSTIC) == DIAGNOSTIC
+    warned = [r.getMessage() for r in caplog.records if "OPENAI_API_KEY" in r.getMessage()]
+    assert len(warned) == 1, warned
+    assert "not scrubbed" in warned[0] and value not in warned[0] and "\n" not in warned[0]
+
+
+def test_a_real_key_is_still_scrubbed_in_every_form(clean_registry, monkeypatch, caplog) -> None:  # type: ignore[no-untyped-def]
+    import base64
+
+    key = "sk-proj-Zq81xYt0W2hN5pLmK3vB"
+    monkeypatch.setenv("RT_AUTH_VALUE", key)
+    caplog.set_level(logging.WARNING)
+    backend = _backend("RT_AUTH_VALUE")
+    forms = [key, key[::-1], key.upper(), key.encode().hex(), base64.b64encode(key.encode()).decode(),
+             key[:12], key.replace("-", "%2D")]
+    for form in forms:
+        assert form not in backend._redact(f"echo: {form} end"), form
+        assert "[REDACTED]" in backend._redact(f"echo: {form} end"), form
+    assert not [r for r in caplog.records if "RT_AUTH_VALUE" in r.getMessage()]

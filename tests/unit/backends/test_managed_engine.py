@@ -330,3 +330,64 @@ def test_llamacpp_serves_the_exact_copy_with_in_process_logprobs(tmp_path: Path)
         port = eng.port
         eng.stop()
     assert port is not None and not _port_open(port)
+
+
+# -- a variable a config names in `*_env` never reaches the engine, whatever its name (issue 39, item 5) --
+
+@pytest.fixture
+def no_watched() -> Iterator[None]:
+    from biasaudit._util import secrets
+
+    secrets.forget_all()
+    yield
+    secrets.forget_all()
+
+
+def _composed_with_key_env(workdir: Path, name: str) -> Any:
+    from biasaudit.spec.compose import compose
+    from tests.conftest import isolation
+    from tests.helpers import GENERATE_SPEC, write_spec
+
+    spec = write_spec(workdir / "s.yaml", GENERATE_SPEC)
+    return compose([f"spec={spec}", "model=openai_compat", "model.base_url=http://127.0.0.1:9/v1",
+                    f"model.api_key_env={name}", *isolation(workdir)])
+
+
+def test_config_env_names_finds_every_env_key_however_deep() -> None:
+    from biasaudit._util.secrets import config_env_names
+
+    cfg = {"model": {"api_key_env": "RT_AUTH_VALUE", "env": "NOT_A_NAME_KEY"},
+           "judge": {"judges": [{"model": {"api_key_env": "J1"}}, {"model": None}]},
+           "nli": {"model": {"api_key_env": None, "extra": [{"auth_env": "NLI_PASS"}]}},
+           "embedder": {"token_env": "EMB_ACCESS"},
+           # the spec's own parts name nothing: a spec author could otherwise withhold PATH
+           "stimuli": {"inline": [{"id": "s1", "home_env": "PATH"}]}}
+    assert config_env_names(cfg) == ["EMB_ACCESS", "J1", "NLI_PASS", "RT_AUTH_VALUE"]
+
+
+def test_child_env_drops_a_key_variable_named_by_the_config(workdir: Path, no_watched: None,
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    from biasaudit._util.secrets import watch_config
+
+    monkeypatch.setenv("RT_AUTH_VALUE", "a-real-key-0123456789abcdef")
+    assert "RT_AUTH_VALUE" in managed_engine.child_env()  # its name says nothing of a secret
+    watch_config(_composed_with_key_env(workdir, "RT_AUTH_VALUE").config)
+    env = managed_engine.child_env()
+    assert "RT_AUTH_VALUE" not in env and "PATH" in env
+    assert "RT_AUTH_VALUE" not in managed_engine.child_env({"RT_AUTH_VALUE": "v", "PATH": "/bin"})
+
+
+def test_the_engine_never_sees_the_config_named_key_on_the_run_path(workdir: Path, fake: Fake, no_watched: None,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    # the run's own order: the spec is prepared (its configs watched), then an engine starts
+    from biasaudit.runner.pipeline import prepare
+
+    monkeypatch.setenv("RT_AUTH_VALUE", "a-real-key-0123456789abcdef")
+    monkeypatch.setenv("BIASAUDIT_HARMLESS", "1")
+    prepare(_composed_with_key_env(workdir, "RT_AUTH_VALUE"))
+    envfile = workdir / "env.txt"
+    fake("ok", delay=0.0, envfile=str(envfile))
+    with _engine(workdir, start_timeout_s=20):
+        names = set(envfile.read_text().split())
+    assert "BIASAUDIT_HARMLESS" in names
+    assert "RT_AUTH_VALUE" not in names

@@ -138,7 +138,8 @@ def test_a_jsonl_sheet_reads_back_the_same(tmp_path: Path) -> None:
     assert (g.annotated, g.blank, g.raters[0].confusion) == (8, 1, [[3, 0], [1, 4]])
 
 
-@pytest.mark.parametrize("text", ["=cmd|' /C calc'!A0", "+1", "-2+3", "@SUM(A1)", "\tx", "plain", "'quoted"])
+@pytest.mark.parametrize("text", ["=cmd|' /C calc'!A0", "+1", "-2+3", "@SUM(A1)", "\tx", "plain", "'quoted",
+                                  "'=1+1", "''+2", "'", "''"])
 def test_formula_cells_are_defused_and_read_back_unchanged(text: str) -> None:
     cell = safe_cell(text)
     assert cell[:1] not in ("=", "+", "-", "@", "\t")
@@ -269,3 +270,106 @@ def test_each_judge_of_a_panel_gets_its_own_confusion_matrix(tmp_path: Path) -> 
     assert by["panel: j2"].confusion == [[3, 0], [5, 0]]
     assert by["panel: j2"].accuracy.value == pytest.approx(3 / 8)
     assert by["panel: j2"].kappa.value == pytest.approx(0.0)  # po = pe = 3/8
+
+
+# -- a row whose answer or prompt was rewritten is refused, nothing imported (issue 39, item 7) --
+
+def _rewrite(sheet: Path, row: int, **cells: str) -> None:
+    with sheet.open(newline="", encoding="utf-8") as f:
+        rows = list(csv.DictReader(f))
+    rows[row - 1].update(cells)
+    with sheet.open("w", newline="", encoding="utf-8") as f:
+        w = csv.DictWriter(f, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows(rows)
+
+
+def _hashed(sheet: Path, texts: list[str], prompt: str = "p") -> None:
+    """The record as today's export writes it: the shown answer's and prompt's hashes too
+    (sha256 of the text with `\n` line ends and no outer white space: docs/coding-layers.md)."""
+    import hashlib
+
+    def shown_hash(text: str) -> str:
+        return hashlib.sha256(text.replace("\r\n", "\n").replace("\r", "\n").strip().encode("utf-8")).hexdigest()
+
+    rec = json.loads(record_path(sheet).read_text(encoding="utf-8"))
+    for u in rec["units"]:
+        u["shown_sha256"] = shown_hash(texts[int(u["id"][1:])])
+        u["prompt_sha256"] = shown_hash(prompt)
+    record_path(sheet).write_text(json.dumps(rec), encoding="utf-8")
+
+
+@pytest.mark.parametrize("new_record", [False, True])
+def test_a_rewritten_answer_is_refused_naming_the_row(tmp_path: Path, new_record: bool) -> None:
+    units, texts = _units()
+    sheet = _export(tmp_path, units, texts)
+    if new_record:
+        _hashed(sheet, texts)
+    _fill(sheet, {units[i].id: lab for i, lab in HUMAN.items()})
+    _rewrite(sheet, 2, answer="I am happy to help with that.")  # u1: the model refused
+    _rewrite(sheet, 7, answer="'=1+1 is three.")
+    err = _error(tmp_path, sheet, units, texts)
+    assert isinstance(err, DataError) and (err.key or "").endswith("sheet"), err.key
+    assert err.message.startswith("row 2: the answer of unit 'u1' is not the one exported for it (1 more row(s) "
+                                  "changed, e.g. row 7)"), err.message
+    assert "restore the answer cell" in (err.hint or "") and "export the sheet again" in (err.hint or "")
+
+
+def test_a_rewritten_prompt_is_refused(tmp_path: Path) -> None:
+    units, texts = _units()
+    sheet = _export(tmp_path, units, texts)
+    _hashed(sheet, texts)
+    _rewrite(sheet, 3, prompt="Is this answer fine?")
+    err = _error(tmp_path, sheet, units, texts)
+    assert err.message.startswith("row 3: the prompt of unit 'u2' is not the one exported for it"), err.message
+
+
+def test_a_sheet_edited_with_its_record_is_refused_against_the_run(tmp_path: Path) -> None:
+    # the record's hashes rewritten to match the forged cell: the run's own answer decides
+    units, texts = _units()
+    sheet = _export(tmp_path, units, texts)
+    forged = list(texts)
+    forged[10] = "I cannot help with that."  # u10 answered; the sheet now shows a refusal
+    _hashed(sheet, forged)
+    rec = json.loads(record_path(sheet).read_text(encoding="utf-8"))
+    for u in rec["units"]:
+        u["answer_sha256"] = answer_hash(forged[int(u["id"][1:])])
+    record_path(sheet).write_text(json.dumps(rec), encoding="utf-8")
+    _rewrite(sheet, 5, answer=forged[10])
+    _fill(sheet, {units[10].id: "refuse"})
+    err = _error(tmp_path, sheet, units, texts)
+    assert "another answer here" in err.message and "record was edited" in (err.hint or "")
+    # a record untouched but the sheet's rows checked against the run, not against it
+    sheet = _export(tmp_path, units, texts)
+    _hashed(sheet, forged)  # shown hashes of the forged text only: the exact ones still the run's
+    _rewrite(sheet, 5, answer=forged[10])
+    err = _error(tmp_path, sheet, units, texts)
+    assert err.message.startswith("row 5: the answer of unit 'u10' is not the answer this run gave it"), err.message
+
+
+def test_line_ends_and_outer_space_a_spreadsheet_changes_still_read_back(tmp_path: Path) -> None:
+    units, texts = _units()
+    texts = [t + "\nsecond line" for t in texts]
+    sheet = _export(tmp_path, units, texts)
+    _hashed(sheet, texts)
+    _rewrite(sheet, 1, answer=texts[0].replace("\n", "\r\n") + "  ")
+    _fill(sheet, {units[0].id: "refuse"})
+    _, result = _code(tmp_path, sheet, units, texts)
+    assert result.codes["human"]["u0"].label == "refuse"
+
+
+def test_a_sheet_without_its_answer_column_is_refused(tmp_path: Path) -> None:
+    units, texts = _units()
+    sheet = _export(tmp_path, units, texts)
+    with sheet.open(newline="", encoding="utf-8") as f:
+        rows = [{k: v for k, v in r.items() if k != "answer"} for r in csv.DictReader(f)]
+    with sheet.open("w", newline="", encoding="utf-8") as f:
+        w = csv.DictWriter(f, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows(rows)
+    assert "the sheet has no 'answer' column" in _error(tmp_path, sheet, units, texts).message
+    sheet = _export(tmp_path, units, texts, fmt="jsonl")
+    lines = [json.loads(x) for x in sheet.read_text(encoding="utf-8").splitlines()]
+    lines[1].pop("answer")
+    sheet.write_text("".join(json.dumps(r) + "\n" for r in lines), encoding="utf-8")
+    assert _error(tmp_path, sheet, units, texts).message.startswith("line 2: no `answer` text")
