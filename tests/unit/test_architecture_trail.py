@@ -56,11 +56,6 @@ def _newline(node: ast.AST) -> bool:
     return isinstance(node, ast.Constant) and node.value in ("\n", b"\n")
 
 
-def _loop_names(node: ast.AST) -> set[str]:
-    target = node.target if isinstance(node, ast.For | ast.comprehension) else None
-    return {n.id for n in ast.walk(target) if isinstance(n, ast.Name)} if target is not None else set()
-
-
 def violations(source: str, rel: str) -> list[str]:
     """What in `source` (a module of the package, `rel` its path in it) reads or writes
     JSON lines by hand."""
@@ -81,13 +76,11 @@ def violations(source: str, rel: str) -> list[str]:
               and _is_json(node.left, "dumps") and isinstance(node.left, ast.Call)
               and not any(k.arg == "indent" for k in node.left.keywords)):  # indent: a whole document
             found.append((node, 'json.dumps(...) + "\\n" writes a JSON line by hand'))
-        elif isinstance(node, ast.For | ast.comprehension):
-            names = _loop_names(node)
-            body = node.body if isinstance(node, ast.For) else []
-            scope = [*body] if body else []
-            if isinstance(node, ast.comprehension):
-                scope = [p for p in ast.walk(tree) if isinstance(p, ast.ListComp | ast.SetComp | ast.GeneratorExp
-                                                                   | ast.DictComp) and node in p.generators]
+        elif isinstance(node, ast.For | ast.ListComp | ast.SetComp | ast.GeneratorExp | ast.DictComp):
+            loops = [node] if isinstance(node, ast.For) else node.generators
+            names = {n.id for g in loops for n in ast.walk(g.target) if isinstance(n, ast.Name)}
+            scope: list[ast.AST] = (list(node.body) if isinstance(node, ast.For)
+                                    else [node.key, node.value] if isinstance(node, ast.DictComp) else [node.elt])
             for part in scope:
                 for n in ast.walk(part):
                     if (_is_json(n, "loads") and isinstance(n, ast.Call) and n.args
