@@ -65,8 +65,10 @@ def violations(source: str, rel: str) -> list[str]:
     for node in ast.walk(tree):
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
             attr = node.func.attr
-            if attr in ("splitlines", "readlines", "readline"):
-                found.append((node, f"{attr}() splits at every Unicode line break"))
+            if attr == "splitlines":
+                found.append((node, "splitlines() splits at every Unicode line break"))
+            elif attr in ("readlines", "readline"):
+                found.append((node, f"{attr}() reads lines by hand (in text mode it splits at \\r too)"))
             elif attr == "split" and node.args and _newline(node.args[0]):
                 found.append((node, 'split("\\n") of a trail by hand'))
             elif (attr == "join" and _newline(node.func.value) and node.args

@@ -1,5 +1,5 @@
 """Issue 39 item 3: a model answer holding every character Unicode calls a line break
-(and NUL, and an unpaired surrogate) goes through every tool that writes or reads the
+(and NUL) goes through every tool that writes or reads the
 audit trail: the run's responses.jsonl and codes.jsonl, `annotate export` (csv and
 jsonl sheets) and the sheet read back as a `human` layer, `pack`, `verify`, a re-run
 with `model=replay` from the trail, and the viewer page. `str.splitlines()` breaks at
@@ -16,8 +16,8 @@ import pytest
 from tests.conftest import isolation, run_dirs
 from tests.helpers import page_data, read_jsonl, spec_and_operator
 
-# every str.splitlines() separator ("\n" itself is escaped by JSON anyway), NUL, and
-# an unpaired surrogate (a JSON answer may carry "\ud800"; no UTF-8 encoding exists)
+# every str.splitlines() separator ("\n" itself is escaped by JSON anyway) and NUL (an
+# unpaired surrogate cannot pass a spec; tests/unit/_util/test_trail.py covers it)
 BREAKS = "\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"
 HOSTILE = "".join(f"w{i}{c}" for i, c in enumerate(BREAKS)) + "\x00nul\r\nend"
 
