@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from biasaudit._util.fileio import excerpt, path_problem, read_capped
+from biasaudit._util.trail import json_records
 from biasaudit.backends.base import BACKENDS, BackendKind, Emit, Response
 from biasaudit.backends.identity import sha256_file
 from biasaudit.errors import BackendError, DataError
@@ -48,11 +49,10 @@ class ReplayBackend:
         if path.suffix == ".json":
             self._load_recorded_json(text, path)
             return
-        for i, line in enumerate(text.splitlines(), start=1):
-            if not line.strip():
-                continue
+        hint = "a run's responses.jsonl: one JSON object per line"
+        for i, row in json_records(text, file=str(path), error=BackendError, key="model.responses", hint=hint,
+                                   objects=False):
             try:
-                row = json.loads(line)
                 if not isinstance(row, dict):
                     raise TypeError
                 if row.get("status") != "ok":
@@ -61,9 +61,6 @@ class ReplayBackend:
                 ck = content_key(req["kind"], req.get("text"), req.get("messages"), req.get("params", {}),
                                  req.get("sample", 0), req.get("text_pair"))
                 self.recorded[ck] = row["output"]
-            except (ValueError, RecursionError):  # not JSON, nested too deeply, a number too long
-                raise BackendError(f"line {i} is not JSON", file=str(path), key="model.responses",
-                                   hint="a run's responses.jsonl: one JSON object per line") from None
             except (KeyError, TypeError, AttributeError):
                 raise BackendError(f"line {i} is not a recorded response (request and output)", file=str(path),
                                    key="model.responses", hint="a run's responses.jsonl, unchanged") from None

@@ -32,7 +32,6 @@ from __future__ import annotations
 import csv
 import hashlib
 import io
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -41,6 +40,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from biasaudit._util.fileio import names_excerpt, read_capped, resolved
+from biasaudit._util.trail import json_lines
 from biasaudit.errors import DataError
 from biasaudit.records.codes import Unit
 from biasaudit.spec import RuntimeLimits
@@ -150,7 +150,7 @@ def stratum_of(unit: Unit, by: str | None) -> str:
 def sheet_text(rows: Sequence[Mapping[str, Any]], columns: Sequence[str], fmt: str) -> str:
     """The sheet as text: csv (every cell quoted, formulas defused) or jsonl."""
     if fmt == "jsonl":
-        return "".join(json.dumps({c: r.get(c) for c in columns}, ensure_ascii=False) + "\n" for r in rows)
+        return json_lines({c: r.get(c) for c in columns} for r in rows)
     buf = io.StringIO()
     w = csv.writer(buf, quoting=csv.QUOTE_ALL, lineterminator="\n")
     w.writerow(columns)

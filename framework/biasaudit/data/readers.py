@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from biasaudit._util.fileio import excerpt, open_input, read_capped
+from biasaudit._util.trail import split_lines
 from biasaudit.errors import DataError
 from biasaudit.spec import RuntimeLimits
 
@@ -218,9 +219,9 @@ def read_jsonl(path: Path, key: str = "stimuli.source", limits: RuntimeLimits = 
     lines are skipped, so a record's index is not its line)."""
     text = read_text(path, key, limits.max_data_bytes)
     out = []
-    for i, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
+    # a published file's records may hold U+2028 and other characters str.splitlines()
+    # breaks at: split on "\n" only; the +1 lets _too_many say what is wrong
+    for i, line in split_lines(text, file=str(path), key=key, max_lines=limits.max_stimuli + 1):
         obj = _json(line, path, key, f"line {i}")
         if not isinstance(obj, dict):
             raise DataError(f"line {i} is not a JSON object", file=str(path), key=key,

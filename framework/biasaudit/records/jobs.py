@@ -4,8 +4,6 @@ returns (the sweep table, the JUnit file, the exit code)."""
 
 from __future__ import annotations
 
-import json
-
 from pydantic import BaseModel, ConfigDict, Field
 
 
@@ -33,9 +31,9 @@ class JobOutcome(BaseModel):
     internal: bool = False
     """The error is a bug in biasaudit (a traceback was printed; the command exits 70)."""
 
-    def to_json(self) -> str:
-        """The ledger line: the fields given when the outcome was made, in field order."""
-        return json.dumps(self.model_dump(mode="json", exclude_unset=True), default=str)
+    def ledger_record(self) -> dict[str, object]:
+        """The ledger line's record: the fields given when the outcome was made, in field order."""
+        return self.model_dump(mode="json", exclude_unset=True)
 
 
 __all__ = ["JobOutcome"]

@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from biasaudit._util.fileio import atomic_write, check_output_file, names_excerpt, read_capped
+from biasaudit._util.trail import json_records
 from biasaudit.coding.human_sheet import (
     CODE_COLUMNS,
     COLUMNS,
@@ -95,17 +96,8 @@ def _jsonl(path: Path, what: str) -> list[dict[str, Any]]:
     if not path.is_file():
         raise StoreError(f"no {path.name} in the run folder", file=str(path.parent), hint=hint)
     raw = read_capped(path, MAX_TRAIL_BYTES, what=what, error=StoreError)
-    out = []
-    for i, line in enumerate(raw.decode("utf-8", "replace").splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-        except (ValueError, RecursionError):
-            raise StoreError(f"line {i} is not valid JSON", file=str(path), hint=hint) from None
-        if isinstance(row, dict):
-            out.append(row)
-    return out
+    return [row for _, row in json_records(raw, file=str(path), error=StoreError, hint=hint, objects=False)
+            if isinstance(row, dict)]
 
 
 def _prepared(run_dir: Path) -> tuple[Prepared, str, str]:

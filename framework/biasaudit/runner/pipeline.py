@@ -3,15 +3,13 @@ measure -> judge -> render. Each stage reads what the previous one produced."""
 
 from __future__ import annotations
 
-import contextlib
 import copy
 import json
 import logging
-import os
 import platform
 import shlex
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -19,9 +17,10 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from pydantic import BaseModel
 
-from biasaudit._util.fileio import atomic_write, write_error
+from biasaudit._util.fileio import atomic_write
 from biasaudit._util.progress import load_note, stage
 from biasaudit._util.secrets import guard_logging, watch_config
+from biasaudit._util.trail import write_json_lines
 from biasaudit._version import __version__
 from biasaudit.backends import audit_identity, audit_subject, build_audit_backend
 from biasaudit.coding.base import LayerCalls
@@ -275,41 +274,29 @@ def _write(path: Path, text: str) -> None:
 def write_codes(path: Path, coded: Coded) -> None:
     """codes.jsonl: one line per layer and unit, with what the layer said and why
     (embedding vectors are left out: they are in the store)."""
-    tmp = path.with_name(path.name + ".tmp")
-    with tmp.open("w", encoding="utf-8") as f:
-        for layer, codes in coded.result.codes.items():
-            for c in codes.values():
-                row = c.model_dump(mode="json", exclude={"detail": {"vectors"}})
-                f.write(json.dumps({"layer": layer, **row}, ensure_ascii=False) + "\n")
-    os.replace(tmp, path)
+    write_json_lines(path, ({"layer": layer, **c.model_dump(mode="json", exclude={"detail": {"vectors"}})}
+                            for layer, codes in coded.result.codes.items() for c in codes.values()))
 
 
 def write_trail(path: Path, prep: Prepared, responses: dict[str, Response]) -> None:
-    """responses.jsonl: one line per plan item, with its request and answer."""
-    tmp = path.with_name(path.name + ".tmp")
-    try:
-        _write_trail(tmp, prep, responses)
-        os.replace(tmp, path)
-    except OSError as exc:  # read-only folder, full disk: no half-written file left behind
-        with contextlib.suppress(OSError):
-            tmp.unlink(missing_ok=True)
-        raise write_error(path, exc) from None
+    """responses.jsonl: one line per plan item, with its request and answer (written whole
+    or not at all: a read-only folder or a full disk leaves no half-written file)."""
+    write_json_lines(path, _trail_rows(prep, responses))
 
 
-def _write_trail(tmp: Path, prep: Prepared, responses: dict[str, Response]) -> None:
+def _trail_rows(prep: Prepared, responses: dict[str, Response]) -> Iterator[dict[str, object]]:
     levels = {c.id: dict(c.levels) for c in prep.plan.cells}
-    with tmp.open("w", encoding="utf-8") as f:
-        for it in prep.plan.items:
-            req = prep.plan.requests[it.key]
-            resp = responses[it.key]
-            f.write(json.dumps({
-                "cell": it.cell, "levels": levels.get(it.cell, {}), "stimulus": it.stimulus, "slot": it.slot,
-                "variant": it.variant,
-                "sample": it.sample, "key": it.key,
-                "request": req.model_dump(exclude={"key"}),
-                "status": resp.status, "error": resp.error, "error_kind": resp.error_kind,
-                "attempts": resp.attempts, "output": resp.output,
-            }, ensure_ascii=False) + "\n")
+    for it in prep.plan.items:
+        req = prep.plan.requests[it.key]
+        resp = responses[it.key]
+        yield {
+            "cell": it.cell, "levels": levels.get(it.cell, {}), "stimulus": it.stimulus, "slot": it.slot,
+            "variant": it.variant,
+            "sample": it.sample, "key": it.key,
+            "request": req.model_dump(exclude={"key"}),
+            "status": resp.status, "error": resp.error, "error_kind": resp.error_kind,
+            "attempts": resp.attempts, "output": resp.output,
+        }
 
 
 def finish(

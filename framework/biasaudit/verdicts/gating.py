@@ -24,13 +24,14 @@ it back when the launcher returns.
 
 from __future__ import annotations
 
-import json
 import os
 import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from biasaudit._util.trail import append_json_line, json_records
+from biasaudit.errors import BiasAuditError
 from biasaudit.records.jobs import JobOutcome
 
 EXIT_PASS = 0
@@ -89,15 +90,13 @@ class Ledger:
         path = os.environ.get(LEDGER_ENV)
         if not path:
             return
-        # one short write in append mode: lines from parallel workers do not interleave
-        with open(path, "a", encoding="utf-8") as f:
-            f.write(entry.to_json() + "\n")
+        append_json_line(path, entry.ledger_record())  # one short write: parallel workers' lines do not interleave
 
     def entries(self) -> list[JobOutcome]:
         if not self.path.is_file():
             return []
-        return [JobOutcome.model_validate(json.loads(line))
-                for line in self.path.read_text(encoding="utf-8").splitlines() if line.strip()]
+        return [JobOutcome.model_validate(row)
+                for _, row in json_records(self.path.read_bytes(), file=str(self.path), error=BiasAuditError)]
 
     def close(self) -> None:
         self.path.unlink(missing_ok=True)

@@ -16,13 +16,14 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from pathlib import Path
-from typing import IO, Any, TypeVar
+from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
 from biasaudit._util.fileio import open_input, read_capped
+from biasaudit._util.trail import stream_records
 from biasaudit._version import __version__
 from biasaudit.errors import BiasAuditError, StoreError
 from biasaudit.plan.requests import Request
@@ -132,29 +133,6 @@ def _count_lines(path: Path) -> int:
         while chunk := f.read(2**20):
             n += chunk.count(b"\n")
     return n
-
-
-def _lines(f: IO[bytes], skipped: list[int]) -> Iterator[dict[str, Any]]:
-    """The JSON objects of a JSON-lines file, one at a time; a line too long or not an
-    object is skipped and counted."""
-    while True:
-        line = f.readline(MAX_LINE + 1)
-        if not line:
-            return
-        if len(line) > MAX_LINE and not line.endswith(b"\n"):
-            skipped[0] += 1
-            while (rest := f.readline(MAX_LINE)) and not rest.endswith(b"\n"):
-                pass
-            continue
-        try:
-            obj = json.loads(line)
-        except (ValueError, RecursionError):
-            skipped[0] += 1
-            continue
-        if isinstance(obj, dict):
-            yield obj
-        elif line.strip():
-            skipped[0] += 1
 
 
 def _text(v: Any, limit: int = FIELD_CHARS) -> str:
@@ -287,7 +265,7 @@ def _rows(run_dir: Path, idx: int, cap: int, fields: Mapping[str, Mapping[str, A
     by_unit: dict[str, ViewRow] = {}
     used = sum(_size(r) for r in data.rows)
     with open_input(path, 2**62, what="responses.jsonl", error=StoreError) as f:
-        for obj in _lines(f, skipped):
+        for obj in stream_records(f, skipped, max_line=MAX_LINE):
             if len(data.rows) - start >= cap or used >= MAX_BYTES:
                 break
             row = _row(obj, idx, fields, by, items, verdicts)
@@ -300,7 +278,7 @@ def _rows(run_dir: Path, idx: int, cap: int, fields: Mapping[str, Mapping[str, A
     codes = run_dir / "codes.jsonl"
     if codes.is_file():
         with open_input(codes, 2**62, what="codes.jsonl", error=StoreError) as f:
-            for obj in _lines(f, skipped):
+            for obj in stream_records(f, skipped, max_line=MAX_LINE):
                 target = by_unit.get(str(obj.get("unit", "")))
                 if target is not None:
                     target.codes.append(_code(obj))

@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from biasaudit._util.trail import json_lines, json_records
 from biasaudit.coding.base import CodingRequest, LayerCalls
 from biasaudit.coding.calibration_record import coder_key, model_backed
 from biasaudit.coding.routes import StoreAnswerer, route_identity
@@ -80,7 +81,7 @@ class PackedAnswerer(StoreAnswerer):
 
 
 def _lines(rows: Iterable[dict[str, Any]]) -> str:
-    return "".join(json.dumps(r, ensure_ascii=False, sort_keys=True) + "\n" for r in rows)
+    return json_lines(rows, sort_keys=True)
 
 
 def export_responses(cache: Path, keys: Iterable[str]) -> str:
@@ -139,17 +140,8 @@ class PackDataError(BiasAuditError):
     """A line of the pack's store slice is not what `pack` writes."""
 
 
-def _json_lines(text: str, name: str) -> list[dict[str, Any]]:
-    out = []
-    for i, line in enumerate(text.splitlines(), 1):
-        try:
-            row = json.loads(line)
-        except (ValueError, RecursionError):
-            raise PackDataError(f"line {i} is not JSON", file=name) from None
-        if not isinstance(row, dict):
-            raise PackDataError(f"line {i} is not a JSON object", file=name)
-        out.append(row)
-    return out
+def _json_lines(data: bytes, name: str) -> list[dict[str, Any]]:
+    return [row for _, row in json_records(data, file=name, error=PackDataError)]
 
 
 def import_store(folder: Path, cache: Path) -> dict[str, np.ndarray]:
@@ -183,10 +175,10 @@ def import_store(folder: Path, cache: Path) -> dict[str, np.ndarray]:
     return vectors
 
 
-def _read(path: Path) -> str:
+def _read(path: Path) -> bytes:
     try:
-        return path.read_text(encoding="utf-8")
+        return path.read_bytes()
     except FileNotFoundError:
-        return ""
+        return b""
     except UnicodeDecodeError:
         raise PackDataError("not UTF-8 text", file=path.name) from None

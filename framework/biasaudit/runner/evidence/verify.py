@@ -16,6 +16,7 @@ from typing import Any
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 from pydantic import ValidationError
 
+from biasaudit._util.trail import split_lines
 from biasaudit.errors import BiasAuditError
 from biasaudit.records.evidence import MANIFEST_NAME, PUBLIC_KEY_NAME, SIGNATURE_NAME, PackManifest
 from biasaudit.runner.evidence.recompute import DECIDED, decided, recompute
@@ -202,21 +203,26 @@ def _check_trail(run: Path, where: str, again: bytes, rep: VerifyReport) -> None
     """The audit trail (trail/responses.jsonl) is the one the packed store rows give, item
     by item (compared as JSON: the cache keeps outputs with sorted keys, the run wrote them
     in the order the model's answer had)."""
+    name = f"{where}/trail/responses.jsonl"
     try:
-        packed = (run / "trail" / "responses.jsonl").read_text(encoding="utf-8").splitlines()
-    except (OSError, UnicodeDecodeError):
-        rep.problems.append(f"{where}/trail/responses.jsonl: missing or not UTF-8 text")
+        packed = list(split_lines((run / "trail" / "responses.jsonl").read_bytes(), file=name,
+                                  error=BiasAuditError))
+    except OSError:
+        rep.problems.append(f"{name}: missing or not UTF-8 text")
         return
-    fresh = again.decode("utf-8").splitlines()
-    for i, (a, b) in enumerate(zip(packed, fresh, strict=False), 1):
+    except BiasAuditError as exc:  # a line not UTF-8 or too long
+        rep.problems.append(exc.one_line().removeprefix("error: "))
+        return
+    fresh = [line for _, line in split_lines(again, file="the re-written trail", error=BiasAuditError)]
+    for (i, a), b in zip(packed, fresh, strict=False):
         try:
             same = json.loads(a) == json.loads(b)
         except (ValueError, RecursionError):
             same = False
         if not same:
-            rep.problems.append(f"{where}/trail/responses.jsonl: line {i} does not match the stored response "
+            rep.problems.append(f"{name}: line {i} does not match the stored response "
                                 "the estimates are computed from")
             return
     if len(packed) != len(fresh):
-        rep.problems.append(f"{where}/trail/responses.jsonl: {len(packed)} lines, but the plan has {len(fresh)} "
+        rep.problems.append(f"{name}: {len(packed)} lines, but the plan has {len(fresh)} "
                             "items (lines were removed or added)")

@@ -1,0 +1,162 @@
+"""JSON lines: the one writer and the one reader of every line-oriented file biasaudit
+writes or reads (responses.jsonl, codes.jsonl, an evidence pack's trail/ and store/, a
+jsonl annotation sheet, the sweep's job ledger, JSONL stimulus files, replayed
+recordings).
+
+A record is one line, a line ends at "\\n" and nowhere else. A model chooses its answers,
+so an answer may hold every character Unicode calls a line break: "\\r", "\\x0b",
+"\\x0c", "\\x1c"-"\\x1e", U+0085, U+2028, U+2029 (and NUL). `str.splitlines()` (and text
+mode's universal newlines) breaks at all of them, so a reader built on it splits a
+record in two and the run is kept out of its own evidence tools. Hence:
+
+- `json_line` writes JSON with `ensure_ascii=False` (a run's files stay byte-identical to
+  those earlier versions wrote, so packed hashes and byte comparisons still hold), plus
+  U+0085, U+2028, U+2029 and unpaired surrogates escaped as `\\uXXXX`. JSON already
+  escapes every C0 control, so a written line holds no character any line splitter
+  breaks at, and old readers (`splitlines`) read new files too. An unpaired surrogate
+  (a JSON answer may carry `"\\ud800"`) cannot be encoded as UTF-8: escaped, it
+  round-trips to the same string instead of failing the write.
+- `split_lines` / `json_records` split on b"\\n" only (a "\\r" before it is JSON
+  whitespace), so files written by earlier versions with raw U+2028 read too. Untrusted
+  input is bounded: the most bytes a line may have and the most lines, each refused as
+  one line naming the file and line number.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
+from typing import IO, Any
+
+from biasaudit._util.fileio import atomic_binary, write_error
+from biasaudit.errors import BiasAuditError, DataError
+
+# Characters json.dumps(ensure_ascii=False) leaves raw that a line splitter breaks at
+# (U+0085, U+2028, U+2029), and unpaired surrogates (no UTF-8 encoding exists for them).
+_RAW = re.compile("[\x85\u2028\u2029\ud800-\udfff]")
+MAX_LINE_BYTES = 64 * 2**20
+"""The longest line the readers take by default (one answer, with its request)."""
+
+
+def _escape(m: re.Match[str]) -> str:
+    return f"\\u{ord(m.group()):04x}"
+
+
+def json_line(obj: Any, *, sort_keys: bool = False, default: Callable[[Any], Any] | None = None) -> str:
+    """One record as one JSON line, "\\n" included; it holds no other line break."""
+    text = json.dumps(obj, ensure_ascii=False, sort_keys=sort_keys, default=default)
+    return _RAW.sub(_escape, text) + "\n"
+
+
+def json_lines(rows: Iterable[Any], *, sort_keys: bool = False,
+               default: Callable[[Any], Any] | None = None) -> str:
+    """The records as JSON lines (a whole file's text)."""
+    return "".join(json_line(r, sort_keys=sort_keys, default=default) for r in rows)
+
+
+def write_json_lines(path: Path, rows: Iterable[Any], *, sort_keys: bool = False) -> None:
+    """A JSON-lines file written whole or not at all (a temporary file, then a rename),
+    one record at a time, so a long trail is never held in memory as one string."""
+    try:
+        with atomic_binary(path) as f:
+            for r in rows:
+                f.write(json_line(r, sort_keys=sort_keys).encode("utf-8"))
+    except OSError as exc:  # atomic_binary names the file for its own errors; a write raises here
+        raise write_error(path, exc) from None
+
+
+def append_json_line(path: Path | str, obj: Any) -> None:
+    """Append one record (one short write in append mode: lines from parallel writers do
+    not interleave)."""
+    with open(path, "ab") as f:
+        f.write(json_line(obj).encode("utf-8"))
+
+
+def split_lines(data: bytes | str, *, file: str, error: type[BiasAuditError] = DataError, key: str | None = None,
+                hint: str | None = None, max_line: int = MAX_LINE_BYTES,
+                max_lines: int | None = None) -> Iterator[tuple[int, str]]:
+    """(line number, text) of each non-blank line of `data`, split on "\\n" only. Bytes are
+    decoded as UTF-8 per line (a bad byte is an error naming its line). A line longer than
+    `max_line` bytes (characters for `str` input), or more than `max_lines` non-blank
+    lines, is one error naming the file."""
+    parts: list[bytes | str] = [*data.split(b"\n")] if isinstance(data, bytes) else [*data.split("\n")]
+    n = 0
+    for i, raw in enumerate(parts, start=1):
+        if len(raw) > max_line:
+            raise error(f"line {i} is longer than {max_line} bytes", file=file, key=key,
+                        hint=hint or "one JSON record per line")
+        if isinstance(raw, str):
+            line = raw
+        else:
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise error(f"line {i} is not UTF-8 text (invalid byte at column {exc.start + 1})", file=file,
+                            key=key, hint=hint or "save the file as UTF-8") from None
+        if not line.strip():
+            continue
+        n += 1
+        if max_lines is not None and n > max_lines:
+            raise error(f"more than {max_lines} lines", file=file, key=key, hint=hint or "use a smaller file")
+        yield i, line
+
+
+def parse_line(line: str, where: str, *, file: str, error: type[BiasAuditError] = DataError,
+               key: str | None = None, hint: str | None = None) -> Any:
+    """One line's JSON value; every way a hostile line fails (syntax, nesting deeper than
+    the recursion limit, an integer too long to convert) is one error naming it."""
+    try:
+        return json.loads(line)
+    except json.JSONDecodeError as exc:
+        raise error(f"{where} is not valid JSON: {exc.msg} (column {exc.colno})", file=file, key=key,
+                    hint=hint or "one JSON object per line") from None
+    except RecursionError:
+        raise error(f"{where} is nested too deeply", file=file, key=key, hint=hint or "flatten the record") from None
+    except ValueError as exc:  # e.g. an integer of more than 4300 digits
+        raise error(f"{where}: {str(exc)[:120]}", file=file, key=key, hint=hint or "check the values") from None
+
+
+def json_records(data: bytes | str, *, file: str, error: type[BiasAuditError] = DataError, key: str | None = None,
+                 hint: str | None = None, max_line: int = MAX_LINE_BYTES, max_lines: int | None = None,
+                 objects: bool = True) -> Iterator[tuple[int, Any]]:
+    """(line number, record) of each non-blank line; with `objects`, a line that is not a
+    JSON object is an error too."""
+    for i, line in split_lines(data, file=file, error=error, key=key, hint=hint, max_line=max_line,
+                               max_lines=max_lines):
+        obj = parse_line(line, f"line {i}", file=file, error=error, key=key, hint=hint)
+        if objects and not isinstance(obj, dict):
+            raise error(f"line {i} is not a JSON object", file=file, key=key, hint=hint or "one JSON object per line")
+        yield i, obj
+
+
+def stream_records(f: IO[bytes], skipped: list[int], *, max_line: int = MAX_LINE_BYTES) -> Iterator[dict[str, Any]]:
+    """The JSON objects of an open JSON-lines file, one at a time, never more than one
+    line in memory (the viewer's large trails). Lenient: a line longer than `max_line`,
+    not UTF-8, not JSON or not an object is skipped and counted in `skipped[0]`.
+    (`readline` of a binary file splits on b"\\n" only.)"""
+    while True:
+        line = f.readline(max_line + 1)
+        if not line:
+            return
+        if len(line) > max_line and not line.endswith(b"\n"):
+            skipped[0] += 1
+            while (rest := f.readline(max_line)) and not rest.endswith(b"\n"):
+                pass
+            continue
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line.decode("utf-8"))
+        except (ValueError, RecursionError):  # UnicodeDecodeError is a ValueError
+            skipped[0] += 1
+            continue
+        if isinstance(obj, dict):
+            yield obj
+        else:
+            skipped[0] += 1
+
+
+__all__ = ["MAX_LINE_BYTES", "append_json_line", "json_line", "json_lines", "json_records", "parse_line",
+           "split_lines", "stream_records", "write_json_lines"]
