@@ -3,11 +3,9 @@ measure -> judge -> render. Each stage reads what the previous one produced."""
 
 from __future__ import annotations
 
-import contextlib
 import copy
 import json
 import logging
-import os
 import platform
 import shlex
 import time
@@ -19,7 +17,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from pydantic import BaseModel
 
-from biasaudit._util.fileio import atomic_write, write_error
+from biasaudit._util.fileio import atomic_write, open_output
 from biasaudit._util.progress import load_note, stage
 from biasaudit._util.secrets import guard_logging, watch_config
 from biasaudit._version import __version__
@@ -269,36 +267,26 @@ def _manifest_text(m: RunManifest) -> str:
 
 
 def _write(path: Path, text: str) -> None:
-    atomic_write(path, text)
+    """A file of the run (or compare, suite) folder: the one writer (`fileio`), as the
+    folder's own file: an old copy is refreshed, a link there refused, never followed."""
+    atomic_write(path, text, key="run folder", what="run file")
 
 
 def write_codes(path: Path, coded: Coded) -> None:
     """codes.jsonl: one line per layer and unit, with what the layer said and why
     (embedding vectors are left out: they are in the store)."""
-    tmp = path.with_name(path.name + ".tmp")
-    with tmp.open("w", encoding="utf-8") as f:
+    with open_output(path, "w", key="run folder", what="codes trail", ours=True) as f:
         for layer, codes in coded.result.codes.items():
             for c in codes.values():
                 row = c.model_dump(mode="json", exclude={"detail": {"vectors"}})
                 f.write(json.dumps({"layer": layer, **row}, ensure_ascii=False) + "\n")
-    os.replace(tmp, path)
 
 
 def write_trail(path: Path, prep: Prepared, responses: dict[str, Response]) -> None:
-    """responses.jsonl: one line per plan item, with its request and answer."""
-    tmp = path.with_name(path.name + ".tmp")
-    try:
-        _write_trail(tmp, prep, responses)
-        os.replace(tmp, path)
-    except OSError as exc:  # read-only folder, full disk: no half-written file left behind
-        with contextlib.suppress(OSError):
-            tmp.unlink(missing_ok=True)
-        raise write_error(path, exc) from None
-
-
-def _write_trail(tmp: Path, prep: Prepared, responses: dict[str, Response]) -> None:
+    """responses.jsonl: one line per plan item, with its request and answer (the one
+    writer: read-only folder or full disk leave no half-written file behind)."""
     levels = {c.id: dict(c.levels) for c in prep.plan.cells}
-    with tmp.open("w", encoding="utf-8") as f:
+    with open_output(path, "w", key="run folder", what="responses trail", ours=True) as f:
         for it in prep.plan.items:
             req = prep.plan.requests[it.key]
             resp = responses[it.key]

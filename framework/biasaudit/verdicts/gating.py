@@ -24,6 +24,7 @@ it back when the launcher returns.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import tempfile
@@ -31,6 +32,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from biasaudit._util.fileio import open_append
 from biasaudit.records.jobs import JobOutcome
 
 EXIT_PASS = 0
@@ -77,9 +79,10 @@ class Ledger:
     overall verdict, whether it measured and its run folder, or the error that stopped it."""
 
     def __init__(self) -> None:
-        fd, name = tempfile.mkstemp(prefix="biasaudit-jobs-", suffix=".jsonl")
-        os.close(fd)
-        self.path = Path(name)
+        # a private scratch folder (made new, mode 0700) holds the ledger file
+        self._dir = Path(tempfile.mkdtemp(prefix="biasaudit-jobs-"))
+        self.path = self._dir / "jobs.jsonl"
+        name = str(self.path)
         self._saved = os.environ.get(LEDGER_ENV)
         os.environ[LEDGER_ENV] = name
 
@@ -90,7 +93,7 @@ class Ledger:
         if not path:
             return
         # one short write in append mode: lines from parallel workers do not interleave
-        with open(path, "a", encoding="utf-8") as f:
+        with open_append(path, key=LEDGER_ENV, what="jobs ledger") as f:
             f.write(entry.to_json() + "\n")
 
     def entries(self) -> list[JobOutcome]:
@@ -101,6 +104,8 @@ class Ledger:
 
     def close(self) -> None:
         self.path.unlink(missing_ok=True)
+        with contextlib.suppress(OSError):
+            self._dir.rmdir()
         if self._saved is None:
             os.environ.pop(LEDGER_ENV, None)
         else:
