@@ -222,12 +222,16 @@ def test_annotate_export_force_replaces_a_link_never_its_target(run: Path, tmp_p
     victim = _victim(tmp_path)
     sheet = tmp_path / "sheet.csv"
     sheet.symlink_to(victim)
+    code, _, err = cli("annotate", "export", str(run), "--layer", "refusal", "--n", "4", "-o", str(sheet), "--force")
+    assert victim.read_text(encoding="utf-8") == VICTIM  # before the fix: the sheet went into the victim
+    assert code == 0, err
+    assert not sheet.is_symlink() and sheet.read_text(encoding="utf-8").startswith("\"unit_id\"")
+    sheet.unlink()
+    Path(f"{sheet}.sample.json").unlink()  # its sampling record
+    sheet.symlink_to(victim)  # without --force: one line naming the link
     code, _, err = cli("annotate", "export", str(run), "--layer", "refusal", "--n", "4", "-o", str(sheet))
     _one_line(code, err, str(sheet), "symbolic link")
-    code, _, err = cli("annotate", "export", str(run), "--layer", "refusal", "--n", "4", "-o", str(sheet), "--force")
-    assert code == 0, err
     assert victim.read_text(encoding="utf-8") == VICTIM
-    assert not sheet.is_symlink() and sheet.read_text(encoding="utf-8").startswith("\"unit_id\"")
 
 
 def test_pack_force_replaces_a_link_never_its_target(run: Path, tmp_path: Path, cli) -> None:  # type: ignore[no-untyped-def]
