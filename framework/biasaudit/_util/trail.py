@@ -30,7 +30,7 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import IO, Any
 
-from biasaudit._util.fileio import atomic_binary, write_error
+from biasaudit._util.fileio import atomic_binary, open_append, write_error
 from biasaudit.errors import BiasAuditError, DataError
 
 # Characters json.dumps(ensure_ascii=False) leaves raw that a line splitter breaks at
@@ -67,11 +67,11 @@ def write_json_lines(path: Path, rows: Iterable[Any], *, sort_keys: bool = False
         raise write_error(path, exc) from None
 
 
-def append_json_line(path: Path | str, obj: Any) -> None:
+def append_json_line(path: Path | str, obj: Any, *, key: str, what: str) -> None:
     """Append one record (one short write in append mode: lines from parallel writers do
-    not interleave)."""
-    with open(path, "ab") as f:
-        f.write(json_line(obj).encode("utf-8"))
+    not interleave), through the one writer's `open_append` (no link followed)."""
+    with open_append(path, key=key, what=what) as f:
+        f.write(json_line(obj))
 
 
 def split_lines(data: bytes | str, *, file: str, error: type[BiasAuditError] = DataError, key: str | None = None,

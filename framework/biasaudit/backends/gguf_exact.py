@@ -12,12 +12,12 @@ renamed into place: a killed run never leaves a half-written model behind)."""
 from __future__ import annotations
 
 import logging
-import os
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
+from biasaudit._util.fileio import publish
 from biasaudit.backends.base import resolve_model_path
 from biasaudit.backends.model_files import gguf_sha256, joined_gguf, models_dir
 from biasaudit.errors import BackendError
@@ -60,15 +60,12 @@ def exact_gguf(cfg: HFCausalConfig, runtime: RuntimeConfig) -> Path:
     if target.is_file():
         return target
     target_dir.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(prefix=target.name + ".", suffix=".tmp", dir=target_dir)
-    os.close(fd)
-    tmp = Path(tmp_name)
     t0 = time.perf_counter()
-    try:
+    # written in a private scratch folder beside it, then moved in by the one writer
+    with tempfile.TemporaryDirectory(prefix=".f32-", dir=target_dir) as scratch:
+        tmp = Path(scratch) / target.name
         _write_f32_copy(src, tmp)
-        os.replace(tmp, target)
-    finally:
-        tmp.unlink(missing_ok=True)
+        publish(tmp, target, key="runtime.models", what="float32 model copy")
     log.info("wrote a float32 copy of %s in %.1f s: %s", src.name, time.perf_counter() - t0, target)
     return target
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -27,13 +28,11 @@ def sha256_file(path: Path) -> str:
             h.update(chunk)
     digest = h.hexdigest()
     memo[memo_key] = digest
-    try:
-        _MEMO_FILE.parent.mkdir(parents=True, exist_ok=True)
-        tmp = _MEMO_FILE.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_text(json.dumps(memo))
-        os.replace(tmp, _MEMO_FILE)
-    except OSError:
-        pass
+    from biasaudit._util.fileio import atomic_write
+    from biasaudit.errors import BiasAuditError
+
+    with contextlib.suppress(BiasAuditError):  # a memo only: a failed write costs a re-hash
+        atomic_write(_MEMO_FILE, json.dumps(memo), key="BIASAUDIT_HASH_MEMO", what="hash memo")
     return digest
 
 

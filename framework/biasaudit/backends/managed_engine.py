@@ -33,6 +33,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from biasaudit._util.fileio import open_output
 from biasaudit._util.secrets import withheld_env_names
 from biasaudit.errors import BackendError
 
@@ -274,7 +275,9 @@ class ManagedEngine:
         log.info("starting %s for %s on 127.0.0.1:%d...", _LABEL[self.engine], self.alias, port)
         t0 = time.monotonic()
         try:
-            with self.log_path.open("wb") as out:
+            # the one writer: never through a link; the child writes the new file as it goes
+            with open_output(self.log_path, "wb", key="model.serve", what="engine log", ours=True,
+                             atomic=False) as out:
                 self._proc = _spawner.run(lambda: subprocess.Popen(
                     cmd, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, env=child_env(),
                     start_new_session=True, preexec_fn=_parent_death_hook(), close_fds=True))

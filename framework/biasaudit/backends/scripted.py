@@ -18,6 +18,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
+from biasaudit._util.fileio import open_append
 from biasaudit.backends.base import BACKENDS, BackendKind, Emit, Response
 from biasaudit.plan import Request
 from biasaudit.records.json import JSONObject, JSONValue
@@ -107,7 +108,7 @@ class ScriptedBackend:
             else:
                 resp = self._answer(req)
             if s.get("calls_log"):
-                with open(s["calls_log"], "a", encoding="utf-8") as f:
+                with open_append(s["calls_log"], key="model.script.calls_log", what="calls log") as f:
                     f.write(req.key + "\n")
             emit(resp)
 

@@ -29,6 +29,9 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     vw.add_argument("--max-rows", type=_positive, default=MAX_ROWS, metavar="N",
                     help=f"responses embedded at most, shared between a suite's runs (default: {MAX_ROWS}); "
                          "the page says how many it leaves out")
+    vw.add_argument("--force", action="store_true",
+                    help="replace a file at the output path that biasaudit did not write, or a symlink there "
+                         "(the link itself, never its target)")
     vw.add_argument("--open", action="store_true", help="open the page in the default browser")
     vw.set_defaults(fn=cmd_view)
     assert isinstance(vw, argparse.ArgumentParser)
@@ -53,7 +56,8 @@ def cmd_view(args: argparse.Namespace, rest: list[str]) -> int:
     if (refused := unexpected_arguments("view", rest)) is not None:
         return refused
     try:
-        path, data = write_viewer(Path(args.run_dir), Path(args.out) if args.out else None, max_rows=args.max_rows)
+        path, data = write_viewer(Path(args.run_dir), Path(args.out) if args.out else None, max_rows=args.max_rows,
+                                  force=args.force)
     except BiasAuditError as exc:
         return bad_input(exc)
     shown = sum(r.shown for r in data.runs)

@@ -9,7 +9,7 @@ message is the error line). A run that could not measure (more than
 `validity.max_failed_share` of its requests failed) is an <error> on each of its
 thresholds (on one `run` test case when it has none), whatever `--fail-on` says: the
 audit did not happen, which is not a finding about the model. The path is checked before
-the run and written by the output-path rule of `fileio` (a symlink written through, /dev/stdout or /dev/null as a
+the run and written by the output-path rule of `fileio` (a symlink refused, never followed, /dev/stdout or /dev/null as a
 stream, a directory, FIFO or other device refused). Every test case carries the estimate and its interval in its message (and in
 <system-out> for PASS). The shape is the common JUnit one (testsuites / testsuite /
 testcase / failure | error | skipped), with the count attributes filled in, valid
@@ -233,22 +233,28 @@ def junit_xml(runs: list[SuiteRun], fail_on: str = DEFAULT_FAIL_ON, name: str = 
         root.set(k, str(n))
     root.set("time", f"{seconds:.3f}")
     ET.indent(root)
-    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
+    return ('<?xml version="1.0" encoding="UTF-8"?>\n' + JUNIT_MARKER.decode() + "\n"
+            + ET.tostring(root, encoding="unicode") + "\n")
 
 
 KEY = "--junit"
 WHAT = "JUnit file"
+# Marks a JUnit file biasaudit wrote: the next run replaces it; any other file at the path
+# is left alone (the one writer's rule, `fileio`).
+JUNIT_MARKER = b"<!-- generator: biasaudit -->"
+_HINT = "choose another --junit path, or remove the file there first"
 
 
 def check_junit_path(path: str | Path) -> None:
     """`--junit PATH` checked before the run starts (`fileio.check_output_file`): a
-    symlink is written through, /dev/stdout, /dev/null or a terminal as a stream; a
-    directory, FIFO, socket, other device or read-only place is a one-line error."""
-    check_output_file(path, key=KEY, what=WHAT)
+    symlink is refused (never written through), /dev/stdout, /dev/null or a terminal is
+    written as a stream; a directory, FIFO, socket, other device, read-only place or a
+    file biasaudit did not write (no `JUNIT_MARKER`) is a one-line error."""
+    check_output_file(path, key=KEY, what=WHAT, ours=JUNIT_MARKER, hint=_HINT)
 
 
 def write_junit(path: Path, runs: list[SuiteRun], fail_on: str = DEFAULT_FAIL_ON, name: str = "biasaudit") -> None:
-    write_output_file(path, junit_xml(runs, fail_on, name), key=KEY, what=WHAT)
+    write_output_file(path, junit_xml(runs, fail_on, name), key=KEY, what=WHAT, ours=JUNIT_MARKER, hint=_HINT)
 
 
 def write_junit_error(path: str | Path, message: str, name: str = "biasaudit run") -> None:

@@ -9,6 +9,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
+from biasaudit._util.fileio import write_output_file
 from biasaudit.errors import BiasAuditError
 
 _NAMES = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable", "chrome")
@@ -50,14 +51,14 @@ def html_to_pdf(html: Path, pdf: Path, timeout: float = 120) -> None:
     """Print the report. Chromium's own header and footer stay off (they would print the
     file's local path); page numbers come from the report's CSS `@page` margin box, and
     its print rules keep headings with the content they introduce."""
-    tmp = pdf.with_name(pdf.name + ".tmp.pdf")
-    tmp.unlink(missing_ok=True)
-    _run(["--no-pdf-header-footer", f"--print-to-pdf={tmp}", html.resolve().as_uri()], tmp, timeout)
-    os.replace(tmp, pdf)
+    with tempfile.TemporaryDirectory(prefix="biasaudit-print-") as scratch:  # Chromium prints here, then
+        tmp = Path(scratch) / "report.pdf"                                  # the one writer copies it
+        _run(["--no-pdf-header-footer", f"--print-to-pdf={tmp}", html.resolve().as_uri()], tmp, timeout)
+        write_output_file(pdf, tmp.read_bytes(), key="report.formats", what="PDF report", ours=True, streams=False)
 
 
 def html_to_png(html: Path, png: Path, width: int = 1200, height: int = 1600, timeout: float = 120) -> None:
-    tmp = png.with_name(png.name + ".tmp.png")
-    tmp.unlink(missing_ok=True)
-    _run([f"--screenshot={tmp}", f"--window-size={width},{height}", html.resolve().as_uri()], tmp, timeout)
-    os.replace(tmp, png)
+    with tempfile.TemporaryDirectory(prefix="biasaudit-print-") as scratch:
+        tmp = Path(scratch) / "page.png"
+        _run([f"--screenshot={tmp}", f"--window-size={width},{height}", html.resolve().as_uri()], tmp, timeout)
+        write_output_file(png, tmp.read_bytes(), key="report", what="screenshot", ours=True, streams=False)

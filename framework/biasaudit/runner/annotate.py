@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -23,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from biasaudit._util.fileio import atomic_write, check_output_file, names_excerpt, read_capped
+from biasaudit._util.fileio import check_output_file, names_excerpt, read_capped, write_output_file
 from biasaudit._util.trail import json_records
 from biasaudit.coding.human_sheet import (
     CODE_COLUMNS,
@@ -136,12 +137,14 @@ def _targets(out: Path, force: bool) -> tuple[Path, Path, str]:
     if fmt not in ("csv", "jsonl"):
         raise BiasAuditError(f"unknown sheet format {out.suffix or '(none)'!r}", file=str(out), key="-o",
                              hint="name the sheet <name>.csv or <name>.jsonl")
-    sheet = check_output_file(out, key="-o", what="sheet", streams=False).target
-    rec = check_output_file(record_path(out), key="-o", what="sampling record", streams=False).target
-    for p in (sheet, rec):
-        if p.exists() and not force:
+    for p in (out, record_path(out)):
+        if os.path.isfile(p) and not os.path.islink(p) and not force:
             raise BiasAuditError("the sheet exists already (it may hold labels)", file=str(p), key="-o",
                                  hint="choose another -o, or pass --force to replace it")
+    # the one writer's rule: a link is refused (with --force the link itself is replaced,
+    # never its target), as are a directory, FIFO or device
+    sheet = check_output_file(out, key="-o", what="sheet", streams=False, force=force).path
+    rec = check_output_file(record_path(out), key="-o", what="sampling record", streams=False, force=force).path
     return sheet, rec, fmt
 
 
@@ -197,10 +200,10 @@ def export_sheet(run_dir: Path, layer: str, n: int, out: Path, *, stratify: str 
                                              shown_sha256=shown_hash(texts[u.id]),
                                              prompt_sha256=shown_hash(prompt_text(prep.plan.requests.get(u.key))))
                                  for u in picked])
-    sheet_file.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write(sheet_file, sheet_text(rows, columns, fmt))
+    write_output_file(sheet_file, sheet_text(rows, columns, fmt), key="-o", what="sheet", streams=False, force=force)
     try:
-        atomic_write(rec_file, record.model_dump_json(indent=1))
+        write_output_file(rec_file, record.model_dump_json(indent=1), key="-o", what="sampling record",
+                          streams=False, force=force, ours=True)  # checked with its sheet above
     except BiasAuditError:
         sheet_file.unlink(missing_ok=True)  # a sheet without its record cannot be read back
         raise

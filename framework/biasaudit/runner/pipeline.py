@@ -268,7 +268,9 @@ def _manifest_text(m: RunManifest) -> str:
 
 
 def _write(path: Path, text: str) -> None:
-    atomic_write(path, text)
+    """A file of the run (or compare, suite) folder: the one writer (`fileio`), as the
+    folder's own file: an old copy is refreshed, a link there refused, never followed."""
+    atomic_write(path, text, key="run folder", what="run file")
 
 
 def write_codes(path: Path, coded: Coded) -> None:

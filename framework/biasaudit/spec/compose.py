@@ -17,7 +17,7 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf, open_dict, read_write
 
-from biasaudit._util.fileio import path_problem, resolved
+from biasaudit._util.fileio import atomic_write, path_problem, resolved
 from biasaudit._util.paths import (
     SPEC_FILES_ENV,
     conf_dir,
@@ -340,9 +340,8 @@ def record_hydra_overrides(output_dir: Path, overrides: list[str]) -> None:
 
     path = output_dir / ".hydra" / "overrides.yaml"
     if path.is_file():
-        tmp = path.with_name(path.name + ".tmp")
-        tmp.write_text(yaml.safe_dump(list(overrides), default_flow_style=False), encoding="utf-8")
-        os.replace(tmp, path)
+        atomic_write(path, yaml.safe_dump(list(overrides), default_flow_style=False), key="hydra",
+                     what="Hydra overrides record")
 
 
 def compose(overrides: list[str]) -> Composed:

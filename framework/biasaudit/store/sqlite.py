@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from biasaudit._util.fileio import check_output_file, path_problem
+from biasaudit._util.fileio import check_store_file, path_problem
 from biasaudit.backends.base import Response
 from biasaudit.errors import StoreError
 from biasaudit.plan import Request, canonical_json
@@ -93,11 +93,11 @@ _HINT = "give runtime.cache a file path of its own (a new cache is created there
 def check_cache_path(path: str | Path, *, must_exist: bool = False) -> None:
     """Refuse a cache path that is not a regular file (or a new file in a folder that can
     be made), before SQLite touches it. A cache to write is an output path the user names
-    (`fileio.check_output_file`: symlinks followed, no directory, FIFO, socket, device or
+    (`fileio.check_store_file`: symlinks followed, no directory, FIFO, socket, device or
     pseudo file, a writable folder); one only read must exist."""
     p = Path(path)
     if not must_exist:
-        check_output_file(p, key="runtime.cache", what="cache", streams=False, error=StoreError, hint=_HINT)
+        check_store_file(p, key="runtime.cache", what="cache", error=StoreError, hint=_HINT)
         return
     if not p.exists() and not p.is_symlink():
         raise StoreError("cache file not found", file=str(p), key="runtime.cache",

@@ -24,6 +24,7 @@ it back when the launcher returns.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import tempfile
 from collections.abc import Iterable
@@ -78,9 +79,10 @@ class Ledger:
     overall verdict, whether it measured and its run folder, or the error that stopped it."""
 
     def __init__(self) -> None:
-        fd, name = tempfile.mkstemp(prefix="biasaudit-jobs-", suffix=".jsonl")
-        os.close(fd)
-        self.path = Path(name)
+        # a private scratch folder (made new, mode 0700) holds the ledger file
+        self._dir = Path(tempfile.mkdtemp(prefix="biasaudit-jobs-"))
+        self.path = self._dir / "jobs.jsonl"
+        name = str(self.path)
         self._saved = os.environ.get(LEDGER_ENV)
         os.environ[LEDGER_ENV] = name
 
@@ -90,7 +92,7 @@ class Ledger:
         path = os.environ.get(LEDGER_ENV)
         if not path:
             return
-        append_json_line(path, entry.ledger_record())  # one short write: parallel workers' lines do not interleave
+        append_json_line(path, entry.ledger_record(), key=LEDGER_ENV, what="jobs ledger")  # one short write: parallel workers' lines do not interleave
 
     def entries(self) -> list[JobOutcome]:
         if not self.path.is_file():
@@ -100,6 +102,8 @@ class Ledger:
 
     def close(self) -> None:
         self.path.unlink(missing_ok=True)
+        with contextlib.suppress(OSError):
+            self._dir.rmdir()
         if self._saved is None:
             os.environ.pop(LEDGER_ENV, None)
         else:

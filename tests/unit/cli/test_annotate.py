@@ -13,7 +13,7 @@ import pytest
     (["--n", "0"], "--n must be 1 or more"),
     (["-o", "{tmp}/sheet.xlsx"], "unknown sheet format '.xlsx'"),
     (["-o", "{tmp}/folder.csv"], "the sheet path is a directory"),
-    (["-o", "{tmp}/null.csv"], "is a device, not a regular file"),  # a link to /dev/null
+    (["-o", "{tmp}/null.csv"], "is a symbolic link"),  # a link to /dev/null: never followed
     ([], "no manifest.json here"),
 ])
 def test_bad_arguments_are_one_error_line(cli, tmp_path: Path, args: list[str], says: str) -> None:  # type: ignore[no-untyped-def]

@@ -119,13 +119,15 @@ def test_unknown_template_and_missing_folder_are_one_line_errors(tmp_path: Path,
 def test_a_failure_midway_leaves_nothing_half_written(tmp_path: Path, cli, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     calls = []
 
-    def broken_copy(src: object, dst: object) -> None:
+    def broken_rename(src: object, dst: object) -> None:  # every file goes through the one writer's rename
         calls.append(dst)
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(scaffold.shutil, "copyfile", broken_copy)
+    from biasaudit._util import fileio
+
+    monkeypatch.setattr(fileio.os, "replace", broken_rename)
     code, _, err = cli("init", str(tmp_path / "p"), "--template", "fisco")
-    assert calls and code == 2 and err.count("\n") == 1 and "No space left on device" in err
+    assert calls and code == 2 and err.count("\n") == 1 and "the disk is full" in err
     assert list(tmp_path.iterdir()) == []  # neither the folder nor the scratch folder
     # into an existing empty folder: it stays empty
     (tmp_path / "q").mkdir()

@@ -14,6 +14,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from biasaudit._util.fileio import publish, write_output_file
 from biasaudit.errors import BiasAuditError
 
 HERE = Path(__file__).resolve().parent
@@ -78,17 +79,18 @@ def _write_into(tmp: Path, source: Path, name: str, title: str) -> None:
         if str(rel) == _META:
             continue
         out = tmp / rel
-        out.parent.mkdir(parents=True, exist_ok=True)
         if str(rel) in _FILLED:
             text = src.read_text(encoding="utf-8")
-            out.write_text(text.replace("{{NAME}}", name).replace("{{TITLE}}", title), encoding="utf-8")
+            data: str | bytes = text.replace("{{NAME}}", name).replace("{{TITLE}}", title)
         else:
-            shutil.copyfile(src, out)
+            data = src.read_bytes()
+        write_output_file(out, data, key="init", what="project file", streams=False)
     # the JSON Schema the spec's first line points editors at (with any installed
     # plugin's metrics and coders, as this installation validates them)
     from biasaudit.spec.schema import SCHEMA_FILES, json_schema, schema_text
 
-    (tmp / SCHEMA_FILES["spec"]).write_text(schema_text(json_schema("spec")), encoding="utf-8")
+    write_output_file(tmp / SCHEMA_FILES["spec"], schema_text(json_schema("spec")), key="init", what="project file",
+                      streams=False)
 
 
 def init_project(dest: Path, template: str = DEFAULT, force: bool = False) -> list[Path]:
@@ -120,12 +122,13 @@ def init_project(dest: Path, template: str = DEFAULT, force: bool = False) -> li
     try:
         _write_into(tmp, source, name, title)
         written = sorted(p.relative_to(tmp) for p in tmp.rglob("*") if p.is_file())
+        # moved in by the one writer: a link at a file's place is refused (with --force
+        # the link itself is replaced, never its target)
         if not dest.exists():
-            tmp.rename(dest)
+            publish(tmp, dest, key="init", what="project folder", ours=False)
         else:  # an empty folder, or --force: move the files over, the folder stays
             for rel in written:
-                (dest / rel).parent.mkdir(parents=True, exist_ok=True)
-                (tmp / rel).replace(dest / rel)
+                publish(tmp / rel, dest / rel, key="init", what="project file", force=force, ours=False)
     except OSError as exc:
         raise BiasAuditError(f"cannot write the project ({exc.strerror})", file=str(dest),
                              hint="give a folder you can write to") from exc

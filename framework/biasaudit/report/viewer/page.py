@@ -68,6 +68,7 @@ def render_page(data: ViewData) -> str:
         "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
         f"<meta http-equiv=\"Content-Security-Policy\" content=\"{csp(script, style)}\">\n"
         "<meta name=\"referrer\" content=\"no-referrer\">\n"
+        "<meta name=\"generator\" content=\"biasaudit\">\n"
         "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
         "<title>biasaudit viewer</title>\n"
         f"<style>{style}</style>\n</head>\n<body>\n"

@@ -12,7 +12,6 @@ CROSSWALK.md, MANIFEST.json, MANIFEST.pub and MANIFEST.sig (when signed)."""
 from __future__ import annotations
 
 import base64
-import contextlib
 import dataclasses
 import hashlib
 import importlib.metadata as md
@@ -29,7 +28,7 @@ from typing import Any
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from biasaudit._util.fileio import check_output_file
+from biasaudit._util.fileio import check_output_file, open_output, write_output_file
 from biasaudit._util.secrets import redact, watch_env
 from biasaudit._version import __version__
 from biasaudit.backends import identity_scope
@@ -197,7 +196,8 @@ def _store_slice(run: Path, m: RunManifest, vcfg: AuditConfig, notes: list[str])
         cfg = json.loads(json.dumps(m.config))
         cfg.setdefault("report", {})["formats"] = ["md"]
         again = m.model_copy(update={"config": cfg, "run_dir": str(out)})
-        (out / "manifest.json").write_text(json.dumps(again.as_json(), indent=2, default=str), encoding="utf-8")
+        write_output_file(out / "manifest.json", json.dumps(again.as_json(), indent=2, default=str), key="pack",
+                          what="scratch manifest", streams=False, ours=True)
         rerender(out, answerer=recorder)
         fresh = json.loads((out / "summary.json").read_text(encoding="utf-8"))
         own = json.loads((run / "summary.json").read_text(encoding="utf-8"))
@@ -285,7 +285,7 @@ def add_pdfs(files: dict[str, bytes], runs: list[str], notes: list[str]) -> None
             continue
         with tempfile.TemporaryDirectory(prefix="biasaudit-pack-pdf-") as tmp:
             src = Path(tmp) / "report.html"
-            src.write_bytes(files[html])
+            write_output_file(src, files[html], key="pack", what="scratch copy", streams=False)
             try:
                 html_to_pdf(src, Path(tmp) / "report.pdf")
                 files[pdf] = (Path(tmp) / "report.pdf").read_bytes()
@@ -295,9 +295,10 @@ def add_pdfs(files: dict[str, bytes], runs: list[str], notes: list[str]) -> None
 
 def build_pack(source: Path, out: Path, *, force: bool = False, key: Ed25519PrivateKey | None = None,
                selftest: bool = False) -> PackResult:
-    target = check_output_file(out, key="-o", what="evidence pack", streams=False).target
-    if (target.exists() or out.is_symlink()) and not force:
+    if os.path.isfile(out) and not os.path.islink(out) and not force:
         raise BiasAuditError("the output file exists", file=str(out), hint="choose another name, or give --force to replace it")
+    # the one writer's rule: a link is refused (--force replaces the link, never its target)
+    check_output_file(out, key="-o", what="evidence pack", streams=False, force=force)
     kind, runs = find_runs(source)
     notes: list[str] = []
     files: dict[str, bytes] = {}
@@ -332,7 +333,7 @@ def build_pack(source: Path, out: Path, *, force: bool = False, key: Ed25519Priv
     if key is not None:
         files[SIGNATURE_NAME] = base64.b64encode(sign(key, files[MANIFEST_NAME])) + b"\n"
     checks = _self_check(files, key)
-    size = _write_zip(target, files)
+    size = _write_zip(out, files, force)
     return PackResult(path=out, files=len(files), size=size, runs=names,
                       fingerprint=signing.public_key_sha256 if signing else None, notes=notes, checks=checks)
 
@@ -343,8 +344,7 @@ def _self_check(files: dict[str, bytes], key: Ed25519PrivateKey | None) -> list[
     with tempfile.TemporaryDirectory(prefix="biasaudit-pack-check-") as tmp:
         root = Path(tmp) / "pack"
         for name, data in files.items():
-            (root / name).parent.mkdir(parents=True, exist_ok=True)
-            (root / name).write_bytes(data)
+            write_output_file(root / name, data, key="pack", what="scratch copy", streams=False)
         rep = check_folder(root, list(files), key.public_key() if key else None, Path(tmp) / "work")
     if rep.problems:
         raise BiasAuditError(f"the pack would not verify: {rep.problems[0]}"
@@ -353,26 +353,15 @@ def _self_check(files: dict[str, bytes], key: Ed25519PrivateKey | None) -> list[
     return [line.replace("the key given with --public-key", "the signing key") for line in rep.lines]
 
 
-def _write_zip(target: Path, files: dict[str, bytes]) -> int:
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
-    tmp = Path(tmp_name)
-    try:
-        with os.fdopen(fd, "wb") as raw, zipfile.ZipFile(raw, "w", zipfile.ZIP_DEFLATED) as zf:
-            for name in sorted(files, key=lambda n: (n == MANIFEST_NAME or n == SIGNATURE_NAME, n)):
-                info = zipfile.ZipInfo(name, date_time=_FIXED_TIME)
-                info.external_attr = 0o644 << 16
-                info.compress_type = zipfile.ZIP_DEFLATED
-                zf.writestr(info, files[name])
-        os.replace(tmp, target)
-    except OSError as exc:
-        from biasaudit._util.fileio import write_error
-
-        raise write_error(target, exc) from None
-    finally:
-        with contextlib.suppress(OSError):
-            tmp.unlink(missing_ok=True)
-    return target.stat().st_size
+def _write_zip(target: Path, files: dict[str, bytes], force: bool) -> int:
+    with open_output(target, "wb", key="-o", what="evidence pack", force=force) as raw, \
+            zipfile.ZipFile(raw, "w", zipfile.ZIP_DEFLATED) as zf:
+        for name in sorted(files, key=lambda n: (n == MANIFEST_NAME or n == SIGNATURE_NAME, n)):
+            info = zipfile.ZipInfo(name, date_time=_FIXED_TIME)
+            info.external_attr = 0o644 << 16
+            info.compress_type = zipfile.ZIP_DEFLATED
+            zf.writestr(info, files[name])
+    return os.lstat(target).st_size
 
 
 __all__ = ["PackResult", "build_pack", "find_runs"]

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from biasaudit._util.fileio import write_output_file
 from biasaudit.backends import identity_scope
 from biasaudit.errors import BiasAuditError
 from biasaudit.records.json import JSONObject, JSONValue
@@ -105,7 +106,8 @@ def recompute(run: Path, work: Path) -> Recomputed:
     # the config as run is what is re-computed), and messages that name it (e.g. "run
     # `biasaudit calibrate spec=...`") must read as they did; every path is absolute now
     m = m.model_copy(update={"config": cfg, "cache": str(cache), "run_dir": str(out)})
-    (out / "manifest.json").write_text(json.dumps(m.as_json(), indent=2, default=str), encoding="utf-8")
+    write_output_file(out / "manifest.json", json.dumps(m.as_json(), indent=2, default=str), key="verify",
+                      what="scratch manifest", streams=False, ours=True)
     vectors = import_store(run / "store", cache)
     with identity_scope(pinned_identities(run / "model" / "identity.json"), strict=True):
         rerender(out, answerer=functools.partial(PackedAnswerer, vectors=vectors), trail=True)

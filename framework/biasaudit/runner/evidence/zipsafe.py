@@ -12,6 +12,7 @@ import zipfile
 import zlib
 from pathlib import Path
 
+from biasaudit._util.fileio import open_output
 from biasaudit.errors import BiasAuditError
 
 MAX_MEMBERS = 20_000
@@ -104,7 +105,7 @@ def _copy_out(zf: zipfile.ZipFile, infos: list[zipfile.ZipInfo], pack: Path, int
         dest.parent.mkdir(parents=True, exist_ok=True)
         n = 0
         try:
-            with zf.open(info) as src, dest.open("xb") as out:
+            with zf.open(info) as src, open_output(dest, "wb", key="pack", what="pack member") as out:
                 while block := src.read(_CHUNK):
                     n += len(block)
                     total += len(block)

@@ -1,8 +1,10 @@
 """Hostile output paths (issue 26, class 2: "`--junit PATH` replaces what is there").
 Every output path a user names (`--junit`, `runtime.reports_dir`, `runtime.cache`,
 `compare --out`, the `merge-cache` target) follows one rule (`fileio.check_output_file`,
-`check_output_dir`), checked before anything runs and again when written: a symlink is
-written through (the link stays, its target gets the content); /dev/null, a terminal and
+`check_output_dir`), checked before anything runs and again when written: a symlink at a
+file's place is refused, never written through (issue 39; a folder path's links are
+followed: the folder is the user's); an existing file biasaudit did not write is left
+alone; /dev/null, a terminal and
 the process's own /dev/stdout and /dev/stderr are written as streams; a directory, FIFO,
 socket, other device, anything under /proc or /sys, a read-only file or folder is a
 one-line error (exit 2) before any model call. Before the fix, the JUnit file was written
@@ -132,9 +134,11 @@ JUNIT_REFUSED: dict[str, tuple[Callable[[Path, Path], Path], str]] = {
     "/dev/full": (lambda w, d: Path("/dev/full"), "a device"),
     "/proc/self/environ": (lambda w, d: Path("/proc/self/environ"), "kernel pseudo file system"),
     "a new file under /proc": (lambda w, d: Path("/proc/self/junit.xml"), "kernel pseudo file system"),
-    "a symlink to /proc/self/environ": (_link("/proc/self/environ"), "kernel pseudo file system"),
-    "a symlink to /dev/zero": (_link("/dev/zero"), "a device"),
-    "a symlink loop": (_loop, "loop"),
+    "a symlink to /proc/self/environ": (_link("/proc/self/environ"), "symbolic link"),
+    "a symlink to /dev/zero": (_link("/dev/zero"), "symbolic link"),
+    "a symlink loop": (_loop, "symbolic link"),
+    "a file biasaudit did not write": (lambda w, d: (w / "j.xml").write_text("<mine/>") and w / "j.xml",
+                                       "not a file biasaudit wrote"),
     "a folder that is a file": (_under_file, "is not a folder"),
 }
 
@@ -200,22 +204,31 @@ def test_junit_to_stderr_goes_to_the_error_stream(workdir: Path, cli) -> None:  
     assert code in (0, 1, 3) and "<testsuites" in err, err
 
 
-def test_junit_through_a_symlink_writes_its_target(workdir: Path, cli, tmp_path_factory) -> None:  # type: ignore[no-untyped-def]
+def test_junit_at_a_symlink_is_refused_and_its_target_kept(workdir: Path, cli, tmp_path_factory) -> None:  # type: ignore[no-untyped-def]
+    """Issue 39: never written through a link (it was, before: the target got the XML)."""
     elsewhere = tmp_path_factory.mktemp("elsewhere") / "ci" / "results.xml"
     elsewhere.parent.mkdir()
     elsewhere.write_text("old")
     (workdir / "j.xml").symlink_to(elsewhere)
     code, _, err = cli("run", *_run_args(workdir), "--junit", str(workdir / "j.xml"))
-    assert code in (0, 1, 3), err  # a verdict, not an error
+    _one_line(code, err, "--junit", "symbolic link", "never writes through a link")
     assert (workdir / "j.xml").is_symlink() and os.readlink(workdir / "j.xml") == str(elsewhere)
-    assert _junit_root(elsewhere.read_bytes()).get("tests") == "1"
+    assert elsewhere.read_text() == "old"
 
 
-def test_junit_through_a_dangling_symlink_creates_its_target(workdir: Path, cli) -> None:  # type: ignore[no-untyped-def]
+def test_junit_at_a_dangling_symlink_is_refused(workdir: Path, cli) -> None:  # type: ignore[no-untyped-def]
     (workdir / "j.xml").symlink_to(workdir / "made.xml")
     code, _, err = cli("run", *_run_args(workdir), "--junit", str(workdir / "j.xml"))
-    assert code in (0, 1, 3), err  # a verdict, not an error
-    assert (workdir / "j.xml").is_symlink() and _junit_root((workdir / "made.xml").read_bytes()) is not None
+    _one_line(code, err, "--junit", "symbolic link")
+    assert (workdir / "j.xml").is_symlink() and not (workdir / "made.xml").exists()
+
+
+def test_junit_of_an_earlier_run_is_replaced(workdir: Path, cli) -> None:  # type: ignore[no-untyped-def]
+    """The file a run wrote carries biasaudit's marker: the next run refreshes it."""
+    for _ in range(2):
+        code, _, err = cli("run", *_run_args(workdir), "--junit", str(workdir / "j.xml"))
+        assert code in (0, 1, 3), err
+    assert _junit_root((workdir / "j.xml").read_bytes()).get("tests") == "1"
 
 
 def test_junit_in_missing_folders_makes_them(workdir: Path, cli) -> None:  # type: ignore[no-untyped-def]
@@ -234,7 +247,7 @@ def test_a_planted_temporary_file_link_is_not_written_through(workdir: Path, cli
     assert code in (0, 1, 3), err  # a verdict, not an error
     assert victim.read_text() == "keep me"
     assert _junit_root((workdir / "j.xml").read_bytes()).get("tests") == "1"
-    assert not (workdir / "j.xml.tmp").exists()
+    assert os.readlink(workdir / "j.xml.tmp") == str(victim)  # not ours: left as it was
 
 
 # -- --junit on a user error ------------------------------------------------------------------------
