@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from biasaudit._util import interrupt
 from biasaudit.backends.base import (
     BACKENDS,
     BackendKind,
@@ -91,6 +92,7 @@ class HFMaskedBackend:
         scores: dict[tuple[int, int], float] = {}
         pad = self.tok.pad_token_id if self.tok.pad_token_id is not None else 0
         for start in range(0, len(jobs), MAX_ROWS):
+            interrupt.check()  # one forward pass per token of every sentence: a batch takes long
             chunk = jobs[start:start + MAX_ROWS]
             width = max(len(encs[s]["token_ids"]) for s, _ in chunk)
             ids = torch.full((len(chunk), width), pad, dtype=torch.long)
