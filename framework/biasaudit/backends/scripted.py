@@ -9,8 +9,10 @@ land in judge calls made after the subject's), `delay` (seconds per call), `toke
 (seconds per generated token: `generate` requests then run in batches of
 `runtime.batch_size` rows, one token step for all rows at a time, a row ending after as
 many steps as its reply has words, like a local model's batched generation: progress per
-token step, and an interrupt drops the batch in progress), `calls_log` (append one line
-per answered call to this file).
+token step, and an interrupt drops the batch in progress), `token_steps` (with
+`token_delay`: every row takes this many steps, at most its `max_tokens`, instead of its
+reply's word count: long answers), `calls_log` (append one line per answered call to this
+file).
 """
 
 from __future__ import annotations
@@ -118,7 +120,9 @@ class ScriptedBackend:
         stops it after the current step and nothing of it is emitted."""
         interrupt.check()
         limits = [r.decoding().max_tokens or 128 for r in batch]
-        lengths = [max(1, min(len(self._reply(r).split()), lim)) for r, lim in zip(batch, limits, strict=True)]
+        steps = self.script.get("token_steps")
+        lengths = [max(1, min(int(steps) if steps else len(self._reply(r).split()), lim))
+                   for r, lim in zip(batch, limits, strict=True)]
         watch = BatchWatch(len(batch), max(limits))
         for step in range(1, max(lengths) + 1):
             time.sleep(delay)
