@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import importlib.util
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
@@ -73,6 +74,25 @@ class RowsFinished:
         self.done |= ended
         stop = self.watch.step(new)
         return torch.full_like(ended, stop)
+
+
+@contextmanager
+def stoppable(model: Any) -> Iterator[None]:
+    """While active, each module of the torch `model` checks the stop flag before its
+    forward pass (PyTorch's forward pre-hooks): an interrupt takes effect at the next layer
+    even inside one long forward pass (the prefill of a batch of long prompts, a first
+    step on a loaded machine), not only between token steps or batches. The work in
+    progress is dropped: KeyboardInterrupt leaves `model.generate` or the scoring pass."""
+
+    def check(module: Any, args: Any) -> None:
+        interrupt.check()
+
+    handles = [m.register_forward_pre_hook(check) for m in model.modules()]
+    try:
+        yield
+    finally:
+        for h in handles:
+            h.remove()
 
 
 def run_in_batches(

@@ -22,6 +22,7 @@ from biasaudit.backends.base import (
     resolve_model_path,
     run_batches,
     run_in_batches,
+    stoppable,
     token_budget_batches,
 )
 from biasaudit.backends.devices import cuda_token_budget, torch_setup
@@ -408,6 +409,10 @@ class HFCausalBackend:
 
     # -- engine entry ------------------------------------------------------------
     def execute(self, requests: Sequence[Request], emit: Emit) -> None:
+        with stoppable(self.model):  # Ctrl-C takes effect inside a forward pass too
+            self._execute(requests, emit)
+
+    def _execute(self, requests: Sequence[Request], emit: Emit) -> None:
         by_kind: dict[str, list[Request]] = {}
         for r in requests:
             by_kind.setdefault(r.kind, []).append(r)

@@ -23,6 +23,7 @@ from biasaudit.backends.base import (
     Response,
     resolve_model_path,
     run_in_batches,
+    stoppable,
 )
 from biasaudit.backends.devices import torch_setup
 from biasaudit.backends.identity import directory_digest
@@ -119,6 +120,10 @@ class HFMaskedBackend:
         return out
 
     def execute(self, requests: Sequence[Request], emit: Emit) -> None:
+        with stoppable(self.model):  # Ctrl-C takes effect inside a forward pass too
+            self._execute(requests, emit)
+
+    def _execute(self, requests: Sequence[Request], emit: Emit) -> None:
         for r in requests:
             if r.kind != "pseudo_loglik":
                 emit(Response(key=r.key, status="failed", error=f"hf_masked cannot do {r.kind}"))
