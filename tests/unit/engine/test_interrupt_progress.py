@@ -100,3 +100,26 @@ def test_the_stop_flag_is_set_by_the_first_ctrl_c_only_while_the_engine_runs() -
         with pytest.raises(KeyboardInterrupt):  # the second press stops at once
             signal.raise_signal(signal.SIGINT)
     assert not interrupt.requested()
+
+
+@pytest.mark.serial  # wall-clock bounds
+def test_ctrl_c_while_http_answers_are_in_flight_stops_within_seconds(tmp_path: Path) -> None:
+    """A server that takes 30 s per answer: the first Ctrl-C used to wait for the next
+    answer to arrive; the caller's thread now polls the stop flag while it waits."""
+    from biasaudit.backends.openai_compat import OpenAICompatBackend
+    from biasaudit.spec import OpenAICompatConfig, RuntimeConfig
+    from tests.support.fault_server import FaultServer
+
+    reqs = {r.key: r for r in (_gen("h1", "hello 1", 8), _gen("h2", "hello 2", 8))}
+    store = Store(tmp_path / "c.sqlite")
+    with FaultServer(latency=30.0) as server:
+        cfg = OpenAICompatConfig(backend="openai_compat", name="t", base_url=server.url, model="m",
+                                 api_key_env=None, timeout=120.0, max_retries=0)
+        t0 = time.monotonic()
+        timer = _sigint_after(1.5)
+        with pytest.raises(KeyboardInterrupt):
+            execute_requests(reqs, store, lambda: OpenAICompatBackend(cfg, RuntimeConfig()), progress=False)
+        took = time.monotonic() - t0
+        timer.join()
+    assert took < 20, f"the interrupt took {took:.1f} s (each answer takes 30 s)"
+    assert store.get_many(reqs) == {}  # answers in flight are dropped, asked again on resume
