@@ -49,3 +49,36 @@ def test_choice_reads_one_next_token_distribution(smollm2: HFCausalBackend) -> N
     [out] = smollm2.choices([req])
     assert set(out["probs"]) == {"A", "B", "C"} and abs(sum(out["probs"].values()) - 1) < 1e-12
     assert out["choice"] == max(out["probs"], key=out["probs"].get)
+
+
+@pytest.mark.serial  # a wall-clock bound
+def test_an_interrupt_stops_generation_after_the_current_token(smollm2: HFCausalBackend) -> None:
+    """The stopping criterion checks the stop flag after every generated token: a batch of
+    long answers stops at the next token step, and none of it is returned (it is redone
+    on resume), instead of running to `max_tokens` first."""
+    import time
+
+    from biasaudit._util import interrupt
+    from biasaudit.backends.base import token_step
+
+    steps: list[int] = []
+
+    def tick(step: int, max_steps: int, rows: int) -> None:
+        steps.append(step)
+        assert (max_steps, rows) == (400, 2)
+        if step == 3:
+            interrupt.request()  # what the engine's Ctrl-C handler does
+
+    reqs = [gen_request("a", "Count from 1 to 500, one number per line.", 400),
+            gen_request("b", "Write a very long story about a lighthouse.", 400)]
+    token = token_step.set(tick)
+    t0 = time.monotonic()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            smollm2.generate(reqs)
+    finally:
+        token_step.reset(token)
+        interrupt.clear()
+    took = time.monotonic() - t0
+    assert steps == [1, 2, 3], steps  # stopped after the token step that saw the request, not at 400
+    assert took < 60

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import importlib.util
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Generic, Protocol, TypeVar
 
+from biasaudit._util import interrupt
 from biasaudit.errors import BackendError
 from biasaudit.plan import Request
 from biasaudit.records.json import JSONObject
@@ -23,14 +25,43 @@ Emit = Callable[[Response], None]
 # advances per request rather than per batch (a batch of long generations takes minutes).
 items_finished: ContextVar[Callable[[int], None] | None] = ContextVar("items_finished", default=None)
 
+# Set by the engine while a backend runs: called after every token step of a generation
+# batch with (step, most steps the batch may take, rows in the batch), so a progress line
+# shows that a batch whose rows have not ended yet is moving, and how long it may take.
+token_step: ContextVar[Callable[[int, int, int], None] | None] = ContextVar("token_step", default=None)
+
+
+class BatchWatch:
+    """One generation batch, watched token step by token step: reports rows that have
+    just ended (`items_finished`) and the step (`token_step`), and says whether to stop
+    (an interrupt was requested: the caller then drops the batch, none of it is stored)."""
+
+    def __init__(self, rows: int, max_steps: int) -> None:
+        self.rows = rows
+        self.max_steps = max_steps
+        self.steps = 0
+        self.ended = 0
+        self.report = items_finished.get()
+        self.tick = token_step.get()
+
+    def step(self, newly_ended: int = 0) -> bool:
+        self.steps += 1
+        self.ended += newly_ended
+        if newly_ended and self.report is not None:
+            self.report(newly_ended)
+        if self.tick is not None and self.ended < self.rows:  # all rows ended: the batch is done
+            self.tick(self.steps, self.max_steps, self.rows)
+        return interrupt.requested()
+
 
 class RowsFinished:
-    """A transformers stopping criterion that stops nothing: it reports, after each
-    generated token, how many rows of the batch have just produced an end token."""
+    """A transformers stopping criterion (called after each generated token) that reports
+    rows ending and token steps through a `BatchWatch`, and stops the whole batch once an
+    interrupt is requested (every row "done": `generate` returns after this token step)."""
 
-    def __init__(self, end_ids: set[int], report: Callable[[int], None]) -> None:
+    def __init__(self, end_ids: set[int], watch: BatchWatch) -> None:
         self.end_ids = sorted(end_ids)
-        self.report = report
+        self.watch = watch
         self.done: Any = None
 
     def __call__(self, input_ids: Any, scores: Any, **kwargs: Any) -> Any:
@@ -41,9 +72,28 @@ class RowsFinished:
             self.done = torch.zeros_like(ended)
         new = int((ended & ~self.done).sum())
         self.done |= ended
-        if new:
-            self.report(new)
-        return torch.zeros_like(ended)
+        stop = self.watch.step(new)
+        return torch.full_like(ended, stop)
+
+
+@contextmanager
+def stoppable(model: Any) -> Iterator[None]:
+    """While active, each module of the torch `model` checks the stop flag before its
+    forward pass (PyTorch's forward pre-hooks): an interrupt takes effect at the next layer
+    even inside one long forward pass (the prefill of a batch of long prompts, a first
+    step on a loaded machine), not only between token steps or batches. The work in
+    progress is dropped: KeyboardInterrupt leaves `model.generate` or the scoring pass."""
+
+    def check(module: Any, args: Any) -> None:
+        interrupt.check()
+
+    # (a stand-in without torch modules, e.g. a test double, is run as it is)
+    handles = [m.register_forward_pre_hook(check) for m in model.modules()] if hasattr(model, "modules") else []
+    try:
+        yield
+    finally:
+        for h in handles:
+            h.remove()
 
 
 def run_in_batches(
@@ -79,6 +129,7 @@ def run_batches(batches: Iterable[list[Request]], answer: Callable[[list[Request
     import time
 
     for batch in batches:
+        interrupt.check()  # an interrupt requested while the last batch was emitted
         t0 = time.perf_counter()
         try:
             outs = answer(batch)

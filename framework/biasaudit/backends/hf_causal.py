@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from biasaudit._util import interrupt
 from biasaudit.backends.base import (
     BACKENDS,
     BackendKind,
@@ -21,6 +22,7 @@ from biasaudit.backends.base import (
     resolve_model_path,
     run_batches,
     run_in_batches,
+    stoppable,
     token_budget_batches,
 )
 from biasaudit.backends.devices import cuda_token_budget, torch_setup
@@ -255,6 +257,7 @@ class HFCausalBackend:
         rows = pack_rows(seqs, self.row_tokens, share=self.share_prefixes, balance=self.balance_rows)
         got: dict[int, list[float]] = {}
         for batch in row_batches(rows, self.batch_tokens or self.row_tokens):
+            interrupt.check()  # a long scoring batch stops between its row batches
             got.update(score_rows(self.model, batch, self.tok.pad_token_id, self.device))
         return [got[i] for i in range(len(seqs))]
 
@@ -375,16 +378,21 @@ class HFCausalBackend:
             torch.manual_seed(int(reqs[0].key[:12], 16) % (2**31))
         else:
             gen_kwargs.update(do_sample=False)
-        from biasaudit.backends.base import RowsFinished, items_finished
+        from transformers import StoppingCriteriaList
 
-        report = items_finished.get()
-        if report is not None:  # the progress bar advances as each row ends, not per batch
-            from transformers import StoppingCriteriaList
+        from biasaudit.backends.base import BatchWatch, RowsFinished
 
-            ends = {t for t in (self.tok.eos_token_id, self.tok.pad_token_id) if t is not None}
-            gen_kwargs["stopping_criteria"] = StoppingCriteriaList([RowsFinished(ends, report)])
+        # Checked after every generated token: the progress bar advances as each row ends
+        # and shows the token step (a batch of long answers takes minutes), and an
+        # interrupt stops the batch after this step instead of when every row has ended.
+        ends = {t for t in (self.tok.eos_token_id, self.tok.pad_token_id) if t is not None}
+        watch = BatchWatch(len(reqs), gen_kwargs["max_new_tokens"])
+        gen_kwargs["stopping_criteria"] = StoppingCriteriaList([RowsFinished(ends, watch)])
         with torch.inference_mode():
             out = self.model.generate(**enc, **gen_kwargs)
+        # Stopped by an interrupt: the rows are cut short, not finished answers. None is
+        # stored; the batch is generated again when the run resumes.
+        interrupt.check()
         new = out[:, enc["input_ids"].shape[1]:]
         results = []
         eos = self.tok.eos_token_id
@@ -401,6 +409,10 @@ class HFCausalBackend:
 
     # -- engine entry ------------------------------------------------------------
     def execute(self, requests: Sequence[Request], emit: Emit) -> None:
+        with stoppable(self.model):  # Ctrl-C takes effect inside a forward pass too
+            self._execute(requests, emit)
+
+    def _execute(self, requests: Sequence[Request], emit: Emit) -> None:
         by_kind: dict[str, list[Request]] = {}
         for r in requests:
             by_kind.setdefault(r.kind, []).append(r)

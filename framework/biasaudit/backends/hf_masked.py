@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from biasaudit._util import interrupt
 from biasaudit.backends.base import (
     BACKENDS,
     BackendKind,
@@ -22,6 +23,7 @@ from biasaudit.backends.base import (
     Response,
     resolve_model_path,
     run_in_batches,
+    stoppable,
 )
 from biasaudit.backends.devices import torch_setup
 from biasaudit.backends.identity import directory_digest
@@ -91,6 +93,7 @@ class HFMaskedBackend:
         scores: dict[tuple[int, int], float] = {}
         pad = self.tok.pad_token_id if self.tok.pad_token_id is not None else 0
         for start in range(0, len(jobs), MAX_ROWS):
+            interrupt.check()  # one forward pass per token of every sentence: a batch takes long
             chunk = jobs[start:start + MAX_ROWS]
             width = max(len(encs[s]["token_ids"]) for s, _ in chunk)
             ids = torch.full((len(chunk), width), pad, dtype=torch.long)
@@ -117,6 +120,10 @@ class HFMaskedBackend:
         return out
 
     def execute(self, requests: Sequence[Request], emit: Emit) -> None:
+        with stoppable(self.model):  # Ctrl-C takes effect inside a forward pass too
+            self._execute(requests, emit)
+
+    def _execute(self, requests: Sequence[Request], emit: Emit) -> None:
         for r in requests:
             if r.kind != "pseudo_loglik":
                 emit(Response(key=r.key, status="failed", error=f"hf_masked cannot do {r.kind}"))

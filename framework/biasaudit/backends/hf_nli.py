@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from biasaudit.backends.base import Emit, resolve_model_path, run_in_batches
+from biasaudit.backends.base import Emit, resolve_model_path, run_in_batches, stoppable
 from biasaudit.backends.devices import torch_setup
 from biasaudit.backends.identity import directory_digest
 from biasaudit.errors import BackendError
@@ -110,6 +110,10 @@ class HFNLIBackend:
         return [{"probs": {self.labels[i]: float(row[i]) for i in range(len(row))}} for row in probs]
 
     def execute(self, requests: Sequence[Request], emit: Emit) -> None:
+        with stoppable(self.model):  # Ctrl-C takes effect inside a forward pass too
+            self._execute(requests, emit)
+
+    def _execute(self, requests: Sequence[Request], emit: Emit) -> None:
         reqs = sorted(requests, key=lambda r: len(r.text or "") + len(r.text_pair or ""))
         single = [r for r in reqs if r.kind == "classify"]
         pairs = [r for r in reqs if r.kind != "classify"]

@@ -15,7 +15,7 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-from biasaudit.backends.base import Emit, Response, run_in_batches
+from biasaudit.backends.base import Emit, Response, run_in_batches, stoppable
 from biasaudit.backends.hf_nli import RELATIONS
 from biasaudit.errors import BackendError
 from biasaudit.plan import Request
@@ -75,8 +75,9 @@ class LLMNLIBackend:
         return out
 
     def execute(self, requests: Sequence[Request], emit: Emit) -> None:
-        if self.token_ids:
-            run_in_batches(requests, self.batch_size, self.answer, emit)
+        if self.token_ids:  # in this process: Ctrl-C takes effect inside a forward pass too
+            with stoppable(getattr(self.inner, "model", None)):
+                run_in_batches(requests, self.batch_size, self.answer, emit)
             return
         # HTTP: one `choice` request per NLI request, all handed to the backend at once so
         # its own concurrency, retries and failure kinds apply; answers keep the NLI key.

@@ -33,8 +33,10 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from biasaudit._util import interrupt
 from biasaudit._util.fileio import open_output
-from biasaudit._util.secrets import withheld_env_names
+from biasaudit._util.progress import seconds_text, stage
+from biasaudit._util.secrets import redact, withheld_env_names
 from biasaudit.errors import BackendError
 
 if TYPE_CHECKING:
@@ -50,6 +52,12 @@ _PACKAGE = {"llamacpp": "llama-cpp-python", "vllm": "vllm"}
 _SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSW|CREDENTIAL", re.IGNORECASE)
 LOG_TAIL_BYTES = 64 << 10
 TAIL_LINES = 5
+TAIL_LINE_CHARS = 300
+START_TIMEOUT_S = {"llamacpp": 180.0, "vllm": 600.0}
+"""How long an engine may take to serve when `model.serve_start_timeout_s` is not set:
+vLLM compiles and profiles its model first, minutes on a loaded CPU machine."""
+START_PROGRESS_S = 15.0
+"""Seconds between the progress lines printed while an engine starts."""
 STOP_WAIT_S = 10.0
 POLL_S = 0.25
 _POLL_TIMEOUT = {"connect": 1.0, "read": 2.0, "write": 1.0, "pool": 1.0}
@@ -129,7 +137,8 @@ def child_env(environ: Mapping[str, str] | None = None, withheld: Iterable[str] 
 
 def log_tail(path: Path, lines: int = TAIL_LINES) -> str:
     """The last non-empty lines of a log, read from its last 64 KiB only (the engine
-    writes the file: it may be large)."""
+    writes the file: it may be large), each cut to 300 characters and scrubbed of the
+    secrets biasaudit knows (they go into messages and error lines)."""
     try:
         with path.open("rb") as f:
             size = f.seek(0, os.SEEK_END)
@@ -138,7 +147,11 @@ def log_tail(path: Path, lines: int = TAIL_LINES) -> str:
     except OSError:
         return ""
     kept = [ln.strip() for ln in text.splitlines() if ln.strip()]
-    return " | ".join(kept[-lines:])
+    return " | ".join(_shorten(redact(ln)) for ln in kept[-lines:])
+
+
+def _shorten(line: str) -> str:
+    return line if len(line) <= TAIL_LINE_CHARS else line[:TAIL_LINE_CHARS - 3] + "..."
 
 
 def _parent_death_hook() -> Callable[[], None] | None:
@@ -222,7 +235,7 @@ class ManagedEngine:
     """One engine subprocess serving one model on 127.0.0.1:<free port>."""
 
     def __init__(self, engine: str, model_file: Path, *, alias: str, n_ctx: int = 4096,
-                 threads: int | None = None, log_dir: Path, start_timeout_s: float = 180.0,
+                 threads: int | None = None, log_dir: Path, start_timeout_s: float | None = None,
                  extra_args: Sequence[str] = ()) -> None:
         if engine not in ENGINES:
             raise BackendError(f"unknown engine {engine!r}", key="model.serve", hint=f"one of: {', '.join(ENGINES)}")
@@ -232,7 +245,7 @@ class ManagedEngine:
         self.n_ctx = n_ctx
         self.threads = threads
         self.log_dir = Path(log_dir)
-        self.start_timeout_s = start_timeout_s
+        self.start_timeout_s = start_timeout_s if start_timeout_s is not None else START_TIMEOUT_S[engine]
         self.extra_args = list(extra_args)
         self.port: int | None = None
         self.base_url: str | None = None
@@ -302,6 +315,7 @@ class ManagedEngine:
         assert proc is not None and self.log_path is not None
         label = _LABEL[self.engine]
         other_server = False
+        shown = t0
         # the transport, not a Client: a Client logs every poll at INFO (httpx's own
         # logger) and would send loopback requests through an HTTP(S)_PROXY from the env
         with httpx.HTTPTransport(retries=0) as transport:
@@ -314,11 +328,17 @@ class ManagedEngine:
                     raise BackendError(f"{label} for {self.alias} exited with code {code} before it served: "
                                        f"{tail or '(no output)'}", key="model.serve",
                                        hint=f"the whole log: {self.log_path}")
-                if time.monotonic() - t0 > self.start_timeout_s:
-                    why = ("another server answers on its port" if other_server
-                           else f"not serving after {self.start_timeout_s:.0f} s")
-                    raise BackendError(f"{label} for {self.alias}: {why}: {log_tail(self.log_path) or '(no output)'}",
-                                       key="model.serve", hint=f"the whole log: {self.log_path}")
+                # an interrupt (the engine's first Ctrl-C, when a dead engine is restarted
+                # between batches) ends the wait; the caller stops the child
+                interrupt.check()
+                now = time.monotonic()
+                if now - t0 > self.start_timeout_s:
+                    raise self._start_timeout(label, other_server)
+                if now - shown >= START_PROGRESS_S:  # slow is not hung: say so, with what the engine says
+                    shown = now
+                    stage("%s for %s: starting, %s so far (gives up after %s); its log: %s", label, self.alias,
+                          seconds_text(now - t0), seconds_text(self.start_timeout_s),
+                          log_tail(self.log_path, 1) or "(no output yet)")
                 ids = _served_models(transport, f"{base}/models")
                 if ids is not None:
                     if self.alias in ids:
@@ -327,6 +347,18 @@ class ManagedEngine:
                 time.sleep(POLL_S)
             if self.engine == "vllm":  # its package lives in another venv: ask the server
                 self._served_version = _server_version(transport, base.removesuffix("/v1") + "/version")
+
+    def _start_timeout(self, label: str, other_server: bool) -> BackendError:
+        assert self.log_path is not None
+        tail = log_tail(self.log_path) or "(no output)"
+        if other_server:
+            return BackendError(f"{label} for {self.alias}: another server answers on its port: {tail}",
+                                key="model.serve", hint=f"the whole log: {self.log_path}")
+        return BackendError(
+            f"{label} for {self.alias}: not serving after {self.start_timeout_s:.0f} s; its last log lines: {tail}",
+            key="model.serve_start_timeout_s",
+            hint=f"if the engine was still starting (a loaded machine, a first compile), raise "
+                 f"model.serve_start_timeout_s (now {self.start_timeout_s:.0f} s); the whole log: {self.log_path}")
 
     def stop(self) -> None:
         """SIGTERM the engine (and whatever it started), SIGKILL after 10 s; idempotent."""

@@ -103,3 +103,6 @@ def save_converted(tok: Any, model: Any, target: Path) -> None:
     except (OSError, ValueError, BiasAuditError) as exc:
         log.warning("could not cache the converted model in %s: %s", target, exc)
         shutil.rmtree(tmp, ignore_errors=True)
+    except BaseException:  # Ctrl-C while saving: no half-written folder is left behind either
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise

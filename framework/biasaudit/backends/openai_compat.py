@@ -43,6 +43,7 @@ from urllib.parse import urlsplit
 
 import httpx
 
+from biasaudit._util import interrupt
 from biasaudit._util.secrets import redact, watch_key
 from biasaudit.backends.base import BACKENDS, BackendKind, Emit, Response
 from biasaudit.backends.http_limits import AIMDController, ConcurrencyGate, host_limiter
@@ -605,7 +606,7 @@ class OpenAICompatBackend:
         thread = threading.Thread(target=target, name="openai-compat-loop", daemon=True)
         thread.start()
         try:
-            while (item := results.get()) is not done:
+            while (item := _next_result(results)) is not done:
                 if isinstance(item, BaseException):
                     raise item
                 emit(item)
@@ -624,6 +625,22 @@ class OpenAICompatBackend:
 
     def close(self) -> None:
         pass
+
+
+# How often the caller's thread, waiting for the next answer, looks at the stop flag: a
+# generation can take minutes, and an interrupt should not wait for it.
+STOP_POLL_S = 0.25
+
+
+def _next_result(results: queue.Queue[Any]) -> Any:
+    """The next item from the loop's thread; KeyboardInterrupt once a stop is requested
+    (answers still in flight are dropped: they are asked again when the run resumes)."""
+    while True:
+        interrupt.check()
+        try:
+            return results.get(timeout=STOP_POLL_S)
+        except queue.Empty:
+            continue
 
 
 class _Clients:

@@ -5,8 +5,14 @@ reply), `choices` (substring -> chosen answer word for `choice` requests), `fail
 1: every call, a run that cannot measure), `die_after` (SIGKILL this process on the
 call after n calls, to test crash safety; once a backend with it is built, it holds for
 every scripted backend of the process and counts their calls together, so the kill can
-land in judge calls made after the subject's), `delay` (seconds per call), `calls_log`
-(append one line per answered call to this file).
+land in judge calls made after the subject's), `delay` (seconds per call), `token_delay`
+(seconds per generated token: `generate` requests then run in batches of
+`runtime.batch_size` rows, one token step for all rows at a time, a row ending after as
+many steps as its reply has words, like a local model's batched generation: progress per
+token step, and an interrupt drops the batch in progress), `token_steps` (with
+`token_delay`: every row takes this many steps, at most its `max_tokens`, instead of its
+reply's word count: long answers), `calls_log` (append one line per answered call to this
+file).
 """
 
 from __future__ import annotations
@@ -18,8 +24,9 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
+from biasaudit._util import interrupt
 from biasaudit._util.fileio import open_append
-from biasaudit.backends.base import BACKENDS, BackendKind, Emit, Response
+from biasaudit.backends.base import BACKENDS, BackendKind, BatchWatch, Emit, Response
 from biasaudit.plan import Request
 from biasaudit.records.json import JSONObject, JSONValue
 from biasaudit.spec import RuntimeConfig, ScriptedConfig
@@ -38,9 +45,10 @@ _die_after: int | None = None
 class ScriptedBackend:
     supports = frozenset({"generate", "sequence_logprob", "next_token", "choice"})
 
-    def __init__(self, script: dict[str, Any]) -> None:
+    def __init__(self, script: dict[str, Any], batch_size: int = 8) -> None:
         global _die_after
         self.script = script
+        self.batch_size = max(1, batch_size)
         self.calls = 0
         if script.get("die_after") is not None:
             _die_after = int(script["die_after"])
@@ -82,17 +90,48 @@ class ScriptedBackend:
                 key=req.key, status="ok",
                 output={"top": [["Yes", -0.5], ["No", -1.2], ["Maybe", -2.5]]},
             )
-        reply = "I cannot say."
-        for sub, rep in s.get("replies", {}).items():
-            if sub in prompt:
-                reply = rep
-                break
+        reply = self._reply(req)
         return Response(
             key=req.key, status="ok",
             output={"text": reply, "finish_reason": "stop", "output_tokens": len(reply.split())},
         )
 
+    def _reply(self, req: Request) -> str:
+        prompt = (req.messages or [{"content": ""}])[-1]["content"]
+        for sub, rep in self.script.get("replies", {}).items():
+            if sub in prompt:
+                return str(rep)
+        return "I cannot say."
+
     def execute(self, requests: Sequence[Request], emit: Emit) -> None:
+        delay = float(self.script.get("token_delay") or 0)
+        if not delay:
+            self._answer_each(requests, emit)
+            return
+        gens = [r for r in requests if r.kind == "generate"]
+        self._answer_each([r for r in requests if r.kind != "generate"], emit)
+        for i in range(0, len(gens), self.batch_size):
+            batch = gens[i:i + self.batch_size]
+            self._generate_slowly(batch, delay)
+            self._answer_each(batch, emit)
+
+    def _generate_slowly(self, batch: list[Request], delay: float) -> None:
+        """Spend `delay` seconds per token step on `batch`, as batched generation does:
+        rows end at their own length, the batch when its longest row has; an interrupt
+        stops it after the current step and nothing of it is emitted."""
+        interrupt.check()
+        limits = [r.decoding().max_tokens or 128 for r in batch]
+        steps = self.script.get("token_steps")
+        lengths = [max(1, min(int(steps) if steps else len(self._reply(r).split()), lim))
+                   for r, lim in zip(batch, limits, strict=True)]
+        watch = BatchWatch(len(batch), max(limits))
+        for step in range(1, max(lengths) + 1):
+            time.sleep(delay)
+            if watch.step(sum(1 for n in lengths if n == step)):
+                break
+        interrupt.check()
+
+    def _answer_each(self, requests: Sequence[Request], emit: Emit) -> None:
         global _process_calls
         s = self.script
         for req in requests:
@@ -124,7 +163,7 @@ def _identity(cfg: ScriptedConfig) -> JSONObject:
 
 
 def _build(cfg: ScriptedConfig, runtime: RuntimeConfig) -> ScriptedBackend:
-    return ScriptedBackend(dict(cfg.script))
+    return ScriptedBackend(dict(cfg.script), runtime.batch_size)
 
 
 BACKENDS.add(

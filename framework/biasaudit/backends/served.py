@@ -97,7 +97,8 @@ class ServedBackend:
         alias = "biasaudit-model"
         self.engine = ManagedEngine(cfg.serve, weights, alias=alias, n_ctx=cfg.serve_context,
                                     threads=runtime.threads or os.cpu_count() or 1,  # its own default is half the cores
-                                    log_dir=models_dir(runtime) / "engine-logs")
+                                    log_dir=models_dir(runtime) / "engine-logs",
+                                    start_timeout_s=cfg.serve_start_timeout_s)
         tokenizer = engine_tokenizer(cfg, runtime)
         base_url = self.engine.start()
         http = OpenAICompatConfig(backend="openai_compat", name=cfg.name, base_url=base_url, model=alias, api_key_env=None,

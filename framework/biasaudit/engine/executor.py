@@ -14,7 +14,7 @@ from typing import Any
 from biasaudit._util.progress import seconds_text, stage
 from biasaudit._util.secrets import redact_obj
 from biasaudit.backends import Backend, weights
-from biasaudit.backends.base import items_finished
+from biasaudit.backends.base import items_finished, token_step
 from biasaudit.engine.interrupt import GracefulStop
 from biasaudit.errors import StoreError
 from biasaudit.plan import Plan, Request, estimated_tokens
@@ -102,6 +102,7 @@ def execute_requests(
 
         t_exec = time.perf_counter()
         token = items_finished.set(bar.partial if bar is not None else None)
+        ticks = token_step.set(bar.tokens if bar is not None else None)
         try:
             with stop:
                 backend.execute(pending, emit)
@@ -109,6 +110,7 @@ def execute_requests(
                     _record_throughput(store, identity, pending, results, time.perf_counter() - t_exec)
                 stop.check()
         finally:
+            token_step.reset(ticks)
             items_finished.reset(token)
             backend.close()
             if bar is not None:
@@ -176,16 +178,55 @@ def _record_throughput(store: Store, identity: JSONObject, pending: list[Request
     store.record_throughput(identity, kind, len(pending), seconds, tin, tout)
 
 
+# Seconds between the lines saying how far a generation batch has got (its rows end
+# only at their end token: a batch of long answers shows no finished request for minutes).
+HEARTBEAT_S = 10.0
+
+
+def duration_text(s: float) -> str:
+    if s < 90:
+        return f"{s:.0f} s"
+    if s < 90 * 60:
+        return f"{s / 60:.0f} min"
+    return f"{s / 3600:.1f} h"
+
+
 class _Bar:
     """A progress bar over requests. Backends that finish requests inside a batch report
-    them early (`partial`); the batch's later emits of those requests do not count twice."""
+    them early (`partial`); the batch's later emits of those requests do not count twice.
+    Generation batches also report each token step (`tokens`), shown with how long the
+    batch, and the rest, can still take."""
 
     def __init__(self, total: int, label: str) -> None:
         self.total = total
         self.label = label
         self.done = 0
         self.credited = 0
+        self.batch_t0 = self.last_shown = time.perf_counter()
+        self.batch_done = 0
         self._start()
+
+    def tokens(self, step: int, max_steps: int, rows: int) -> None:
+        now = time.perf_counter()
+        if step == 1:  # a new batch: its first step includes reading the prompts
+            self.batch_t0, self.batch_done = now, self.done
+        if now - self.last_shown < self._every():
+            return
+        self.last_shown = now
+        per_step = (now - self.batch_t0) / step
+        batch_left = max(0, max_steps - step) * per_step
+        # an upper bound: rows that end early shorten it; later batches are assumed as large
+        later = max(0, self.total - self.batch_done - rows)
+        rest = batch_left + -(-later // max(1, rows)) * max_steps * per_step
+        self._detail(f"generating {rows} answer{'s' if rows != 1 else ''}: token {step} of at most {max_steps}, "
+                     f"{per_step:.2g} s a token; this batch ends within {duration_text(batch_left)}, "
+                     f"all {self.total - self.done} left within {duration_text(rest)}")
+
+    def _every(self) -> float:
+        return 0.5
+
+    def _detail(self, text: str) -> None:
+        self.p.update(self.task, detail=text)
 
     def _start(self) -> None:
         from rich.progress import (
@@ -198,10 +239,10 @@ class _Bar:
 
         self.p = Progress(
             TextColumn(self.label), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
-            transient=False,
+            TextColumn("{task.fields[detail]}"), transient=False,
         )
         self.p.start()
-        self.task = self.p.add_task("calls", total=self.total)
+        self.task = self.p.add_task("calls", total=self.total, detail="")
 
     def _advance(self, n: int) -> None:
         self.done += n
@@ -228,6 +269,12 @@ class _LineBar(_Bar):
 
     def _start(self) -> None:
         self.shown = 0
+
+    def _every(self) -> float:
+        return HEARTBEAT_S
+
+    def _detail(self, text: str) -> None:
+        stage("%s: %d/%d done; %s", self.label, self.done, self.total, text)
 
     def _advance(self, n: int) -> None:
         self.done += n

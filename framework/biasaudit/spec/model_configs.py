@@ -101,6 +101,10 @@ class HFCausalConfig(_LocalWeights):
     """With `serve`: the engine's context window in tokens (prompt + answer)."""
     timeout: float = Field(default=60.0, gt=0)
     """With `serve`: seconds per HTTP attempt to the engine (at least 600 are given)."""
+    serve_start_timeout_s: float | None = Field(default=None, ge=5, le=7200)
+    """With `serve`: seconds the engine may take to start serving before the run gives up
+    (default 180 for llama.cpp, 600 for vLLM, which compiles its model first). Raise it on
+    a loaded machine; progress is printed while it waits."""
     max_top_logprobs: int = Field(default=20, ge=1, le=1000)
     """With `serve=llamacpp`: the most top log-probs the engine returns per token."""
 
@@ -111,7 +115,8 @@ class HFCausalConfig(_LocalWeights):
         if self.serve is not None and not self.gguf_file:
             raise ValueError("`serve` runs a GGUF model through an inference engine: give `gguf_file` (or drop `serve`)")
         if self.serve is None:
-            unused = [k for k in ("timeout", "max_top_logprobs", "serve_context") if k in self.model_fields_set]
+            unused = [k for k in ("timeout", "max_top_logprobs", "serve_context", "serve_start_timeout_s")
+                      if k in self.model_fields_set]
             if unused:
                 raise ValueError(f"{', '.join(unused)} {'has' if len(unused) == 1 else 'have'} no effect without "
                                  "`serve` (the model runs in this process): remove "

@@ -34,3 +34,35 @@ def test_token_budget_batches_fill_the_budget_in_length_order() -> None:
     # [10,12] (2 x 12 = 24), [30] and [40] alone (each longer than the budget)
     assert [[r.key for r in b] for b in batches] == [["1", "3", "4"], ["0", "5"], ["2"], ["6"]]
     assert sorted(r.key for b in batches for r in b) == sorted(r.key for r in reqs)
+
+
+def test_an_interrupt_stops_inside_one_forward_pass_at_the_next_layer() -> None:
+    """A long forward pass (a batch's prefill) notices a stop request at the next module,
+    through forward pre-hooks that are removed again afterwards."""
+    import pytest
+    import torch
+
+    from biasaudit._util import interrupt
+    from biasaudit.backends.base import stoppable
+
+    seen: list[int] = []
+
+    class Layer(torch.nn.Module):
+        def __init__(self, i: int) -> None:
+            super().__init__()
+            self.i = i
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            seen.append(self.i)
+            if self.i == 2:
+                interrupt.request()  # Ctrl-C arrives while layer 2 computes
+            return x + 1
+
+    model = torch.nn.Sequential(*[Layer(i) for i in range(6)])
+    try:
+        with stoppable(model), pytest.raises(KeyboardInterrupt):
+            model(torch.zeros(1))
+        assert seen == [0, 1, 2]  # layers 3-5 never ran
+        assert float(model(torch.zeros(1))[0]) == 6  # the hooks are gone: a later call runs whole
+    finally:
+        interrupt.clear()

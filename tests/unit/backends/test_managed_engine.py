@@ -177,6 +177,91 @@ def test_an_engine_that_never_answers_times_out_and_is_killed(tmp_path: Path, fa
     assert list(managed_engine._running) == []
 
 
+@pytest.mark.serial  # a wall-clock bound on the start timeout
+def test_a_slow_start_shows_progress_and_the_timeout_names_its_setting(
+        tmp_path: Path, fake: Fake, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+    import logging
+
+    from biasaudit._util.secrets import REDACTED, forget_all, watch_value
+
+    monkeypatch.setattr(managed_engine, "START_PROGRESS_S", 0.3)
+    watch_value("sk-fake-engine-secret-0123456789")  # echoed by the fake engine into its log
+    ports = fake("never", delay=0.0, envfile="-")
+    eng = _engine(tmp_path, start_timeout_s=2)
+    assert eng.log_path is None
+    try:
+        with caplog.at_level(logging.INFO, logger="biasaudit.stage"), pytest.raises(BackendError) as err:
+            eng._start_once = _logging_start(eng, "api key sk-fake-engine-secret-0123456789 " + "x" * 900)
+            eng.start()
+    finally:
+        forget_all()
+    msg, hint = str(err.value), err.value.hint or ""
+    assert err.value.key == "model.serve_start_timeout_s"
+    assert "not serving after 2 s; its last log lines:" in msg and "fake engine: serving" in msg
+    assert "sk-fake-engine-secret" not in msg and REDACTED in msg and len(msg) < 2000  # scrubbed and bounded
+    assert "raise model.serve_start_timeout_s (now 2 s)" in hint and str(eng.log_dir) in hint
+    waiting = [r.getMessage() for r in caplog.records if "starting," in r.getMessage()]
+    assert waiting and all("(gives up after 2.0 s); its log: " in w for w in waiting), waiting
+    assert "fake engine: serving" in waiting[-1] or "api key" in waiting[-1]
+    assert not _port_open(ports[0]) and list(managed_engine._running) == []  # cleaned up
+
+
+def _logging_start(eng: ManagedEngine, line: str) -> Callable[[], str]:
+    """`_start_once`, with `line` appended to the engine's log once it runs (as an engine
+    printing its configuration would)."""
+    real = ManagedEngine._start_once.__get__(eng)
+
+    def appender() -> None:
+        while eng.log_path is None or not eng.log_path.exists():
+            time.sleep(0.05)
+        time.sleep(0.5)
+        with eng.log_path.open("a") as f:
+            f.write(line + "\n")
+
+    def start() -> str:
+        threading.Thread(target=appender, daemon=True).start()
+        return real()
+
+    return start
+
+
+def test_the_start_timeout_defaults_by_engine_and_is_a_validated_setting(tmp_path: Path) -> None:
+    from pydantic import ValidationError
+
+    from biasaudit.spec import HFCausalConfig
+
+    assert _engine(tmp_path).start_timeout_s == 180
+    assert ManagedEngine("vllm", tmp_path / "m.gguf", alias="m", log_dir=tmp_path).start_timeout_s == 600
+    assert _engine(tmp_path, start_timeout_s=900).start_timeout_s == 900
+    base = {"backend": "hf_causal", "name": "m", "path": str(tmp_path), "gguf_file": "m.gguf", "serve": "vllm"}
+    assert HFCausalConfig(**base, serve_start_timeout_s=1200).serve_start_timeout_s == 1200
+    assert HFCausalConfig(**base).serve_start_timeout_s is None
+    for bad in (0, 1, -5, 10**6, float("nan")):
+        with pytest.raises(ValidationError):
+            HFCausalConfig(**base, serve_start_timeout_s=bad)
+    with pytest.raises(ValidationError, match="no effect without `serve`"):
+        HFCausalConfig(**{**base, "serve": None}, serve_start_timeout_s=600)
+
+
+@pytest.mark.serial  # a wall-clock bound on the interrupt
+def test_ctrl_c_while_an_engine_starts_stops_the_wait_and_the_engine(tmp_path: Path, fake: Fake) -> None:
+    """A dead engine is restarted between batches, inside the engine's Ctrl-C handling
+    (GracefulStop: the first press only sets the stop flag): the wait must notice it."""
+    from biasaudit.engine.interrupt import GracefulStop
+
+    ports = fake("never", delay=0.0)
+    eng = _engine(tmp_path, start_timeout_s=60)
+    timer = threading.Timer(1.0, os.kill, (os.getpid(), signal.SIGINT))
+    t0 = time.monotonic()
+    with GracefulStop(), pytest.raises(KeyboardInterrupt):
+        timer.start()
+        eng.start()
+    took = time.monotonic() - t0
+    timer.join()
+    assert took < 20, f"the wait went on for {took:.1f} s after Ctrl-C"
+    assert eng.pid is None and not _port_open(ports[0]) and list(managed_engine._running) == []
+
+
 def test_an_engine_ignoring_sigterm_is_killed(tmp_path: Path, fake: Fake, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(managed_engine, "STOP_WAIT_S", 0.5)
     ports = fake("stubborn", delay=0.0)

@@ -184,3 +184,16 @@ def test_non_finite_logprobs_fail_the_batch_with_a_cause(bad: float) -> None:
     with pytest.raises(ValueError, match="non-finite log-probabilities in float16"):
         _Scorer(fits=10, value=bad)._scored(["a", "b"])
     assert _Scorer(fits=10, value=-3.5)._scored(["a"])[0]["logprobs"][1] == -3.5
+
+
+def test_ctrl_c_while_saving_the_converted_model_leaves_no_folder_behind(tmp_path: Path) -> None:
+    from biasaudit.backends.model_files import save_converted
+
+    class Tok:
+        def save_pretrained(self, where: Path) -> None:
+            (Path(where) / "tokenizer.json").write_text("{}")
+            raise KeyboardInterrupt  # Ctrl-C in the middle of writing
+
+    with pytest.raises(KeyboardInterrupt):
+        save_converted(Tok(), object(), tmp_path / "models" / "abc-float32")
+    assert list((tmp_path / "models").iterdir()) == []

@@ -129,13 +129,17 @@ def test_progress_counts_rows_finished_inside_a_batch_once(capsys: pytest.Captur
     import torch
 
     from biasaudit._util.progress import show
-    from biasaudit.backends.base import RowsFinished
+    from biasaudit.backends.base import BatchWatch, RowsFinished, items_finished
     from biasaudit.engine.executor import _LineBar
 
     show()
     bar = _LineBar(4, "calls")
-    rows = RowsFinished({0}, bar.partial)
-    rows(torch.tensor([[5, 7], [5, 0], [5, 9], [5, 9]]), None)  # row 1 ends
+    token = items_finished.set(bar.partial)
+    try:
+        rows = RowsFinished({0}, BatchWatch(4, 2))
+    finally:
+        items_finished.reset(token)
+    assert not rows(torch.tensor([[5, 7], [5, 0], [5, 9], [5, 9]]), None).any()  # row 1 ends; nothing is stopped
     rows(torch.tensor([[7, 0], [0, 0], [9, 0], [9, 3]]), None)  # rows 0 and 2 end; row 1 is not counted again
     assert bar.done == 3
     for _ in range(4):  # then the batch emits all four

@@ -144,6 +144,36 @@ def test_ctrl_c_keeps_finished_calls_marks_the_run_and_says_how_to_resume(workdi
     assert_resumes_exactly(workdir, log, reference)
 
 
+def test_ctrl_c_inside_a_long_generation_batch_stops_within_seconds(workdir: Path, reference) -> None:  # type: ignore[no-untyped-def]
+    """Issues 39 (item 9) and 41: a batch of 8 local generations of 20 tokens at 1.5 s a
+    token takes 30 s; Ctrl-C one second into the second batch stops the run within
+    seconds (it used to wait for the batch to end), keeps the first batch, drops the cut
+    one (progress per token step: tests/unit/engine/test_interrupt_progress.py)."""
+    log = workdir / "calls.log"
+    args = run_args(workdir, log, "+model.script.token_delay=1.5", "+model.script.token_steps=20",
+                    "runtime.batch_size=8")
+    # this checkout's package first (ENV's PYTHONPATH alone finds the installed one)
+    env = {**ENV, "PYTHONPATH": os.pathsep.join([str(REPO / "framework"), str(REPO)])}
+    proc = subprocess.Popen([sys.executable, "-m", "biasaudit.cli.app", *args], cwd=workdir, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 300
+    while len(logged_calls(log)) < 8 and time.monotonic() < deadline and proc.poll() is None:
+        time.sleep(0.05)
+    time.sleep(1.0)
+    proc.send_signal(signal.SIGINT)
+    t0 = time.monotonic()
+    out, err = proc.communicate(timeout=300)
+    took = time.monotonic() - t0
+    assert proc.returncode == 130, err
+    assert took < 15, f"Ctrl-C took {took:.1f} s to stop a batch that had 29 s left"
+    assert "Traceback" not in err
+    assert err.splitlines()[-1].startswith("interrupted: finished model calls are saved")
+    assert len(logged_calls(log)) == 8  # the first batch, not the cut second one
+    with sqlite3.connect(workdir / "cache.sqlite") as db:
+        assert db.execute("SELECT COUNT(*) FROM responses").fetchone()[0] == 8
+    assert_resumes_exactly(workdir, log, reference)
+
+
 # -- Ctrl-C with openai_compat (issue 15, class 14) ------------------------------------------------
 
 @pytest.mark.parametrize("presses", [1, 2])
