@@ -72,8 +72,10 @@ def load_note(cfg: Any) -> str:
     if cfg.probe.kind == "classify_nli" and cfg.nli is not None and cfg.nli.backend != "llm_nli":
         return ""
     if model.backend == "hf_causal" and model.gguf_file:  # the hf_causal config has one (spec.HFCausalConfig)
-        return ("no load timed on this cache yet: a GGUF file is dequantized on first use, about 40 s for "
-                "SmolLM2-135M on 2 CPU cores, and kept under runtime.models_dir for later loads")
+        return ("no load timed on this cache yet: the GGUF file is dequantized once, on this first use (its time "
+                "grows with the file's size and the machine's load: a minute or more for SmolLM2-135M on 2 busy "
+                "cores), and kept under runtime.models_dir so later loads take seconds; a line every 15 s "
+                "while it runs")
     return ""
 
 

@@ -3,12 +3,14 @@ results committed as they arrive, a progress bar, and counts of hits / calls / f
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import re
 import sys
+import threading
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from biasaudit._util.progress import seconds_text, stage
@@ -143,6 +145,33 @@ def storable(obj: Any) -> Any:
 _REAL_LOAD_S = 0.5
 
 
+LOAD_HEARTBEAT_S = 15.0
+"""How often a model load that is still running says so (a first GGUF dequantization can
+take minutes on a loaded machine, and a silent minute reads as a hang)."""
+
+
+@contextlib.contextmanager
+def _still_loading(label: str, who: str, last_s: float | None) -> Iterator[None]:
+    """While the block runs, a stage line every `LOAD_HEARTBEAT_S`: the time so far and,
+    when an earlier load of this model was timed, that time beside it."""
+    done = threading.Event()
+    t0 = time.perf_counter()
+
+    def beat() -> None:
+        while not done.wait(LOAD_HEARTBEAT_S):
+            so_far = seconds_text(time.perf_counter() - t0)
+            then = f"; the last load took {seconds_text(last_s)}" if last_s else ""
+            stage("%s: still loading %s (%s so far%s)", label, who, so_far, then)
+
+    thread = threading.Thread(target=beat, name="biasaudit-load-heartbeat", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        done.set()
+        thread.join(timeout=1.0)
+
+
 def _load(factory: Callable[[], Backend], store: Store, identity: JSONObject | None, label: str, who: str,
           first_note: str, stats: ExecutionStats) -> Backend:
     """Build the backend, saying how long the last real load of this model took (kept in the
@@ -152,7 +181,8 @@ def _load(factory: Callable[[], Backend], store: Store, identity: JSONObject | N
     t0 = time.perf_counter()
     stage("%s: loading %s%s", label, who, hint)
     before = weights.loads()
-    backend = factory()
+    with _still_loading(label, who, last.seconds if last else None):
+        backend = factory()
     stats.model_load_s = time.perf_counter() - t0
     stats.model_loads = weights.loads() - before
     if stats.model_loads == 0 and getattr(backend, "model", None) is not None:
