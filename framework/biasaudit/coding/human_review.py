@@ -32,8 +32,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from sklearn.metrics import confusion_matrix
-
 from biasaudit.coding.layers import CodingPlan, Layer, ReliabilityPair
 from biasaudit.coding.reliability import kappa_alpha
 from biasaudit.records.codes import Code, Unit
@@ -51,6 +49,10 @@ def _rater(name: str, rows: Sequence[tuple[Unit, str, str]], labels: list[str], 
                  proportion, seed=seed) if rows else Estimate.no_data("wilson")
     kappa, _ = kappa_alpha(human, got, [u.stimulus for u, _, _ in rows], seed)
     order = list(dict.fromkeys([*labels, *sorted(set(human) | set(got))]))
+    from sklearn.metrics import (
+        confusion_matrix,  # here: sklearn costs a second to import, and validate never needs it
+    )
+
     conf = confusion_matrix(human, got, labels=order).tolist() if rows else []
     chance = max(human.count(x) for x in set(human)) / len(human) if human else None
     return RaterGold(rater=name, n=len(rows), accuracy=acc, chance=chance, kappa=kappa, labels=order,

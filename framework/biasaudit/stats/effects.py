@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import numpy as np
-import pandas as pd
 from pydantic import BaseModel, ConfigDict
 
 
@@ -60,6 +59,7 @@ def eta_squared_two_way(values: np.ndarray | list[float], a: list[object], b: li
                         names: tuple[str, str] = ("a", "b")) -> TwoWayEta:
     """Eta^2 of two factors and their interaction: SS_effect / SS_total from a type-II
     ANOVA of the full model (statsmodels ols + anova_lm)."""
+    import pandas as pd  # on use, as statsmodels: commands that fit nothing skip the import
     import statsmodels.formula.api as smf
     from statsmodels.stats.anova import anova_lm
 

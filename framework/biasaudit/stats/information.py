@@ -2,14 +2,20 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
-import pandas as pd
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 
 def mutual_information(features: pd.DataFrame, target: np.ndarray | list[float], *, seed: int = 0) -> pd.DataFrame:
     """MI (nats) of each one-hot column of the categorical `features` with `target`,
     via sklearn's mutual_info_regression with discrete features. Returns rows
     (factor, level, mi) sorted by mi, highest first; `factor_mi` sums a factor's levels."""
+    # imported on use: commands that never compute MI (validate, plan) skip a second of imports
+    import pandas as pd
     from sklearn.feature_selection import mutual_info_regression
 
     y = np.asarray(target, dtype=np.float64)

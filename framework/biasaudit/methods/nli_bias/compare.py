@@ -9,7 +9,6 @@ from __future__ import annotations
 from typing import Any, NamedTuple, TypedDict
 
 import numpy as np
-import pandas as pd
 
 from biasaudit.methods.base import CrossRunSection, Runs
 from biasaudit.methods.nli_bias.metric import CONDITIONS, RECOMMENDED
@@ -107,6 +106,8 @@ def tp_vs_nli_data(runs: Runs) -> TpVsNli | None:
 def _mi(items: list[dict[str, Any]], top: int = 10) -> list[list[Any]]:
     if len(items) < 4:
         return []
+    import pandas as pd  # on use: only `compare` needs it, and validate should not pay its import
+
     df = pd.DataFrame(items)
     n = len(df)
     feats: list[str] = []
