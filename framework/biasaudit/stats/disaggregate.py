@@ -243,8 +243,10 @@ def left_out_note(fam: ContrastFamily, why: Mapping[tuple[str, str], str | None]
     said = "; ".join(f"{n} x {r}" if n > 1 else r for r, n in reasons.most_common(3))
     if left == k:
         sizes = sorted({g.clusters for g in fam.groups.values()})
-        head = (f"No contrast is shown: at these group sizes ({_sizes(sizes)} stimuli per group) none of the {k} "
-                "could show a difference between groups whatever the model answered, so per-group n cannot decide "
+        which = "the only contrast could not" if k == 1 else f"none of the {k} contrasts could"
+        per = f"{_sizes(sizes)} {'stimulus' if sizes == [1] else 'stimuli'} per group"
+        head = (f"No contrast is shown: at these group sizes ({per}) {which} show a difference between "
+                "groups whatever the model answered, so per-group n cannot decide "
                 "anything here. With 0/1 outcomes a contrast can decide only from 2 stimuli in each of its groups "
                 "(far more to detect a realistic difference: `biasaudit plan --power`).")
     else:
