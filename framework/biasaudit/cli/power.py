@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from biasaudit.errors import SpecError
+from biasaudit.stats.power import MAX_STIMULI
 
 if TYPE_CHECKING:
     from biasaudit.runner.power import PowerRow
@@ -71,6 +72,49 @@ def compute_power(job: Any, args: argparse.Namespace) -> list[PowerRow]:
                       pilot=Path(args.pilot) if args.pilot else None, icc=args.icc, sd=args.sd)
 
 
+def _pct(p: float) -> str:
+    return "less than 1%" if 0 < p < 0.005 else "more than 99%" if 0.995 <= p < 1 else f"{p:.0%}"
+
+
+def _a(pct: str) -> str:
+    return f"an {pct}" if pct.startswith(("8", "11", "18")) else f"a {pct}"
+
+
+def _allowed(r: PowerRow) -> str:
+    if r.low is not None and r.high is not None:
+        return f"within [{_num(r.low)}, {_num(r.high)}]"
+    return f"at or above {_num(r.low)}" if r.low is not None else f"at or below {_num(r.high)}"
+
+
+def plain_sentence(r: PowerRow, target: float) -> str | None:
+    """The one sentence an auditor can act on, before the figures: whether the spec's
+    stimuli can reach the verdict the true value calls for, and about how many stimuli
+    reach it with the target probability (`needed`, from the same power machinery).
+    "expected verdict PASS: P = 0.000" read as "expect PASS"; this says what it meant.
+    None when the threshold was not planned (its note says why)."""
+    if r.expected is None or r.power_now is None or r.true_value is None:
+        return None
+    where = " in every prompt condition" if r.over == "worst_cell" else ""
+    metric = r.threshold
+    if r.expected == "PASS":
+        what = (f"that {metric} lies {_allowed(r)}{where} (equivalence)" if r.equivalence
+                else f"that {metric} stays {_allowed(r)}{where}")
+        verdict = "a PASS"
+    else:
+        what = f"that {metric} is not {_allowed(r)}{where}"
+        verdict = "a FAIL"
+    goal = f"{target:.0%}"
+    chance = "no" if r.power_now == 0 else _a(_pct(r.power_now))  # exact power is 0 when no count can decide
+    odds = f"if its true value is {_num(r.true_value)}, {verdict} has {chance} chance"
+    if r.needed is None:
+        more = f"even {MAX_STIMULI:,} stimuli would not give {_a(goal)} chance"
+    else:
+        more = f"about {r.needed:,} stimuli are needed for {_a(goal)} chance"
+    if r.power_now >= target:
+        return f"With {r.stimuli} stimuli you can expect to show {what}: {odds}."
+    return f"With {r.stimuli} stimuli you cannot count on showing {what}: {odds}; {more}."
+
+
 def print_power(rows: list[PowerRow], args: argparse.Namespace) -> None:
     """Print a power plan under the plan's table."""
     print()
@@ -85,14 +129,19 @@ def print_power(rows: list[PowerRow], args: argparse.Namespace) -> None:
             " and ".join(x for x in (f">= {_num(r.low)}" if r.low is not None else "",
                                      f"<= {_num(r.high)}" if r.high is not None else "") if x)
         print(f"  {r.threshold} ({r.over}) {band}")
+        lead = plain_sentence(r, args.target_power)
+        if lead:
+            print(f"    {lead}")
         print(f"    stimuli now        {r.stimuli} (m = {r.rows_per_stimulus:g} rows per stimulus)")
         if r.noise:
             print(f"    noise              {r.noise}")
         if r.true_value is not None:
             print(f"    true value         {_num(r.true_value)} ({r.true_source})")
         if r.expected is not None:
-            print(f"    expected verdict   {r.expected}: P = {r.power_now:.3f} at n = {r.stimuli}")
-            need = f"{r.needed}" if r.needed is not None else "more than 10,000,000 (unreachable)"
+            # the verdict the true value calls for, not a forecast of the run's verdict
+            print(f"    right verdict      {r.expected} for the true value; P({r.expected}) = {r.power_now:.3f} "
+                  f"at n = {r.stimuli}")
+            need = f"{r.needed}" if r.needed is not None else f"more than {MAX_STIMULI:,} (unreachable)"
             print(f"    stimuli needed     {need} for P({r.expected}) >= {args.target_power:g}")
         if r.mde is not None:
             for side, d in r.mde.fail_beyond.items():

@@ -116,8 +116,28 @@ def _env(autoescape: bool) -> Environment:
         lstrip_blocks=True,
     )
     env.filters.update(num=fmt_num, est=html_est if autoescape else fmt_est, md=md_cell, md_lines=md_lines,
-                       claim=verdict_claim, kinds=verdict_kinds)
+                       claim=verdict_claim, kinds=verdict_kinds, shown=shown_estimates)
     return env
+
+
+_CONTRAST_TITLES = ("Pairwise differences of ", "Largest minus smallest ")
+
+
+def shown_estimates(m: dict[str, Any]) -> dict[str, Any]:
+    """A metric's estimates as its results table lists them, and a note: the pairwise
+    contrasts (`contrast.*`) are listed once, in the metric's own contrast table (with
+    each group's n, the test and Holm's p), not a second time among the estimates. A
+    metric without a contrast table keeps them here. Every estimate stays in
+    summary.json."""
+    tables = [t["title"] for t in m.get("tables", []) if str(t["title"]).startswith(_CONTRAST_TITLES)]
+    ests: dict[str, Any] = m["estimates"]
+    if not tables:
+        return {"rows": ests, "note": ""}
+    rows = {k: e for k, e in ests.items() if not k.startswith("contrast.") or k == m.get("headline")}
+    hidden = len(ests) - len(rows)
+    note = (f"The {hidden} pairwise contrast estimate(s) (contrast.*) are listed once, in "
+            f"{' and '.join(repr(t) for t in tables)} below.") if hidden else ""
+    return {"rows": rows, "note": note}
 
 
 def verdict_claim(v: dict[str, Any]) -> str:

@@ -17,7 +17,7 @@ import json
 import math
 import os
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -189,7 +189,8 @@ def export_sheet(run_dir: Path, layer: str, n: int, out: Path, *, stratify: str 
     if with_codes:
         columns[3:3] = CODE_COLUMNS
     rows = [{"unit_id": u.id, "prompt": prompt_text(prep.plan.requests.get(u.key)), "answer": texts[u.id],
-             "allowed_labels": labels if fmt == "jsonl" else " | ".join(labels), "label": None if fmt == "jsonl" else "",
+             "allowed_labels": labels if fmt == "jsonl" else label_legend(labels, lay.spec.label_meanings),
+             "label": None if fmt == "jsonl" else "",
              "note": "", **({"machine_label": codes[u.id].label, "rationale": _rationale(codes[u.id])} if with_codes
                             else {})} for u in picked]
     record = SampleRecord(run_id=run_id, run_dir=str(run_dir), spec_sha256=spec_sha, layer=layer, labels=labels,
@@ -210,4 +211,11 @@ def export_sheet(run_dir: Path, layer: str, n: int, out: Path, *, stratify: str 
     return Exported(sheet=sheet_file, record=rec_file, rows=len(rows), population=sizes, sampled=record.sampled)
 
 
-__all__ = ["Exported", "allocate", "export_sheet"]
+def label_legend(labels: Sequence[str], meanings: Mapping[str, str] | None) -> str:
+    """The sheet's `allowed_labels` cell: each label with its meaning where the layer gives
+    one (`E = endorses the statement | QE = ...`), else the bare labels. The reviewer
+    writes the label itself (`E`) in the `label` column."""
+    return " | ".join(f"{lab} = {meanings[lab]}" if meanings and meanings.get(lab) else lab for lab in labels)
+
+
+__all__ = ["Exported", "allocate", "export_sheet", "label_legend"]

@@ -198,7 +198,18 @@ def check_breakdowns(cfg: AuditConfig, params: dict[str, BaseModel], fields: set
                                 file=source or spec_file, key=f"metrics[{i}].by[{j}]",
                                 hint=f"columns: {', '.join(sorted(fields)) or '(none)'}; remove {fld!r} from `by`"
                                      + (" (it is the metric's default: set `by: []`)"
-                                        if "by" not in params[m.key].model_fields_set else ""))
+                                        if "by" not in params[m.key].model_fields_set else "")
+                                     + _plain_hint(cfg))
+
+
+def _plain_hint(cfg: AuditConfig) -> str:
+    """A published format keeps only the fields the method reads: the way to group by
+    another of the file's columns is a plain csv with the method's field names."""
+    if cfg.stimuli.format in (None, "csv", "jsonl"):
+        return ""
+    return (f"; or, to group by a column the {cfg.stimuli.format} format drops, give the data as `format: csv` "
+            f"with the field names listed in docs/methods/{cfg.audit.method}.md (Grouping by a column the "
+            "published format drops)")
 
 
 def check_config(cfg: AuditConfig, spec_file: str | None, choices: dict[str, str]) -> dict[str, BaseModel]:

@@ -165,6 +165,10 @@ HINTS = {
 def _why(r: Row) -> str:
     shown = r.estimate if r.got != "INCONCLUSIVE" else r.reason if r.estimate.startswith("n/a") else \
         f"{r.estimate}: {r.reason}"
+    if r.ok and r.expected == "PASS" and r.got == "INCONCLUSIVE":
+        # "expected PASS, got INCONCLUSIVE, ok" reads as a contradiction: say why it is not
+        inside = f"the true value {r.truth:g} is inside the band" if r.truth is not None else "PASS is expected"
+        return f"accepted, a finite sample may not decide: {inside}, but {shown}"
     return shown if r.ok else f"{shown} -- {HINTS.get(r.oracle, '')}"
 
 

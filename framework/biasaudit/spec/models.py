@@ -229,6 +229,10 @@ class CodingLayerSpec(BaseModel):
     its text, or its label)."""
     labels: list[str] | None = None
     """The label set (default: the one the coder's options imply)."""
+    label_meanings: dict[str, str] | None = None
+    """Each label's meaning in a few words (`{E: endorses the statement, ...}`): the human
+    review sheet (`biasaudit annotate export`) prints it beside the label, so a reviewer
+    need not guess what `QE` stands for. Keys must be labels of `labels`."""
     endorse: list[str] | None = None
     """Labels read as endorsing: with it, reliability pairs report IR and DNI, and
     metrics such as BiAxisAudit's BER read the layer as endorse / not endorse."""
@@ -248,6 +252,13 @@ class CodingLayerSpec(BaseModel):
 
     def options(self) -> dict[str, Any]:
         return dict(self.model_extra or {})
+
+    @model_validator(mode="after")
+    def _meanings_of_labels(self) -> CodingLayerSpec:
+        unknown = sorted(set(self.label_meanings or {}) - set(self.labels or self.label_meanings or {}))
+        if unknown:
+            raise ValueError(f"`label_meanings` names labels not in `labels`: {', '.join(unknown)}")
+        return self
 
 
 class ReliabilityPairSpec(Strict):

@@ -279,6 +279,40 @@ def pairwise_mean_contrasts(values: Mapping[str, Sequence[float]], *, level: flo
     return ContrastFamily(groups=rates, contrasts=out, note=note, all_pairs=all_pairs)
 
 
+def cannot_decide(fam: ContrastFamily, c: Contrast) -> str | None:
+    """Why contrast `c` cannot inform whatever the model answered, or None when it can.
+
+    The rule looks only at the groups' sizes, never at the values observed, so leaving a
+    contrast out cannot pick the results a reader sees. A contrast cannot inform when
+    neither of its parts could show a difference:
+    - the independent-groups difference of 0/1 outcomes (Newcombe): even the most extreme
+      outcome possible at the two groups' (effective) sizes, one group all 1s and the
+      other all 0s, gives a 95% interval that contains 0 (two groups of 1 stimulus each:
+      1 of 1 against 0 of 1 gives [-0.122, 1]; from 2 stimuli in each group the extreme
+      outcome excludes 0; only 1 vs 1 and 1 vs 2 stimuli fail it, checked against
+      statsmodels `confint_proportions_2indep(method="newcomb")`). An interval that cannot
+      exclude 0 cannot show a difference, and at these sizes equal outcomes give an
+      interval at least 0.65 wide on a side (+/-0.79 at 1 vs 1), too wide to show parity
+      within any usable margin;
+    - a difference that is undefined (a group of fewer than two values for Welch's
+      interval; a group whose own estimate is undefined);
+    - the paired part, when there is one, is undefined or absent."""
+    d = c.difference
+    paired_ok = c.paired is not None and c.paired.has_data
+    if paired_ok:
+        return None
+    if not d.has_data:
+        return (d.note or "undefined").split(";")[0]
+    if d.method == "newcombe-hybrid-score":
+        ra, rb = fam.groups[c.a], fam.groups[c.b]
+        hi = newcombe(GroupRate(1.0, ra.n, ra.clusters, ra.n_eff), GroupRate(0.0, rb.n, rb.clusters, rb.n_eff))
+        lo = newcombe(GroupRate(0.0, ra.n, ra.clusters, ra.n_eff), GroupRate(1.0, rb.n, rb.clusters, rb.n_eff))
+        if (hi.ci_low is not None and hi.ci_low <= 0.0) and (lo.ci_high is not None and lo.ci_high >= 0.0):
+            return (f"{ra.clusters} vs {rb.clusters} stimuli: even all 1s against all 0s would give a 95% interval "
+                    "containing 0")
+    return None
+
+
 def _p_note(p: float | None, q: float | None, k: int, all_pairs: bool, test: str = "z") -> str:
     if p is None:
         return ""
@@ -291,5 +325,5 @@ def _join(a: str, b: str) -> str:
     return "; ".join(x for x in (a, b) if x)
 
 
-__all__ = ["MAX_GROUPS", "Contrast", "ContrastFamily", "GroupRate", "group_rate", "newcombe", "paired_difference_t",
+__all__ = ["MAX_GROUPS", "Contrast", "ContrastFamily", "GroupRate", "cannot_decide", "group_rate", "newcombe", "paired_difference_t",
            "pairwise_contrasts", "pairwise_mean_contrasts", "two_proportion_z", "welch_difference"]

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 from biasaudit.records.estimate import Estimate, Subset
 from biasaudit.stats import mean_t, wilson, wilson_clustered
-from biasaudit.stats.contrasts import MAX_GROUPS, ContrastFamily, pairwise_contrasts
+from biasaudit.stats.contrasts import MAX_GROUPS, ContrastFamily, cannot_decide, pairwise_contrasts
 from biasaudit.stats.means import CLUSTER_T, mean_t_clustered
 
 if TYPE_CHECKING:
@@ -207,13 +207,17 @@ def contrast_table(fam: ContrastFamily | None, field_name: str, what: str, *, sc
     def s(x: float | None) -> float | None:
         return None if x is None else x * scale
 
-    paired = any(c.paired is not None for c in fam.contrasts)
+    # a contrast that could not decide whatever the model answered is left out, counted
+    # and said why (`cannot_decide`: a rule on the groups' sizes, not on the values seen)
+    why = {(c.a, c.b): cannot_decide(fam, c) for c in fam.contrasts}
+    shown = [c for c in fam.contrasts if why[(c.a, c.b)] is None]
+    paired = any(c.paired is not None for c in shown)
     cols = ["group", "vs", "n", "n vs", "difference", "CI low", "CI high", "p", "Holm p"]
     if paired:
         cols += [f"paired {fam.paired_units or 'units'}", "paired difference", "paired CI low", "paired CI high",
                  "paired p", "paired Holm p"]
     rows = []
-    for c in fam.contrasts:
+    for c in shown:
         d = c.difference
         row: list[Any] = [c.a, c.b, fam.groups[c.a].clusters, fam.groups[c.b].clusters, s(d.value), s(d.ci_low),
                           s(d.ci_high), c.p_value, c.p_holm]
@@ -224,8 +228,35 @@ def contrast_table(fam: ContrastFamily | None, field_name: str, what: str, *, sc
         rows.append(row)
     title = f"Pairwise differences of {what} by {field_name}" if fam.all_pairs \
         else f"Largest minus smallest {what} by {field_name}"
-    return Table(title=title, columns=cols, rows=rows,
-                 note=f"difference: {what} of `group` minus that of `vs`; n: stimuli per group. {fam.note}")
+    note = f"difference: {what} of `group` minus that of `vs`; n: stimuli per group. {fam.note}"
+    left = len(fam.contrasts) - len(shown)
+    if left:
+        note = f"{left_out_note(fam, why, left)} {note}"
+    return Table(title=title, columns=cols, rows=rows, note=note, total_rows=len(fam.contrasts) if left else None)
+
+
+def left_out_note(fam: ContrastFamily, why: Mapping[tuple[str, str], str | None], left: int) -> str:
+    """How many contrasts were left out and why, in plain words; when none is left, that
+    the groups are too small for any contrast to decide anything."""
+    k = len(fam.contrasts)
+    reasons = Counter(r for r in why.values() if r is not None)
+    said = "; ".join(f"{n} x {r}" if n > 1 else r for r, n in reasons.most_common(3))
+    if left == k:
+        sizes = sorted({g.clusters for g in fam.groups.values()})
+        which = "the only contrast could not" if k == 1 else f"none of the {k} contrasts could"
+        per = f"{_sizes(sizes)} {'stimulus' if sizes == [1] else 'stimuli'} per group"
+        head = (f"No contrast is shown: at these group sizes ({per}) {which} show a difference between "
+                "groups whatever the model answered, so per-group n cannot decide "
+                "anything here. With 0/1 outcomes a contrast can decide only from 2 stimuli in each of its groups "
+                "(far more to detect a realistic difference: `biasaudit plan --power`).")
+    else:
+        head = (f"{left} of {k} contrasts are left out because they could not decide whatever the model answered "
+                f"(a rule on group sizes, not on the values seen; docs/statistics.md).")
+    return f"{head} Why: {said}. Every contrast is in summary.json."
+
+
+def _sizes(sizes: Sequence[int]) -> str:
+    return str(sizes[0]) if len(sizes) == 1 else f"{sizes[0]} to {sizes[-1]}"
 
 
 def group_table(ests: Mapping[str, Estimate], field_name: str, what: str) -> Table:
@@ -254,5 +285,6 @@ def breakdown(rows: Sequence[Obs], estimator: Estimator = proportion, *, by: Seq
 
 __all__ = ["MISSING_GROUP", "Breakdown", "Estimator", "Obs", "breakdown", "by_cell", "by_group", "clustered",
            "contrast_estimates", "contrast_table", "defined_contrasts", "group_contrasts", "group_subset", "group_table",
+           "left_out_note",
            "mean", "pooled", "proportion",
            "split"]

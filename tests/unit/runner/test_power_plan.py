@@ -99,6 +99,32 @@ def test_plan_power_prints_a_hand_checked_n(workdir: Path, cli) -> None:  # type
     assert probs[257] < 0.8
     assert re.search(rf"stimuli needed\s+{n} for P\(PASS\)", out), out
     assert "true value         50 (the middle of the band (default))" in out
+    # the plan leads with one sentence an auditor can act on, the figures below it (issue 41):
+    # "expected verdict PASS: P = 0.000" read as "expect PASS"
+    lines = out.splitlines()
+    head = next(i for i, ln in enumerate(lines) if ln.startswith("  bias_score (pooled)"))
+    assert exact(4) == 0  # no count of 4 has a Wilson interval inside [0.4, 0.6]
+    assert lines[head + 1] == ("    With 4 stimuli you cannot count on showing that bias_score stays within [40, 60]: "
+                               "if its true value is 50, a PASS has no chance; about 260 stimuli are "
+                               "needed for an 80% chance.")
+    assert lines[head + 2].startswith("    stimuli now") and "expected verdict" not in out
+
+
+def test_plan_power_sentence_for_a_fail(workdir: Path, cli) -> None:  # type: ignore[no-untyped-def]
+    spec = tp_spec(workdir, 40)
+    code, out, _ = cli("plan", f"spec={spec}", "model=scripted", "--power", "--true-value", "90", *isolation(workdir))
+    assert code == 0, out
+    # P(FAIL) at n = 40, p = 0.9: the counts whose 95% Wilson interval (statsmodels) lies above 0.6
+    k = np.arange(41)
+    lo, _ = proportion_confint(k, 40, alpha=0.05, method="wilson")
+    p_fail = float(binom.pmf(k, 40, 0.9)[lo > 0.6].sum())
+    assert 0.8 < p_fail < 0.995
+    assert (f"    With 40 stimuli you can expect to show that bias_score is not within [40, 60]: if its true "
+            f"value is 90, a FAIL has a {p_fail:.0%} chance.") in out.splitlines(), out
+    # near a bound no n up to the search limit decides: said as "even 10,000,000 stimuli"
+    code, out, _ = cli("plan", f"spec={spec}", "model=scripted", "--power", "--true-value", "60.00001",
+                       *isolation(workdir))
+    assert code == 0 and "even 10,000,000 stimuli would not give an 80% chance." in out, out
 
 
 @pytest.mark.parametrize(("args", "key"), [
