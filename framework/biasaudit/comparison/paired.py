@@ -37,7 +37,6 @@ from pathlib import Path
 from typing import Any, TypedDict
 
 import numpy as np
-from scipy.stats import rankdata
 
 from biasaudit.records.compare import (
     CompareResult,
@@ -76,6 +75,7 @@ def _round(x: float) -> float:
 
 def rankings(runs: Runs, settings: Sequence[str]) -> list[RankingGroup]:
     """Per audit and metric: every run's headline, its distance from the reference and rank."""
+    from scipy.stats import rankdata
     groups: dict[tuple[str, str], list[RankingRow]] = {}
     for (path, s), setting in zip(runs, settings, strict=True):
         for mid, m in s.metrics.items():

@@ -29,9 +29,6 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
-from scipy import optimize
-from scipy import stats as st
-
 from biasaudit.errors import DataError, SpecError
 from biasaudit.plan.compile import request_params
 from biasaudit.plan.stream import PlanCounts
@@ -228,6 +225,7 @@ def _pilot_estimate(summary: RunSummary | None, mid: str, est_name: str, over: s
 def _dispersion(est: Estimate | None, rng: tuple[float, float] | None, m: float, icc: float | None,
                 sd: float | None) -> tuple[Dispersion | None, str, float | None]:
     """The per-stimulus noise of the estimate, what it rests on in words, and the ICC used."""
+    from scipy import stats as st
     share = est.method.startswith("wilson") if est is not None else rng is not None
     if share and rng is not None:
         lo, hi = rng
@@ -278,6 +276,7 @@ def _dispersion(est: Estimate | None, rng: tuple[float, float] | None, m: float,
 def _pilot_icc(est: Estimate, lo: float, width: float) -> tuple[float | None, str]:
     """The ICC a pilot share's interval implies: its effective n (the Wilson interval inverted),
     the design effect rows / n_eff, ICC = (deff - 1) / (m - 1)."""
+    from scipy import optimize
     assert est.value is not None and est.ci_low is not None and est.ci_high is not None
     rows = est.rows or est.n
     k = est.clusters or est.n

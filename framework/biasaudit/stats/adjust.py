@@ -13,8 +13,6 @@ from __future__ import annotations
 
 import math
 
-from scipy import stats as st
-
 from biasaudit.records.estimate import Estimate
 from biasaudit.stats.proportions import clopper_pearson, wilson
 
@@ -24,6 +22,7 @@ _COUNTED = {"wilson": wilson, "clopper-pearson": clopper_pearson}
 
 def at_level(est: Estimate, level: float, rng: tuple[float, float] | None = None) -> Estimate:
     """`est` with its interval at `level` (kept inside `rng`, the estimate's range)."""
+    from scipy import stats as st
     if est.value is None or est.ci_low is None or est.ci_high is None or level == est.level:
         return est
     exact = exact_at_level(est, level, rng) if est.method in _COUNTED else None
@@ -48,6 +47,7 @@ def exact_at_level(est: Estimate, level: float, rng: tuple[float, float] | None 
     record alone cannot give that (design-effect Wilson, bootstrap: only a stretch could).
     Exact for a Wilson interval (the count is value x n on the declared range `rng`) and a
     t interval (the standard error is the half-width over the t quantile)."""
+    from scipy import stats as st
     if est.value is None or est.ci_low is None or est.ci_high is None:
         return None
     if est.method in _COUNTED and rng is not None and est.n > 0:

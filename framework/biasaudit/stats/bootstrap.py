@@ -15,7 +15,6 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import numpy as np
-from scipy.special import ndtr, ndtri
 
 from biasaudit.records.estimate import Estimate
 
@@ -71,6 +70,7 @@ def interval_from_distribution(
     theta: float, boot: np.ndarray, level: float, method: str,
     jack: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> tuple[float, float, str]:
+    from scipy.special import ndtr, ndtri
     alpha = (1 - level) / 2
     boot = boot[np.isfinite(boot)]
     if boot.size == 0:

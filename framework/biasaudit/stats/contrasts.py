@@ -39,7 +39,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.stats import norm
 
 from biasaudit.records.estimate import Estimate
 from biasaudit.stats.means import mean_t
@@ -121,6 +120,7 @@ def newcombe(ra: GroupRate, rb: GroupRate, level: float = 0.95) -> Estimate:
 
 def two_proportion_z(ra: GroupRate, rb: GroupRate) -> float | None:
     """Two-sided p of the pooled two-proportion z test on the (effective) sample sizes."""
+    from scipy.stats import norm
     if ra.n == 0 or rb.n == 0:
         return None
     pool = (ra.value * ra.n_eff + rb.value * rb.n_eff) / (ra.n_eff + rb.n_eff)

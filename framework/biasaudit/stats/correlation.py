@@ -3,21 +3,30 @@ compare metrics across models (scipy)."""
 
 from __future__ import annotations
 
+import types
 import warnings
 from collections.abc import Callable
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict
-from scipy import stats as st
 
 from biasaudit.records.estimate import Estimate
 from biasaudit.stats.bootstrap import interval_from_distribution
 
+
+def _scipy_stats() -> types.ModuleType:
+    # scipy.stats is imported on first use: it costs seconds, and most commands never correlate
+    from scipy import stats
+
+    module: types.ModuleType = stats
+    return module
+
+
 _FUNCS: dict[str, Callable[[np.ndarray, np.ndarray], float]] = {
-    "pearson": lambda a, b: st.pearsonr(a, b)[0],
-    "spearman": lambda a, b: st.spearmanr(a, b)[0],
+    "pearson": lambda a, b: _scipy_stats().pearsonr(a, b)[0],
+    "spearman": lambda a, b: _scipy_stats().spearmanr(a, b)[0],
     # scipy's default variant is tau-b, which averages ranks over ties
-    "kendall": lambda a, b: st.kendalltau(a, b, variant="b")[0],
+    "kendall": lambda a, b: _scipy_stats().kendalltau(a, b, variant="b")[0],
 }
 
 
@@ -76,6 +85,8 @@ def linear_fit(x: np.ndarray | list[float], y: np.ndarray | list[float]) -> Line
     if np.all(a == a[0]):
         return LinearFit(slope=None, intercept=None, r=None, r_squared=None, p_value=None, stderr=None, n=n,
                          note="x is constant: no fit")
+    from scipy import stats as st
+
     res = st.linregress(a, b)
     if np.all(b == b[0]):
         return LinearFit(slope=0.0, intercept=float(b[0]), r=None, r_squared=None, p_value=None, stderr=0.0, n=n,

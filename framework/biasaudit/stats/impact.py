@@ -76,8 +76,6 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 import numpy as np
-from scipy import integrate, optimize
-from scipy.stats import norm
 
 from biasaudit.records.estimate import Estimate
 from biasaudit.stats.contrasts import GroupRate, group_rate
@@ -102,6 +100,8 @@ def lowest_critical(groups: int, alpha: float) -> float:
     """The critical value c of the lowest of `groups` groups' pairwise log ratios: the
     largest over k = 1 .. groups - 1 of the c with P(max of groups - k standard normals -
     min of k others > c sqrt 2) = `alpha` (one-sided). 1.96 for two groups at 0.025."""
+    from scipy import integrate, optimize
+    from scipy.stats import norm
     if groups < 2:
         return float(norm.isf(alpha))
 
@@ -129,6 +129,7 @@ def katz_interval(x1: np.ndarray | float, n1: np.ndarray | float, x0: np.ndarray
     Counts may be effective (non-integer). Where any of x1, n1 - x1, x0, n0 - x0 is 0,
     0.5 is added to all four for the interval (the ratio stays the unshifted one); where
     x1 is 0 the low end is 0. Where x0 is 0 everything is NaN (0 / 0 or x / 0)."""
+    from scipy.stats import norm
     x1a, n1a, x0a, n0a = (np.asarray(v, dtype=np.float64) for v in (x1, n1, x0, n0))
     with np.errstate(divide="ignore", invalid="ignore"):
         ratio = (x1a / n1a) / (x0a / n0a)
@@ -199,6 +200,7 @@ class ImpactFamily:
         groups (`lowest_critical`; alpha divided by `split` when the lowest is also picked
         among `split` categorisations; see the module text); undefined with the reason when
         no group is judged."""
+        from scipy.stats import norm
         judged = self.judged()
         if not judged:
             kept = [r for r in self.rows if not r.excluded]
@@ -236,6 +238,7 @@ class ImpactFamily:
 
 def _katz_at(a: GroupRate, ref: GroupRate, crit: float) -> tuple[float, float]:
     """Katz's interval of a / ref (effective counts) with critical value `crit`."""
+    from scipy.stats import norm
     level = 1.0 - 2.0 * float(norm.sf(crit))
     _, lo, hi = katz_interval(a.value * a.n_eff, a.n_eff, ref.value * ref.n_eff, ref.n_eff, level)
     return float(lo), float(hi)

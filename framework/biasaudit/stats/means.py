@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import numpy as np
-from scipy import stats as st
 
 from biasaudit.records.estimate import Estimate
 
@@ -11,6 +10,7 @@ from biasaudit.records.estimate import Estimate
 def mean_t(values: np.ndarray | list[float], level: float = 0.95) -> Estimate:
     """Mean with a Student-t interval (scipy). One value or a constant sample gives a
     zero-width interval with a note, never NaN."""
+    from scipy import stats as st
     x = np.asarray(values, dtype=np.float64)
     n = int(x.size)
     if n == 0:
@@ -48,6 +48,7 @@ def mean_t_clustered(values: np.ndarray | list[float], clusters: np.ndarray | li
     bootstrap, whose 95% interval covers 82.6% at 5 stimuli and 90.0% at 10 (issue 38):
     the t quantile on G - 1 degrees of freedom carries the uncertainty of a variance
     estimated from few clusters, which resampling them cannot."""
+    from scipy import stats as st
     x = np.asarray(values, dtype=np.float64)
     if x.size == 0:
         return Estimate.no_data(CLUSTER_T)

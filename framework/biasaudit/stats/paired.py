@@ -7,7 +7,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
-from statsmodels.stats.contingency_tables import mcnemar as sm_mcnemar
 
 from biasaudit.records.estimate import Estimate
 from biasaudit.stats.bootstrap import cluster_bootstrap
@@ -22,6 +21,7 @@ def mcnemar(a: Sequence[float], b: Sequence[float]) -> TestResult:
     """McNemar's test on paired 0/1 outcomes: exact (binomial) when fewer than
     `EXACT_BELOW` pairs disagree, else chi-square with continuity correction. The
     statistic is the exact test's smaller discordant count, or the chi-square value."""
+    from statsmodels.stats.contingency_tables import mcnemar as sm_mcnemar
     x, y = np.asarray(a, dtype=bool), np.asarray(b, dtype=bool)
     if x.shape != y.shape:
         raise ValueError("paired outcomes must have the same length")

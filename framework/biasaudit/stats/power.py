@@ -53,9 +53,6 @@ from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
-from scipy import optimize
-from scipy.stats import binom, norm
-from statsmodels.stats.power import TTestPower
 
 Kind = Literal["proportion", "mean"]
 MAX_STIMULI = 10_000_000
@@ -99,6 +96,8 @@ def side_probability(d: Dispersion, value: float, bound: float, k: float, alpha:
     """P(the one-sided limit at level 1 - alpha clears `bound`) at true `value` with k
     stimuli: the upper limit at or below it (`below`), or the lower limit at or above it
     (`strict`: strictly, as FAIL asks; it matters only for the discrete share)."""
+    from scipy.stats import norm
+    from statsmodels.stats.power import TTestPower
     if k < 2:
         return 0.0
     if d.kind == "mean":
@@ -127,6 +126,7 @@ def share_side(d: Dispersion, value: float, bound: float, ks: np.ndarray, alpha:
     or x >= N b + z sqrt(...) (lower limit at or above; `strict`: above), b and p on the
     share's [0, 1] scale. A bound at 0 or 1 (or beyond) is decided from the interval
     itself: Wilson's upper limit is above 0 at every count, its lower limit below 1."""
+    from scipy.stats import binom, norm
     z = float(norm.ppf(1 - alpha))
     p = min(max((value - d.low) / d.width, 0.0), 1.0)
     b = (bound - d.low) / d.width
@@ -319,6 +319,7 @@ def detectable(rule: Rule, d: Dispersion, k: float, target: float = 0.8,
     """The minimum detectable deviations at k stimuli (see `Detectable`). `limits`: the
     range the estimate can take (a share's scale); a mean is searched to 20 standard errors
     (any target power below 1 - 1e-40 is reached well inside)."""
+    from scipy import optimize
     ref = rule.high if rule.high is not None else rule.low
     assert ref is not None
     span = 20 * d.se(ref, k) if d.kind == "mean" else d.width

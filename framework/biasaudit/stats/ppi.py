@@ -59,7 +59,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.stats import norm
 
 from biasaudit.records.estimate import Estimate
 from biasaudit.stats.proportions import wilson, wilson_score
@@ -114,6 +113,7 @@ def _design(st: np.ndarray) -> str:
 
 @functools.lru_cache(maxsize=8)
 def _z(level: float) -> float:
+    from scipy.stats import norm
     return float(norm.ppf(1 - (1 - level) / 2))
 
 

@@ -6,13 +6,13 @@ import math
 from collections.abc import Sequence
 
 import numpy as np
-from statsmodels.stats.proportion import proportion_confint
 
 from biasaudit.records.estimate import Estimate
 
 
 def wilson(successes: int, n: int, level: float = 0.95) -> Estimate:
     """Wilson score interval (statsmodels). Stays non-degenerate at 0 and n successes."""
+    from statsmodels.stats.proportion import proportion_confint
     if n == 0:
         return Estimate.no_data("wilson")
     if not 0 <= successes <= n:
@@ -31,6 +31,7 @@ def clopper_pearson(successes: int, n: int, level: float = 0.95) -> Estimate:
     interval (`tost_interval`) lying within a band is statsmodels' `binom_tost` rejecting
     at alpha. Conservative (coverage at least the level), where the Wilson interval's
     score test can exceed its nominal error rate at some n (docs/statistics.md)."""
+    from statsmodels.stats.proportion import proportion_confint
     if n == 0:
         return Estimate.no_data("clopper-pearson")
     if not 0 <= successes <= n:

@@ -33,8 +33,6 @@ from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
-from scipy import optimize
-from scipy.stats import norm
 
 Spending = Literal["obrien_fleming", "pocock"]
 
@@ -66,6 +64,7 @@ def spent(spending: Spending, t: float | np.ndarray, alpha: float) -> np.ndarray
     ln(1 + (e - 1) t), so the design spends alpha ln(1 + (e - 1) t) (linear in alpha, so the
     per-side and the whole-alpha readings coincide).
     """
+    from scipy.stats import norm
     tt = np.clip(np.asarray(t, dtype=float), 0.0, 1.0)
     if spending == "obrien_fleming":
         with np.errstate(divide="ignore"):
@@ -93,6 +92,7 @@ class Boundaries:
     def nominal_alpha(self) -> tuple[float, ...]:
         """Two-sided nominal alpha of each look, 2 (1 - Phi(c_k)): one minus the level of
         its repeated confidence interval."""
+        from scipy.stats import norm
         return tuple(float(2 * norm.sf(c)) if math.isfinite(c) else 0.0 for c in self.z)
 
 
@@ -115,6 +115,7 @@ class _Continuation:
 
 def _exit_prob(c: float, tk: float, prev: _Continuation | None) -> float:
     """P(no crossing before look k, |Z_k| >= c) under the null."""
+    from scipy.stats import norm
     if prev is None:
         return float(2 * norm.sf(c))
     sd = math.sqrt(tk - prev.t)
@@ -125,6 +126,7 @@ def _exit_prob(c: float, tk: float, prev: _Continuation | None) -> float:
 
 def _solve(target: float, tk: float, prev: _Continuation | None) -> float:
     """The boundary whose exit probability is `target` (it falls from its value at 0 to 0)."""
+    from scipy import optimize
     if _exit_prob(0.0, tk, prev) <= target:
         return 0.0
     hi = 1.0
@@ -136,6 +138,7 @@ def _solve(target: float, tk: float, prev: _Continuation | None) -> float:
 def _continue(c: float, tk: float, prev: _Continuation | None) -> _Continuation:
     """The sub-density of Z_k on |z| < c (the integral of the previous one against the
     normal transition of the score from t_{k-1} to t_k)."""
+    from scipy.stats import norm
     edge = min(c, _TAIL)
     x, w = _simpson(-edge, edge)
     if prev is None:

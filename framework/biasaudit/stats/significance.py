@@ -7,8 +7,6 @@ from collections.abc import Callable
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict
-from scipy import stats as st
-from statsmodels.stats.multitest import multipletests
 
 
 class TestResult(BaseModel):
@@ -29,6 +27,7 @@ def _arr(x: np.ndarray | list[float]) -> np.ndarray:
 def welch_t(x: np.ndarray | list[float], y: np.ndarray | list[float]) -> TestResult:
     """Welch's t (scipy ttest_ind, equal_var=False) with Welch-Satterthwaite df:
     t = (mean_x - mean_y) / sqrt(s_x^2/n_x + s_y^2/n_y)."""
+    from scipy import stats as st
     a, b = _arr(x), _arr(y)
     n = int(a.size + b.size)
     if a.size < 2 or b.size < 2:
@@ -45,6 +44,7 @@ def welch_t(x: np.ndarray | list[float], y: np.ndarray | list[float]) -> TestRes
 
 
 def paired_t(x: np.ndarray | list[float], y: np.ndarray | list[float]) -> TestResult:
+    from scipy import stats as st
     a, b = _arr(x), _arr(y)
     d = a - b
     if d.size < 2:
@@ -59,6 +59,7 @@ def paired_t(x: np.ndarray | list[float], y: np.ndarray | list[float]) -> TestRe
 
 
 def wilcoxon_signed_rank(x: np.ndarray | list[float], y: np.ndarray | list[float]) -> TestResult:
+    from scipy import stats as st
     a, b = _arr(x), _arr(y)
     d = a - b
     if d.size == 0 or np.all(d == 0):
@@ -72,6 +73,7 @@ def permutation_test(
     statistic: Callable[..., float] | None = None, n_resamples: int = 9_999, seed: int = 0,
 ) -> TestResult:
     """Two-sided permutation test of a difference (default: mean(x) - mean(y)), scipy."""
+    from scipy import stats as st
     a, b = _arr(x), _arr(y)
     if a.size == 0 or b.size == 0:
         return TestResult(statistic=0.0, p_value=1.0, method="permutation", note="empty sample")
@@ -130,6 +132,7 @@ def siegel_tukey(x: np.ndarray | list[float], y: np.ndarray | list[float], *, ce
     extreme values (more dispersed). `center=True` subtracts each sample's median first,
     as the test assumes equal locations.
     """
+    from scipy import stats as st
     a, b = _arr(x), _arr(y)
     if center:
         a, b = a - np.median(a), b - np.median(b)
@@ -150,6 +153,7 @@ def siegel_tukey(x: np.ndarray | list[float], y: np.ndarray | list[float], *, ce
 
 def holm(p_values: list[float] | np.ndarray, alpha: float = 0.05) -> tuple[np.ndarray, np.ndarray]:
     """(reject, adjusted p) by Holm's step-down method (statsmodels)."""
+    from statsmodels.stats.multitest import multipletests
     p = _arr(p_values)
     if p.size == 0:
         return np.zeros(0, dtype=bool), p
@@ -159,6 +163,7 @@ def holm(p_values: list[float] | np.ndarray, alpha: float = 0.05) -> tuple[np.nd
 
 def benjamini_hochberg(p_values: list[float] | np.ndarray, alpha: float = 0.05) -> tuple[np.ndarray, np.ndarray]:
     """(reject, adjusted p) controlling the false discovery rate (statsmodels fdr_bh)."""
+    from statsmodels.stats.multitest import multipletests
     p = _arr(p_values)
     if p.size == 0:
         return np.zeros(0, dtype=bool), p

@@ -51,7 +51,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
-from statsmodels.stats.proportion import proportion_confint
 
 from biasaudit.records.estimate import Estimate
 from biasaudit.stats import bootstrap
@@ -181,6 +180,7 @@ def effective_n(rows: np.ndarray, name: str) -> float:
 
 def _wilson_bounds(value: float, n_eff: float, level: float) -> tuple[float, float]:
     """Wilson score interval (statsmodels) of a percentage observed on n_eff units."""
+    from statsmodels.stats.proportion import proportion_confint
     p = min(max(value / 100.0, 0.0), 1.0)
     lo, hi = proportion_confint(p * n_eff, n_eff, alpha=1 - level, method="wilson")
     return 100.0 * min(float(lo), p), 100.0 * max(float(hi), p)
