@@ -61,6 +61,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    nul = next((a for a in argv if "\x00" in a), None)
+    if nul is not None:  # only main(argv) can pass one (a shell cannot); a path holding it raised mid-command
+        return fail(BiasAuditError("an argument holds a NUL character", key=ascii(nul)[:80],
+                                   hint="remove the NUL (\\x00) from the argument"))
     parser = build_parser()
     args, rest = parser.parse_known_args(argv)
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,

@@ -37,6 +37,19 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> argp
     return pl
 
 
+# The smallest half-width asked about: 1e-4 already needs ~10^8 stimuli per cell; below
+# it the count's search overflows a float (1e-300 ended in an OverflowError traceback).
+_MIN_HALF_WIDTH = 1e-4
+
+
+def _check_half_width(h: float | None) -> None:
+    """`--half-width`: one error line for a value no sample size answers (nan, inf, 0,
+    negative, 0.5 or more, or too small to count) instead of a traceback."""
+    if h is not None and not _MIN_HALF_WIDTH <= h < 0.5:  # also false for nan
+        raise SpecError(f"half-width {h:g} is not between {_MIN_HALF_WIDTH:g} and 0.5", key="--half-width",
+                        hint="give e.g. 0.05 (a 95% interval of ±5 points)")
+
+
 def cmd_plan(args: argparse.Namespace, rest: list[str]) -> int:
     from biasaudit.runner.cost import estimate_jobs, time_text
     from biasaudit.spec.compose import compose_many, prepare_overrides
@@ -45,6 +58,7 @@ def cmd_plan(args: argparse.Namespace, rest: list[str]) -> int:
     try:
         from biasaudit.spec.suite import load_suite
 
+        _check_half_width(args.half_width)
         rest = positional_spec(rest, "plan")
         found = load_suite(list(rest))
         if args.power and (found is not None or args.multirun):
@@ -81,7 +95,7 @@ def cmd_plan(args: argparse.Namespace, rest: list[str]) -> int:
          f"±{100 * wilson_half_width(n_cell):.1f} points per cell (n={n_cell}), "
          f"±{100 * wilson_half_width(n_pooled):.1f} pooled (n={n_pooled}); Wilson"),
     ]
-    if args.half_width:
+    if args.half_width is not None:
         need = sample_size_for_half_width(args.half_width)
         rows.append((f"stimuli for ±{args.half_width:g}", f"{need} per cell (p=0.5, Wilson 95%)"))
     rows += coding_rows(job)

@@ -61,6 +61,11 @@ def extract(pack: Path, into: Path, *, max_total: int = MAX_TOTAL_BYTES, max_mem
         infos = zf.infolist()
         if len(infos) > max_members:
             raise _bad(pack, f"{len(infos)} members, over the limit of {max_members}")
+        # zipfile reads past bytes put before the first member (a shell script's, making
+        # the pack a self-extracting or polyglot file); `biasaudit pack` writes none
+        first = min((i.header_offset for i in infos), default=0)
+        if first:
+            raise _bad(pack, f"{first} bytes before its first member (a self-extracting or polyglot file)")
         seen: set[str] = set()
         declared = 0
         for info in infos:
