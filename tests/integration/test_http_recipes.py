@@ -1,9 +1,13 @@
 """The documented recipes for real inference servers, run as written: the commands are read
 from docs/models-and-servers.md (the fenced block after each `<!-- recipe: NAME -->` marker), a server command
 (ending in `&`) is started as a subprocess and waited for, and the `biasaudit` command is
-run with only this test's cache and report folders added. Two substitutions, said here:
-the vLLM recipe's placeholder directory `/models/my-model` becomes the float32 copy of the
-embedded SmolLM2, and the hosted API's base URL becomes a local fake server (no network)."""
+run with only this test's cache and report folders added, and, on the real engines, a
+smaller stimulus sample (`+stimuli.sample.n`: 10 CrowS-Pairs pairs instead of the spec's
+40, one statement of refusal_stance instead of four: what is checked is that the recipe's
+commands work together, not the statistic, and each request through a CPU server costs
+seconds). Two substitutions, said here: the vLLM recipe's placeholder directory
+`/models/my-model` becomes the float32 copy of the embedded SmolLM2, and the hosted API's
+base URL becomes a local fake server (no network)."""
 
 from __future__ import annotations
 
@@ -67,12 +71,16 @@ def server_from() -> Iterator[object]:
         p.wait(30)
 
 
-def _run(cli, workdir: Path, line: str, subs: dict[str, str] | None = None) -> dict:  # type: ignore[no-untyped-def,type-arg]
+CROWS_SAMPLE, STATEMENTS_SAMPLE = "+stimuli.sample.n=10", "+stimuli.sample.n=1"
+
+
+def _run(cli, workdir: Path, line: str, subs: dict[str, str] | None = None,  # type: ignore[no-untyped-def]
+         sample: tuple[str, ...] = ()) -> dict:  # type: ignore[type-arg]
     for a, b in (subs or {}).items():
         line = line.replace(a, b)
     argv = shlex.split(line)
     assert argv[:2] == ["biasaudit", "run"]
-    code, out, err = cli(*argv[1:], *isolation(workdir))
+    code, out, err = cli(*argv[1:], *sample, *isolation(workdir))
     assert code in (0, 1, 3), out + err
     (run,) = run_dirs(workdir)
     return json.loads((run / "summary.json").read_text())  # type: ignore[no-any-return]
@@ -81,7 +89,7 @@ def _run(cli, workdir: Path, line: str, subs: dict[str, str] | None = None) -> d
 def test_llamacpp_recipe(workdir: Path, cli, server_from) -> None:  # type: ignore[no-untyped-def]
     serve, run = recipe("llamacpp")
     server_from(serve, {})
-    summary = _run(cli, workdir, run)
+    summary = _run(cli, workdir, run, sample=(CROWS_SAMPLE,))
     assert summary["execution"]["failures"] == 0 and summary["measured"] is not False
     assert "sent before each text (llama-cpp-python server)" in " ".join(summary["cover"]["scoring"])
     shared = summary["metrics"]["bias_score_shared"]["estimates"]["score"]
@@ -93,7 +101,7 @@ def test_vllm_recipe(workdir: Path, cli, server_from) -> None:  # type: ignore[n
     weights = str(served_weights(cfg.model, cfg.runtime))
     serve, run = recipe("vllm")
     server_from(serve, {"/models/my-model": weights})
-    summary = _run(cli, workdir, run, {"/models/my-model": weights})
+    summary = _run(cli, workdir, run, {"/models/my-model": weights}, sample=(CROWS_SAMPLE,))
     assert summary["execution"]["failures"] == 0
     assert "(vllm server)" in " ".join(summary["cover"]["scoring"])
     assert summary["metrics"]["bias_score_shared"]["estimates"]["score"]["value"] is not None
@@ -111,6 +119,6 @@ def test_hosted_api_recipe(workdir: Path, cli, monkeypatch: pytest.MonkeyPatch) 
 
 def test_managed_recipe(workdir: Path, cli) -> None:  # type: ignore[no-untyped-def]
     (run,) = recipe("managed")
-    summary = _run(cli, workdir, run)
+    summary = _run(cli, workdir, run, sample=(STATEMENTS_SAMPLE,))
     assert summary["execution"]["failures"] == 0
     assert summary["cover"]["served_by"].startswith("llama-cpp-python")
