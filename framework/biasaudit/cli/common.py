@@ -7,8 +7,12 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from biasaudit.errors import BiasAuditError, SpecError
+
+if TYPE_CHECKING:
+    from biasaudit.spec.override_gate import GatedOverrides
 
 EXIT_INTERNAL = 70  # EX_SOFTWARE (sysexits.h)
 
@@ -87,6 +91,20 @@ def positional_spec(rest: list[str], command: str) -> list[str]:
     return [f"spec={a}" if a == loose[0] else a for a in rest]
 
 
+def gated_overrides(rest: list[str], command: str) -> GatedOverrides:
+    """A command's overrides (a spec file given without `spec=` taken as one) through the
+    one override gate (spec/override_gate.py), before anything else reads them: a refused
+    override is one line and exit code 2, and nothing is composed, run or written."""
+    from biasaudit.spec.override_gate import gate
+
+    return gate(positional_spec(rest, command))
+
+
+def checked_overrides(rest: list[str], command: str) -> list[str]:
+    """`gated_overrides`, as the user gave them (spec files by path)."""
+    return list(gated_overrides(rest, command).typed)
+
+
 def with_overrides(sp: argparse.ArgumentParser) -> None:
     """Show `[overrides...]` in the usage line: they are not argparse arguments (Hydra
     parses them), so argparse would leave them out."""
@@ -94,5 +112,6 @@ def with_overrides(sp: argparse.ArgumentParser) -> None:
     sp.usage = " ".join(usage.split()) + " [SPEC_FILE] [overrides...]"
 
 
-__all__ = ["EXIT_INTERNAL", "OVERRIDES_HELP", "error_lines", "fail", "log_traceback", "positional_spec",
+__all__ = ["EXIT_INTERNAL", "OVERRIDES_HELP", "checked_overrides", "error_lines", "fail", "gated_overrides",
+           "log_traceback", "positional_spec",
            "print_traceback", "set_verbose", "with_overrides"]
