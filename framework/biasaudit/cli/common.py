@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -105,6 +106,63 @@ def checked_overrides(rest: list[str], command: str) -> list[str]:
     return list(gated_overrides(rest, command).typed)
 
 
+class OptionError(BiasAuditError):
+    """A numeric option's value out of its range. Raised from an argparse `type` function,
+    which argparse does not catch (it catches ValueError and turns it into its usage block),
+    so `main` prints it as one line with exit code 2."""
+
+
+def _bounds(lo: float | None, hi: float | None, lo_open: bool, hi_open: bool) -> str:
+    parts = []
+    if lo is not None:
+        parts.append(f"{'more than' if lo_open else 'at least'} {lo:g}")
+    if hi is not None:
+        parts.append(f"{'less than' if hi_open else 'at most'} {hi:g}")
+    return " and ".join(parts)
+
+
+def whole_number(option: str, *, lo: int | None = None, hi: int | None = None) -> Callable[[str], int]:
+    """An argparse `type` for a whole-number option in [lo, hi]: a bad value is one line
+    naming the option, the value and the range."""
+    want = "a whole number" + (f" {_bounds(lo, hi, False, False)}" if lo is not None or hi is not None else "")
+
+    def parse(text: str) -> int:
+        try:
+            n = int(text.strip())
+        except ValueError:
+            n = None
+        if n is None or (lo is not None and n < lo) or (hi is not None and n > hi):
+            raise OptionError(f"{text[:40]!r} is not {want}", key=option, hint=f"give {option} {want}")
+        return n
+
+    return parse
+
+
+def real_number(option: str, *, lo: float | None = None, hi: float | None = None, lo_open: bool = False,
+                hi_open: bool = False) -> Callable[[str], float]:
+    """An argparse `type` for a finite number in the range (open or closed at each end);
+    nan and inf are refused."""
+    want = "a finite number" + (f" {_bounds(lo, hi, lo_open, hi_open)}" if lo is not None or hi is not None else "")
+
+    def parse(text: str) -> float:
+        import math
+
+        try:
+            x = float(text.strip())
+        except ValueError:
+            x = math.nan
+        bad = not math.isfinite(x)
+        if lo is not None:
+            bad = bad or x < lo or (lo_open and x == lo)
+        if hi is not None:
+            bad = bad or x > hi or (hi_open and x == hi)
+        if bad:
+            raise OptionError(f"{text[:40]!r} is not {want}", key=option, hint=f"give {option} {want}")
+        return x
+
+    return parse
+
+
 def with_overrides(sp: argparse.ArgumentParser) -> None:
     """Show `[overrides...]` in the usage line: they are not argparse arguments (Hydra
     parses them), so argparse would leave them out."""
@@ -112,6 +170,6 @@ def with_overrides(sp: argparse.ArgumentParser) -> None:
     sp.usage = " ".join(usage.split()) + " [SPEC_FILE] [overrides...]"
 
 
-__all__ = ["EXIT_INTERNAL", "OVERRIDES_HELP", "checked_overrides", "error_lines", "fail", "gated_overrides",
-           "log_traceback", "positional_spec",
+__all__ = ["EXIT_INTERNAL", "OVERRIDES_HELP", "OptionError", "checked_overrides", "error_lines", "fail", "gated_overrides",
+           "log_traceback", "positional_spec", "real_number", "whole_number",
            "print_traceback", "set_verbose", "with_overrides"]

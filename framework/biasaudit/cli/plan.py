@@ -8,7 +8,7 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from biasaudit.cli.common import OVERRIDES_HELP, fail, gated_overrides, with_overrides
+from biasaudit.cli.common import OVERRIDES_HELP, fail, gated_overrides, real_number, with_overrides
 from biasaudit.errors import BiasAuditError, SpecError
 from biasaudit.runner.sweeps import sweep_combinations
 
@@ -29,7 +29,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> argp
     pl.add_argument("--cells", action="store_true", help="list every cell of the design")
     pl.add_argument("-m", "--multirun", action="store_true",
                     help="count a sweep (`model=a,b metrics.0.alpha=0.6,0.7`): one row per job, and totals")
-    pl.add_argument("--half-width", type=float, default=None, metavar="H",
+    pl.add_argument("--half-width", type=real_number("--half-width", lo=0, hi=0.5, lo_open=True, hi_open=True), default=None, metavar="H",
                     help="also print how many stimuli a 95%% half-width of H (e.g. 0.05) needs")
     add_power_arguments(pl)
     pl.set_defaults(fn=cmd_plan)
