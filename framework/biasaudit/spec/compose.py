@@ -27,7 +27,7 @@ from biasaudit.records.json import JSONObject
 from biasaudit.spec import AuditConfig, validate_config
 from biasaudit.spec.interp import check_tree
 from biasaudit.spec.load import source_file
-from biasaudit.spec.override_gate import GatedOverrides, gate
+from biasaudit.spec.override_gate import GatedOverrides, check_conflicts, gate
 from biasaudit.spec.spec_names import (
     SAMPLE_KEYS,
     SIGNOFF_KEYS,
@@ -125,6 +125,7 @@ def compose_dict(overrides: GatedOverrides) -> tuple[DictConfig, dict[str, str]]
 
     if not isinstance(overrides, GatedOverrides):  # untyped callers too: nothing reaches Hydra ungated
         raise TypeError("compose_dict takes the gate's output: biasaudit.spec.override_gate.gate(overrides)")
+    check_conflicts(overrides)
     GlobalHydra.instance().clear()
     try:
         with initialize_config_dir(config_dir=str(conf_dir()), version_base="1.3"):
@@ -265,6 +266,7 @@ def _compose_shared(combos: list[GatedOverrides], varying: list[int], values: li
     base, choices = compose_dict(gate([ov for i, ov in enumerate(combos[0]) if i not in varying]))
     out = []
     for combo, ovs in zip(combos, values, strict=True):
+        check_conflicts(combo)
         cfg = copy.deepcopy(base)
         try:
             ConfigLoaderImpl._apply_overrides_to_config(ovs, cfg)

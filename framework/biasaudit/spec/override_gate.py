@@ -14,7 +14,7 @@ Hydra reads them) and refuses, with one line naming the override, the reason and
 - `_target_`, `_args_`, `_partial_`, `_convert_` or `_recursive_` as a key, anywhere;
 - a `@package` (it can place a config group under `hydra`);
 - interpolation resolvers and computed keys in any value (`spec/interp.py`);
-- a key given twice.
+and `check_conflicts` refuses a key given twice, just before Hydra composes.
 
 It returns `GatedOverrides`, the only type the Hydra composition accepts
 (`spec/compose.py`); nothing else constructs it (tests/unit/test_architecture.py).
@@ -192,8 +192,10 @@ def _check_one(ov: Any, raw: str, where: str) -> None:
         check_text(text, file=where, key=key)
 
 
-def check_conflicts(overrides: list[str], parsed: list[Any], where: str = WHERE) -> None:
-    """Refuse a key given twice: Hydra would keep the last silently."""
+def check_conflicts(overrides: GatedOverrides, where: str = WHERE) -> None:
+    """Refuse a key given twice: Hydra would keep the last silently. Checked just before
+    Hydra composes (after a sweep is expanded, so a sweep's own errors come first)."""
+    parsed = [_parse(raw, where) for raw in overrides]
     first: dict[tuple[str, str | None], str] = {}
     for ov, raw in zip(parsed, overrides, strict=True):
         k = (ov.key_or_group, ov.package)
@@ -213,10 +215,8 @@ def gate(overrides: Iterable[str], *, where: str = WHERE) -> GatedOverrides:
         if not isinstance(raw, str):
             raise TypeError(f"an override must be a string, not {type(raw).__name__}")
     prepared = prepare_overrides(typed)
-    parsed = [_parse(raw, where) for raw in prepared]
-    for ov, raw in zip(parsed, prepared, strict=True):
-        _check_one(ov, raw, where)
-    check_conflicts(prepared, parsed, where)
+    for raw in prepared:
+        _check_one(_parse(raw, where), raw, where)
     return GatedOverrides(prepared, typed, _token=_TOKEN)
 
 
