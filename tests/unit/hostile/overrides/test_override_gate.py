@@ -111,11 +111,9 @@ HOSTILE = [
 @pytest.mark.parametrize("override", [o for o in HOSTILE if not o.startswith("-")])  # a flag: argparse refuses it
 def test_hostile_override_spellings_are_refused(workdir: Path, cli, override: str) -> None:  # type: ignore[no-untyped-def]
     spec = tp_spec(workdir, 3)
-    code, out, err = cli("validate", f"spec={spec}", "model=scripted", override)
-    assert code == 2, (out, err)
-    lines = [ln for ln in err.strip().splitlines() if ln.strip()]
-    assert len(lines) == 1 and lines[0].startswith("error: ") and "hint:" in lines[0], err
-    assert "Traceback" not in err
+    result = cli("run", f"spec={spec}", "model=scripted", *isolation(workdir), override)
+    assert "Traceback" not in result[2]
+    assert_clean_failure(result, workdir)  # one line with a hint, exit 2, no run folder, no cache
 
 
 def test_the_gate_itself_refuses_them_all() -> None:
