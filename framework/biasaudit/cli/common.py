@@ -113,26 +113,28 @@ class OptionError(BiasAuditError):
 
 
 def _bounds(lo: float | None, hi: float | None, lo_open: bool, hi_open: bool) -> str:
-    parts = []
-    if lo is not None:
-        parts.append(f"{'more than' if lo_open else 'at least'} {lo:g}")
-    if hi is not None:
-        parts.append(f"{'less than' if hi_open else 'at most'} {hi:g}")
-    return " and ".join(parts)
+    low = None if lo is None else (f"more than {lo:g}" if lo_open else f"{lo:g} or more")
+    high = None if hi is None else (f"less than {hi:g}" if hi_open else f"{hi:g} or less")
+    return " and ".join(p for p in (low, high) if p) or "a number"
+
+
+def _out_of_range(option: str, text: str, rng: str, kind: str, not_kind: bool) -> OptionError:
+    got = f"got {text[:40]!r}" + (f", not {kind}" if not_kind else "")
+    return OptionError(f"{option} must be {rng} ({got})", hint=f"give {option} {kind}, {rng}")
 
 
 def whole_number(option: str, *, lo: int | None = None, hi: int | None = None) -> Callable[[str], int]:
     """An argparse `type` for a whole-number option in [lo, hi]: a bad value is one line
-    naming the option, the value and the range."""
-    want = "a whole number" + (f" {_bounds(lo, hi, False, False)}" if lo is not None or hi is not None else "")
+    naming the option, the value and the range (`--n must be 1 or more (got '0')`)."""
+    rng = _bounds(lo, hi, False, False)
 
     def parse(text: str) -> int:
         try:
             n = int(text.strip())
         except ValueError:
-            n = None
-        if n is None or (lo is not None and n < lo) or (hi is not None and n > hi):
-            raise OptionError(f"{text[:40]!r} is not {want}", key=option, hint=f"give {option} {want}")
+            raise _out_of_range(option, text, rng, "a whole number", True) from None
+        if (lo is not None and n < lo) or (hi is not None and n > hi):
+            raise _out_of_range(option, text, rng, "a whole number", False)
         return n
 
     return parse
@@ -142,7 +144,7 @@ def real_number(option: str, *, lo: float | None = None, hi: float | None = None
                 hi_open: bool = False) -> Callable[[str], float]:
     """An argparse `type` for a finite number in the range (open or closed at each end);
     nan and inf are refused."""
-    want = "a finite number" + (f" {_bounds(lo, hi, lo_open, hi_open)}" if lo is not None or hi is not None else "")
+    rng = _bounds(lo, hi, lo_open, hi_open)
 
     def parse(text: str) -> float:
         import math
@@ -151,13 +153,11 @@ def real_number(option: str, *, lo: float | None = None, hi: float | None = None
             x = float(text.strip())
         except ValueError:
             x = math.nan
-        bad = not math.isfinite(x)
-        if lo is not None:
-            bad = bad or x < lo or (lo_open and x == lo)
-        if hi is not None:
-            bad = bad or x > hi or (hi_open and x == hi)
-        if bad:
-            raise OptionError(f"{text[:40]!r} is not {want}", key=option, hint=f"give {option} {want}")
+        if not math.isfinite(x):
+            raise _out_of_range(option, text, rng, "a finite number", True)
+        if (lo is not None and (x < lo or (lo_open and x == lo))) or (
+                hi is not None and (x > hi or (hi_open and x == hi))):
+            raise _out_of_range(option, text, rng, "a finite number", False)
         return x
 
     return parse

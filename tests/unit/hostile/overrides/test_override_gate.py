@@ -217,5 +217,5 @@ def test_a_numeric_option_out_of_range_is_one_line(workdir: Path, cli, args: lis
     code, out, err = cli(*[str(workdir) if a == "RUN" else a for a in args])
     assert code == 2, (out, err)
     lines = [ln for ln in err.strip().splitlines() if ln.strip()]
-    assert len(lines) == 1 and lines[0].startswith(f"error: {must}: ") and "hint:" in lines[0], err
+    assert len(lines) == 1 and lines[0].startswith(f"error: {must} must be ") and "hint:" in lines[0], err
     assert "usage:" not in err and "Traceback" not in err
