@@ -99,9 +99,11 @@ def _overrides(spec: SpecLike, overrides: Sequence[str] | None) -> list[str]:
     if any(o.partition("=")[0].lstrip("+~") == "spec" for o in rest):
         raise SpecError("the spec is given twice (the `spec` argument and a `spec=` override)", key="spec",
                         hint="give the spec as the first argument only")
-    from biasaudit.spec.compose import spec_argument
+    from biasaudit.spec.override_gate import gate
+    from biasaudit.spec.spec_names import spec_argument
 
     out = [f"spec={spec_argument(spec)}", *rest]
+    gate(out, where="overrides")  # the command line's gate: no Hydra setting outside its allow-list, no _target_
     from biasaudit.runner.sweeps import sweep_combinations
 
     if len(sweep_combinations(out)) > 1:

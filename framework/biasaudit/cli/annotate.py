@@ -7,6 +7,8 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from biasaudit.cli.common import whole_number
+
 DESCRIPTION = """\
 Write a seeded sample of a run's coded units for layer LAYER as an annotation sheet
 (csv or jsonl, by the -o suffix): one row per unit with its unit_id, the prompt and the
@@ -37,12 +39,12 @@ def add_parser(sub: Any) -> None:
                          description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
     ex.add_argument("run", help="a run folder written by `biasaudit run` (with codes.jsonl and responses.jsonl)")
     ex.add_argument("--layer", required=True, help="the coding layer whose units are sampled")
-    ex.add_argument("--n", type=int, default=100, help="units to sample (default: 100; all when the layer coded fewer)")
+    ex.add_argument("--n", type=whole_number("--n", lo=1), default=100, help="units to sample (default: 100; all when the layer coded fewer)")
     ex.add_argument("--stratify", default=None, metavar="FIELD",
                     help="draw per stratum: `cell`, a factor or a stimulus field (e.g. group); each stratum gets "
                          "2 units or all it has, the rest in proportion to its size (default: one simple random "
                          "sample)")
-    ex.add_argument("--seed", type=int, default=None, help="seed of the draw (default: the run's runtime.seed)")
+    ex.add_argument("--seed", type=whole_number("--seed", lo=0), default=None, help="seed of the draw (default: the run's runtime.seed)")
     ex.add_argument("--with-codes", action="store_true",
                     help="add the layer's machine label and rationale (the review is then not blind)")
     ex.add_argument("-o", "--out", default=None, metavar="SHEET",

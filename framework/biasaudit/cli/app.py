@@ -12,7 +12,14 @@ from collections.abc import Callable
 from typing import Any
 
 from biasaudit._util.envdefaults import apply as apply_env_defaults
-from biasaudit.cli.common import EXIT_INTERNAL, fail, log_traceback, print_traceback, set_verbose
+from biasaudit.cli.common import (
+    EXIT_INTERNAL,
+    OptionError,
+    fail,
+    log_traceback,
+    print_traceback,
+    set_verbose,
+)
 from biasaudit.cli.run import junit_after_error
 from biasaudit.errors import USER_ERRORS, BiasAuditError, user_error
 
@@ -66,7 +73,10 @@ def main(argv: list[str] | None = None) -> int:
         return fail(BiasAuditError("an argument holds a NUL character", key=ascii(nul)[:80],
                                    hint="remove the NUL (\\x00) from the argument"))
     parser = build_parser()
-    args, rest = parser.parse_known_args(argv)
+    try:
+        args, rest = parser.parse_known_args(argv)
+    except OptionError as exc:  # a numeric option out of range (cli/common.py): one line, not the usage block
+        return fail(exc)
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
                         format="%(levelname)s %(name)s: %(message)s")
     set_verbose(bool(args.verbose))

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 
-from biasaudit.cli.common import OVERRIDES_HELP, fail, positional_spec, with_overrides
+from biasaudit.cli.common import OVERRIDES_HELP, checked_overrides, fail, with_overrides
 from biasaudit.errors import BiasAuditError
 
 
@@ -29,7 +29,7 @@ def cmd_calibrate(args: argparse.Namespace, rest: list[str]) -> int:
     from biasaudit.spec.compose import compose
 
     try:
-        composed = compose(positional_spec(rest, "calibrate"))
+        composed = compose(checked_overrides(rest, "calibrate"))
         results = calibrate(composed, args.layer)
     except BiasAuditError as exc:
         return fail(exc)

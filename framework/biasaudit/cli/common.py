@@ -6,9 +6,14 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from biasaudit.errors import BiasAuditError, SpecError
+
+if TYPE_CHECKING:
+    from biasaudit.spec.override_gate import GatedOverrides
 
 EXIT_INTERNAL = 70  # EX_SOFTWARE (sysexits.h)
 
@@ -87,6 +92,77 @@ def positional_spec(rest: list[str], command: str) -> list[str]:
     return [f"spec={a}" if a == loose[0] else a for a in rest]
 
 
+def gated_overrides(rest: list[str], command: str) -> GatedOverrides:
+    """A command's overrides (a spec file given without `spec=` taken as one) through the
+    one override gate (spec/override_gate.py), before anything else reads them: a refused
+    override is one line and exit code 2, and nothing is composed, run or written."""
+    from biasaudit.spec.override_gate import gate
+
+    return gate(positional_spec(rest, command))
+
+
+def checked_overrides(rest: list[str], command: str) -> list[str]:
+    """`gated_overrides`, as the user gave them (spec files by path)."""
+    return list(gated_overrides(rest, command).typed)
+
+
+class OptionError(BiasAuditError):
+    """A numeric option's value out of its range. Raised from an argparse `type` function,
+    which argparse does not catch (it catches ValueError and turns it into its usage block),
+    so `main` prints it as one line with exit code 2."""
+
+
+def _bounds(lo: float | None, hi: float | None, lo_open: bool, hi_open: bool) -> str:
+    low = None if lo is None else (f"more than {lo:g}" if lo_open else f"{lo:g} or more")
+    high = None if hi is None else (f"less than {hi:g}" if hi_open else f"{hi:g} or less")
+    return " and ".join(p for p in (low, high) if p) or "a number"
+
+
+def _out_of_range(option: str, text: str, rng: str, kind: str, not_kind: bool) -> OptionError:
+    got = f"got {text[:40]!r}" + (f", not {kind}" if not_kind else "")
+    return OptionError(f"{option} must be {rng} ({got})", hint=f"give {option} {kind}, {rng}")
+
+
+def whole_number(option: str, *, lo: int | None = None, hi: int | None = None) -> Callable[[str], int]:
+    """An argparse `type` for a whole-number option in [lo, hi]: a bad value is one line
+    naming the option, the value and the range (`--n must be 1 or more (got '0')`)."""
+    rng = _bounds(lo, hi, False, False)
+
+    def parse(text: str) -> int:
+        try:
+            n = int(text.strip())
+        except ValueError:
+            raise _out_of_range(option, text, rng, "a whole number", True) from None
+        if (lo is not None and n < lo) or (hi is not None and n > hi):
+            raise _out_of_range(option, text, rng, "a whole number", False)
+        return n
+
+    return parse
+
+
+def real_number(option: str, *, lo: float | None = None, hi: float | None = None, lo_open: bool = False,
+                hi_open: bool = False) -> Callable[[str], float]:
+    """An argparse `type` for a finite number in the range (open or closed at each end);
+    nan and inf are refused."""
+    rng = _bounds(lo, hi, lo_open, hi_open)
+
+    def parse(text: str) -> float:
+        import math
+
+        try:
+            x = float(text.strip())
+        except ValueError:
+            x = math.nan
+        if not math.isfinite(x):
+            raise _out_of_range(option, text, rng, "a finite number", True)
+        if (lo is not None and (x < lo or (lo_open and x == lo))) or (
+                hi is not None and (x > hi or (hi_open and x == hi))):
+            raise _out_of_range(option, text, rng, "a finite number", False)
+        return x
+
+    return parse
+
+
 def with_overrides(sp: argparse.ArgumentParser) -> None:
     """Show `[overrides...]` in the usage line: they are not argparse arguments (Hydra
     parses them), so argparse would leave them out."""
@@ -94,5 +170,6 @@ def with_overrides(sp: argparse.ArgumentParser) -> None:
     sp.usage = " ".join(usage.split()) + " [SPEC_FILE] [overrides...]"
 
 
-__all__ = ["EXIT_INTERNAL", "OVERRIDES_HELP", "error_lines", "fail", "log_traceback", "positional_spec",
+__all__ = ["EXIT_INTERNAL", "OVERRIDES_HELP", "OptionError", "checked_overrides", "error_lines", "fail", "gated_overrides",
+           "log_traceback", "positional_spec", "real_number", "whole_number",
            "print_traceback", "set_verbose", "with_overrides"]

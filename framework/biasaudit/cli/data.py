@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from biasaudit.cli.command import BAD_INPUT, bad_input, command_parser, unexpected_arguments
+from biasaudit.cli.common import real_number, whole_number
 from biasaudit.errors import BiasAuditError, printable
 
 if TYPE_CHECKING:
@@ -71,9 +72,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
     f.add_argument("--file", metavar="PATH", help="fetch only this file (its path or source path)")
     f.add_argument("--allow-redirect-host", metavar="HOST", action="append", default=[],
                    help="a host a redirect may lead to (repeatable)")
-    f.add_argument("--max-bytes", metavar="N", type=int, default=None,
+    f.add_argument("--max-bytes", metavar="N", type=whole_number("--max-bytes", lo=1), default=None,
                    help="largest download when the provenance records no size (default 2 GiB)")
-    f.add_argument("--timeout", metavar="SECONDS", type=float, default=None,
+    f.add_argument("--timeout", metavar="SECONDS", type=real_number("--timeout", lo=0, lo_open=True), default=None,
                    help="seconds each network step may take (default 60)")
     f.add_argument("--force", action="store_true",
                    help="replace a file in place that has another digest (after the download verified)")

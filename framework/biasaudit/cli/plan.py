@@ -8,7 +8,7 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from biasaudit.cli.common import OVERRIDES_HELP, fail, positional_spec, with_overrides
+from biasaudit.cli.common import OVERRIDES_HELP, fail, gated_overrides, real_number, with_overrides
 from biasaudit.errors import BiasAuditError, SpecError
 from biasaudit.runner.sweeps import sweep_combinations
 
@@ -29,7 +29,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> argp
     pl.add_argument("--cells", action="store_true", help="list every cell of the design")
     pl.add_argument("-m", "--multirun", action="store_true",
                     help="count a sweep (`model=a,b metrics.0.alpha=0.6,0.7`): one row per job, and totals")
-    pl.add_argument("--half-width", type=float, default=None, metavar="H",
+    pl.add_argument("--half-width", type=real_number("--half-width", lo=0, hi=0.5, lo_open=True, hi_open=True), default=None, metavar="H",
                     help="also print how many stimuli a 95%% half-width of H (e.g. 0.05) needs")
     add_power_arguments(pl)
     pl.set_defaults(fn=cmd_plan)
@@ -52,22 +52,22 @@ def _check_half_width(h: float | None) -> None:
 
 def cmd_plan(args: argparse.Namespace, rest: list[str]) -> int:
     from biasaudit.runner.cost import estimate_jobs, time_text
-    from biasaudit.spec.compose import compose_many, prepare_overrides
+    from biasaudit.spec.compose import compose_many
     from biasaudit.stats import sample_size_for_half_width, wilson_half_width
 
     try:
         from biasaudit.spec.suite import load_suite
 
         _check_half_width(args.half_width)
-        rest = positional_spec(rest, "plan")
+        gated = gated_overrides(rest, "plan")
+        rest = list(gated.typed)
         found = load_suite(list(rest))
         if args.power and (found is not None or args.multirun):
             raise SpecError("--power plans one spec, not a suite or a sweep", key="--power",
                             hint="run `biasaudit plan --power` on each member spec (or each job's overrides)")
         if found is not None:
             return _plan_suite(found, list(rest))
-        overrides = prepare_overrides(list(rest))
-        combos = sweep_combinations(overrides) if args.multirun else [overrides]
+        combos = sweep_combinations(list(gated)) if args.multirun else [list(gated)]
         labels = [" ".join(c) or "(defaults)" for c in combos]
         jobs = estimate_jobs(list(zip(labels, compose_many(combos), strict=True)))
     except BiasAuditError as exc:

@@ -7,6 +7,7 @@ import math
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from biasaudit.cli.common import real_number
 from biasaudit.errors import SpecError
 from biasaudit.stats.power import MAX_STIMULI
 
@@ -21,7 +22,7 @@ def add_arguments(pl: argparse.ArgumentParser) -> None:
                    help="for each threshold: the stimuli needed to decide (PASS or FAIL, as the true value "
                         "calls for) with the target probability at the spec's alpha, and the deviations "
                         "detectable at the spec's current n (clustering over prompt conditions included)")
-    g.add_argument("--target-power", type=float, default=0.8, metavar="P",
+    g.add_argument("--target-power", type=real_number("--target-power", lo=0, hi=1, lo_open=True, hi_open=True), default=0.8, metavar="P",
                    help="probability of deciding to plan for (default 0.8)")
     g.add_argument("--true-value", action="append", default=[], metavar="[METRIC=]V",
                    help="the true value to plan for, on the estimate's scale (e.g. 55 for a score in [0, 100]); "
@@ -30,10 +31,10 @@ def add_arguments(pl: argparse.ArgumentParser) -> None:
     g.add_argument("--pilot", metavar="RUN_DIR", default=None,
                    help="an earlier run's folder: its intervals give the per-stimulus variance and the "
                         "intra-cluster correlation (default: conservative stated assumptions)")
-    g.add_argument("--icc", type=float, default=None, metavar="RHO",
+    g.add_argument("--icc", type=real_number("--icc", lo=0, hi=1), default=None, metavar="RHO",
                    help="intra-cluster correlation of the rows of one stimulus (default: the pilot's, else 1, "
                         "the largest)")
-    g.add_argument("--sd", type=float, default=None, metavar="S",
+    g.add_argument("--sd", type=real_number("--sd", lo=0, lo_open=True), default=None, metavar="S",
                    help="standard deviation of one row, for a mean with no declared range and no pilot")
 
 

@@ -15,8 +15,8 @@ from biasaudit.cli.common import (
     OVERRIDES_HELP,
     error_lines,
     fail,
+    gated_overrides,
     log_traceback,
-    positional_spec,
     print_traceback,
     with_overrides,
 )
@@ -30,6 +30,7 @@ if TYPE_CHECKING:
 
     from biasaudit.records.summary import RunSummary
     from biasaudit.runner.jobs import AuditJob
+    from biasaudit.spec.override_gate import GatedOverrides
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> argparse.ArgumentParser:
@@ -53,12 +54,12 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> argp
     return r
 
 
-def _preflight(overrides: list[str], multirun: bool) -> list[AuditJob]:
+def _preflight(overrides: GatedOverrides, multirun: bool) -> list[AuditJob]:
     """Every job's spec, data, templates and model, checked before anything runs (a single
     run planned, the plan it then executes; a sweep's plans counted by streaming)."""
     from biasaudit.runner.jobs import prepare_jobs
 
-    return prepare_jobs(sweep_combinations(overrides) if multirun else [overrides])
+    return prepare_jobs(sweep_combinations(list(overrides)) if multirun else [overrides])
 
 
 def junit_after_error(args: argparse.Namespace, line: str) -> None:
@@ -77,12 +78,8 @@ def junit_after_error(args: argparse.Namespace, line: str) -> None:
 
 def cmd_run(args: argparse.Namespace, rest: list[str]) -> int:
     from biasaudit.report.junit import check_junit_path, write_junit_error
-    from biasaudit.spec.compose import prepare_overrides
     from biasaudit.verdicts.gating import gate_flags
 
-    # the command as typed, for the manifest and the "how to resume" message
-    typed = ["biasaudit", "run", *(["-m"] if args.multirun else []),
-             *(["--retry-failed"] if args.retry_failed else []), *gate_flags(args), *rest]
     if args.junit:  # before anything runs: a bad path must not cost a run
         try:
             check_junit_path(args.junit)
@@ -107,13 +104,16 @@ def cmd_run(args: argparse.Namespace, rest: list[str]) -> int:
                 fail(err)
         return 2
 
-    try:
-        rest = positional_spec(rest, "run")
-        overrides = prepare_overrides(list(rest))
+    try:  # every override through the gate first: what runs, the manifest and the re-run line hold only its output
+        overrides = gated_overrides(rest, "run")
     except BiasAuditError as exc:
         return stop(exc)
+    rest = list(overrides.typed)
+    # the command as typed (after the gate), for the manifest and the "how to resume" message
+    typed = ["biasaudit", "run", *(["-m"] if args.multirun else []),
+             *(["--retry-failed"] if args.retry_failed else []), *gate_flags(args), *rest]
     if args.retry_failed:
-        overrides.append("runtime.retry_failed=true")
+        overrides = overrides.plus("runtime.retry_failed=true")
     try:
         from biasaudit.spec.suite import load_suite
 
@@ -138,7 +138,7 @@ def cmd_run(args: argparse.Namespace, rest: list[str]) -> int:
     except BiasAuditError as exc:
         return stop(exc)
     if caches is not None:
-        overrides = [*overrides, f"runtime.job_cache_dir={caches[1]}"]
+        overrides = overrides.plus(f"runtime.job_cache_dir={caches[1]}")
     code = _run_jobs(overrides, args, typed, jobs)
     args.junit_done = True  # the jobs' verdicts and errors are in it
     if caches is not None:
@@ -154,7 +154,7 @@ def _kinds(kinds: dict[str, int]) -> str:
     return " (" + ", ".join(f"{k} {n}" for k, n in kinds.items()) + "; --retry-failed sends them again)"
 
 
-def _run_suite(found: Any, raw: list[str], overrides: list[str], args: argparse.Namespace,
+def _run_suite(found: Any, raw: list[str], overrides: GatedOverrides, args: argparse.Namespace,
                command: list[str]) -> int:
     from biasaudit.cli.run_end import end_suite
     from biasaudit.runner.suite import run_suite
@@ -175,7 +175,7 @@ def _run_suite(found: Any, raw: list[str], overrides: list[str], args: argparse.
     return end_suite(summary, out_dir, fail_on=args.fail_on, junit=args.junit)
 
 
-def _run_jobs(overrides: list[str], args: argparse.Namespace, command: list[str], jobs: list[AuditJob]) -> int:
+def _run_jobs(overrides: GatedOverrides, args: argparse.Namespace, command: list[str], jobs: list[AuditJob]) -> int:
     """Run the jobs, each in its run folder: a single run from the configuration composed
     and planned in preflight (Hydra's run mode without composing again), a sweep through
     `@hydra.main` (its sweeper and launcher make the job folders and compose each job)."""
@@ -188,6 +188,7 @@ def _run_jobs(overrides: list[str], args: argparse.Namespace, command: list[str]
     from biasaudit.runner.jobs import run_in_hydra_folder, run_job
     from biasaudit.runner.sweep_caches import job_runtime
     from biasaudit.spec.compose import record_hydra_overrides, to_audit_config
+    from biasaudit.spec.override_gate import gate
     from biasaudit.verdicts.gating import Ledger
 
     # a single run was composed and planned before: that composition makes its run folder
@@ -209,7 +210,7 @@ def _run_jobs(overrides: list[str], args: argparse.Namespace, command: list[str]
             if ready is not None:
                 composed = ready.composed
             else:
-                composed = to_audit_config(cfg, choices, list(hc.overrides.task))
+                composed = to_audit_config(cfg, choices, gate(hc.overrides.task))  # a sweep's job, gated again
             # a cluster sweep's job writes its own cache file (sweep_caches)
             if composed.config.runtime.job_cache_dir:
                 rt = job_runtime(composed.config.runtime, int(hc.job.num))
@@ -250,8 +251,7 @@ def _run_jobs(overrides: list[str], args: argparse.Namespace, command: list[str]
         if single is not None:
             run_in_hydra_folder(single, task)
         else:
-            sys.argv = ["biasaudit", *(["--multirun"] if args.multirun else []), *overrides]
-            _hydra_main(task)
+            _hydra_main(task, overrides, multirun=args.multirun)
     except KeyboardInterrupt:
         print(f"interrupted: finished model calls are saved; to resume, run the same command again: "
               f"{shlex.join(command)}", file=sys.stderr)
@@ -268,13 +268,19 @@ def _run_jobs(overrides: list[str], args: argparse.Namespace, command: list[str]
     return code
 
 
-def _hydra_main(task: Callable[[DictConfig], RunSummary | None]) -> None:
-    """`task` under `@hydra.main`, on the command line in `sys.argv` (a sweep: Hydra
-    composes each job; the run log is `cli.log` by `hydra.job.name` in conf/config.yaml)."""
+def _hydra_main(task: Callable[[DictConfig], RunSummary | None], overrides: GatedOverrides, *,
+                multirun: bool) -> None:
+    """`task` under `@hydra.main`, on the gated overrides (a sweep: Hydra composes each job;
+    the run log is `cli.log` by `hydra.job.name` in conf/config.yaml). `@hydra.main` reads
+    its command line from `sys.argv`, so that is set here and only here, from the gate's output."""
     import hydra
 
     from biasaudit._util.paths import conf_dir
+    from biasaudit.spec.override_gate import GatedOverrides
 
+    if not isinstance(overrides, GatedOverrides):
+        raise TypeError("_hydra_main takes the gate's output: biasaudit.spec.override_gate.gate(overrides)")
+    sys.argv = ["biasaudit", *(["--multirun"] if multirun else []), *overrides]
     hydra.main(config_path=str(conf_dir()), config_name="config", version_base="1.3")(task)()
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 
-from biasaudit.cli.common import OVERRIDES_HELP, fail, positional_spec
+from biasaudit.cli.common import OVERRIDES_HELP, checked_overrides, fail
 from biasaudit.errors import BiasAuditError
 
 
@@ -31,7 +31,7 @@ def cmd_selftest(args: argparse.Namespace, rest: list[str]) -> int:
     from biasaudit.runner.selftest import lines, selftests
 
     try:
-        results = selftests(positional_spec(rest, "selftest"), label_words=bool(getattr(args, "label_words", False)))
+        results = selftests(checked_overrides(rest, "selftest"), label_words=bool(getattr(args, "label_words", False)))
     except BiasAuditError as exc:
         return fail(exc)
     failed = 0

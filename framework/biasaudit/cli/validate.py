@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING
 
-from biasaudit.cli.common import OVERRIDES_HELP, fail, positional_spec, with_overrides
+from biasaudit.cli.common import OVERRIDES_HELP, checked_overrides, fail, with_overrides
 from biasaudit.errors import BiasAuditError
 
 if TYPE_CHECKING:
@@ -37,7 +37,7 @@ def cmd_validate(args: argparse.Namespace, rest: list[str]) -> int:
         from biasaudit.runner.suite import plan_jobs
         from biasaudit.spec.suite import load_suite
 
-        rest = positional_spec(rest, "validate")
+        rest = checked_overrides(rest, "validate")
         found = load_suite(list(rest))
         if found is not None:
             suite, path = found

@@ -7,6 +7,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from biasaudit.cli.common import whole_number
+
 MAX_ROWS = 5000
 """`report.viewer.load.MAX_ROWS`, here so that `--help` loads no report code (a test keeps them equal)."""
 
@@ -26,7 +28,7 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
                         description=DESCRIPTION)
     vw.add_argument("run_dir", help="a run folder (reports/<audit>/<run>) or a suite folder")
     vw.add_argument("--out", default=None, metavar="FILE", help="where to write the page (default: RUN_DIR/viewer.html)")
-    vw.add_argument("--max-rows", type=_positive, default=MAX_ROWS, metavar="N",
+    vw.add_argument("--max-rows", type=whole_number("--max-rows", lo=1), default=MAX_ROWS, metavar="N",
                     help=f"responses embedded at most, shared between a suite's runs (default: {MAX_ROWS}); "
                          "the page says how many it leaves out")
     vw.add_argument("--force", action="store_true",
@@ -36,16 +38,6 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     vw.set_defaults(fn=cmd_view)
     assert isinstance(vw, argparse.ArgumentParser)
     return vw
-
-
-def _positive(text: str) -> int:
-    try:
-        n = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if n < 1:
-        raise argparse.ArgumentTypeError("give at least 1")
-    return n
 
 
 def cmd_view(args: argparse.Namespace, rest: list[str]) -> int:

@@ -13,7 +13,7 @@ Model weights are loaded once per process whatever the route (backends/weights.p
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -41,7 +41,7 @@ class AuditJob:
     """A single run's composed configuration with its `hydra` node (run folder, logging)."""
 
 
-def prepare_jobs(combos: list[list[str]]) -> list[AuditJob]:
+def prepare_jobs(combos: Sequence[Sequence[str]]) -> list[AuditJob]:
     """Every job composed and checked before anything runs: its cache and reports folder
     writable, its spec, data and templates valid (a single job planned, a sweep's counted)."""
     from biasaudit.runner.cost import estimate_jobs

@@ -528,10 +528,28 @@ def read_manifest(run_dir: Path) -> RunManifest:
         if not isinstance(m.get(k), t):
             raise StoreError(f"manifest.json lacks a usable {k!r}", file=str(mpath), hint=hint)
     try:
-        return RunManifest.model_validate(m)
+        manifest = RunManifest.model_validate(m)
     except ValidationError as exc:
         where = ".".join(str(p) for p in exc.errors()[0]["loc"])
         raise StoreError(f"manifest.json lacks a usable {where!r}", file=str(mpath), hint=hint) from None
+    _check_recorded_overrides(manifest, mpath)
+    return manifest
+
+
+def _check_recorded_overrides(m: RunManifest, mpath: Path) -> None:
+    """A received run's overrides pass the command-line gate again (spec/override_gate.py):
+    its re-run line, command and self-test are built from them, so a manifest carrying
+    `hydra.callbacks...` or a `_target_` is refused, not shown as a command to copy."""
+    from biasaudit.errors import SpecError, StoreError
+    from biasaudit.spec.override_gate import check_recorded
+
+    try:
+        check_recorded(m.overrides, where=str(mpath))
+        check_recorded([a for a in m.command[2:] if not a.startswith("-")], where=str(mpath), strict=False)
+    except SpecError as exc:
+        raise StoreError(f"manifest.json: {exc.message}", file=str(mpath), key="overrides",
+                         hint="this run folder holds overrides biasaudit never writes: do not re-run its command; "
+                              "run the spec again yourself") from None
 
 
 def rerender(run_dir: Path, answerer: Callable[..., StoreAnswerer] = StoreAnswerer, *,

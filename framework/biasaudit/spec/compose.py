@@ -7,19 +7,16 @@ The spec is the `spec` group, served from `specs/` by the config source in
 
 from __future__ import annotations
 
-import hashlib
-import json
-import os
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from omegaconf import DictConfig, OmegaConf, open_dict, read_write
 
-from biasaudit._util.fileio import atomic_write, path_problem, resolved
+from biasaudit._util.fileio import atomic_write
 from biasaudit._util.paths import (
-    SPEC_FILES_ENV,
     conf_dir,
     find_spec_file,
     list_specs,
@@ -28,8 +25,16 @@ from biasaudit._util.paths import (
 from biasaudit.errors import BiasAuditError, SpecError
 from biasaudit.records.json import JSONObject
 from biasaudit.spec import AuditConfig, validate_config
-from biasaudit.spec.interp import check_text, check_tree, override_values
+from biasaudit.spec.interp import check_tree
 from biasaudit.spec.load import source_file
+from biasaudit.spec.override_gate import GatedOverrides, check_conflicts, gate
+from biasaudit.spec.spec_names import (
+    SAMPLE_KEYS,
+    SIGNOFF_KEYS,
+    SPEC_NAME,
+    prepare_overrides,
+    spec_argument,
+)
 
 
 @dataclass
@@ -42,128 +47,6 @@ class Composed:
     overrides: list[str] = field(default_factory=list)
 
 
-def _is_path(value: str) -> bool:
-    return "/" in value or value.endswith((".yaml", ".yml"))
-
-
-# The audit section's optional free-text keys, settable on the command line (`audit.auditor="Jane Doe"`)
-# though the spec may not write them: Hydra overrides only keys the composed config has.
-SIGNOFF_KEYS = ("audit.scope", "audit.limitations", "audit.auditor", "audit.date")
-SAMPLE_KEYS = ("stimuli.sample", "stimuli.sample.n", "stimuli.sample.seed")
-"""`+stimuli.sample.n=20` is written to add a sample to a spec that has none; the specs of
-published benchmarks set one (a seeded sample of the full file), and Hydra refuses `+` on a
-key that exists. So `+` on these keys sets the key whether the spec has it or not."""
-
-
-def prepare_overrides(overrides: list[str]) -> list[str]:
-    """Rewrite `spec=<file path>` into `spec=<name>`, the name registered for that file.
-
-    Accepts sweeps (`spec=a.yaml,b`). The name is the file's stem, or the stem plus a short
-    hash of the resolved path when the stem would also name another file in the same
-    command (`-m spec=/a/x.yaml,/b/x.yaml` are two jobs, not one twice). Names go into
-    `BIASAUDIT_SPEC_FILES` (and folders into `BIASAUDIT_SPEC_DIRS`), so launcher workers,
-    which inherit the environment, find the same files.
-    """
-    out = []
-    extra = [p for p in os.environ.get("BIASAUDIT_SPEC_DIRS", "").split(os.pathsep) if p]
-    files = _spec_files()
-    claimed: dict[str, str] = {}  # name -> resolved path ("" for a bare name) in this command
-    for ov in overrides:
-        key, sep, value = ov.partition("=")
-        if key.lstrip("+~") == "spec" and sep:
-            for item in value.split(","):
-                if not _is_path(item.strip()):
-                    claimed[item.strip()] = ""
-    for ov in overrides:
-        key, sep, value = ov.partition("=")
-        if key in SIGNOFF_KEYS and sep:
-            # optional sign-off text most specs leave out: set it whether the spec has it or not
-            out.append(f"++{ov}")
-            continue
-        if sep and key.startswith("+") and not key.startswith("++") and key[1:] in SAMPLE_KEYS:
-            out.append(f"+{ov}")
-            continue
-        if key.lstrip("+~") != "spec" or not sep:
-            out.append(ov)
-            continue
-        names = []
-        for item in value.split(","):
-            item = item.strip()
-            names.append(_register(item, claimed, files, extra) if _is_path(item) else item)
-        out.append(f"{key}={','.join(names)}")
-    os.environ["BIASAUDIT_SPEC_DIRS"] = os.pathsep.join(extra)
-    os.environ[SPEC_FILES_ENV] = json.dumps(files)
-    return out
-
-
-def _register(item: str, claimed: dict[str, str], files: dict[str, str], extra: list[str]) -> str:
-    """The name a spec file given as a path is registered under (see `prepare_overrides`)."""
-    p = resolved(Path(item).expanduser(), error=SpecError, key="spec")
-    problem = path_problem(p)
-    if problem:
-        raise SpecError(f"spec file: {problem}", file=str(p), key="spec", hint="check the path")
-    name = p.stem
-    if claimed.get(name, str(p)) != str(p) or not re.fullmatch(r"[A-Za-z0-9_][A-Za-z0-9_.-]*", name):
-        # another file of that name, or a name Hydra's override grammar cannot take
-        slug = re.sub(r"[^A-Za-z0-9_.-]+", "_", p.stem).strip("_.-") or "spec"
-        name = f"{slug}-{hashlib.sha256(str(p).encode()).hexdigest()[:8]}"
-    claimed[name] = str(p)
-    files[name] = str(p)
-    if str(p.parent) not in extra:
-        extra.insert(0, str(p.parent))
-    return name
-
-
-SPEC_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*")
-"""A spec given by name: what Hydra's override grammar takes as a plain value."""
-
-
-def spec_argument(spec: str | os.PathLike[str]) -> str:
-    """The Python API's `spec` argument (one spec, never a sweep) as the value of a `spec=`
-    override. A path is registered as `prepare_overrides` registers one, under a name the
-    override grammar takes, so any file name works (`a,b.yaml`, `x=y.yaml`, quotes,
-    brackets, parentheses); a name must be a plain name."""
-    value = os.fspath(spec)
-    if _is_path(value) or (isinstance(spec, os.PathLike) and Path(value).is_file()):
-        extra = [p for p in os.environ.get("BIASAUDIT_SPEC_DIRS", "").split(os.pathsep) if p]
-        files = _spec_files()
-        name = _register(value, {}, files, extra)
-        os.environ["BIASAUDIT_SPEC_DIRS"] = os.pathsep.join(extra)
-        os.environ[SPEC_FILES_ENV] = json.dumps(files)
-        return name
-    if not SPEC_NAME.fullmatch(value):
-        raise SpecError(f"{value!r} is not a spec name (letters, digits, '_', '.' and '-')", key="spec",
-                        hint="give a shipped spec's name (biasaudit list specs) or a path to a .yaml file")
-    return value
-
-
-def _spec_files() -> dict[str, str]:
-    try:
-        files = json.loads(os.environ.get(SPEC_FILES_ENV) or "{}")
-    except ValueError:
-        return {}
-    return files if isinstance(files, dict) else {}
-
-
-def check_override_values(overrides: list[str]) -> None:
-    """Refuse resolvers and computed keys in command-line values before Hydra or OmegaConf
-    sees them (the composed config is checked again as a whole)."""
-    from hydra.core.override_parser.overrides_parser import OverridesParser
-
-    for raw in overrides:
-        if "${" not in raw:
-            continue
-        try:
-            [ov] = OverridesParser.create().parse_overrides([raw])
-        except Exception as exc:  # grammar errors: Hydra reports them with context later
-            if type(exc).__module__.startswith(("hydra", "omegaconf")):
-                check_text(raw.partition("=")[2], file="command line", key=raw.partition("=")[0].lstrip("+~"))
-                continue
-            raise
-        for text in override_values(ov.value()):
-            check_text(text, file="command line", key=ov.key_or_group)
-
-
 def _ours(exc: BaseException) -> BiasAuditError | None:
     """Our own error, if Hydra wrapped one (e.g. raised by the spec config source)."""
     seen: set[int] = set()
@@ -174,26 +57,6 @@ def _ours(exc: BaseException) -> BiasAuditError | None:
         seen.add(id(e))
         e = e.__cause__ or e.__context__
     return None
-
-
-def check_conflicts(overrides: list[str]) -> None:
-    """Refuse a key given twice on the command line: Hydra would keep the last silently."""
-    from hydra.core.override_parser.overrides_parser import OverridesParser
-
-    try:
-        parsed = OverridesParser.create().parse_overrides(overrides)
-    except Exception as exc:  # grammar errors: Hydra reports them with context below
-        if type(exc).__module__.startswith(("hydra", "omegaconf")):
-            return
-        raise
-    first: dict[tuple[str, str | None], str] = {}
-    for ov, raw in zip(parsed, overrides, strict=True):
-        k = (ov.key_or_group, ov.package)
-        if k in first:
-            name = ov.key_or_group + (f"@{ov.package}" if ov.package else "")
-            raise SpecError(f"conflicting overrides {first[k]!r} and {raw!r}", file="command line", key=name,
-                            hint=f"give {name} once")
-        first[k] = raw
 
 
 def _hydra_error(exc: Exception) -> BiasAuditError:
@@ -254,17 +117,19 @@ def _hydra_error(exc: Exception) -> BiasAuditError:
     return SpecError(msg, key="overrides", hint="see 'biasaudit run --help' for override syntax")
 
 
-def compose_dict(overrides: list[str]) -> tuple[DictConfig, dict[str, str]]:
+def compose_dict(overrides: GatedOverrides) -> tuple[DictConfig, dict[str, str]]:
+    """Hydra's composition of overrides that passed the gate (spec/override_gate.py); the
+    only call of Hydra's compose API."""
     from hydra import compose, initialize_config_dir
     from hydra.core.global_hydra import GlobalHydra
 
-    overrides = prepare_overrides(overrides)
-    check_override_values(overrides)
+    if not isinstance(overrides, GatedOverrides):  # untyped callers too: nothing reaches Hydra ungated
+        raise TypeError("compose_dict takes the gate's output: biasaudit.spec.override_gate.gate(overrides)")
     check_conflicts(overrides)
     GlobalHydra.instance().clear()
     try:
         with initialize_config_dir(config_dir=str(conf_dir()), version_base="1.3"):
-            cfg = compose("config", overrides=overrides, return_hydra_config=True)
+            cfg = compose("config", overrides=list(overrides), return_hydra_config=True)
     except Exception as exc:  # Hydra raises several exception types for bad overrides
         raise _hydra_error(exc) from None
     finally:
@@ -273,9 +138,9 @@ def compose_dict(overrides: list[str]) -> tuple[DictConfig, dict[str, str]]:
     return cfg, choices
 
 
-def to_audit_config(
-    cfg: DictConfig, choices: dict[str, str], overrides: list[str] | None = None
-) -> Composed:
+def to_audit_config(cfg: DictConfig, choices: dict[str, str], overrides: GatedOverrides) -> Composed:
+    """The composed configuration validated; its `overrides` (for the manifest, the re-run
+    line and `.hydra/overrides.yaml`) are the gate's output."""
     spec_name = choices.get("spec", "")
     spec_file = find_spec_file(spec_name)
     if spec_file is None:
@@ -314,11 +179,11 @@ def to_audit_config(
     config = validate_config(data, spec_file=str(spec_file), choices=choices)
     return Composed(
         config=config, data=data, spec_file=spec_file, choices=choices,
-        overrides=reproducible_overrides(overrides or [], spec_file),
+        overrides=reproducible_overrides(overrides, spec_file),
     )
 
 
-def reproducible_overrides(overrides: list[str], spec_file: Path) -> list[str]:
+def reproducible_overrides(overrides: GatedOverrides, spec_file: Path) -> list[str]:
     """The overrides with `spec=` naming the file that ran, so that the manifest, the
     report's re-run command and `.hydra/overrides.yaml` work from any folder: a shipped
     spec keeps its name; any other spec (given by path, which the CLI passes to Hydra as
@@ -344,16 +209,18 @@ def record_hydra_overrides(output_dir: Path, overrides: list[str]) -> None:
                      what="Hydra overrides record")
 
 
-def compose(overrides: list[str]) -> Composed:
+def compose(overrides: Sequence[str]) -> Composed:
+    """The audit config of `overrides` (through the gate first, whoever calls)."""
     return compose_with_hydra(overrides)[0]
 
 
-def compose_with_hydra(overrides: list[str]) -> tuple[Composed, DictConfig]:
+def compose_with_hydra(overrides: Sequence[str]) -> tuple[Composed, DictConfig]:
     """`compose`, and the composed configuration with its `hydra` node (the run folder,
     the logging, the overrides): what a single command-line run needs to make its run
     folder as Hydra would, without composing a second time (runner/jobs.py)."""
-    cfg, choices = compose_dict(overrides)
-    return to_audit_config(cfg, choices, overrides), cfg
+    gated = gate(overrides)
+    cfg, choices = compose_dict(gated)
+    return to_audit_config(cfg, choices, gated), cfg
 
 
 def _value_override(ov: Any) -> bool:
@@ -368,7 +235,7 @@ def _overlaps(a: str, b: str) -> bool:
     return a == b or a.startswith(b + ".") or b.startswith(a + ".")
 
 
-def _shared_sweep(combos: list[list[str]]) -> tuple[list[int], list[list[Any]]] | None:
+def _shared_sweep(combos: list[GatedOverrides]) -> tuple[list[int], list[list[Any]]] | None:
     """The positions that vary across the jobs and each job's parsed values there, when
     the jobs can share one composition; None when every job must be composed."""
     from hydra.core.override_parser.overrides_parser import OverridesParser
@@ -389,16 +256,15 @@ def _shared_sweep(combos: list[list[str]]) -> tuple[list[int], list[list[Any]]] 
     return varying, values
 
 
-def _compose_shared(combos: list[list[str]], varying: list[int], values: list[list[Any]]) -> list[Composed]:
+def _compose_shared(combos: list[GatedOverrides], varying: list[int], values: list[list[Any]]) -> list[Composed]:
     """One composition without the varying values, then each job's values set on a copy."""
     import copy
 
     from hydra._internal.config_loader_impl import ConfigLoaderImpl
 
-    base, choices = compose_dict([ov for i, ov in enumerate(combos[0]) if i not in varying])
+    base, choices = compose_dict(gate([ov for i, ov in enumerate(combos[0]) if i not in varying]))
     out = []
     for combo, ovs in zip(combos, values, strict=True):
-        check_override_values(combo)
         check_conflicts(combo)
         cfg = copy.deepcopy(base)
         try:
@@ -409,7 +275,7 @@ def _compose_shared(combos: list[list[str]], varying: list[int], values: list[li
     return out
 
 
-def compose_many(combos: list[list[str]]) -> list[Composed]:
+def compose_many(combos: Sequence[Sequence[str]]) -> list[Composed]:
     """`compose` for every job of a sweep (`plan -m`, `run -m`'s checks before launching).
 
     Hydra's composition (defaults list, config groups, files) costs about a quarter of a
@@ -418,10 +284,16 @@ def compose_many(combos: list[list[str]]) -> list[Composed]:
     touches) share one composition, made without those values; each job's values are
     then set on a copy of it exactly as Hydra sets command-line values once it has
     composed (`_apply_overrides_to_config`). Any other sweep composes every job."""
-    if len(combos) < 2 or len({len(c) for c in combos}) != 1:
-        return [compose(c) for c in combos]
-    shared = _shared_sweep(combos)
+    gated = [gate(c) for c in combos]  # every job through the gate before any composes
+    if len(gated) < 2 or len({len(c) for c in gated}) != 1:
+        return [compose(c) for c in gated]
+    shared = _shared_sweep(gated)
     if shared is None:
-        return [compose(c) for c in combos]
+        return [compose(c) for c in gated]
     varying, values = shared
-    return _compose_shared(combos, varying, values)
+    return _compose_shared(gated, varying, values)
+
+
+__all__ = ["SAMPLE_KEYS", "SIGNOFF_KEYS", "SPEC_NAME", "Composed", "GatedOverrides", "compose", "compose_dict",
+           "compose_many", "compose_with_hydra", "gate", "prepare_overrides", "record_hydra_overrides",
+           "reproducible_overrides", "spec_argument", "to_audit_config"]

@@ -57,8 +57,9 @@ CASES: dict[str, Case] = {
                                             ["is a sweep", "biasaudit run -m"]),
     "a spec path that climbs out": Case("GRP", lambda w: ["spec=../../../../../../etc/passwd.yaml"],
                                         ["file not found"]),
-    "Hydra settings are the operator's": Case("GRP", with_args("hydra.job.chdir=true",
-                                                               "hydra.run.dir=/tmp/biasaudit-never-used")),
+    "Hydra settings are the operator's": Case("GRP", with_args("hydra.run.dir=/tmp/biasaudit-never-used")),
+    "Hydra settings outside the allow-list (issue 39)": Case("GRP", with_args("hydra.job.chdir=true"),
+                                                             ["hydra.job.chdir", "is not among the Hydra settings"]),
     "a sweep of a spec and a glob": Case("GRP", lambda w: [case_spec(w).replace("spec=", "spec=glob(*),")],
                                          ["overrides"]),
 }
