@@ -412,6 +412,11 @@ def check_store_file(path: Path | str, *, key: str, what: str = "cache",
     except (RuntimeError, OSError, ValueError) as exc:
         raise error(f"cannot use the {what} path ({exc})", file=str(p), key=key,
                     hint="check for symlink loops") from None
+    if os.path.islink(p.expanduser()) and not target.exists():
+        # a dangling link: SQLite would create a new database wherever it points
+        raise error(f"the {what} path is a symbolic link to {target}, which does not exist; a new {what} "
+                    "is never made through a link", file=str(p), key=key,
+                    hint="remove the link, or give the path of an existing cache or of a new file")
     out = check_output_file(target, key=key, what=what, streams=False, ours=True, error=error, hint=hint)
     return OutputFile(p, out.target, exists=out.exists)
 

@@ -58,18 +58,15 @@ code), and every `_target_`."""
 
 HYDRA_ALLOWED: dict[str, str] = {
     "hydra/launcher": "a shipped launcher: " + ", ".join(LAUNCHERS),
-    "hydra.run.dir": "a folder (text)",
-    "hydra.sweep.dir": "a folder (text)",
-    "hydra.sweep.subdir": "a folder name (text)",
-    "hydra.mode": "RUN or MULTIRUN",
     "hydra.searchpath": "a list of file:// or biasaudit-specs:// folders",
+    "hydra.verbose": "true, or a logger name or a list of logger names (DEBUG logging into cli.log)",
     **{f"hydra.launcher.{k}": "a plain value (number, text, true/false or null)" for k in LAUNCHER_SETTINGS},
 }
 """Every Hydra setting the command line may give, and what its value must be."""
 
 ALLOWED_HINT = ("Hydra settings allowed on the command line: hydra/launcher=<" + "|".join(LAUNCHERS)
-                + ">, hydra.launcher.<n_jobs, timeout, partition, cpus_per_task, ...>, hydra.run.dir, "
-                  "hydra.sweep.dir, hydra.sweep.subdir, hydra.mode, hydra.searchpath (docs/cli.md#overrides)")
+                + ">, hydra.launcher.<n_jobs, timeout, partition, cpus_per_task, ...>, hydra.searchpath, "
+                  "hydra.verbose (docs/cli.md#overrides); run folders go under runtime.reports_dir, a sweep is `run -m`")
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
 _SEARCH_PATH = re.compile(r"(file://|biasaudit-specs://)[^\s]*")
@@ -153,14 +150,12 @@ def _check_hydra(ov: Any, raw: str, where: str) -> None:
     value = ov.value()
     if key == "hydra/launcher":
         ok = isinstance(value, str) and value in LAUNCHERS
-    elif key == "hydra.mode":
-        ok = value in ("RUN", "MULTIRUN")
     elif key == "hydra.searchpath":
         ok = isinstance(value, list) and all(isinstance(v, str) and _SEARCH_PATH.fullmatch(v) for v in value)
-    elif key.startswith("hydra.launcher.") or key.startswith("hydra.sweep.") or key.startswith("hydra.run."):
+    elif key == "hydra.verbose":  # logging verbosity only: no path, no code
+        ok = isinstance(value, bool | str) or (isinstance(value, list) and all(isinstance(v, str) for v in value))
+    elif key.startswith("hydra.launcher."):
         ok = value is None or isinstance(value, bool | int | float | str)
-        if key.startswith(("hydra.run.", "hydra.sweep.")):
-            ok = isinstance(value, str) and value != ""
     else:  # pragma: no cover - every allowed key has its rule above
         ok = False
     if not ok:

@@ -12,9 +12,9 @@ path itself, or one line `error: ... (hint: ...)` with exit 2; never a traceback
 the path (or a link on it) leads to that biasaudit did not write is left byte for byte;
 a link never has its target created or replaced; a FIFO or device stays what it was.
 
-Cases marked xfail fail on main today and are fixed on another branch of issue 39
-(wt-writer: one writer module that never writes through a link and never replaces an
-unrelated file without --force)."""
+`XFAIL` and `INSIDE_XFAIL` list the cases that failed before issue 39's one writer (a
+module that never writes through a link and never replaces an unrelated file without
+--force); all of them pass now, with no mark."""
 
 from __future__ import annotations
 
@@ -272,8 +272,7 @@ def _params(commands: dict[str, tuple[Command, str]], kinds: list[str]) -> list[
     out: list[object] = []
     for c in commands:
         for k in kinds:
-            marks = [pytest.mark.xfail(reason=XFAIL[(c, k)], strict=False)] if (c, k) in XFAIL else []
-            out.append(pytest.param(c, k, id=f"{c}:{k}", marks=marks))
+            out.append(pytest.param(c, k, id=f"{c}:{k}"))
     return out
 
 
@@ -397,8 +396,7 @@ INSIDE_XFAIL = {
 }
 
 
-@pytest.mark.parametrize("case", [pytest.param(c, id=c, marks=[pytest.mark.xfail(reason=INSIDE_XFAIL[c], strict=False)]
-                                               if c in INSIDE_XFAIL else []) for c in INSIDE])
+@pytest.mark.parametrize("case", list(INSIDE))
 def test_a_link_planted_where_a_command_writes_is_never_written_through(source: Source, short_dir: Path,  # type: ignore[no-untyped-def]
                                                                         cli, case: str) -> None:
     args, victim = INSIDE[case](source, short_dir)
@@ -406,9 +404,6 @@ def test_a_link_planted_where_a_command_writes_is_never_written_through(source: 
     _check(code, out, err, Target("", guarded=victim), short_dir)
 
 
-@pytest.mark.xfail(reason="round 4 new, LOW, not fixed: runtime.cache through a dangling link creates the link's "
-                          "target (the store opens the path with SQLite); the one-writer rule (wt-writer) may cover it",
-                   strict=False)
 def test_runtime_cache_through_a_dangling_link_does_not_create_its_target(source: Source, short_dir: Path, cli) -> None:  # type: ignore[no-untyped-def]
     """New in round 4 (LOW): `runtime.cache=<dangling link>` makes a new SQLite file
     wherever the link points (an unrelated folder, another user's path). The safe outcome:

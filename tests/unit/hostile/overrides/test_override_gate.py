@@ -83,7 +83,11 @@ HOSTILE = [
     "hydra.searchpath=[file://${oc.env:HOME}]",
     "hydra.searchpath=x",
     "hydra.sweeper.params={a: '1,2'}",
-    "hydra.verbose=true",
+    "hydra.verbose=${oc.env:HOME}",
+    "hydra.run.dir=/tmp/somewhere",
+    "hydra.sweep.dir=/tmp/sweeps",
+    "hydra.sweep.subdir=job",
+    "hydra.mode=MULTIRUN",
     "hydra.output_subdir=null",
     "hydra.mode=OTHER",
     "+hydra={callbacks: {x: {_target_: os.system}}}",
@@ -138,8 +142,7 @@ ALLOWED = [
     ["hydra/launcher=ray_local", "+hydra.launcher.ray.init.num_cpus=2", "hydra.launcher.ray.init.address=auto",
      "hydra.launcher.ray.remote.num_cpus=4"],
     ["hydra.searchpath=[biasaudit-specs://specs,file:///my/conf]"],
-    ["hydra.run.dir=/tmp/somewhere", "hydra.sweep.dir=/tmp/sweeps", "hydra.sweep.subdir=job"],
-    ["hydra.mode=MULTIRUN"],
+    ["hydra.verbose=true"], ["hydra.verbose=[biasaudit,hydra]"],
 ]
 
 
@@ -161,8 +164,7 @@ def test_a_joblib_sweep_still_plans(workdir: Path, cli) -> None:  # type: ignore
 
 def test_rerun_line_and_manifest_hold_only_what_the_gate_allowed(workdir: Path, cli) -> None:  # type: ignore[no-untyped-def]
     spec = tp_spec(workdir, 3)
-    run_dir = workdir / "reports" / "here"
-    code, _, err = cli("run", f"spec={spec}", "model=scripted", *isolation(workdir), f"hydra.run.dir={run_dir}")
+    code, _, err = cli("run", f"spec={spec}", "model=scripted", *isolation(workdir), "hydra.verbose=true")
     assert code in (0, 1, 3), err
     [run] = run_dirs(workdir)
     manifest = json.loads((run / "manifest.json").read_text())

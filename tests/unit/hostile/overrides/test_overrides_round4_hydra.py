@@ -8,8 +8,8 @@ resolver. Every command that takes overrides (`run`, `validate`, `plan`) is trie
 The safe outcome: one line `error: ... (hint: ...)`, exit 2, no run folder, no file made
 by the override, nothing of it in a manifest; or, for the settings an operator needs
 (`hydra.verbose`, a search path for the operator's own configs), a normal run. Cases
-marked xfail run today (issue 39 item 1: the allow-list of `hydra.*` overrides and no
-`_target_` from the command line, fixed on branch wt-gate)."""
+marked `gate` ran on main before issue 39 item 1 (the allow-list of `hydra.*` overrides and
+no `_target_` from the command line)."""
 
 from __future__ import annotations
 
@@ -35,7 +35,7 @@ class Hostile:
     """Paths (relative to workdir, or absolute) the override would create: must stay absent."""
     command: str = "run"
     gate: bool = True
-    """Fails on main until the wt-gate branch merges (xfail)."""
+    """Failed before issue 39 item 1's override gate (no mark now: it must pass)."""
     env: str | None = None
     """An environment variable the override would set: must stay unset."""
 
@@ -86,8 +86,7 @@ CASES: dict[str, Hostile] = {
 }
 
 
-@pytest.mark.parametrize("case", [pytest.param(c, id=c, marks=[pytest.mark.xfail(reason=GATE, strict=False)]
-                                               if CASES[c].gate else []) for c in CASES])
+@pytest.mark.parametrize("case", list(CASES))
 def test_a_hydra_override_is_refused_in_one_line_and_has_no_effect(workdir: Path, cli, case: str,  # type: ignore[no-untyped-def]
                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
     h = CASES[case]

@@ -9,8 +9,8 @@ readers, and a server answering a lone surrogate (`"\\ud800"` in its JSON).
 
 The safe outcome: every answer read back exactly as the model wrote it, every tool exit 0;
 a trail damaged on disk is one error line (exit 2) naming the file, never a traceback.
-Cases marked xfail fail on main today: the trail readers split lines on U+2028 and the
-like (issue 39 item 3, fixed on branch wt-trail)."""
+Before issue 39 item 3 (one trail reader splitting on "\\n" only) the trail readers split
+lines on U+2028 and the like, and these cases failed; they pass now, with no mark."""
 
 from __future__ import annotations
 
@@ -162,14 +162,13 @@ def sheet(trail: Trail, tmp_path_factory: pytest.TempPathFactory) -> tuple[int, 
     return code, read_jsonl(out) if out.exists() else [], err
 
 
-@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.xfail(reason=TRAIL, strict=False)) for n in NAMES])
+@pytest.mark.parametrize("name", NAMES)
 def test_the_review_sheet_holds_the_answer_exactly(sheet: tuple[int, list[dict[str, object]], str], name: str) -> None:
     code, rows, err = sheet
     assert "Traceback" not in err and code == 0, err
     assert _answer(name) in set(_texts(rows)) or (name == "HUGE" and any(HUGE[:1000] in t for t in _texts(rows)))
 
 
-@pytest.mark.xfail(reason=TRAIL, strict=False)
 def test_the_run_packs_and_the_pack_verifies(trail: Trail, tmp_path: Path) -> None:
     code, _, err = _cli("pack", str(trail.run), "-o", str(tmp_path / "a.zip"))
     assert "Traceback" not in err and code == 0, err
@@ -177,7 +176,6 @@ def test_the_run_packs_and_the_pack_verifies(trail: Trail, tmp_path: Path) -> No
     assert code == 0, out + err
 
 
-@pytest.mark.xfail(reason=TRAIL, strict=False)
 def test_the_trail_replays_to_the_same_answers(trail: Trail, tmp_path: Path) -> None:
     (tmp_path / "reports").mkdir()
     code, _, err = _cli("run", "--fail-on", "never", f"spec={trail.spec}", "model=replay",
