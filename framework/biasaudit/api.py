@@ -544,6 +544,10 @@ class PlanEstimate:
     measurement yet)."""
     coding: dict[str, int | None]
     """Coding calls per layer (None: unknown until the answers exist)."""
+    cost: float | None = None
+    """Estimated cost of the calls needed at the model's `price` (None: no price given)."""
+    currency: str | None = None
+    """The price's currency label (None: no price given)."""
 
 
 @_keeps_warning_filters
@@ -560,7 +564,8 @@ def plan(spec: SpecLike, overrides: Sequence[str] | None = None) -> PlanEstimate
                     cells=len(job.counts.cells), items=job.model.items, requests=job.model.unique,
                     cached=job.model.cached, calls_needed=job.needed, input_tokens=job.model.input_tokens,
                     output_tokens=job.model.output_tokens, seconds=job.seconds,
-                    coding={e.layer: e.calls for e in job.coding})
+                    coding={e.layer: e.calls for e in job.coding}, cost=job.cost,
+                    currency=None if job.price is None else job.price.currency)
 
 
 @_keeps_warning_filters

@@ -51,7 +51,7 @@ def _check_half_width(h: float | None) -> None:
 
 
 def cmd_plan(args: argparse.Namespace, rest: list[str]) -> int:
-    from biasaudit.runner.cost import estimate_jobs, time_text
+    from biasaudit.runner.cost import cost_text, estimate_jobs, time_text
     from biasaudit.spec.compose import compose_many
     from biasaudit.stats import sample_size_for_half_width, wilson_half_width
 
@@ -91,6 +91,7 @@ def cmd_plan(args: argparse.Namespace, rest: list[str]) -> int:
         ("input tokens (est.)", f"~{m.input_tokens}"),
         ("output tokens (max)", str(m.output_tokens)),
         ("estimated time", time_text(job)),
+        ("estimated cost", cost_text(job)),
         ("headline rate ±95% (p=0.5)",
          f"±{100 * wilson_half_width(n_cell):.1f} points per cell (n={n_cell}), "
          f"±{100 * wilson_half_width(n_pooled):.1f} pooled (n={n_pooled}); Wilson"),
@@ -202,12 +203,38 @@ def _print_sweep_plan(jobs: list[JobEstimate]) -> int:
         print("coding calls (judges, parsers, NLI checks, embeddings): "
               + ("some depend on the answers" if coding_total is None else f"at most {coding_total}")
               + "; `biasaudit plan` on one job shows them per layer")
+    _print_sweep_cost(jobs)
     if unmeasured == len([j for j in jobs if j.shares_with is None and j.needed]) and unmeasured:
         print("estimated time: no measurement yet (run a job once to measure each model's throughput)")
     else:
         note = f"; plus {unmeasured} job(s) with no measurement yet" if unmeasured else ""
         print(f"estimated time (jobs one after another, from measured throughput): ~{fmt_duration(total_s)}{note}")
     return 0
+
+
+def _print_sweep_cost(jobs: list[JobEstimate]) -> None:
+    """Estimated cost per model and in total (per currency; no conversion), and plainly
+    which models have no price. Jobs sharing another's requests add nothing."""
+    from biasaudit.runner.cost import fmt_money
+
+    per_model: dict[tuple[str, str], float] = {}
+    unpriced: list[str] = []
+    for j in jobs:
+        name = j.composed.config.model.name
+        if j.price is None:
+            if name not in unpriced:
+                unpriced.append(name)
+            continue
+        key = (name, j.price.currency)
+        per_model[key] = per_model.get(key, 0.0) + (0.0 if j.shares_with is not None else j.cost or 0.0)
+    if per_model:
+        totals: dict[str, float] = {}
+        for (_, cur), v in per_model.items():
+            totals[cur] = totals.get(cur, 0.0) + v
+        print("estimated cost: " + "; ".join(f"{n} ~{fmt_money(v, c)}" for (n, c), v in per_model.items())
+              + "; total ~" + " + ".join(fmt_money(v, c) for c, v in totals.items()))
+    for name in unpriced:
+        print(f"no price given for {name} (set model.price to see its cost)")
 
 
 __all__ = ["add_parser", "cmd_plan", "coding_rows"]

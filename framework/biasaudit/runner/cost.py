@@ -18,6 +18,7 @@ from biasaudit.plan import canonical_json
 from biasaudit.plan.stream import PlanCount, PlanCounts, count_plans
 from biasaudit.records.json import JSONObject
 from biasaudit.spec.compose import Composed
+from biasaudit.spec.model_configs import ModelPrice, OpenAICompatConfig
 from biasaudit.store import Store, Throughput
 
 if TYPE_CHECKING:
@@ -44,6 +45,24 @@ class JobEstimate:
     @property
     def seconds(self) -> float | None:
         return None if self.rate is None else self.needed / self.rate.per_second
+
+    @property
+    def price(self) -> ModelPrice | None:
+        """The subject model's price as the user stated it (only billed backends have one)."""
+        m = self.composed.config.model
+        return m.price if isinstance(m, OpenAICompatConfig) else None
+
+    @property
+    def needed_tokens(self) -> tuple[float, float]:
+        """(input, output) tokens of the calls still needed: the plan's estimates scaled
+        by the share of requests not cached (cached answers are not billed again)."""
+        share = self.needed / self.model.unique if self.model.unique else 0.0
+        return self.model.input_tokens * share, self.model.output_tokens * share
+
+    @property
+    def cost(self) -> float | None:
+        """Estimated cost of the calls needed, in the price's currency (None: no price)."""
+        return None if self.price is None else self.price.cost(*self.needed_tokens)
 
 
 def _render_fingerprint(c: Composed) -> str:
@@ -130,6 +149,26 @@ def fmt_duration(seconds: float) -> str:
     if seconds < 7200:
         return f"{seconds / 60:.1f} min"
     return f"{seconds / 3600:.1f} h"
+
+
+def fmt_money(amount: float, currency: str) -> str:
+    """An amount with enough digits to tell small costs apart (0.00316 USD, 12.35 USD)."""
+    return f"{amount:,.2f} {currency}" if amount >= 1 else f"{amount:.3g} {currency}"
+
+
+def cost_text(job: JobEstimate) -> str:
+    """The plan's cost line: the calls needed at the user's price, or plainly none."""
+    price, cost = job.price, job.cost
+    name = job.composed.config.model.name
+    if price is None or cost is None:
+        return f"no price given for {name} (set model.price to see the cost: docs/models-and-servers.md)"
+    tin, tout = job.needed_tokens
+    bound = " (max_tokens: an upper bound)" if job.counts.kind == "generate" else ""
+    text = (f"~{fmt_money(cost, price.currency)} for {job.needed} calls needed (~{tin:.0f} input tokens at "
+            f"{price.input_per_million:g}/M, {tout:.0f} output tokens{bound} at {price.output_per_million:g}/M)")
+    if price.batch_discount is not None:
+        text += f"; at the batch price ({price.batch_discount:g} off) ~{fmt_money(cost * (1 - price.batch_discount), price.currency)}"
+    return text
 
 
 def time_text(job: JobEstimate) -> str:

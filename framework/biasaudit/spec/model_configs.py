@@ -133,6 +133,25 @@ class HFMaskedConfig(_LocalWeights):
     """`hf_masked`: a masked LM in this process."""
 
 
+class ModelPrice(Strict):
+    """What a hosted model's provider charges, as the user states it (no model ships with
+    a price: prices change, and a stale one would print a wrong cost as if it were known)."""
+
+    input_per_million: float = Field(ge=0, allow_inf_nan=False)
+    """Price of one million input (prompt) tokens, in `currency`."""
+    output_per_million: float = Field(ge=0, allow_inf_nan=False)
+    """Price of one million output (completion) tokens, in `currency`."""
+    batch_discount: float | None = Field(default=None, ge=0, le=1, allow_inf_nan=False)
+    """The provider's batch-API discount as a fraction of the price (0.5: half price), shown
+    beside the plan's cost; null: no batch price."""
+    currency: str = Field(default="USD", pattern=r"^[A-Za-z]{1,12}$")
+    """A label for the amounts (`USD`, `EUR`, `credits`); no conversion is made."""
+
+    def cost(self, input_tokens: float, output_tokens: float) -> float:
+        """The price of these token counts, in `currency`."""
+        return (input_tokens * self.input_per_million + output_tokens * self.output_per_million) / 1_000_000
+
+
 class OpenAICompatConfig(BaseModelConfig):
     """Any OpenAI-compatible server (vLLM, llama.cpp server, Ollama, hosted APIs)."""
 
@@ -184,6 +203,10 @@ class OpenAICompatConfig(BaseModelConfig):
     """First retry wait without `Retry-After`; doubles on each further attempt."""
     max_backoff_s: float = Field(default=60.0, ge=0)
     """Longest single wait between attempts, `Retry-After` included."""
+    price: ModelPrice | None = None
+    """What the provider charges per million tokens (`input_per_million`,
+    `output_per_million`, optional `batch_discount`, `currency`): `plan` then shows the
+    estimated cost, and the report's cover the cost of the tokens used. Null: no cost shown."""
 
     @field_validator("api_key_env")
     @classmethod
@@ -273,5 +296,5 @@ def model_config(data: dict[str, Any]) -> ModelConfig:
     return _adapter().validate_python(data)
 
 
-__all__ = ["MODEL_CONFIGS", "BaseModelConfig", "HFCausalConfig", "HFMaskedConfig", "ModelConfig", "OpenAICompatConfig",
+__all__ = ["MODEL_CONFIGS", "BaseModelConfig", "HFCausalConfig", "HFMaskedConfig", "ModelConfig", "ModelPrice", "OpenAICompatConfig",
            "OracleConfig", "ReplayConfig", "ScriptedConfig", "backends_with", "model_config"]
