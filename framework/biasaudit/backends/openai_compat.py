@@ -55,6 +55,7 @@ from biasaudit.backends.openai_parse import (
     parse_chat,
     parse_choice,
     parse_top_logprobs,
+    reported_usage,
     usage_tokens,
 )
 from biasaudit.errors import BackendError
@@ -497,6 +498,7 @@ class OpenAICompatBackend:
         cond, text = self._cond, req.text or ""
         path, body, _ = self._body(req)
         data, attempts = await self._post(pool, path, body, estimate_tokens(req, 1))
+        usage = reported_usage(data)
         tokens, lps, server_ids = echo_arrays(data)
         aligned = align(tokens, lps, cond.sent(text), cond.bos_sent)
         toks = text_tokens(aligned, cond)
@@ -516,7 +518,10 @@ class OpenAICompatBackend:
             before = sum(1 for t in aligned if t.start < cond.start or t.special)
             if every is not None and len(every) == before + len(toks):
                 ids = every[before:]
-        return output(cond, toks, ids, bos_id), attempts
+        out = output(cond, toks, ids, bos_id)
+        if usage is not None:  # the scored text's own call (a shared first-word read is not one answer's)
+            out["usage"] = usage
+        return out, attempts
 
     async def _answer(self, pool: _Clients, req: Request) -> Response:
         t0 = time.perf_counter()
@@ -531,6 +536,9 @@ class OpenAICompatBackend:
             path, body, max_tokens = self._body(req)
             data, attempts = await self._post(pool, path, body, estimate_tokens(req, max_tokens))
             output = self._parse(req, data)
+            usage = reported_usage(data)
+            if usage is not None:  # what the provider billed, for the run's token tally and cost
+                output["usage"] = usage
         except RequestFailed as exc:
             attempts = exc.attempts
             suffix = f" (after {attempts} attempts)" if attempts > 1 else ""

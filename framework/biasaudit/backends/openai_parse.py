@@ -251,5 +251,19 @@ def usage_tokens(data: dict[str, Any]) -> int | None:
     return None
 
 
+def reported_usage(data: dict[str, Any]) -> JSONObject | None:
+    """The answer's token counts as the provider reported them, for the run's tally and
+    cost (`records.responses.Usage`): both `prompt_tokens` and `completion_tokens`, or
+    nothing (a server that reports one, or none, leaves the plan's estimate to stand in).
+    Call after `usage_tokens`, which refuses counts that are not counts."""
+    usage = data.get("usage")
+    if not isinstance(usage, dict):
+        return None
+    p, c = usage.get("prompt_tokens"), usage.get("completion_tokens")
+    if not isinstance(p, int) or not isinstance(c, int) or isinstance(p, bool) or isinstance(c, bool):
+        return None
+    return {"input_tokens": p, "output_tokens": c}
+
+
 def _is_logprob(v: object) -> bool:
     return isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v) and v <= 1e-6  # servers round -0.0 up a hair

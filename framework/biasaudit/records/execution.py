@@ -38,6 +38,19 @@ class ExecutionStats:
     """Seconds of the coding stage (judges, NLI, embedder, rules), measured around it."""
     run_stage_s: float = 0.0
     """Seconds of the whole run stage: the model calls (`seconds`) and the coding stage."""
+    input_tokens: int = 0
+    """Input (prompt) tokens the provider reported for the run's answers (its `usage`)."""
+    output_tokens: int = 0
+    """Output (completion) tokens the provider reported for the run's answers."""
+    usage_reported: int = 0
+    """Answers whose provider reported the tokens used."""
+    usage_missing: int = 0
+    """Answers whose provider reported no usage (local models, replays, servers that give
+    none): their tokens are the plan's estimates below."""
+    estimated_input_tokens: int = 0
+    """The plan's estimate (characters / 4) of the input tokens of the `usage_missing` answers."""
+    estimated_output_tokens: int = 0
+    """The plan's bound (`max_tokens` for a generation) on their output tokens."""
 
     def as_dict(self) -> dict[str, float | int | dict[str, int]]:
         return asdict(self)

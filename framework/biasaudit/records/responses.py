@@ -66,6 +66,27 @@ class Response(BaseModel):
         return None if self.output is None else self.output.get(name)
 
 
+class Usage(BaseModel):
+    """The tokens a provider reported for one answer (OpenAI's `usage`: `prompt_tokens`,
+    `completion_tokens`), kept in the output under `usage` as the backend gave it."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+    input_tokens: int = Field(ge=0)
+    output_tokens: int = Field(ge=0)
+
+
+def reported_usage(response: Response) -> Usage | None:
+    """The tokens the provider reported for this answer (None: failed, or none reported).
+    A stored `usage` that is not two counts (an edited file) counts as none reported."""
+    raw = response.field("usage") if response.ok else None
+    if not isinstance(raw, dict):
+        return None
+    try:
+        return Usage.model_validate(raw)
+    except ValueError:
+        return None
+
+
 class _Output(BaseModel):
     # backends may add fields (e.g. `replayed`); the typed ones are checked
     model_config = ConfigDict(extra="allow", frozen=True)
@@ -205,7 +226,9 @@ __all__ = [
     "Response",
     "ScoredTokens",
     "StoredOutput",
+    "Usage",
     "generated_text",
     "output_as",
     "parse_output",
+    "reported_usage",
 ]

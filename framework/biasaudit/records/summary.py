@@ -75,6 +75,24 @@ class DesignInfo(_Record):
     set a group variable (`runner.checks.level_groups`), shown in the method section."""
 
 
+class TokenCost(_Record):
+    """Tokens one model used in the run and, where the user stated its price, their cost
+    (the report's cover)."""
+
+    model: str
+    input_tokens: int = 0
+    """Reported by the provider, plus the plan's estimate for answers it reported none for."""
+    output_tokens: int = 0
+    estimated_answers: int = 0
+    """Answers whose tokens are the plan's estimate (the provider reported no usage)."""
+    answers: int = 0
+    cost: float | None = None
+    """At `model.price` (None: no price given)."""
+    currency: str | None = None
+    text: str = ""
+    """The cover's line: the counts, whether any part is estimated and why, the cost."""
+
+
 class Cover(_Record):
     """Who and what the run was: the model, the spec, the data, when, by which version,
     and the auditor's own scope, limitations and sign-off (as written: the report escapes
@@ -110,6 +128,8 @@ class Cover(_Record):
     signoff_date: str = ""
     scoring: list[str] = Field(default_factory=list)
     """How scored texts' first words were conditioned over HTTP, as the backend recorded it."""
+    tokens: list[TokenCost] = Field(default_factory=list)
+    """Tokens (and cost, where a price is given) per model of the run."""
 
 
 class Reproducibility(_Record):
@@ -294,4 +314,5 @@ class RunSummary(_Record):
 
 
 __all__ = ["VIEW_KEYS", "Answers", "AuditInfo", "Cover", "DataInfo", "DesignInfo", "LargestItems", "LargestRow", "ModelInfo",
-           "Reproducibility", "RunSummary", "SampleAnswer", "SampleCode", "SampleGroup", "Side", "Trail", "VerdictRow"]
+           "Reproducibility", "RunSummary", "SampleAnswer", "SampleCode", "SampleGroup", "Side", "TokenCost", "Trail",
+           "VerdictRow"]

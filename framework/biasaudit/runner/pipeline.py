@@ -368,6 +368,7 @@ def build_summary(
     cfg = prep.composed.config
     generated = datetime.now(UTC).isoformat(timespec="seconds")
     not_measured = unmeasured(prep, responses)
+    provenance.count_tokens(prep.plan, responses, stats)
     coding = coding_report(prep.coding, coded.result.units, coded.result.codes, coded.result.handed, coded.calls,
                            seed=cfg.runtime.seed)
     return RunSummary(
@@ -378,7 +379,7 @@ def build_summary(
         spec_sha256=run_manifest.spec_sha256,
         data=DataInfo.model_validate(run_manifest.data.model_dump(mode="json")),
         generated=generated,
-        cover=provenance.cover(cfg, run_manifest, generated, responses),
+        cover=provenance.cover(cfg, run_manifest, generated, responses, provenance.token_costs(cfg, stats)),
         design=DesignInfo(cells=[c.id for c in prep.plan.cells], n_cells=len(prep.plan.cells),
                           levels={c.id: dict(c.levels) for c in prep.plan.cells},
                           factors={f: list(levels) for f, levels in cfg.factors.items()},

@@ -8,12 +8,15 @@ import shlex
 from collections import Counter
 
 from biasaudit.plan import Plan
+from biasaudit.plan.requests import estimated_tokens
+from biasaudit.records.execution import ExecutionStats
 from biasaudit.records.json import JSONObject
 from biasaudit.records.manifest import RunManifest
-from biasaudit.records.responses import Response, ScoredTokens, parse_output
-from biasaudit.records.summary import Cover, Reproducibility, Trail
+from biasaudit.records.responses import Response, ScoredTokens, parse_output, reported_usage
+from biasaudit.records.summary import Cover, Reproducibility, TokenCost, Trail
 from biasaudit.report.sections import signoff
-from biasaudit.spec import AuditConfig
+from biasaudit.runner.cost import fmt_money
+from biasaudit.spec import AuditConfig, OpenAICompatConfig
 
 
 def model_notices(cfg: AuditConfig) -> list[str]:
@@ -39,7 +42,57 @@ def scoring_conventions(responses: dict[str, Response], kind: str) -> list[str]:
     return sorted(seen)
 
 
-def cover(cfg: AuditConfig, manifest: RunManifest, generated: str, responses: dict[str, Response]) -> Cover:
+def count_tokens(plan: Plan, responses: dict[str, Response], stats: ExecutionStats) -> None:
+    """Sum into `stats` the tokens the provider reported for the plan's answers, and the
+    plan's estimate for the answers it reported none for (counted apart, never mixed
+    into the reported sums). Recomputed from the responses on every render."""
+    stats.input_tokens = stats.output_tokens = stats.usage_reported = stats.usage_missing = 0
+    stats.estimated_input_tokens = stats.estimated_output_tokens = 0
+    for key, req in plan.requests.items():
+        r = responses.get(key)
+        if r is None or not r.ok:
+            continue  # a failed request has no answer to count
+        usage = reported_usage(r)
+        if usage is None:
+            tin, tout = estimated_tokens(req)
+            stats.usage_missing += 1
+            stats.estimated_input_tokens += tin
+            stats.estimated_output_tokens += tout
+        else:
+            stats.usage_reported += 1
+            stats.input_tokens += usage.input_tokens
+            stats.output_tokens += usage.output_tokens
+
+
+def token_costs(cfg: AuditConfig, stats: ExecutionStats) -> list[TokenCost]:
+    """The cover's tokens and cost of the model under test, for models billed by the
+    token (behind an API); none for a model run on this machine."""
+    m = cfg.model
+    answers = stats.usage_reported + stats.usage_missing
+    if not isinstance(m, OpenAICompatConfig) or answers == 0:
+        return []
+    tin = stats.input_tokens + stats.estimated_input_tokens
+    tout = stats.output_tokens + stats.estimated_output_tokens
+    est = stats.usage_missing
+    text = f"{m.name}: {tin:,} input and {tout:,} output tokens"
+    if est:
+        text += (f" (estimated: the provider reported no usage for {est} of {answers} answers, counted at the "
+                 "plan's estimate: characters / 4 in, max_tokens out)")
+    else:
+        text += f" as the provider reported them for all {answers} answers"
+    price = m.price
+    cost = None if price is None else price.cost(tin, tout)
+    if price is None or cost is None:
+        text += f"; no price given for {m.name} (model.price)"
+    else:
+        text += (f"; {'estimated ' if est else ''}cost {fmt_money(cost, price.currency)} at "
+                 f"{price.input_per_million:g} in / {price.output_per_million:g} out per million tokens")
+    return [TokenCost(model=m.name, input_tokens=tin, output_tokens=tout, estimated_answers=est, answers=answers,
+                      cost=cost, currency=None if price is None else price.currency, text=text)]
+
+
+def cover(cfg: AuditConfig, manifest: RunManifest, generated: str, responses: dict[str, Response],
+          tokens: list[TokenCost] | None = None) -> Cover:
     ident: JSONObject = manifest.model.identity
     return Cover(
         notices=model_notices(cfg),
@@ -65,6 +118,7 @@ def cover(cfg: AuditConfig, manifest: RunManifest, generated: str, responses: di
         run_id=manifest.run_id,
         **signoff(cfg.audit),
         scoring=scoring_conventions(responses, cfg.probe.kind),
+        tokens=tokens or [],
     )
 
 
@@ -87,4 +141,4 @@ def trail(plan: Plan, responses: dict[str, Response], codes: bool = False) -> Tr
                  codes="codes.jsonl" if codes else None)
 
 
-__all__ = ["cover", "model_notices", "reproducibility", "scoring_conventions", "trail"]
+__all__ = ["count_tokens", "cover", "model_notices", "reproducibility", "scoring_conventions", "token_costs", "trail"]
