@@ -12,6 +12,7 @@ import pytest
 
 from biasaudit import api
 from tests.conftest import isolation
+from tests.helpers import REPO
 
 PRICE = ["model=openai_compat", "+model.price.input_per_million=2.5", "+model.price.output_per_million=10"]
 
@@ -60,3 +61,17 @@ def test_api_plan_has_the_cost(workdir: Path) -> None:
     est = api.plan("crows_pairs_tp", [*PRICE, *isolation(workdir)])
     assert est.currency == "USD" and est.cost == pytest.approx(1265 * 2.5 / 1e6)
     assert api.plan("crows_pairs_tp", ["model=openai_compat", *isolation(workdir)]).cost is None
+
+
+def test_the_documented_price_recipe_runs_as_written(workdir: Path, cli: Any) -> None:
+    text = (REPO / "docs" / "models-and-servers.md").read_text(encoding="utf-8")
+    m = re.search(r"<!-- recipe: price -->\n```\n(.*?)\n```\n\n```\n(.*?)\n```", text, re.S)
+    assert m, "docs/models-and-servers.md has no price recipe followed by its output"
+    command, shown = m.group(1).split(), m.group(2).splitlines()
+    assert command[:2] == ["biasaudit", "plan"]
+    code, out, err = cli(*command[1:], *isolation(workdir))
+    assert code == 0, err
+    for line in shown:  # the output the page shows is what the command prints
+        assert line in out.splitlines(), line
+    # 350 x 0.15 / 1e6 + 960 x 0.60 / 1e6 = 0.0000525 + 0.000576 = 0.0006285
+    assert "~0.000629 USD for 16 calls needed" in out
