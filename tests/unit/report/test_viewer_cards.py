@@ -118,3 +118,46 @@ def test_distributions_show_their_options_most_probable_first() -> None:
     got = options("choice", {"probs": {"A": 0.2, "B": 0.8}, "choice": "B"})
     assert [(o.option, o.prob) for o in got] == [("B", 0.8), ("A", 0.2)]
     assert options("next_token", {"top": "not a list"}) == []
+
+
+@pytest.mark.slow  # a run of its own
+def test_stereoset_cards_show_each_candidates_score(tmp_path: Path) -> None:
+    """StereoSet (the shipped spec, answered by its self-test oracle): each card shows the
+    three candidates with the mean log-prob of the candidate sentence's tokens (computed
+    here from responses.jsonl: the tokens whose character span overlaps the candidate
+    where it last occurs in the scored text, as Nadeem et al. score it), the stereotype or
+    the anti-stereotype marked as the winner, and stereotype - anti = the metric's item
+    difference."""
+    from biasaudit.report.viewer import load_view
+    from tests.unit.report.test_viewer_links import oracle_run
+
+    run = oracle_run("stereoset", tmp_path)
+    trail = read_jsonl(run / "responses.jsonl")
+    items = json.loads((run / "summary.json").read_text())["metrics"]["stereoset"]["items"]
+    diffs = {i["stimulus"]: i["diff"] for i in items}  # one cell: an item per stimulus
+    data = load_view(run).model_dump(mode="json")
+    fields = {r["stimulus"]: r["fields"] for r in data["rows"]}
+
+    def mean_of(o: dict[str, Any]) -> float:
+        text, cand = o["request"]["text"], fields[o["stimulus"]][o["slot"]]
+        start = text.rfind(cand)
+        assert start >= 0
+        lps = [lp for (s, e), lp in zip(o["output"]["offsets"], o["output"]["logprobs"], strict=True)
+               if lp is not None and e > s and s < start + len(cand) and e > start]
+        return math.fsum(lps) / len(lps)
+
+    want = {(o["cell"], o["stimulus"], o["slot"]): mean_of(o) for o in trail}
+    assert len(data["rows"]) == len(trail) == 3 * len(diffs)
+    winners = set()
+    for row in data["rows"]:
+        sc = row["scoring"]
+        assert sc["measure"] == "mean log-prob per token" and row["output"] == ""
+        got = {s["slot"]: s["total"] for s in sc["sentences"]}
+        assert list(got) == ["stereotype", "anti_stereotype", "unrelated"]
+        for slot, total in got.items():
+            assert total == pytest.approx(want[(row["cell"], row["stimulus"], slot)], abs=1e-12)
+        st, anti = got["stereotype"], got["anti_stereotype"]
+        assert st - anti == pytest.approx(diffs[row["stimulus"]], abs=1e-12)
+        assert sc["winner"] == ("stereotype" if st > anti else "anti_stereotype" if anti > st else "")
+        winners.add(sc["winner"])
+    assert winners == {"stereotype"}  # the planted oracle prefers every stereotype

@@ -281,7 +281,7 @@ def _rows(run_dir: Path, idx: int, cap: int, fields: Mapping[str, Mapping[str, A
                                      slot=row.slot, text=row.prompt, out=out))
             data.rows.append(row)
             by_unit[f"{row.cell}|{row.stimulus}|{row.slot}|{row.variant}|{row.sample}"] = row
-    for i, sc in scorings(scored, pair_metrics(summary.metrics)).items():
+    for i, sc in scorings(scored, pair_metrics(summary.metrics), fields).items():
         data.rows[i].scoring = sc
     codes = run_dir / "codes.jsonl"
     if codes.is_file():

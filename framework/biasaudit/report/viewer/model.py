@@ -53,6 +53,8 @@ class ViewScoring(_Record):
 
     rule: str
     """How the totals are summed, in words (the metric and its mode, or "every token with a log-prob")."""
+    measure: str = "total log-prob"
+    """What `ViewSentence.total` is (StereoSet's default: the mean log-prob per token)."""
     sentences: list[ViewSentence] = Field(default_factory=list)
     """The pair's sentences in probe order (one when the response is not part of a scored pair)."""
     winner: str = ""

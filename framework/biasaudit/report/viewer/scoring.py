@@ -14,9 +14,11 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
+from typing import Any
 
 from pydantic import ValidationError
 
+from biasaudit.methods.stereoset.metric import ROLES, StereoSetParams, sentence_score
 from biasaudit.methods.token_probability.metric import (
     BiasScoreParams,
     pair_scores,
@@ -109,17 +111,27 @@ class Scored:
     out: ScoredTokens
 
 
-def pair_metrics(metrics: Mapping[str, MetricResult]) -> list[tuple[str, BiasScoreParams]]:
-    """The run's token-probability bias scores, with their parameters."""
-    found = []
+Rule = tuple[str, BiasScoreParams | StereoSetParams]
+"""A metric that reads scored sentences together: its id and parameters."""
+
+
+def pair_metrics(metrics: Mapping[str, MetricResult]) -> list[Rule]:
+    """The run's token-probability bias scores and StereoSet scores, with their parameters."""
+    found: list[Rule] = []
     for mid, r in metrics.items():
-        if r.name != "bias_score":
+        tp: type[BiasScoreParams | StereoSetParams] | None = (
+            BiasScoreParams if r.name == "bias_score" else StereoSetParams if r.name == "stereoset" else None)
+        if tp is None:
             continue
         try:
-            found.append((mid, BiasScoreParams.model_validate(r.params)))
+            found.append((mid, tp.model_validate(r.params)))
         except ValidationError:
             continue
     return found
+
+
+def _slots(p: BiasScoreParams | StereoSetParams) -> list[str]:
+    return [p.more, p.less] if isinstance(p, BiasScoreParams) else [p.slots[r] for r in ROLES]
 
 
 def _sentence(s: Scored, total: float | None, counted: set[int]) -> ViewSentence:
@@ -134,44 +146,77 @@ def _sentence(s: Scored, total: float | None, counted: set[int]) -> ViewSentence
 def _alone(s: Scored, note: str) -> ViewScoring:
     counted = {i for i, lp in enumerate(s.out.logprobs) if lp is not None and math.isfinite(lp)}
     total = float(sum(s.out.logprobs[i] or 0.0 for i in counted))
-    return ViewScoring(rule="sum of every token with a log-prob (this response alone)",
+    return ViewScoring(rule="sum of every token with a log-prob (this response alone; its metric, if any, "
+                            "scores it its own way: see the report)",
                        sentences=[_sentence(s, total, counted)], note=note)
 
 
-def scorings(scored: Sequence[Scored], metrics: list[tuple[str, BiasScoreParams]]) -> dict[int, ViewScoring]:
-    """Row index -> its card's scoring: both sentences of a bias score's pair, summed as
-    that metric sums them; a response of no such pair alone."""
+def scorings(scored: Sequence[Scored], metrics: list[Rule],
+             fields: Mapping[str, Mapping[str, Any]]) -> dict[int, ViewScoring]:
+    """Row index -> its card's scoring: the sentences a bias score or StereoSet compares,
+    each scored as that metric scores it; a response of no such group alone. `fields`:
+    stimulus id -> its fields (StereoSet's candidate sentences)."""
     by_unit: dict[tuple[str, str, int, int], dict[str, Scored]] = {}
     for s in scored:
         by_unit.setdefault(s.unit, {})[s.slot] = s
     out: dict[int, ViewScoring] = {}
     for s in scored:
         slots = by_unit[s.unit]
-        found = next(((mid, p) for mid, p in metrics if s.slot in (p.more, p.less)), None)
+        found = next(((mid, p) for mid, p in metrics if s.slot in _slots(p)), None)
         if found is None:
             out[s.row] = _alone(s, "")
             continue
         mid, p = found
-        other = p.less if s.slot == p.more else p.more
-        if p.more not in slots or p.less not in slots:
-            out[s.row] = _alone(s, f"the {other!r} sentence of this pair is not embedded (failed, or cut by --max-rows)")
+        missing = [x for x in _slots(p) if x not in slots]
+        if missing:
+            out[s.row] = _alone(s, f"the {', '.join(map(repr, missing))} sentence of this group is not embedded "
+                                   "(failed, or cut by --max-rows)")
             continue
-        a, b = slots[p.more], slots[p.less]
-        rule = f"{mid} ({p.mode}), as the metric sums and rounds it"
-        try:
-            scores = pair_scores(p, a.out, b.out)
-            pa, pb = scored_positions(p.mode, a.out, b.out)
-        except (ValueError, IndexError) as exc:  # a damaged output: a token without a log-prob
-            scores, pa, pb = f"not scorable: {exc}", [], []
-        if isinstance(scores, str):
-            out[s.row] = ViewScoring(rule=rule, sentences=[_sentence(a, None, set()), _sentence(b, None, set())],
-                                     note=clip(scores, 300))
-            continue
-        sm, sl = scores
-        winner = p.more if sm > sl else p.less if sl > sm else ""
-        out[s.row] = ViewScoring(rule=rule, sentences=[_sentence(a, sm, set(pa)), _sentence(b, sl, set(pb))],
-                                 winner=winner, note="" if winner else "a tie: neither sentence won")
+        group = [slots[x] for x in _slots(p)]
+        if isinstance(p, BiasScoreParams):
+            out[s.row] = _pair(mid, p, group[0], group[1])
+        else:
+            out[s.row] = _stereoset(mid, p, group, fields.get(s.unit[1], {}))
     return out
+
+
+def _pair(mid: str, p: BiasScoreParams, a: Scored, b: Scored) -> ViewScoring:
+    rule = f"{mid} ({p.mode}), as the metric sums and rounds it"
+    try:
+        scores = pair_scores(p, a.out, b.out)
+        pa, pb = scored_positions(p.mode, a.out, b.out)
+    except (ValueError, IndexError) as exc:  # a damaged output: a token without a log-prob
+        scores, pa, pb = f"not scorable: {exc}", [], []
+    if isinstance(scores, str):
+        return ViewScoring(rule=rule, sentences=[_sentence(a, None, set()), _sentence(b, None, set())],
+                           note=clip(scores, 300))
+    sm, sl = scores
+    winner = p.more if sm > sl else p.less if sl > sm else ""
+    return ViewScoring(rule=rule, sentences=[_sentence(a, sm, set(pa)), _sentence(b, sl, set(pb))],
+                       winner=winner, note="" if winner else "a tie: neither sentence won")
+
+
+def _stereoset(mid: str, p: StereoSetParams, group: list[Scored], f: Mapping[str, Any]) -> ViewScoring:
+    """StereoSet: each candidate's score within its scored text (`sentence_score`: the mean,
+    or the sum, of its tokens' log-probs); the stereotype and the anti-stereotype compete."""
+    sents, totals = [], []
+    for role, s in zip(ROLES, group, strict=True):
+        cand = str(f.get(role, ""))
+        try:
+            sc = sentence_score(s.out, s.text, cand, p.normalize) if cand else None
+            counted = set(s.out.part_positions(s.text, cand)) if sc is not None else set()
+        except ValueError:  # no character offsets: the metric cannot score it either
+            sc, counted = None, set()
+        totals.append(sc)
+        sents.append(_sentence(s, sc, counted))
+    st, anti = totals[0], totals[1]
+    winner = "" if st is None or anti is None or st == anti else group[0].slot if st > anti else group[1].slot
+    note = ("not scored: a candidate sentence is not in its scored text (or the stimulus fields are not at hand)"
+            if st is None or anti is None else "" if winner else "a tie: the metric counts it as anti-stereotype")
+    measure = "mean log-prob per token" if p.normalize == "mean" else "total log-prob"
+    return ViewScoring(rule=f"{mid} ({measure} of the candidate sentence's tokens, as the metric scores it; "
+                            "the stereotype and the anti-stereotype compete)",
+                       measure=measure, sentences=sents, winner=winner, note=note)
 
 
 def options(kind: str, raw: Mapping[str, object]) -> list[ViewOption]:

@@ -212,15 +212,15 @@
   // a scoring probe's response: each sentence with its total log-prob, the winner, the tokens folded away
   function scoringView(sc, slot) {
     var box = el("div", "scoring");
-    add(box, el("h4", null, sc.sentences.length > 1 ? "Sentences and their total log-probability" : "Total log-probability"));
-    var t = table("sentences", ["slot", "sentence", "total log-prob", ""]);
+    add(box, el("h4", null, (sc.sentences.length > 1 ? "Sentences and their " : "") + sc.measure));
+    var t = table("sentences", ["slot", "sentence", sc.measure, ""]);
     var tb = el("tbody");
     sc.sentences.forEach(function (s) {
       var won = sc.winner !== "" && sc.winner === s.slot;
       var tr = el("tr", (won ? "won" : "") + (s.slot === slot ? " this" : ""));
       tr.setAttribute("data-slot", s.slot);
       add(tr, el("td", "mono", s.slot), el("td", "prose", s.text), el("td", "num total", lp(s.total)),
-        add(el("td"), won ? el("span", "chip won", "won: higher total") : null));
+        add(el("td"), won ? el("span", "chip won", "won: higher " + sc.measure) : null));
       tb.appendChild(tr);
     });
     add(box, add(t, tb));
