@@ -161,3 +161,25 @@ def test_stereoset_cards_show_each_candidates_score(tmp_path: Path) -> None:
         assert sc["winner"] == ("stereotype" if st > anti else "anti_stereotype" if anti > st else "")
         winners.add(sc["winner"])
     assert winners == {"stereotype"}  # the planted oracle prefers every stereotype
+
+
+def test_damaged_pairs_are_not_scored_and_say_why() -> None:
+    from biasaudit.methods.token_probability.metric import BiasScoreParams
+    from biasaudit.records.responses import ScoredTokens
+    from biasaudit.report.viewer.scoring import Scored, scorings
+
+    def pair(more: list[float | None], less: list[float | None]) -> list[Scored]:
+        return [Scored(row=i, unit=("c", "s", 0, 0), slot=slot, text="a b",
+                       out=ScoredTokens(tokens=["<s>", "a", "b"], token_ids=[0, 1, 2], logprobs=lps))
+                for i, (slot, lps) in enumerate((("more", more), ("less", less)))]
+
+    rule = [("bias_score", BiasScoreParams())]
+    got = scorings(pair([None, -1.0, None], [None, -1.0, -2.0]), rule, {})[0]
+    assert [s.total for s in got.sentences] == [None, None] and got.winner == ""
+    assert got.note.startswith("not scorable: a scored token has no log-prob")
+    got = scorings(pair([None, -1.0, float("nan")], [None, -1.0, -2.0]), rule, {})[1]
+    assert [s.total for s in got.sentences] == [None, None] and got.note == "not scorable: a total is not a finite number"
+    got = scorings(pair([None, -1.0, -2.0], [None, -1.0, -2.0]), rule, {})[0]
+    assert [s.total for s in got.sentences] == [-3.0, -3.0] and got.winner == "" and "tie" in got.note
+    got = scorings(pair([None, -1.0, -2.0], [None, -1.0, -2.0])[:1], rule, {})[0]  # its other sentence not embedded
+    assert got.sentences[0].total == -3.0 and "'less' sentence of this group is not embedded" in got.note

@@ -191,6 +191,9 @@ def _pair(mid: str, p: BiasScoreParams, a: Scored, b: Scored) -> ViewScoring:
         return ViewScoring(rule=rule, sentences=[_sentence(a, None, set()), _sentence(b, None, set())],
                            note=clip(scores, 300))
     sm, sl = scores
+    if not (math.isfinite(sm) and math.isfinite(sl)):  # NaN or infinity in a damaged output
+        return ViewScoring(rule=rule, sentences=[_sentence(a, None, set(pa)), _sentence(b, None, set(pb))],
+                           note="not scorable: a total is not a finite number")
     winner = p.more if sm > sl else p.less if sl > sm else ""
     return ViewScoring(rule=rule, sentences=[_sentence(a, sm, set(pa)), _sentence(b, sl, set(pb))],
                        winner=winner, note="" if winner else "a tie: neither sentence won")
