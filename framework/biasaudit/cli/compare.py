@@ -18,9 +18,9 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> argp
                                     "TP-versus-NLI analysis and sweep stability. Writes compare/compare.html.")
     cp.add_argument("paths", nargs="+", help="sweep folders or run folders")
     cp.add_argument("--out", default=None, help="output folder (default: <first path>/compare)")
-    cp.add_argument("--max-paired-runs", type=whole_number("--max-paired-runs", lo=2), default=50, metavar="N",
+    cp.add_argument("--max-paired-runs", type=whole_number("--max-paired-runs", lo=0), default=50, metavar="N",
                     help="paired tests compare every pair of runs of a metric (N runs: N(N-1)/2 tests); a metric "
-                         "with more runs gets its ranking but no paired tests (at least 2; default: 50)")
+                         "with more runs gets its ranking but no paired tests, and the report says so (0: none; default: 50)")
     cp.set_defaults(fn=cmd_compare)
     return cp
 

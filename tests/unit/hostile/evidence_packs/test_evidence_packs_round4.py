@@ -59,11 +59,14 @@ def packed(tmp_path_factory: pytest.TempPathFactory) -> Packed:
     w = tmp_path_factory.mktemp("rt4-pack")
     (w / "reports").mkdir()
     spec = tp_spec(w, 3)
-    os.environ.setdefault("BIASAUDIT_CHROMIUM", "/nonexistent")
     key = Ed25519PrivateKey.generate()
     (w / "key.pem").write_bytes(_pem(key))
     (w / "pub.pem").write_bytes(_pub(key))
-    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()) as err:
+    # no PDF in the pack (faster); set for this fixture only: a leaked value made later
+    # browser tests of the same worker find no Chromium
+    with pytest.MonkeyPatch.context() as mp, contextlib.redirect_stdout(io.StringIO()), \
+            contextlib.redirect_stderr(io.StringIO()) as err:
+        mp.setenv("BIASAUDIT_CHROMIUM", "/nonexistent")
         assert main(["run", "--fail-on", "never", f"spec={spec}", "model=scripted", *isolation(w)]) == 0, err.getvalue()
         assert main(["pack", str(run_dirs(w)[0]), "-o", str(w / "audit.zip"), "--sign-key", str(w / "key.pem")]) == 0
     with zipfile.ZipFile(w / "audit.zip") as zf:

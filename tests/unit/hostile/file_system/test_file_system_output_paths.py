@@ -324,16 +324,22 @@ def test_reports_folder_and_cache_are_checked_before_the_run(workdir: Path, cli,
     assert_no_leak(workdir, out, err)
 
 
-def test_reports_folder_and_cache_through_symlinks_are_written_in_their_targets(  # type: ignore[no-untyped-def]
+def test_reports_folder_and_an_existing_cache_through_symlinks_are_used_in_their_targets(  # type: ignore[no-untyped-def]
         workdir: Path, cli, tmp_path_factory) -> None:
     real = tmp_path_factory.mktemp("real")
     (real / "reports").mkdir()
     (workdir / "rlink").symlink_to(real / "reports")
-    (workdir / "clink").symlink_to(real / "c.sqlite")  # dangling: the cache is made at its target
+    (workdir / "clink").symlink_to(real / "c.sqlite")
+    # a dangling link is refused (issue 39 round 4): SQLite would make a new file wherever it points
+    code, _, err = cli("run", *_run_args(workdir, f"runtime.reports_dir={workdir / 'rlink'}",
+                                         f"runtime.cache={workdir / 'clink'}"))
+    assert code == 2 and "does not exist" in err and not (real / "c.sqlite").exists(), err
+    # a link to an existing cache (a shared disk) is followed: the cache is used at its target
+    (real / "c.sqlite").touch()  # an empty file is an empty SQLite database
     code, _, err = cli("run", *_run_args(workdir, f"runtime.reports_dir={workdir / 'rlink'}",
                                          f"runtime.cache={workdir / 'clink'}"))
     assert code in (0, 1, 3), err  # a verdict, not an error
-    assert list((real / "reports").rglob("summary.json")) and (real / "c.sqlite").is_file()
+    assert list((real / "reports").rglob("summary.json")) and (real / "c.sqlite").stat().st_size > 0
     assert (workdir / "clink").is_symlink() and (workdir / "rlink").is_symlink()
 
 
