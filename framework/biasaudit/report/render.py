@@ -134,9 +134,9 @@ def shown_estimates(m: dict[str, Any]) -> dict[str, Any]:
     if not tables:
         return {"rows": ests, "note": ""}
     rows = {k: e for k, e in ests.items() if not k.startswith("contrast.") or k == m.get("headline")}
-    hidden = len(ests) - len(rows)
-    note = (f"The {hidden} pairwise contrast estimate(s) (contrast.*) are listed once, in "
-            f"{' and '.join(repr(t) for t in tables)} below.") if hidden else ""
+    # no count in the note: every number the report shows is one summary.json holds
+    note = ("The pairwise contrast estimates (contrast.*) are listed once, in "
+            f"{' and '.join(repr(t) for t in tables)} below.") if len(rows) < len(ests) else ""
     return {"rows": rows, "note": note}
 
 
