@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -117,7 +118,7 @@ def _hydra_error(exc: Exception) -> BiasAuditError:
     return SpecError(msg, key="overrides", hint="see 'biasaudit run --help' for override syntax")
 
 
-def compose_dict(overrides: GatedOverrides) -> tuple[DictConfig, dict[str, str]]:
+def compose_dict(overrides: GatedOverrides, *, check: bool = True) -> tuple[DictConfig, dict[str, str]]:
     """Hydra's composition of overrides that passed the gate (spec/override_gate.py); the
     only call of Hydra's compose API."""
     from hydra import compose, initialize_config_dir
@@ -134,8 +135,58 @@ def compose_dict(overrides: GatedOverrides) -> tuple[DictConfig, dict[str, str]]
         raise _hydra_error(exc) from None
     finally:
         GlobalHydra.instance().clear()
+    if check:  # off only for the shipped baseline the check compares with
+        check_hydra_settings(cfg)
     choices = {k: str(v) for k, v in cfg.hydra.runtime.choices.items() if v is not None}
     return cfg, choices
+
+
+# Hydra settings that name code to run or places to write: a config file on the search
+# path (`hydra.searchpath=[file://...]`, a `# @package _global_` model config) could set
+# them even though the command line cannot, so the composed values must be the shipped ones.
+FIXED_HYDRA_SETTINGS = ("callbacks", "job_logging", "hydra_logging", "sweeper", "job.env_set", "job.env_copy",
+                        "job.chdir", "job.name", "output_subdir", "run", "sweep")
+SHIPPED_LAUNCHERS = frozenset({
+    "hydra._internal.core_plugins.basic_launcher.BasicLauncher",
+    "hydra_plugins.hydra_joblib_launcher.joblib_launcher.JoblibLauncher",
+    "hydra_plugins.hydra_submitit_launcher.submitit_launcher.LocalLauncher",
+    "hydra_plugins.hydra_submitit_launcher.submitit_launcher.SlurmLauncher",
+    "hydra_plugins.hydra_ray_launcher.ray_launcher.RayLauncher",
+})
+_LAUNCHER_CODE_KEYS = ("setup", "srun_args", "additional_parameters", "runtime_env")
+
+
+@lru_cache(maxsize=1)
+def _shipped_hydra() -> dict[str, object]:
+    # no spec (`~spec`): the Hydra settings are conf/config.yaml's whatever the spec
+    cfg, _ = compose_dict(gate(["~spec"]), check=False)
+    return {k: _plain(OmegaConf.select(cfg.hydra, k)) for k in FIXED_HYDRA_SETTINGS}
+
+
+def _plain(value: object) -> object:
+    return OmegaConf.to_container(value, resolve=False) if OmegaConf.is_config(value) else value
+
+
+def check_hydra_settings(cfg: DictConfig) -> None:
+    """The composed Hydra settings that can run code or choose where files go are the
+    shipped ones, whatever config files the search path added (one line, exit 2)."""
+    shipped = _shipped_hydra()
+    for key in FIXED_HYDRA_SETTINGS:
+        got = _plain(OmegaConf.select(cfg.hydra, key))
+        if got != shipped[key] and not (got in (None, {}, []) and shipped[key] in (None, {}, [])):
+            raise SpecError(f"a config file on the search path sets hydra.{key}, which only biasaudit's own "
+                            "configuration may set (Hydra's settings can name code to run or where files go)",
+                            key=f"hydra.{key}", hint="remove `hydra:` settings (and `@package _global_` "
+                            "placements) from your config files; see docs/threat-model.md")
+    launcher = cfg.hydra.get("launcher") or {}
+    target = launcher.get("_target_")
+    if target not in SHIPPED_LAUNCHERS:
+        raise SpecError(f"the launcher {target!r} is not one biasaudit ships", key="hydra.launcher._target_",
+                        hint="choose a shipped launcher: hydra/launcher=basic|joblib|slurm|ray_local|submitit_*")
+    for k in _LAUNCHER_CODE_KEYS:
+        if launcher.get(k) not in (None, [], {}, ""):
+            raise SpecError(f"a config file sets hydra.launcher.{k}, which runs commands on the workers",
+                            key=f"hydra.launcher.{k}", hint="set up the workers' environment outside biasaudit")
 
 
 def to_audit_config(cfg: DictConfig, choices: dict[str, str], overrides: GatedOverrides) -> Composed:

@@ -221,3 +221,32 @@ def test_a_numeric_option_out_of_range_is_one_line(workdir: Path, cli, args: lis
     lines = [ln for ln in err.strip().splitlines() if ln.strip()]
     assert len(lines) == 1 and lines[0].startswith(f"error: {must} must be ") and "hint:" in lines[0], err
     assert "usage:" not in err and "Traceback" not in err
+
+
+# -- config files on the search path (the gate reads the command line, not files) ----------------
+
+@pytest.mark.parametrize("setting, made", [
+    ("hydra:\n  callbacks:\n    x:\n      _target_: os.makedirs\n      name: MADE\n", True),
+    ("hydra:\n  job_logging:\n    version: 1\n    handlers:\n      h: {'()': os.makedirs, name: MADE}\n", True),
+    ("hydra:\n  job:\n    env_set: {LD_PRELOAD: /tmp/evil.so}\n", False),
+    ("hydra:\n  launcher:\n    _target_: os.system\n", False),
+    ("hydra:\n  sweeper:\n    _target_: os.system\n", False),
+])
+def test_hydra_settings_from_a_config_file_on_the_search_path_are_refused(workdir: Path, cli, setting: str,  # type: ignore[no-untyped-def]
+                                                                           made: bool) -> None:
+    """A model config on the operator's search path with `# @package _global_` can set
+    Hydra's settings, which the command line cannot: the composed settings must be the
+    shipped ones, or the command stops in one line before Hydra runs anything."""
+    conf = workdir / "conf" / "model"
+    conf.mkdir(parents=True)
+    target = workdir / "made-by-config"
+    (conf / "evil.yaml").write_text("# @package _global_\nmodel:\n  backend: scripted\n  name: evil\n"
+                                    + setting.replace("MADE", str(target)), encoding="utf-8")
+    spec = tp_spec(workdir, 3)
+    for command in (["validate"], ["run", "--fail-on", "never"]):
+        code, _, err = cli(*command, f"spec={spec}", f"hydra.searchpath=[biasaudit-specs://specs,file://{workdir / 'conf'}]", "model=evil",
+                           *isolation(workdir))
+        lines = [ln for ln in err.splitlines() if ln.startswith("error:")]
+        assert code == 2 and len(lines) == 1 and "hydra." in lines[0] and "Traceback" not in err, (command, err)
+        assert not target.exists()
+    assert not run_dirs(workdir)
