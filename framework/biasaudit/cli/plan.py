@@ -215,7 +215,7 @@ def _print_sweep_plan(jobs: list[JobEstimate]) -> int:
 def _print_sweep_cost(jobs: list[JobEstimate]) -> None:
     """Estimated cost per model and in total (per currency; no conversion), and plainly
     which models have no price. Jobs sharing another's requests add nothing."""
-    from biasaudit.runner.cost import fmt_money
+    from biasaudit.spec.model_configs import fmt_money
 
     per_model: dict[tuple[str, str], float] = {}
     unpriced: list[str] = []

@@ -18,7 +18,7 @@ from biasaudit.plan import canonical_json
 from biasaudit.plan.stream import PlanCount, PlanCounts, count_plans
 from biasaudit.records.json import JSONObject
 from biasaudit.spec.compose import Composed
-from biasaudit.spec.model_configs import ModelPrice, OpenAICompatConfig
+from biasaudit.spec.model_configs import ModelPrice, OpenAICompatConfig, fmt_money
 from biasaudit.store import Store, Throughput
 
 if TYPE_CHECKING:
@@ -149,11 +149,6 @@ def fmt_duration(seconds: float) -> str:
     if seconds < 7200:
         return f"{seconds / 60:.1f} min"
     return f"{seconds / 3600:.1f} h"
-
-
-def fmt_money(amount: float, currency: str) -> str:
-    """An amount with enough digits to tell small costs apart (0.00316 USD, 12.35 USD)."""
-    return f"{amount:,.2f} {currency}" if amount >= 1 else f"{amount:.3g} {currency}"
 
 
 def cost_text(job: JobEstimate) -> str:

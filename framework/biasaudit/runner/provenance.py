@@ -15,8 +15,8 @@ from biasaudit.records.manifest import RunManifest
 from biasaudit.records.responses import Response, ScoredTokens, parse_output, reported_usage
 from biasaudit.records.summary import Cover, Reproducibility, TokenCost, Trail
 from biasaudit.report.sections import signoff
-from biasaudit.runner.cost import fmt_money
 from biasaudit.spec import AuditConfig, OpenAICompatConfig
+from biasaudit.spec.model_configs import fmt_money
 
 
 def model_notices(cfg: AuditConfig) -> list[str]:

@@ -133,6 +133,11 @@ class HFMaskedConfig(_LocalWeights):
     """`hf_masked`: a masked LM in this process."""
 
 
+def fmt_money(amount: float, currency: str) -> str:
+    """An amount with enough digits to tell small costs apart (0.00316 USD, 12.35 USD)."""
+    return f"{amount:,.2f} {currency}" if amount >= 1 else f"{amount:.3g} {currency}"
+
+
 class ModelPrice(Strict):
     """What a hosted model's provider charges, as the user states it (no model ships with
     a price: prices change, and a stale one would print a wrong cost as if it were known)."""
