@@ -26,50 +26,6 @@ class ViewCode(_Record):
     """The coder's evidence (each judge's vote, the matched span, the reason), as text."""
 
 
-class ViewToken(_Record):
-    """One scored token, decoded to the text it stands for."""
-
-    text: str
-    """As read (byte-level BPE and SentencePiece space markers shown as spaces)."""
-    logprob: float | None = None
-    counted: bool = False
-    """Whether the total sums it (the method's rule)."""
-
-
-class ViewSentence(_Record):
-    """One sentence (probe slot) of a scoring probe, with its total log-probability."""
-
-    slot: str
-    text: str = ""
-    total: float | None = None
-    """None: not scored (failed, or the pair could not be scored: `ViewScoring.note`)."""
-    tokens: list[ViewToken] = Field(default_factory=list)
-    cut: int = 0
-    """Tokens left out of `tokens` (the page shows at most `load.MAX_TOKENS`)."""
-
-
-class ViewScoring(_Record):
-    """A sequence-logprob / pseudo-log-likelihood response read as sentences and totals."""
-
-    rule: str
-    """How the totals are summed, in words (the metric and its mode, or "every token with a log-prob")."""
-    measure: str = "total log-prob"
-    """What `ViewSentence.total` is (StereoSet's default: the mean log-prob per token)."""
-    sentences: list[ViewSentence] = Field(default_factory=list)
-    """The pair's sentences in probe order (one when the response is not part of a scored pair)."""
-    winner: str = ""
-    """The slot with the higher total; empty when one sentence, a tie or not scored."""
-    note: str = ""
-
-
-class ViewOption(_Record):
-    """One option of a next-token or choice distribution."""
-
-    option: str
-    prob: float | None = None
-    logprob: float | None = None
-
-
 class ViewRow(_Record):
     """One response: a plan item of one run, with its prompt, answer and codes."""
 
@@ -89,11 +45,7 @@ class ViewRow(_Record):
     prompt: str = ""
     answer: str = ""
     output: str = ""
-    """A non-text output (scores, probabilities) as compact JSON, cut: shown only when
-    neither `scoring` nor `options` reads it."""
-    scoring: ViewScoring | None = None
-    options: list[ViewOption] = Field(default_factory=list)
-    """A next-token / choice / classifier distribution, most probable first."""
+    """A non-text output (scores, probabilities) as compact JSON, cut."""
     status: str = "ok"
     error: str = ""
     codes: list[ViewCode] = Field(default_factory=list)
@@ -169,5 +121,4 @@ class ViewData(_Record):
     page_size: int = 50
 
 
-__all__ = ["ViewCode", "ViewData", "ViewEstimate", "ViewOption", "ViewRow", "ViewRun", "ViewScoring", "ViewSentence",
-           "ViewToken"]
+__all__ = ["ViewCode", "ViewData", "ViewEstimate", "ViewRow", "ViewRun"]
