@@ -11,7 +11,7 @@ record in two and the run is kept out of its own evidence tools. Hence:
 
 - `json_line` writes JSON with `ensure_ascii=False` (a run's files stay byte-identical to
   those earlier versions wrote, so packed hashes and byte comparisons still hold), plus
-  U+0085, U+2028, U+2029 and unpaired surrogates escaped as `\\uXXXX`. JSON already
+  U+0085, U+2028, U+2029 and unpaired surrogates escaped as six-character `\\u` escapes (e.g. `\\u2028`). JSON already
   escapes every C0 control, so a written line holds no character any line splitter
   breaks at, and old readers (`splitlines`) read new files too. An unpaired surrogate
   (a JSON answer may carry `"\\ud800"`) cannot be encoded as UTF-8: escaped, it
