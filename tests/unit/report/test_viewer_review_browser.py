@@ -165,3 +165,35 @@ def test_label_in_the_page_download_import_and_agreement(workdir: Path, cli, tmp
     html = (second / "report.html").read_text(encoding="utf-8")
     assert "Human review: <code>refusal</code> against <code>human_refusal</code>" in html
     assert "chosen by a reviewer in the viewer, not drawn at random: a convenience sample" in html
+
+
+def test_hostile_answers_go_to_the_sheet_intact(workdir: Path, cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """Every response of the hostile run (markup, `</script>`, NUL and other controls,
+    U+2028, a 10000-character answer cut in its card) labelled in the page and
+    downloaded: the sheet reads back with every answer and prompt matching the hashes the
+    record carries (any byte the page's csv writer changed would be refused)."""
+    chromium_or_skip()
+    from biasaudit.coding.human_sheet import read_sheet
+    from biasaudit.spec import RuntimeLimits
+    from tests.browser import load_page
+    from tests.helpers import LONG, hostile_run
+
+    run = hostile_run(workdir, cli)
+    assert cli("view", str(run))[0] == 0
+    page = run / "viewer.html"
+    got = tmp_path / "downloads"
+    got.mkdir()
+    res = load_page(page, steps=(
+        "(() => { const s = document.getElementById('review-layer'); s.value = 'refusal';"
+        " s.dispatchEvent(new Event('change'));"
+        " const boxes = [...document.querySelectorAll('#rows select.review-label')];"
+        " boxes.forEach(b => { b.value = 'answer'; b.dispatchEvent(new Event('change')); });"
+        " return boxes.length; })()",
+        "document.querySelector('#review-saves button').click(); typeof window.__pwned",
+    ), downloads=(got, 2))
+    assert res.console == [] and res.exceptions == [], (res.console, res.exceptions)
+    assert res.values == [8, "undefined"]
+    sheet = next(p for p in got.iterdir() if p.suffix == ".csv")
+    filled = read_sheet(sheet, RuntimeLimits())
+    assert len(filled.rows) == 8 and {r.label for r in filled.rows.values()} == {"answer"}
+    assert any(r.answer == LONG.strip() for r in filled.rows.values())  # whole, not the card's cut text

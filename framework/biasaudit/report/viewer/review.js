@@ -42,7 +42,7 @@ function biasauditReview(data, h) {
       return box;
     }
     if (!rr) {
-      add(box, el("span", "review-off", "review: no answer text to label (a failed request)"));
+      add(box, el("span", "review-off", "review: no answer text a sheet can hold (a failed request, or text that is not valid UTF-8)"));
       return box;
     }
     var m = mark(state.layer, r._i);

@@ -110,7 +110,7 @@ def run_review(run_dir: Path, shown_as: str, run: int, summary: RunSummary, rows
                 continue
             got = _row_review(obj, idx, rows[idx - first])
             if got is None:
-                odd += not (rows[idx - first].status != "ok")
+                odd += rows[idx - first].status == "ok"  # a failed request has no text to label
                 continue
             out.rows.append(got)
     if odd:
