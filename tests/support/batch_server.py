@@ -32,6 +32,13 @@ def _prompt(body: dict[str, Any]) -> str:
     return str(msgs[-1].get("content", "")) if msgs else ""
 
 
+class _Quiet(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        pass  # a client SIGKILLed mid-connection resets it: expected here, not worth a traceback
+
+
 class BatchServer:
     def __init__(self, fate: Fate | None = None, *, release: bool = True) -> None:
         self.fate: Fate = fate or (lambda prompt, attempt: "ok")
@@ -46,7 +53,7 @@ class BatchServer:
         self.served: Counter[str] = Counter()  # custom_id -> times its result was served
         self.attempts: Counter[str] = Counter()  # prompt -> batches that held it
         self.first_poll = threading.Event()
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
+        self._httpd = _Quiet(("127.0.0.1", 0), self._handler())
         self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
 
     @property

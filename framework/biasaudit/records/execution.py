@@ -57,6 +57,10 @@ class ExecutionStats:
     cached from an earlier one."""
     batch_ids: list[str] = field(default_factory=list)
     """The batches those answers came from."""
+    batch_input_tokens: int = 0
+    """Of the input tokens (reported or estimated), those of the batch answers."""
+    batch_output_tokens: int = 0
+    """Of the output tokens (reported or estimated), those of the batch answers."""
     batch_submitted: list[str] = field(default_factory=list)
     """Batches this run submitted (a resumed run polls the earlier ones and submits none for them)."""
 
