@@ -15,8 +15,8 @@ The Messages backend (backends/anthropic.py) attaches this provider to its kind 
 own request encoder and answer parser, so a batch answer is the same output its direct
 call gives:
 
-    BATCH_PROVIDERS.add("anthropic", lambda backend, runtime: AnthropicBatches(
-        base_url=..., api_key=..., runtime=runtime, encode=backend.params, decode=backend.parse))
+    attach("anthropic", lambda backend, runtime: AnthropicBatches(
+        base_url=..., api_key=..., model=..., runtime=runtime, encode=backend.params, decode=backend.parse))
 
 Without them the plain defaults below are used (generate only: the Messages API returns
 no log-probs, so scoring probes are never batched here). The results URL must be on the
@@ -32,15 +32,28 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from biasaudit.backends.batch_base import BatchFault, BatchResult, BatchState
+from biasaudit.backends.batch_base import (
+    BATCH_PROVIDERS,
+    BatchFault,
+    BatchResult,
+    BatchState,
+    ProviderFactory,
+)
 from biasaudit.backends.http_limits import BodyTooLarge, bounded_body, bounded_lines
-from biasaudit.backends.openai_compat import classify_status
 from biasaudit.backends.openai_parse import OutputFault
 from biasaudit.plan import Request
 from biasaudit.records.json import JSONObject
 from biasaudit.spec import RuntimeConfig
 
 API_VERSION = "2023-06-01"
+KINDS = frozenset({"generate"})
+WHY_NOT = "Anthropic's Messages API returns no log-probs"
+
+
+def attach(backend_kind: str, factory: ProviderFactory) -> None:
+    """Declare this provider for a backend kind: `runtime.batch.enabled` is then accepted
+    for its `generate` probes and refused at validate for the rest (no log-probs)."""
+    BATCH_PROVIDERS.add(backend_kind, factory, kinds=KINDS, why_not=WHY_NOT)
 
 # Anthropic's error types and the failure kinds they stand for (the rest: http_error).
 _ERROR_KINDS = {"rate_limit_error": "rate_limited", "overloaded_error": "server_error", "api_error": "server_error",
@@ -209,4 +222,4 @@ def _result(raw: bytes) -> BatchResult:
     return BatchResult(custom_id=cid, kind="malformed", reason=f"a batch result of type {str(kind)[:40]!r}")
 
 
-__all__ = ["AnthropicBatches", "classify_status", "default_params", "default_parse"]
+__all__ = ["AnthropicBatches", "attach", "default_params", "default_parse"]

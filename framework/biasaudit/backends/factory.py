@@ -217,14 +217,13 @@ def check_batch_support(cfg: AuditConfig) -> None:
     if hook is None:
         offer = ", ".join(BATCH_PROVIDERS.kinds()) or "none"
         raise BackendError(
-            f"runtime.batch.enabled is true, but model backend {cfg.model.backend!r} has no provider batch API",
+            f"model backend {cfg.model.backend!r} has no provider batch API to send the requests through",
             key="runtime.batch.enabled",
             hint=f"set runtime.batch.enabled=false, or use a hosted model whose backend has one ({offer})",
         )
     if cfg.probe.kind not in hook.kinds:
         raise BackendError(
-            f"runtime.batch.enabled is true, but {cfg.model.backend!r} batches no {cfg.probe.kind} probes: "
-            f"{hook.why_not}",
+            f"model backend {cfg.model.backend!r} does not batch {cfg.probe.kind} probes: {hook.why_not}",
             key="runtime.batch.enabled",
             hint=f"set runtime.batch.enabled=false for this spec (batched kinds: {', '.join(sorted(hook.kinds))})",
         )
