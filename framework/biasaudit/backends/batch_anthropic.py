@@ -187,7 +187,8 @@ class AnthropicBatches:
         except httpx.HTTPError as exc:
             raise BatchFault(f"GET results of {batch_id}: {type(exc).__name__}") from None
         except BodyTooLarge as exc:
-            raise BatchFault(f"GET results of {batch_id}: {exc} (runtime.batch.max_result_bytes)") from None
+            raise BatchFault(f"GET results of {batch_id}: {exc} (runtime.batch.max_result_bytes, "
+                             "runtime.limits.http_response_bytes)", lasting=True) from None
 
     def close(self) -> None:
         self.client.close()

@@ -55,7 +55,12 @@ class BatchResult:
 
 
 class BatchFault(Exception):
-    """The batch API itself failed (an upload or a submit refused, a status unreadable)."""
+    """The batch API itself failed (an upload or a submit refused, a status unreadable).
+    `lasting`: asking again cannot help (results past the size limits)."""
+
+    def __init__(self, reason: str, *, lasting: bool = False) -> None:
+        super().__init__(reason)
+        self.lasting = lasting
 
 
 class BatchProvider(Protocol):

@@ -161,7 +161,7 @@ class OpenAIBatches:
             raise BatchFault(f"GET files/{file_id}/content: {type(exc).__name__}") from None
         except BodyTooLarge as exc:
             raise BatchFault(f"GET files/{file_id}/content: {exc} (runtime.batch.max_result_bytes, "
-                             "runtime.limits.http_response_bytes)") from None
+                             "runtime.limits.http_response_bytes)", lasting=True) from None
 
     def close(self) -> None:
         self.client.close()

@@ -151,6 +151,11 @@ class BatchRun:
                 if line.custom_id in batch.requests:
                     got[line.custom_id] = line
         except BatchFault as exc:
+            if exc.lasting:
+                raise BackendError(f"batch {batch.batch_id}: its results cannot be read: {exc}",
+                                   key="runtime.batch.max_result_bytes",
+                                   hint="raise the limit named and run again: the batch is kept and read again, "
+                                        "not submitted again") from None
             log.warning("batch %s: results not read (%s): tried again at the next poll", batch.batch_id, exc)
             return None
         counts: Counter[str] = Counter()

@@ -118,8 +118,8 @@ def execute_requests(
                         batched[0].close()
                 else:
                     backend.execute(pending, emit)
-                if identity is not None:
-                    _record_throughput(store, identity, pending, results, time.perf_counter() - t_exec)
+                    if identity is not None:  # a batch's hours in a provider's queue measure no model's speed
+                        _record_throughput(store, identity, pending, results, time.perf_counter() - t_exec)
                 stop.check()
         finally:
             token_step.reset(ticks)

@@ -169,3 +169,38 @@ def test_openai_file_lines_have_the_documented_shape(tmp_path: Path) -> None:
     assert {tuple(sorted(x)) for x in lines} == {("body", "custom_id", "method", "url")}
     assert {x["url"] for x in lines} == {"/v1/chat/completions"} and {x["custom_id"] for x in lines} == set(reqs)
     assert all(x["body"]["model"] == "gpt-fake" and x["body"]["max_tokens"] == 20 for x in lines)
+
+
+def test_result_lines_are_read_within_their_limits() -> None:
+    import gzip
+
+    from biasaudit.backends.http_limits import BodyTooLarge, bounded_lines
+
+    def chunks(data: bytes, n: int = 4096) -> list[bytes]:
+        return [data[i:i + n] for i in range(0, len(data), n)]
+
+    body = b"".join(b'{"n": %d}\n' % i for i in range(100))
+    assert [json.loads(x)["n"] for x in bounded_lines(chunks(gzip.compress(body)), "gzip", 100, 10_000)] == list(range(100))
+    # a gzip bomb: 50 MB of one line in ~50 KB; stopped at the line limit, never inflated whole
+    bomb = gzip.compress(b"a" * 50_000_000)
+    assert len(bomb) < 100_000
+    with pytest.raises(BodyTooLarge, match="a line longer than 1000 bytes"):
+        list(bounded_lines(chunks(bomb), "gzip", 1000, 10**12))
+    with pytest.raises(BodyTooLarge, match="body larger than 500 bytes"):
+        list(bounded_lines(chunks(body), "", 100, 500))
+    with pytest.raises(BodyTooLarge, match="unsupported Content-Encoding"):
+        list(bounded_lines([body], "br", 100, 500))
+
+
+def test_results_past_the_size_limit_stop_the_run_in_one_line_and_keep_the_batch(tmp_path: Path) -> None:
+    reqs = _requests(3)
+    with BatchServer() as server:
+        backend, ident = _openai(server, _runtime(max_result_bytes=1000))
+        store = Store(tmp_path / "c.sqlite")
+        with pytest.raises(BackendError, match="results cannot be read") as exc:
+            execute_requests(reqs, store, lambda: backend, identity=ident, progress=False)
+        assert exc.value.key == "runtime.batch.max_result_bytes"
+        # raised, and read again without a second submit
+        backend2, _ = _openai(server, _runtime())
+        _, stats = execute_requests(reqs, store, lambda: backend2, identity=ident, progress=False)
+    assert server.submits["openai"] == 1 and stats.answered == 3
