@@ -115,6 +115,7 @@ def execute_requests(
                         run.run(pending)
                     finally:
                         stats.batch_submitted = list(run.tally.submitted)
+                        stats.batch_retried = dict(sorted(run.tally.retried.items()))
                         batched[0].close()
                 else:
                     backend.execute(pending, emit)

@@ -63,6 +63,9 @@ class ExecutionStats:
     """Of the output tokens (reported or estimated), those of the batch answers."""
     batch_submitted: list[str] = field(default_factory=list)
     """Batches this run submitted (a resumed run polls the earlier ones and submits none for them)."""
+    batch_retried: dict[str, int] = field(default_factory=dict)
+    """Requests this run put into a new batch, by the kind of failure that sent them back
+    (`runtime.batch.retry`); their final result is counted with the rest."""
 
     def as_dict(self) -> dict[str, float | int | dict[str, int] | list[str]]:
         return asdict(self)

@@ -72,6 +72,8 @@ def test_openai_batch_answers_and_partial_failures_counted_and_retried(tmp_path:
     ok = [r for r in results.values() if r.ok]
     assert sorted(r.field("batch") for r in ok) == [b0] * 4 + [b1] * 2
     assert (stats.batch_answers, stats.batch_ids, stats.batch_submitted) == (6, [b0, b1], [b0, b1])
+    # sent back once: prompt 2 (a 500), prompts 3 and 4 (expired)
+    assert stats.batch_retried == {"batch_expired": 2, "server_error": 1}
     # the answer is what a direct call gives: text, usage from the provider
     assert all(r.output is not None and r.output["usage"] == {"input_tokens": 100, "output_tokens": 20} for r in ok)
     expired = next(r for r in failed.values() if r.error_kind == "batch_expired")
