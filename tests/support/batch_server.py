@@ -7,7 +7,8 @@ anthropic-sdk-python `types/messages/message_batch*.py`).
 A batch stays `in_progress` until the test sets `release` (so a test can kill the client
 between submit and results); then it ends, each request's fate decided by `fate(prompt,
 attempt)`: "ok", "server_error" (a 500 in the error file / an `api_error` result),
-"bad_request" (a 400 / `invalid_request_error`), or "expired" (not run: the OpenAI batch
+"bad_request" (a 400 / `invalid_request_error`), "empty" (OpenAI: a 200 whose message
+is empty), or "expired" (not run: the OpenAI batch
 is `expired` with `batch_expired` lines, the Anthropic result `expired`). `attempt` counts
 the batches that held that prompt. The server counts submits, polls and every result
 it served, so a test can check that nothing was submitted twice.
@@ -93,10 +94,10 @@ class BatchServer:
         expired = False
         for i, (cid, (fate, body)) in enumerate(b["outcome"].items()):
             rid = f"batch_req_{bid}_{i}"
-            if fate == "ok":
+            if fate in ("ok", "empty"):
+                said = f"Yes, because {_prompt(body)[:30]}" if fate == "ok" else ""
                 completion = {"id": f"chatcmpl-{i}", "object": "chat.completion", "model": body.get("model"),
-                              "choices": [{"index": 0, "message": {"role": "assistant",
-                                                                   "content": f"Yes, because {_prompt(body)[:30]}"},
+                              "choices": [{"index": 0, "message": {"role": "assistant", "content": said},
                                            "finish_reason": "stop", "logprobs": None}],
                               "usage": {"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120}}
                 out_lines.append({"id": rid, "custom_id": cid, "error": None,

@@ -45,6 +45,9 @@ from biasaudit.store.batches import BatchLedger, OpenBatch
 
 log = logging.getLogger(__name__)
 
+HEARTBEAT_S = 300.0
+"""Seconds between the lines saying the batches are still open."""
+
 # What a request absent from an ended batch's results became, by the batch's status.
 _ABSENT = {"expired": "batch_expired", "cancelled": "batch_canceled", "canceled": "batch_canceled",
            "failed": "batch_failed"}
@@ -210,8 +213,10 @@ class BatchRun:
                 fresh.append(r)
         open_ += self.submit(fresh, 1)
         t0, wait = self.clock(), self.cfg.poll_s
+        shown = t0
         while open_:
             still: list[OpenBatch] = []
+            states: Counter[str] = Counter()
             for b in open_:
                 try:
                     st = self.provider.state(b.batch_id)
@@ -220,6 +225,7 @@ class BatchRun:
                     still.append(b)
                     continue
                 if not st.ended:
+                    states[st.status] += 1
                     still.append(b)
                     continue
                 newer = {k for o in open_ if o.attempt > b.attempt for k in o.requests}
@@ -242,6 +248,11 @@ class BatchRun:
                     f"({', '.join(b.batch_id for b in open_)[:160]})", key="runtime.batch.max_wait_s",
                     hint="run the same command again later: the batches are kept in the cache and polled, "
                          "not submitted again (or raise runtime.batch.max_wait_s)")
+            if self.clock() - shown >= HEARTBEAT_S:  # hours of waiting: say now and then that it goes on
+                shown = self.clock()
+                stage("batches: %d open (%s), waiting %s so far", len(open_),
+                      ", ".join(f"{n} {k}" for k, n in sorted(states.items())) or "status not read",
+                      seconds_text(shown - t0))
             self._pause(wait)
             wait = min(wait * 1.5, self.cfg.max_poll_s)
 

@@ -206,3 +206,17 @@ def test_results_past_the_size_limit_stop_the_run_in_one_line_and_keep_the_batch
         backend2, _ = _openai(server, _runtime())
         _, stats = execute_requests(reqs, store, lambda: backend2, identity=ident, progress=False)
     assert server.submits["openai"] == 1 and stats.answered == 3
+
+
+def test_an_unusable_answer_in_the_output_file_is_a_failure_of_its_kind(tmp_path: Path) -> None:
+    """A 200 line whose message is empty is read by the same parser as a direct call:
+    an `empty` failure, final (not sent back into a batch), stored with its batch's attempt."""
+    reqs = _requests(3)
+    with BatchServer(lambda prompt, attempt: "empty" if prompt.startswith("prompt 0:") else "ok") as server:
+        backend, ident = _openai(server, _runtime(retry=2))
+        results, stats = execute_requests(reqs, Store(tmp_path / "c.sqlite"), lambda: backend, identity=ident,
+                                          progress=False)
+    assert server.submits["openai"] == 1
+    assert stats.failures_by_kind == {"empty": 1} and stats.answered == 2
+    [bad] = [r for r in results.values() if r.status == "failed"]
+    assert bad.error is not None and bad.error.startswith("empty content")
