@@ -185,6 +185,7 @@ def build_nli_backend(cfg: AuditConfig, relations: bool = True) -> Backend:
 
 
 def check_audit_support(cfg: AuditConfig, choices: dict[str, str]) -> None:
+    check_batch_support(cfg)
     if cfg.probe.kind == "classify_nli":
         nli, chat = _nli_parts(cfg)
         if chat is not None:
@@ -203,6 +204,29 @@ def check_audit_support(cfg: AuditConfig, choices: dict[str, str]) -> None:
         return
     model_file = f"conf/model/{choices['model']}.yaml" if choices.get("model") else None
     check_probe_support(cfg.model, cfg.probe.kind, model_file)
+
+
+def check_batch_support(cfg: AuditConfig) -> None:
+    """`runtime.batch.enabled` needs a model whose backend declares a batch provider, and a
+    probe kind that provider batches; said at validate, before anything is sent."""
+    if not cfg.runtime.batch.enabled:
+        return
+    from biasaudit.backends.batch_base import BATCH_PROVIDERS
+
+    hook = BATCH_PROVIDERS.get(cfg.model.backend)
+    if hook is None:
+        offer = ", ".join(BATCH_PROVIDERS.kinds()) or "none"
+        raise BackendError(
+            f"model backend {cfg.model.backend!r} has no provider batch API to send the requests through",
+            key="runtime.batch.enabled",
+            hint=f"set runtime.batch.enabled=false, or use a hosted model whose backend has one ({offer})",
+        )
+    if cfg.probe.kind not in hook.kinds:
+        raise BackendError(
+            f"model backend {cfg.model.backend!r} does not batch {cfg.probe.kind} probes: {hook.why_not}",
+            key="runtime.batch.enabled",
+            hint=f"set runtime.batch.enabled=false for this spec (batched kinds: {', '.join(sorted(hook.kinds))})",
+        )
 
 
 def audit_subject(cfg: AuditConfig) -> str:

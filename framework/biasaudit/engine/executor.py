@@ -17,6 +17,7 @@ from biasaudit._util.progress import seconds_text, stage
 from biasaudit._util.secrets import redact_obj
 from biasaudit.backends import Backend, weights
 from biasaudit.backends.base import items_finished, token_step
+from biasaudit.engine.batch import BatchRun, batch_provider
 from biasaudit.engine.interrupt import GracefulStop
 from biasaudit.errors import StoreError
 from biasaudit.plan import Plan, Request, estimated_tokens
@@ -107,9 +108,19 @@ def execute_requests(
         ticks = token_step.set(bar.tokens if bar is not None else None)
         try:
             with stop:
-                backend.execute(pending, emit)
-                if identity is not None:
-                    _record_throughput(store, identity, pending, results, time.perf_counter() - t_exec)
+                batched = batch_provider(backend, identity)
+                if batched is not None and identity is not None:
+                    run = BatchRun(batched[0], store, batched[1], identity, emit)
+                    try:
+                        run.run(pending)
+                    finally:
+                        stats.batch_submitted = list(run.tally.submitted)
+                        stats.batch_retried = dict(sorted(run.tally.retried.items()))
+                        batched[0].close()
+                else:
+                    backend.execute(pending, emit)
+                    if identity is not None:  # a batch's hours in a provider's queue measure no model's speed
+                        _record_throughput(store, identity, pending, results, time.perf_counter() - t_exec)
                 stop.check()
         finally:
             token_step.reset(ticks)
@@ -121,6 +132,8 @@ def execute_requests(
     stats.failures = sum(kinds.values())
     stats.answered = stats.requests - stats.failures
     stats.failures_by_kind = dict(sorted(kinds.items()))
+    via = Counter(str(results[k].field("batch")) for k in requests if results[k].ok and results[k].field("batch"))
+    stats.batch_answers, stats.batch_ids = sum(via.values()), sorted(via)
     stats.seconds = time.perf_counter() - t0
     return results, stats
 

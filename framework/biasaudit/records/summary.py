@@ -89,6 +89,11 @@ class TokenCost(_Record):
     cost: float | None = None
     """At `model.price` (None: no price given)."""
     currency: str | None = None
+    batch_answers: int = 0
+    """Answers that came through the provider's batch API (`runtime.batch`), priced at
+    `model.price.batch_discount` where given."""
+    batch_ids: list[str] = Field(default_factory=list)
+    """The batches they came from."""
     text: str = ""
     """The cover's line: the counts, whether any part is estimated and why, the cost."""
 
