@@ -18,6 +18,9 @@ def cmd_compare_view(args: argparse.Namespace, folders: list[Path]) -> int:
 
     notes: list[str] = []
     try:
+        for f in folders:  # `collect` skips what it cannot list; a mistyped path is an error here
+            if not f.exists():
+                raise BiasAuditError("no such folder", file=str(f), hint="give run folders written by `biasaudit run`")
         runs = [d for d, _ in collect(folders, notes)]  # run folders under a sweep / suite folder, each once
         if len(folders) == 1:
             base = folders[0]

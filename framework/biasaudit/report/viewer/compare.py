@@ -35,6 +35,7 @@ from __future__ import annotations
 
 from collections import Counter
 from pathlib import Path
+
 from pydantic import BaseModel, ConfigDict, Field
 
 from biasaudit._util.fileio import open_input
@@ -298,12 +299,14 @@ def load_compare(folders: list[Path], *, max_rows: int = load.MAX_ROWS, base: Pa
         e.matched = len(e.runs) >= 2
     for i, run in enumerate(data.runs):
         run.matched = sum(entries.entries[k].matched for k in entries.of[i].values())
-        if run.matched == 0:
-            raise StoreError(f"run {run.letter} shares no stimulus with the other runs (by content, or by id where "
-                             "a run holds no content hash): runs of different data cannot be compared stimulus by "
-                             "stimulus", file=str(folders[i]),
-                             hint="compare runs of the same spec or data (`biasaudit compare` sets their "
-                                  "estimates side by side whatever their data)")
+    alone = [i for i, r in enumerate(data.runs) if r.matched == 0]
+    if alone:
+        who = "the runs share" if len(alone) == len(data.runs) else f"run {data.runs[alone[0]].letter} shares"
+        raise StoreError(f"{who} no stimulus (the same content, or the same id where a run holds no content hash): "
+                         "runs of different data cannot be compared stimulus by stimulus",
+                         file=str(folders[alone[-1]]),
+                         hint="compare runs of the same spec or data (`biasaudit compare` sets any runs' estimates "
+                              "side by side)")
     cells = [set(r.cells) for r in data.runs]
     any_cell = any(c != cells[0] for c in cells) and all(len(c) <= 1 for c in cells)
     if any(c != cells[0] for c in cells) and not any_cell:
