@@ -44,6 +44,14 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     return vw
 
 
+def _folder_of_runs(folder: Path) -> bool:
+    """A folder with no summary.json of its own but run folders below it (a sweep, the
+    runs of one audit): compared rather than viewed."""
+    if not folder.is_dir() or (folder / "summary.json").exists():
+        return False
+    return any(True for _ in folder.glob("*/summary.json")) or any(True for _ in folder.glob("*/*/summary.json"))
+
+
 def cmd_view(args: argparse.Namespace, rest: list[str]) -> int:
     from biasaudit.cli.command import bad_input, unexpected_arguments
     from biasaudit.errors import BiasAuditError
@@ -52,7 +60,7 @@ def cmd_view(args: argparse.Namespace, rest: list[str]) -> int:
     if (refused := unexpected_arguments("view", rest)) is not None:
         return refused
     folders = [Path(p) for p in args.run_dir]
-    if len(folders) > 1 or (folders[0].is_dir() and not (folders[0] / "summary.json").exists()):
+    if len(folders) > 1 or _folder_of_runs(folders[0]):
         from biasaudit.cli.view_compare import cmd_compare_view
 
         return cmd_compare_view(args, folders)
