@@ -253,3 +253,39 @@ def test_a_version_of_the_spec_counts_matched_and_unmatched_stimuli(runs: list[P
     a, b = opinion["answers"]
     assert opinion["prompt"] == "" and a["prompt"].endswith("Opinion: Group B is loud.") and "Your view" not in a["prompt"]
     assert b["prompt"].endswith("Your view? Opinion: Group B is loud.")
+
+
+@pytest.mark.slow  # two runs of their own
+def test_token_probability_runs_order_by_the_spread_of_item_differences(workdir: Path, cli) -> None:  # type: ignore[no-untyped-def]
+    """Two models that score every sentence alike but one pair: that pair's item
+    difference moves, the others' do not; it comes first, its spread the change of its
+    item difference between the runs' own summary.json files."""
+    import json
+
+    from biasaudit.data.readers import read_csv
+    from tests.helpers import CROWS_SAMPLE, operator_conf, tp_spec
+
+    spec = tp_spec(workdir, 5)
+    _, rows = read_csv(CROWS_SAMPLE)
+    pair = rows[2]  # the third pair, stimulus id "2"
+    scores = {pair["sent_more"]: -5.0, pair["sent_less"]: -50.0}
+    made = []
+    for name, script in (("tp-a", {}), ("tp-b", {"scores": scores})):
+        ops = operator_conf(workdir / name, model={"backend": "scripted", "name": name, "script": script})
+        code, _, err = cli("run", "--fail-on", "never", f"spec={spec}", *ops, *isolation(workdir), "report.formats=[html]")
+        assert code == 0, err
+        [new] = [d for d in run_dirs(workdir) if d not in made]
+        made.append(new)
+    code, _, err = cli("view", *map(str, made), "--out", str(workdir / "c.html"))
+    assert code == 0, err
+    data = page_data((workdir / "c.html").read_text(encoding="utf-8"))
+    diffs = [{i["stimulus"]: i["diff"] for i in json.loads((d / "summary.json").read_text())["metrics"]["bias_score"]["items"]}
+             for d in made]
+    moved = {s for s in diffs[0] if diffs[0][s] != diffs[1][s]}
+    assert moved == {"2"}  # only the scripted pair's difference changed
+    order = [e["stimulus"] for e in data["entries"]]
+    assert order == ["2", "0", "1", "3", "4"]  # the moved pair, then plan order (spread 0)
+    first = data["entries"][0]
+    assert first["spread"]["bias_score"] == pytest.approx(abs(diffs[1]["2"] - diffs[0]["2"]))
+    assert all(e["spread"]["bias_score"] == 0 for e in data["entries"][1:])
+    assert first["disagree"] == 0 and first["answers_differ"] == 2  # both sentences' scores differ; no codes
