@@ -34,7 +34,8 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     vw.add_argument("--out", default=None, metavar="FILE", help="where to write the page (default: RUN_DIR/viewer.html)")
     vw.add_argument("--max-rows", type=whole_number("--max-rows", lo=1), default=MAX_ROWS, metavar="N",
                     help=f"responses embedded at most, shared between a suite's runs (default: {MAX_ROWS}); "
-                         "the page says how many it leaves out")
+                         "when comparing, each run is read as far as N and the page holds N in all, whole "
+                         "stimuli, those that differ most first; the page says how many it leaves out")
     vw.add_argument("--force", action="store_true",
                     help="replace a file at the output path that biasaudit did not write, or a symlink there "
                          "(the link itself, never its target)")

@@ -289,3 +289,18 @@ def test_token_probability_runs_order_by_the_spread_of_item_differences(workdir:
     assert first["spread"]["bias_score"] == pytest.approx(abs(diffs[1]["2"] - diffs[0]["2"]))
     assert all(e["spread"]["bias_score"] == 0 for e in data["entries"][1:])
     assert first["disagree"] == 0 and first["answers_differ"] == 2  # both sentences' scores differ; no codes
+
+
+def test_the_compare_page_replaces_only_its_own_file(runs: list[Path], tmp_path: Path, cli) -> None:  # type: ignore[no-untyped-def]
+    mine = tmp_path / "notes.html"
+    mine.write_text("my own notes", encoding="utf-8")
+    code, _, err = cli("view", *map(str, runs), "--out", str(mine))
+    assert code == 2 and len(err.strip().splitlines()) == 1 and "--force" in err
+    assert mine.read_text(encoding="utf-8") == "my own notes"
+    link = tmp_path / "link.html"
+    link.symlink_to(mine)
+    code, _, err = cli("view", *map(str, runs), "--out", str(link))
+    assert code == 2 and len(err.strip().splitlines()) == 1 and mine.read_text(encoding="utf-8") == "my own notes"
+    assert cli("view", *map(str, runs), "--out", str(mine), "--force")[0] == 0
+    assert page_data(mine.read_text(encoding="utf-8"))["kind"] == "compare"
+    assert cli("view", *map(str, runs), "--out", str(mine))[0] == 0  # now a page biasaudit wrote: refreshed
