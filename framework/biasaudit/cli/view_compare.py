@@ -28,7 +28,7 @@ def cmd_compare_view(args: argparse.Namespace, folders: list[Path]) -> int:
             base = Path(os.path.commonpath([str(d.resolve()) for d in runs])) if runs else folders[0]
         out = Path(args.out) if args.out else base / COMPARE_FILE
         path, data = write_compare(runs, out, max_rows=args.max_rows, force=args.force, explicit=bool(args.out),
-                                   base=base if len(folders) == 1 else None)
+                                   base=base)
     except BiasAuditError as exc:
         return bad_input(exc)
     m = data.matching

@@ -268,7 +268,7 @@ def load_compare(folders: list[Path], *, max_rows: int = load.MAX_ROWS, base: Pa
     paths are shown relative to)."""
     if len(folders) < 2:
         raise StoreError("compare needs two or more run folders", file=", ".join(map(str, folders)),
-                         hint="give two run folders, or a folder holding several runs")
+                         hint="give two run folders, or a folder holding several runs (one run: biasaudit view RUN_DIR)")
     if len(folders) > MAX_RUNS:
         raise StoreError(f"{len(folders)} runs: the page compares at most {MAX_RUNS} side by side",
                          file=", ".join(map(str, folders[:3])) + ", ...",
@@ -288,7 +288,8 @@ def load_compare(folders: list[Path], *, max_rows: int = load.MAX_ROWS, base: Pa
         view = load.load_view(f, max_rows=max_rows)
         views.append(view)
         vr = view.runs[0]
-        rel = str(f.relative_to(base)) if base is not None and (base == f or base in f.parents) else str(f)
+        real = f.resolve()
+        rel = str(real.relative_to(base.resolve())) if base is not None and base.resolve() in real.parents else str(f)
         data.runs.append(CompareRun(letter=letter, label=_label(summaries, i), audit=s.audit.name, model=s.model.name,
                                     run_id=s.run_id, overall=s.overall, folder=rel, responses=vr.responses,
                                     read=vr.shown, stimuli=len(ids), cells=list(s.design.cells)))
