@@ -3,7 +3,16 @@
 Heavy libraries (torch, transformers) are imported only when a local model is built.
 """
 
-from biasaudit.backends import hf_causal, hf_masked, openai_compat, oracle, replay, scripted  # noqa: F401  (registration)
+from biasaudit.backends import (  # noqa: F401  (registration)
+    hf_causal,
+    hf_masked,
+    http_app,
+    openai_compat,
+    oracle,
+    recorded,
+    replay,
+    scripted,
+)
 from biasaudit.backends.base import BACKENDS, Backend, BackendKind, Response, resolve_model_path
 from biasaudit.backends.factory import (
     audit_identity,
@@ -14,6 +23,7 @@ from biasaudit.backends.factory import (
     build_nli_backend,
     check_audit_support,
     check_probe_support,
+    check_stimuli,
     identity_scope,
     nli_identity,
 )
@@ -32,6 +42,7 @@ __all__ = [
     "build_nli_backend",
     "nli_identity",
     "check_probe_support",
+    "check_stimuli",
     "identity_scope",
     "resolve_model_path",
 ]
