@@ -33,8 +33,9 @@ from biasaudit.errors import SpecError
 from biasaudit.plan import Request
 from biasaudit.records.json import JSONObject
 from biasaudit.spec import OpenAICompatConfig, RuntimeConfig
+from biasaudit.spec.app_request import SESSION_VARS, templates_of
 from biasaudit.spec.model_configs import HTTPAppConfig
-from biasaudit.spec.templates import render
+from biasaudit.spec.templates import render, variables
 
 
 def _transport(app: HTTPAppConfig) -> OpenAICompatConfig:
@@ -58,6 +59,8 @@ class HTTPAppBackend(OpenAICompatBackend):
         parts = urlsplit(app.request.url)
         self._origin = (parts.scheme, parts.netloc)
         self._answer_expr = jmespath.compile(app.answer)
+        self._reads_stimulus = any(variables(t, file=None, key=k) & SESSION_VARS
+                                   for k, t, _ in templates_of(app.request, app.session_headers))
 
     def __repr__(self) -> str:
         return f"HTTPAppBackend(url={self.app.request.url!r})"
@@ -97,6 +100,9 @@ class HTTPAppBackend(OpenAICompatBackend):
     def _body(self, req: Request) -> tuple[str, dict[str, Any], int]:
         if req.kind != "generate":
             raise RequestFailed("unsupported", f"http_app cannot do {req.kind}", 0)
+        if req.stimulus is None and self._reads_stimulus:
+            raise RequestFailed("template", "the request carries no stimulus for the template to read (an "
+                                "application answers a spec's own requests, not coding calls)", 0)
         rq = self.app.request
         ctx = self._context(req)
         url = self._render(rq.url, ctx, "request.url")

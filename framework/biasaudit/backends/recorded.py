@@ -99,12 +99,12 @@ def _show(cfg: RecordedConfig, key: tuple[str, ...]) -> str:
 def check_rows(cfg: RecordedConfig, stimuli: StimulusSet, limits: RuntimeLimits) -> None:
     """Every stimulus has exactly one row and every row a stimulus, or a one-line refusal
     naming the file and the first row (or stimulus) that does not match."""
-    decisions = read_decisions(cfg, limits.max_data_bytes)
     path = str(_file(cfg))
     absent = [c for c in cfg.key if c not in stimuli.field_names]
     if absent:
         raise BackendError(f"model.key column {absent[0]!r} is not a stimulus field", file=path, key="model.key",
                            hint=f"key the rows by stimulus fields: {', '.join(sorted(stimuli.field_names))[:200]}")
+    decisions = read_decisions(cfg, limits.max_data_bytes)
     seen: dict[tuple[str, ...], str] = {}
     for s in stimuli.stimuli:
         key = tuple(_as_text(s.fields.get(c)) for c in cfg.key)

@@ -26,7 +26,13 @@ from biasaudit.spec import (
     model_config,
 )
 from biasaudit.spec.compose import compose
-from biasaudit.spec.model_configs import MODEL_CONFIGS, ModelConfig, RecordedConfig, backend_tag, backends_with
+from biasaudit.spec.model_configs import (
+    MODEL_CONFIGS,
+    ModelConfig,
+    RecordedConfig,
+    backend_tag,
+    backends_with,
+)
 from tests.conftest import isolation
 from tests.helpers import REPO
 
