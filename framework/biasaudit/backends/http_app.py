@@ -51,6 +51,7 @@ def _transport(app: HTTPAppConfig) -> OpenAICompatConfig:
 
 class HTTPAppBackend(OpenAICompatBackend):
     supports = frozenset({"generate"})
+    _redirect_note = "requests and the key go to the host of model.request.url only"
 
     def __init__(self, app: HTTPAppConfig, runtime: RuntimeConfig, **kwargs: Any) -> None:
         # `server` set: no GET /models probe, which an application does not answer
@@ -113,6 +114,9 @@ class HTTPAppBackend(OpenAICompatBackend):
                    for k, v in self.app.session_headers.items()}
         keyed = {**ctx, "api_key": self._key.reveal() if self._key is not None else ""}
         headers |= {k: self._render(v, keyed, f"request.headers.{k}") for k, v in rq.headers.items()}
+        for k, v in headers.items():
+            if any(c in v for c in "\r\n\x00"):  # a stimulus field must not add a header of its own
+                raise RequestFailed("template", f"header {k} rendered with a line break", 0)
         send: dict[str, Any] = {"headers": headers}
         if rq.body is not None:
             send["json"] = self._fill(rq.body, ctx, "")

@@ -167,6 +167,7 @@ def estimate_tokens(req: Request, max_tokens: int) -> float:
 
 class OpenAICompatBackend:
     supports = frozenset({"generate", "next_token", "sequence_logprob", "choice"})
+    _redirect_note = "requests and the API key go to model.base_url only"
 
     def __init__(
         self, cfg: OpenAICompatConfig, runtime: RuntimeConfig, *,
@@ -261,8 +262,8 @@ class OpenAICompatBackend:
         text = raw.decode("utf-8", errors="replace")
         if 300 <= r.status_code < 400:
             where = urlsplit(r.headers.get("Location", "")).netloc or "elsewhere"
-            raise AttemptFault("http_error", f"HTTP {r.status_code}: redirect to {where[:80]} not followed (requests "
-                                             "and the API key go to model.base_url only)", retry=False)
+            raise AttemptFault("http_error", f"HTTP {r.status_code}: redirect to {where[:80]} not followed "
+                                             f"({self._redirect_note})", retry=False)
         if r.status_code >= 400:
             fault = classify_status(r.status_code, self._redact(text), parse_retry_after(r.headers.get("Retry-After")))
             if r.status_code in (401, 403) and self._key_missing:

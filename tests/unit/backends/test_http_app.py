@@ -92,7 +92,7 @@ def test_429_with_retry_after_is_retried() -> None:
 
 
 @pytest.mark.parametrize(("path", "kind", "says"), [
-    ("/redirect", "http_error", "redirect to elsewhere.example not followed"),
+    ("/redirect", "http_error", "redirect to elsewhere.example not followed (requests and the key go to the host"),
     ("/huge", "malformed", "response body larger than 4096 bytes"),
     ("/list", "malformed", "model.answer 'result.decision' selected a list ([\"invite\"]), not a string"),
     ("/text", "malformed", "invalid JSON"),
@@ -122,6 +122,15 @@ def test_a_request_without_its_stimulus_fails_with_the_reason() -> None:
         got = _run(_config(f"{url}/screen"), [req])
     assert got["k"].error_kind == "template" and "carries no stimulus" in (got["k"].error or "")
     assert seen.requests == []
+
+
+def test_a_header_that_renders_a_line_break_is_not_sent() -> None:
+    with serving() as (url, seen):
+        cfg = _config(f"{url}/screen", session_headers={"X-Session-Id": "{{ stimulus.race }}"})
+        req = _requests()[0].model_copy(update={"stimulus": {"id": "a1", "fields": {
+            **APPLICANTS[0], "race": "Black\r\nX-Admin: 1"}, "levels": {}}})
+        got = _run(cfg, [req])
+    assert got["a1"].error_kind == "template" and "line break" in (got["a1"].error or "") and seen.requests == []
 
 
 @pytest.mark.parametrize(("change", "says"), [
