@@ -15,6 +15,7 @@ Rendering itself is `spec.templates.render`, the sandbox every spec template use
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
@@ -28,6 +29,9 @@ REQUEST_VARS = frozenset({"prompt", "system", "messages", "stimulus", "stimulus_
 """What a request template may read."""
 SESSION_VARS = frozenset({"stimulus", "stimulus_id", "levels"})
 """What a session header may read: the stimulus alone, so it names one session per stimulus."""
+
+
+_LOADS = re.compile(r"{%[-+]?\s*(include|import|from|extends)\b")
 
 
 class _AnyField(dict[str, Any]):
@@ -83,6 +87,9 @@ def check_app_request(request: AppRequest, session_headers: dict[str, str], api_
             raise ValueError(f"{where}: the template reads {extra[0]!r}: {why}")
         if "api_key" in read and api_key_env is None:
             raise ValueError(f"{where}: the template reads 'api_key' but no `api_key_env` names its variable")
+        if _LOADS.search(source):
+            raise ValueError(f"{where}: the template loads another ({{% include %}}, import, extends): "
+                             "there is no template loader, and no file is read")
         refused = sandbox_refusal(source, _stand_in())
         if refused is not None:
             raise ValueError(f"{where}: the template sandbox refuses it: {refused}")
