@@ -7,8 +7,10 @@ from biasaudit.backends import (  # noqa: F401  (registration)
     batch_openai,
     hf_causal,
     hf_masked,
+    http_app,
     openai_compat,
     oracle,
+    recorded,
     replay,
     scripted,
 )
@@ -22,6 +24,7 @@ from biasaudit.backends.factory import (
     build_nli_backend,
     check_audit_support,
     check_probe_support,
+    check_stimuli,
     identity_scope,
     nli_identity,
 )
@@ -40,6 +43,7 @@ __all__ = [
     "build_nli_backend",
     "nli_identity",
     "check_probe_support",
+    "check_stimuli",
     "identity_scope",
     "resolve_model_path",
 ]

@@ -9,9 +9,11 @@ from typing import Any
 
 from biasaudit.backends.base import BACKENDS, Backend
 from biasaudit.backends.weights import forget as forget_weights
+from biasaudit.data import StimulusSet
 from biasaudit.errors import BackendError
 from biasaudit.records.json import JSONObject
 from biasaudit.spec import AuditConfig, HFCausalConfig, ModelConfig, NLIConfig, RuntimeConfig
+from biasaudit.spec.model_configs import RecordedConfig
 
 # Local models loaded in this process, so a sweep or a test session loads each once.
 _LOADED: dict[str, Backend] = {}
@@ -103,7 +105,7 @@ def build_backend(model: ModelConfig, runtime: RuntimeConfig) -> Backend:
         if memo not in _LOADED:
             _LOADED[memo] = ServedBackend(model, runtime)
         return _LOADED[memo]
-    if not kind.local or model.backend in ("scripted", "replay"):
+    if not kind.local or model.backend in ("scripted", "replay", "recorded"):
         return kind.build(kind.config_of(model), runtime)
     memo = json.dumps([model.model_dump(mode="json"), runtime.threads], sort_keys=True)
     if memo not in _LOADED:
@@ -227,6 +229,13 @@ def check_batch_support(cfg: AuditConfig) -> None:
             key="runtime.batch.enabled",
             hint=f"set runtime.batch.enabled=false for this spec (batched kinds: {', '.join(sorted(hook.kinds))})",
         )
+def check_stimuli(cfg: AuditConfig, stimuli: StimulusSet) -> None:
+    """What the model under test can check only against the stimuli: a recorded
+    decisions file must hold one row per stimulus and no other (refused before the run)."""
+    if isinstance(cfg.model, RecordedConfig) and cfg.probe.kind != "classify_nli":
+        from biasaudit.backends.recorded import check_rows
+
+        check_rows(cfg.model, stimuli, cfg.runtime.limits)
 
 
 def audit_subject(cfg: AuditConfig) -> str:

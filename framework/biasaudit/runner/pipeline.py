@@ -22,7 +22,7 @@ from biasaudit._util.progress import load_note, stage
 from biasaudit._util.secrets import guard_logging, watch_config
 from biasaudit._util.trail import write_json_lines
 from biasaudit._version import __version__
-from biasaudit.backends import audit_identity, audit_subject, build_audit_backend
+from biasaudit.backends import audit_identity, audit_subject, build_audit_backend, check_stimuli
 from biasaudit.coding.base import LayerCalls
 from biasaudit.coding.calibration_record import calibration_problems
 from biasaudit.coding.human_review import below_chance_flags
@@ -107,6 +107,7 @@ def plan_inputs(composed: Composed) -> PlanInputs:
         if exc.file is None and composed.choices.get("model"):
             exc.file = f"conf/model/{composed.choices['model']}.yaml"
         raise
+    check_stimuli(cfg, stimuli)  # e.g. a recorded decisions file: one row per stimulus, before any run
     return PlanInputs(params, stimuli, identity, coding)
 
 
