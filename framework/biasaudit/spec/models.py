@@ -497,6 +497,25 @@ class SequentialConfig(Strict):
     looks (raise `look_every` beyond that)."""
 
 
+class BudgetConfig(Strict):
+    """A spending limit on the model under test's calls (docs/models-and-servers.md,
+    "Budgets"): the run stops before a call could take it past any limit set, leaving a
+    resumable run marked `stopped: budget`. Off while every limit is null."""
+
+    money: float | None = Field(default=None, gt=0, allow_inf_nan=False)
+    """Most money, in `model.price`'s currency (needs `model.price`)."""
+    tokens: int | None = Field(default=None, gt=0)
+    """Most tokens, input and output together."""
+    input_tokens: int | None = Field(default=None, gt=0)
+    """Most input (prompt) tokens."""
+    output_tokens: int | None = Field(default=None, gt=0)
+    """Most output (completion) tokens."""
+
+    @property
+    def active(self) -> bool:
+        return any(v is not None for v in (self.money, self.tokens, self.input_tokens, self.output_tokens))
+
+
 class RuntimeConfig(Strict):
     batch_size: int = Field(default=8, ge=1)
     """Rows per batch for local models."""
@@ -541,6 +560,8 @@ class RuntimeConfig(Strict):
     sequential: SequentialConfig = Field(default_factory=SequentialConfig)
     """Sequential stopping: look at the thresholds every `look_every` stimuli and stop when
     all are decided (see `SequentialConfig`)."""
+    budget: BudgetConfig = Field(default_factory=BudgetConfig)
+    """A limit on money and/or tokens spent on the model under test (see `BudgetConfig`)."""
 
 
 class ValiditySpec(Strict):
