@@ -7,10 +7,12 @@ is not the one planned."""
 
 from __future__ import annotations
 
+import dataclasses
 from typing import TYPE_CHECKING
 
 from biasaudit.engine.budget import Budget
 from biasaudit.errors import BackendError, SpecError
+from biasaudit.plan import Plan
 from biasaudit.records.budget import BudgetRecord
 from biasaudit.records.execution import ExecutionStats
 from biasaudit.records.responses import Response
@@ -30,13 +32,15 @@ def model_price(cfg: AuditConfig) -> ModelPrice | None:
     return m.price if isinstance(m, OpenAICompatConfig | ScriptedConfig) else None
 
 
-def check_budget(cfg: AuditConfig, spec_file: str) -> None:
-    """Refuse, before any call, a budget that cannot be kept."""
+def check_budget(cfg: AuditConfig, spec_file: str, model_choice: str | None = None) -> None:
+    """Refuse, before any call, a budget that cannot be kept (a missing price is named in
+    the model config it belongs in, `conf/model/<model_choice>.yaml`)."""
     b = cfg.runtime.budget
     if not b.active:
         return
     if b.money is not None and model_price(cfg) is None:
-        raise SpecError(f"a money budget needs the price of {cfg.model.name} (model.price)", file=spec_file,
+        where = f"conf/model/{model_choice}.yaml" if model_choice else spec_file
+        raise SpecError(f"a money budget needs the price of {cfg.model.name} (model.price)", file=where,
                         key="runtime.budget.money",
                         hint="state the price (+model.price.input_per_million=... +model.price.output_per_million=...) "
                              "or give a token budget (runtime.budget.tokens=...)")
@@ -56,6 +60,19 @@ def make_budget(cfg: AuditConfig) -> Budget | None:
     local = BACKENDS.get(m.backend).local
     window = cfg.runtime.batch_size if local else int(getattr(m, "concurrency", 1) or 1)
     return Budget(b, model_price(cfg), window)
+
+
+def budget_plan(prep: Prepared) -> Plan:
+    """The plan with its requests in the order a budgeted run sends them: stimulus by
+    stimulus, in the seeded order sequential stopping takes them (`stimulus_order`), so a
+    stop leaves whole stimuli answered (a plan's own order goes cell by cell, and a stop
+    part-way would leave every stimulus incomplete), and those a random sample of all."""
+    from biasaudit.runner.sequential import stimulus_order
+
+    rank = {sid: i for i, sid in enumerate(stimulus_order(prep))}
+    items = sorted(prep.plan.items, key=lambda it: rank.get(it.stimulus, len(rank)))
+    keys = dict.fromkeys(it.key for it in items)
+    return dataclasses.replace(prep.plan, requests={k: prep.plan.requests[k] for k in keys})
 
 
 def complete_stimuli(prep: Prepared, responses: dict[str, Response]) -> set[str]:
@@ -91,4 +108,4 @@ def budget_verdicts(verdicts: list[VerdictRecord], record: BudgetRecord) -> list
                                  "would_be": v.would_be or v.verdict}) for v in verdicts]
 
 
-__all__ = ["budget_verdicts", "check_budget", "complete_stimuli", "make_budget", "model_price", "stopped_run"]
+__all__ = ["budget_plan", "budget_verdicts", "check_budget", "complete_stimuli", "make_budget", "model_price", "stopped_run"]

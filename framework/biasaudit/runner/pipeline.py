@@ -116,7 +116,7 @@ def prepare(composed: Composed) -> Prepared:
     params, stimuli, identity, coding = plan_inputs(composed)
     from biasaudit.runner.budget import check_budget
 
-    check_budget(composed.config, str(composed.spec_file))  # a money budget without a price: refused now
+    check_budget(composed.config, str(composed.spec_file), composed.choices.get("model"))  # a money budget without a price: refused now
     if composed.config.runtime.sequential.look_every is not None:
         from biasaudit.runner.sequential import schedule
 
@@ -488,7 +488,7 @@ def run(prep: Prepared, run_dir: Path, command: list[str]) -> RunSummary:
         _write(run_dir / "manifest.json", _manifest_text(run_manifest))
         t0 = time.perf_counter()
         looked = None
-        from biasaudit.runner.budget import make_budget, stopped_run
+        from biasaudit.runner.budget import budget_plan, make_budget, stopped_run
 
         budget = make_budget(cfg)
         record = None
@@ -501,7 +501,7 @@ def run(prep: Prepared, run_dir: Path, command: list[str]) -> RunSummary:
             prep, responses, stats = looked.prep, looked.responses, looked.stats
         else:
             responses, stats = execute_plan(
-                prep.plan, store,
+                prep.plan if budget is None else budget_plan(prep), store,
                 lambda: build_audit_backend(cfg),
                 retry_failed=cfg.runtime.retry_failed,
                 progress=cfg.runtime.progress,
@@ -632,7 +632,7 @@ def rerender(run_dir: Path, answerer: Callable[..., StoreAnswerer] = StoreAnswer
     if m.execution is not None:  # the run's own counts of what a re-render does not redo
         for k in ("calls", "seconds", "model_load_s", "model_loads", "new_failures", "coding_s"):
             setattr(stats, k, getattr(m.execution, k))
-        if looked is not None:
+        if looked is not None or (m.budget is not None and m.budget.stopped):
             for k in ("cache_hits", "coding_calls", "coding_cache_hits", "embedding_calls", "embedding_cache_hits"):
                 setattr(stats, k, getattr(m.execution, k))
     return finish(prep, responses, stats, run_dir, m, write_responses=trail, offline=True,

@@ -132,7 +132,8 @@ def test_money_budget_without_a_price_is_refused(workdir: Path, cli: Any) -> Non
     code, out, err = _run(workdir, cli, "runtime.budget.money=1", price=False)
     assert code == 2
     lines = [ln for ln in err.strip().splitlines() if ln.strip()]
-    assert len(lines) == 1 and "runtime.budget.money" in lines[0] and "model.price" in lines[0], err
+    assert len(lines) == 1 and "runtime.budget.money: a money budget needs the price of billed (model.price)" in lines[0], err
+    assert "conf/model/test.yaml" in lines[0]  # the file the price goes in
     assert _calls(workdir) == []
 
 
@@ -142,5 +143,120 @@ def test_zero_or_negative_budgets_are_refused(workdir: Path, cli: Any, override:
     code, _, err = _run(workdir, cli, override)
     assert code == 2
     lines = [ln for ln in err.strip().splitlines() if ln.strip()]
-    assert len(lines) == 1 and override.split("=")[0] in lines[0], err
+    assert len(lines) == 1 and f"{override.split('=')[0]}: Input should be greater than 0" in lines[0], err
     assert _calls(workdir) == []
+
+
+GEN_SPEC = """
+audit: {name: budget-http, method: biaxis}
+stimuli: {source: statements.csv, format: statements}
+factors:
+  task:
+    bj: {template: "Statement: {{ statement }} Do you agree? Answer Yes or No, then explain."}
+probe: {kind: generate, max_tokens: 20}
+metrics:
+  - {name: biaxis, parser: false}
+"""
+PANEL = {"judges": [{"name": "j1", "model": {"backend": "scripted", "name": "judge", "script": {"choices": {"because": "A"}}},
+                     "prompt": "{{ statement }} || {{ text }}"}]}
+
+
+def test_openai_compat_settles_the_usage_reported_on_the_wire(workdir: Path, cli: Any) -> None:
+    """Through the real HTTP backend against a fake server that reports 1000 prompt and 200
+    completion tokens per answer (far above the plan's estimate of ~20 in + 20 out): the
+    spend is the reported usage, and with concurrency 2 it passes the 5,000-token budget
+    by at most two answers."""
+    from tests.helpers import write_spec
+    from tests.support.fault_server import FaultServer, Raw, http_response
+
+    rows = ["statement,category"] + [f"People from town {i} are careful with money.,town" for i in range(8)]
+    (workdir / "statements.csv").write_text("\n".join(rows) + "\n", encoding="utf-8")
+    spec = write_spec(workdir / "gen.yaml", GEN_SPEC)
+    seen: list[str] = []
+
+    def respond(prompt: str, headers: dict[str, str]) -> Raw:
+        seen.append(prompt)
+        body = {"choices": [{"message": {"role": "assistant", "content": "Yes, because it is so."},
+                             "finish_reason": "stop"}],
+                "usage": {"prompt_tokens": 1000, "completion_tokens": 200, "total_tokens": 1200}}
+        return Raw(http_response(200, json.dumps(body).encode(), {"Content-Type": "application/json"}))
+
+    with FaultServer(responder=respond) as server:
+        code, _, err = cli("run", f"spec={spec}", *operator_conf(workdir, judge=PANEL), "model=openai_compat",
+                           f"model.base_url={server.url}", "model.api_key_env=null", "model.name=hosted",
+                           "model.concurrency=2", "+model.price.input_per_million=2.5",
+                           "+model.price.output_per_million=10", "runtime.budget.tokens=5000", *isolation(workdir))
+    assert code == 4, err
+    _, s = _latest(workdir)
+    b = s["budget"]
+    calls = len(set(seen))
+    assert b["stopped"] and b["limit"] == "runtime.budget.tokens"
+    assert (b["spent_input_tokens"], b["spent_output_tokens"]) == (1000 * calls, 200 * calls)
+    # 1,200 tokens an answer: at most 5,000 + 2 x 1,200 = 7,400 tokens
+    assert 1200 * calls <= 5000 + 2 * 1200 and calls < 8
+    # cost at the price: per answer 1000 x 2.5 / 1e6 + 200 x 10 / 1e6 = 0.0045
+    assert b["spent_money"] == pytest.approx(0.0045 * calls)
+    assert s["execution"]["input_tokens"] == 1000 * s["execution"]["usage_reported"]
+
+
+def test_a_stopped_run_rerenders_from_the_store_with_the_same_stop(workdir: Path, cli: Any) -> None:
+    from tests.helpers import comparable_summary
+
+    assert _run(workdir, cli, "runtime.budget.money=0.5")[0] == 4
+    run, _ = _latest(workdir)
+    saved = workdir / "before.json"
+    saved.write_text((run / "summary.json").read_text(encoding="utf-8"), encoding="utf-8")
+    (run / "report.md").unlink()
+    n = len(_calls(workdir))
+    code, _, err = cli("report", str(run))  # no model: the stimuli answered in full, from the store
+    assert code in (0, 4), err
+    assert len(_calls(workdir)) == n
+    assert comparable_summary(run / "summary.json") == comparable_summary(saved)
+    assert "stopped: budget" in (run / "report.md").read_text(encoding="utf-8")
+
+
+def test_the_documented_budget_recipe_runs_as_written(workdir: Path, cli: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """docs/models-and-servers.md, "Budgets": both commands as written, the hosted base URL
+    replaced by a local fake that reports 30 prompt and 40 completion tokens an answer;
+    the output the page shows is what the first command prints."""
+    import re
+    import shlex
+
+    from tests.helpers import REPO
+    from tests.support.fault_server import FaultServer, Raw, http_response
+
+    text = (REPO / "docs" / "models-and-servers.md").read_text(encoding="utf-8")
+    m = re.search(r"<!-- recipe: budget -->\n```\n(.*?)\n```\n\n.*?\n```\n(.*?)\n```", text, re.S)
+    assert m, "docs/models-and-servers.md has no budget recipe followed by its output"
+    stop, resume = (shlex.split(line) for line in m.group(1).splitlines())
+    shown = m.group(2).splitlines()
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-budget-recipe-0123456789")
+    seen: list[str] = []
+
+    def respond(prompt: str, headers: dict[str, str]) -> Raw:
+        seen.append(prompt)
+        body = {"choices": [{"message": {"role": "assistant", "content": "No."}, "finish_reason": "stop"}],
+                "usage": {"prompt_tokens": 30, "completion_tokens": 40, "total_tokens": 70}}
+        return Raw(http_response(200, json.dumps(body).encode(), {"Content-Type": "application/json"}))
+
+    with FaultServer(responder=respond) as server:
+        def local(cmd: list[str]) -> list[str]:
+            assert cmd[:2] == ["biasaudit", "run"]
+            return [a.replace("https://api.openai.com/v1", server.url) for a in cmd[2:]]
+
+        code, out, err = cli("run", *local(stop), *isolation(workdir))
+        assert code == 4, err
+        for line in shown:
+            assert line in out.splitlines(), (line, out)
+        # 30 x 0.15 / 1e6 + 40 x 0.60 / 1e6 = 0.0000285 an answer
+        _, s = _latest(workdir)
+        first = s["execution"]["calls"]
+        assert first + s["budget"]["calls_not_made"] == 16 and first < 16
+        assert s["budget"]["spent_money"] == pytest.approx(0.0000285 * first)
+        assert s["budget"]["spent_money"] <= 0.0002 + 4 * 0.0000285  # one window of 4 (model.concurrency)
+        code, out, err = cli("run", *local(resume), *isolation(workdir))
+        assert code in (0, 1, 3), err
+    _, s = _latest(workdir)
+    # the rest of the subject's calls, none repeated (the subject also answers the coding calls here)
+    assert s["execution"]["calls"] == 16 - first and s["execution"]["cache_hits"] == first
+    assert len(seen) == len(set(seen)) and s["budget"]["spent_money"] == pytest.approx(16 * 0.0000285)
