@@ -260,3 +260,17 @@ def test_the_documented_budget_recipe_runs_as_written(workdir: Path, cli: Any, m
     # the rest of the subject's calls, none repeated (the subject also answers the coding calls here)
     assert s["execution"]["calls"] == 16 - first and s["execution"]["cache_hits"] == first
     assert len(seen) == len(set(seen)) and s["budget"]["spent_money"] == pytest.approx(16 * 0.0000285)
+
+
+def test_a_budget_too_small_for_one_stimulus_stops_in_one_line(workdir: Path, cli: Any) -> None:
+    code, _, err = _run(workdir, cli, "runtime.budget.tokens=5", price=False)
+    assert code == 2
+    lines = [ln for ln in err.strip().splitlines() if ln.startswith("error:")]
+    assert len(lines) == 1 and "no stimulus was answered in full" in lines[0], err
+    # every sentence is estimated at more than 5 tokens (characters / 4): no call can be reserved
+    assert len(_calls(workdir)) == 0
+    [run] = [p for p in (workdir / "reports").rglob("manifest.json")]
+    manifest = json.loads(run.read_text(encoding="utf-8"))
+    assert manifest["stopped"] == "budget" and manifest["budget"]["spent_input_tokens"] == 0
+    assert manifest["budget"]["calls_not_made"] == 20
+    assert (run.parent / "INTERRUPTED.txt").is_file() and not (run.parent / "summary.json").exists()
