@@ -274,3 +274,11 @@ def test_a_budget_too_small_for_one_stimulus_stops_in_one_line(workdir: Path, cl
     assert manifest["stopped"] == "budget" and manifest["budget"]["spent_input_tokens"] == 0
     assert manifest["budget"]["calls_not_made"] == 20
     assert (run.parent / "INTERRUPTED.txt").is_file() and not (run.parent / "summary.json").exists()
+
+
+def test_a_budget_with_sequential_stopping_is_refused(workdir: Path, cli: Any) -> None:
+    code, _, err = _run(workdir, cli, "runtime.budget.tokens=500", "runtime.sequential.look_every=5", price=False)
+    assert code == 2
+    lines = [ln for ln in err.strip().splitlines() if ln.startswith("error:")]
+    assert len(lines) == 1 and "runtime.budget: a budget cannot be combined with sequential stopping" in lines[0], err
+    assert _calls(workdir) == []
