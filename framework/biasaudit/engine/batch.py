@@ -194,6 +194,10 @@ class BatchRun:
         return again
 
     # -- the loop ------------------------------------------------------------------
+    def submitted_keys(self) -> set[str]:
+        """The requests of this model's batches submitted earlier and still open."""
+        return {k for b in self.ledger.open_batches(self.key, self.provider.name) for k in b.requests}
+
     def run(self, pending: Sequence[Request]) -> None:
         self.want = {r.key for r in pending}
         every = self.ledger.open_batches(self.key, self.provider.name)

@@ -16,6 +16,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, model_validator
 
+from biasaudit.records.budget import BudgetRecord
 from biasaudit.records.coding import CodingReport
 from biasaudit.records.estimate import Estimate
 from biasaudit.records.execution import ExecutionStats
@@ -135,6 +136,8 @@ class Cover(_Record):
     """How scored texts' first words were conditioned over HTTP, as the backend recorded it."""
     tokens: list[TokenCost] = Field(default_factory=list)
     """Tokens (and cost, where a price is given) per model of the run."""
+    budget: str = ""
+    """With `runtime.budget`: the spend against it, and `stopped: budget ...` if it stopped the run."""
 
 
 class Reproducibility(_Record):
@@ -285,6 +288,9 @@ class RunSummary(_Record):
     sequential: SequentialRecord | None = None
     """With `runtime.sequential`: the looks (stimuli seen, per-threshold estimate, repeated
     interval and decision), where the run stopped and why, and the stimuli not run."""
+    budget: BudgetRecord | None = None
+    """With `runtime.budget`: the spend against the limits; `stopped` with the limit that
+    stopped the run and the stimuli not run (its verdicts are then INCONCLUSIVE)."""
 
     @model_validator(mode="before")
     @classmethod

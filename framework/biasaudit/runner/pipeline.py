@@ -37,6 +37,7 @@ from biasaudit.errors import BiasAuditError, SpecError
 from biasaudit.metrics import MetricContext
 from biasaudit.metrics.validity import counts_flag, depends_on, failure_flag, layer_flags
 from biasaudit.plan import Plan, compile_plan
+from biasaudit.records.budget import BudgetRecord
 from biasaudit.records.coding import CodingReport
 from biasaudit.records.execution import ExecutionStats
 from biasaudit.records.json import JSONObject
@@ -114,6 +115,9 @@ def plan_inputs(composed: Composed) -> PlanInputs:
 def prepare(composed: Composed) -> Prepared:
     """Everything that can fail on bad input, before any model call or file write."""
     params, stimuli, identity, coding = plan_inputs(composed)
+    from biasaudit.runner.budget import check_budget
+
+    check_budget(composed.config, str(composed.spec_file), composed.choices.get("model"))  # a money budget without a price: refused now
     if composed.config.runtime.sequential.look_every is not None:
         from biasaudit.runner.sequential import schedule
 
@@ -306,6 +310,7 @@ def finish(
     prep: Prepared, responses: dict[str, Response], stats: ExecutionStats, run_dir: Path,
     run_manifest: RunManifest, *, write_responses: bool = True, offline: bool = False,
     answerer: StoreAnswerer | None = None, looked: SequentialOutcome | None = None,
+    budget: BudgetRecord | None = None,
 ) -> RunSummary:
     """Code, measure, judge and report. With `looked` (a sequential run), its last look's
     codes and metrics and its verdicts are the run's (`prep`, `responses` and `stats` are
@@ -330,6 +335,10 @@ def finish(
         stage("measuring: %s", ", ".join(m.key for m in cfg.metrics))
         results = measure(prep, responses, coded)
         verdicts = evaluate(cfg.thresholds, results)
+    if budget is not None:
+        from biasaudit.runner.budget import budget_verdicts
+
+        verdicts = budget_verdicts(verdicts, budget)
     stage("reporting: %s in %s", ", ".join(sorted(set(cfg.report.formats) | {"json", "csv"})), run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
     if write_responses:
@@ -338,7 +347,7 @@ def finish(
         write_codes(run_dir / "codes.jsonl", coded)
     _write(run_dir / "manifest.json", _manifest_text(run_manifest))
     summary = build_summary(prep, results, verdicts, stats, run_manifest, responses, coded,
-                            looked.record if looked is not None else None)
+                            looked.record if looked is not None else None, budget)
     # summary.json goes last: a folder with one is complete (`compare` and reruns rely
     # on that), even when the process is killed while the report is being written
     held: dict[Path, str] = {}
@@ -360,7 +369,7 @@ def finish(
 def build_summary(
     prep: Prepared, results: dict[str, MetricResult], verdicts: list[VerdictRecord],
     stats: ExecutionStats, run_manifest: RunManifest, responses: dict[str, Response], coded: Coded,
-    sequential: SequentialRecord | None = None,
+    sequential: SequentialRecord | None = None, budget: BudgetRecord | None = None,
 ) -> RunSummary:
     """The run's typed records; the report builds its views of them when it renders."""
     from biasaudit.report.answers import answers_section
@@ -369,6 +378,9 @@ def build_summary(
     cfg = prep.composed.config
     generated = datetime.now(UTC).isoformat(timespec="seconds")
     not_measured = unmeasured(prep, responses)
+    # a run the budget stopped did not measure what it planned: exit 4, as a run whose
+    # requests failed (the stimuli run are still measured and shown)
+    stopped = budget.text if budget is not None and budget.stopped else None
     provenance.count_tokens(prep.plan, responses, stats)
     coding = coding_report(prep.coding, coded.result.units, coded.result.codes, coded.result.handed, coded.calls,
                            seed=cfg.runtime.seed)
@@ -380,7 +392,8 @@ def build_summary(
         spec_sha256=run_manifest.spec_sha256,
         data=DataInfo.model_validate(run_manifest.data.model_dump(mode="json")),
         generated=generated,
-        cover=provenance.cover(cfg, run_manifest, generated, responses, provenance.token_costs(cfg, stats)),
+        cover=provenance.cover(cfg, run_manifest, generated, responses, provenance.token_costs(cfg, stats)).model_copy(
+            update={"budget": budget.text if budget is not None else ""}),
         design=DesignInfo(cells=[c.id for c in prep.plan.cells], n_cells=len(prep.plan.cells),
                           levels={c.id: dict(c.levels) for c in prep.plan.cells},
                           factors={f: list(levels) for f, levels in cfg.factors.items()},
@@ -393,12 +406,13 @@ def build_summary(
         coding=CodingReport.model_validate(coding.model_dump(mode="json")),
         verdicts=[VerdictRow.model_validate(v.model_dump(mode="json")) for v in verdicts],
         overall=overall_verdict(verdicts),
-        measured=not_measured is None,
-        unmeasured_reason=not_measured.message if not_measured else None,
+        measured=not_measured is None and stopped is None,
+        unmeasured_reason=stopped or (not_measured.message if not_measured else None),
         reproducibility=provenance.reproducibility(run_manifest),
         trail=provenance.trail(prep.plan, responses, bool(coded.result.codes)),
         answers=answers_section(prep.plan, responses, results, coded.result.units, coded.result.codes),
         sequential=sequential,
+        budget=budget,
     )
 
 
@@ -475,6 +489,10 @@ def run(prep: Prepared, run_dir: Path, command: list[str]) -> RunSummary:
         _write(run_dir / "manifest.json", _manifest_text(run_manifest))
         t0 = time.perf_counter()
         looked = None
+        from biasaudit.runner.budget import budget_plan, make_budget, stopped_run
+
+        budget = make_budget(cfg)
+        record = None
         if cfg.runtime.sequential.look_every is not None:
             from biasaudit.runner.sequential import run_sequential
 
@@ -484,16 +502,28 @@ def run(prep: Prepared, run_dir: Path, command: list[str]) -> RunSummary:
             prep, responses, stats = looked.prep, looked.responses, looked.stats
         else:
             responses, stats = execute_plan(
-                prep.plan, store,
+                prep.plan if budget is None else budget_plan(prep), store,
                 lambda: build_audit_backend(cfg),
                 retry_failed=cfg.runtime.retry_failed,
                 progress=cfg.runtime.progress,
-                who=audit_subject(cfg), load_note=load_note(cfg),
+                who=audit_subject(cfg), load_note=load_note(cfg), budget=budget,
             )
+            if budget is not None and budget.stopped:
+                run_manifest.stopped = "budget"
+                try:
+                    prep, responses, stats, record = stopped_run(prep, responses, stats, budget)
+                except BiasAuditError:  # nothing to measure: the folder still says what was spent
+                    run_manifest.budget = budget.record()
+                    _write(run_dir / "manifest.json", _manifest_text(run_manifest))
+                    note_interrupted(run_dir, "it stopped at its budget (runtime.budget)", str(store.path), command)
+                    raise
+            elif budget is not None:
+                record = budget.record(planned=len(prep.stimuli.stimuli), run=len(prep.stimuli.stimuli))
+            run_manifest.budget = record
         run_manifest.finished = datetime.now(UTC).isoformat(timespec="seconds")
         run_manifest.run_stage_s = round(time.perf_counter() - t0, 3)
         run_manifest.execution = stats
-        summary = finish(prep, responses, stats, run_dir, run_manifest, looked=looked)
+        summary = finish(prep, responses, stats, run_dir, run_manifest, looked=looked, budget=record)
     except KeyboardInterrupt:
         store.finish_run(run_id, "interrupted", stats.as_dict() if stats else {})
         note_interrupted(run_dir, "stopped with Ctrl-C", str(store.path), command)
@@ -590,6 +620,12 @@ def rerender(run_dir: Path, answerer: Callable[..., StoreAnswerer] = StoreAnswer
 
             looked = run_sequential(prep, store, None, look, progress=False)
             prep, responses, stats = looked.prep, looked.responses, looked.stats
+        elif m.budget is not None and m.budget.stopped:  # the stimuli the run answered in full, as it did
+            from biasaudit.runner.budget import complete_stimuli
+            from biasaudit.runner.sequential import restrict
+
+            prep = restrict(prep, complete_stimuli(prep, store.get_many(prep.plan.requests)))
+            responses, stats = execute_plan(prep.plan, store, None, progress=False)
         else:
             responses, stats = execute_plan(prep.plan, store, None, progress=False)
     finally:
@@ -597,11 +633,11 @@ def rerender(run_dir: Path, answerer: Callable[..., StoreAnswerer] = StoreAnswer
     if m.execution is not None:  # the run's own counts of what a re-render does not redo
         for k in ("calls", "seconds", "model_load_s", "model_loads", "new_failures", "coding_s"):
             setattr(stats, k, getattr(m.execution, k))
-        if looked is not None:
+        if looked is not None or (m.budget is not None and m.budget.stopped):
             for k in ("cache_hits", "coding_calls", "coding_cache_hits", "embedding_calls", "embedding_cache_hits"):
                 setattr(stats, k, getattr(m.execution, k))
     return finish(prep, responses, stats, run_dir, m, write_responses=trail, offline=True,
-                  answerer=answerer(cfg, offline=True, stats=stats), looked=looked)
+                  answerer=answerer(cfg, offline=True, stats=stats), looked=looked, budget=m.budget)
 
 
 __all__ = ["Coded", "PlanInputs", "Prepared", "code", "measure", "plan_inputs", "prepare", "rerender", "run",

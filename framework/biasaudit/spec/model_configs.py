@@ -259,6 +259,9 @@ class ScriptedConfig(BaseModelConfig):
     """As an HTTP model's: the named variable's value is registered as a secret and must
     never land in the store, logs, reports or an evidence pack (the double stands in for a
     model behind an API in the tests of secret handling; it sends the key nowhere)."""
+    price: ModelPrice | None = None
+    """As an HTTP model's: a stated price, so the double stands in for a billed model in
+    the tests of budgets (with `script.usage`, the usage it reports)."""
 
 
 class OracleConfig(BaseModelConfig):

@@ -530,6 +530,23 @@ class BatchConfig(Strict):
     max_result_bytes: int = Field(default=1_073_741_824, ge=1_000)
     """Bytes read at most from one batch's results (its output and error files); each line
     is bounded by `runtime.limits.http_response_bytes`."""
+class BudgetConfig(Strict):
+    """A spending limit on the model under test's calls (docs/models-and-servers.md,
+    "Budgets"): the run stops before a call could take it past any limit set, leaving a
+    resumable run marked `stopped: budget`. Off while every limit is null."""
+
+    money: float | None = Field(default=None, gt=0, allow_inf_nan=False)
+    """Most money, in `model.price`'s currency (needs `model.price`)."""
+    tokens: int | None = Field(default=None, gt=0)
+    """Most tokens, input and output together."""
+    input_tokens: int | None = Field(default=None, gt=0)
+    """Most input (prompt) tokens."""
+    output_tokens: int | None = Field(default=None, gt=0)
+    """Most output (completion) tokens."""
+
+    @property
+    def active(self) -> bool:
+        return any(v is not None for v in (self.money, self.tokens, self.input_tokens, self.output_tokens))
 
 
 class RuntimeConfig(Strict):
@@ -578,6 +595,8 @@ class RuntimeConfig(Strict):
     all are decided (see `SequentialConfig`)."""
     batch: BatchConfig = Field(default_factory=BatchConfig)
     """Provider batch APIs (see `BatchConfig`); off by default."""
+    budget: BudgetConfig = Field(default_factory=BudgetConfig)
+    """A limit on money and/or tokens spent on the model under test (see `BudgetConfig`)."""
 
 
 class ValiditySpec(Strict):

@@ -220,3 +220,56 @@ def test_an_unusable_answer_in_the_output_file_is_a_failure_of_its_kind(tmp_path
     assert stats.failures_by_kind == {"empty": 1} and stats.answered == 2
     [bad] = [r for r in results.values() if r.status == "failed"]
     assert bad.error is not None and bad.error.startswith("empty content")
+
+
+# --- runtime.budget through a batch (the coordinator's merge of the batch and budget work)
+
+def _all_ok(prompt: str, attempt: int) -> str:
+    return "ok"
+
+
+def _budget(**limits: Any) -> Any:
+    from biasaudit.engine.budget import Budget
+    from biasaudit.spec import BudgetConfig
+    from biasaudit.spec.model_configs import ModelPrice
+
+    price = ModelPrice(input_per_million=1000.0, output_per_million=1000.0, batch_discount=0.5)
+    return Budget(BudgetConfig(**limits), price, window=2)
+
+
+def test_a_budget_caps_what_a_batch_carries_and_the_rest_is_not_sent(tmp_path: Path) -> None:
+    reqs = _requests(8)  # each reserved at its worst case: 20 output tokens (max_tokens)
+    budget = _budget(output_tokens=70)
+    with BatchServer(_all_ok) as server:
+        backend, ident = _openai(server, _runtime())
+        store = Store(tmp_path / "c.sqlite")
+        results, stats = execute_requests(reqs, store, lambda: backend, identity=ident, progress=False,
+                                          budget=budget)
+    # 3 x 20 = 60 <= 70 < 80: one batch of 3, the other 5 never sent (no second submit)
+    assert server.submits["openai"] == 1
+    assert [len(b["requests"]) for b in server.batches.values()] == [3]
+    assert (len(results), stats.batch_answers) == (3, 3)
+    assert budget.stopped and budget.calls_not_made == 5
+    assert budget.stopped_by == "runtime.budget.output_tokens"
+    # settled at what the provider reported: 3 x (100 in, 20 out)
+    assert budget.spent == [300, 60]
+
+
+def test_a_budget_counts_money_at_the_batch_price(tmp_path: Path) -> None:
+    reqs = _requests(8)
+    # price 1000/M both ways. Each request's worst case is 5 input tokens (23 characters / 4)
+    # and 20 output (max_tokens): 0.025 at full price, 0.0125 at the batch price (0.5).
+    # With money 0.09 a full-price reading would send 3 (0.075 <= 0.09 < 0.1); at the batch
+    # price it sends 7 (0.0875 <= 0.09 < 0.1).
+    budget = _budget(money=0.09)
+    with BatchServer(_all_ok) as server:
+        backend, ident = _openai(server, _runtime())
+        store = Store(tmp_path / "c.sqlite")
+        results, _ = execute_requests(reqs, store, lambda: backend, identity=ident, progress=False,
+                                      budget=budget)
+    assert server.submits["openai"] == 1
+    assert len(results) == 7 and budget.calls_not_made == 1
+    # settled at the usage the fake reports (100 in, 20 out) at the batch price: more than
+    # the estimate, so over the limit. A batch is one window, all of it in flight: the
+    # overshoot docs/models-and-servers.md ("Budgets") warns of
+    assert budget.money(*budget.spent) == pytest.approx(7 * (100 + 20) * 1000 / 1e6 * 0.5)

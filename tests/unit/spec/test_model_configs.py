@@ -59,7 +59,8 @@ def test_each_backend_config_holds_only_its_own_settings() -> None:
     fields = {backend_tag(c): set(c.model_fields) for c in MODEL_CONFIGS}
     common = {"backend", "name", "probes", "notice"}
     assert all(common <= f for f in fields.values())
-    assert fields["scripted"] - common == {"script", "api_key_env"} and fields["replay"] - common == {"responses"}
+    # the double stands in for a billed model behind an API: a key variable and a price (budgets)
+    assert fields["scripted"] - common == {"script", "api_key_env", "price"} and fields["replay"] - common == {"responses"}
     assert fields["oracle"] == common and fields["hf_masked"] - common == {"path", "revision", "dtype", "device"}
     # what only a server needs is not on an in-process model, and the reverse
     assert not {"base_url", "api_key_env", "concurrency", "bos_token"} & fields["hf_causal"]
