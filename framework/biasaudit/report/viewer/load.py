@@ -282,7 +282,9 @@ def _rows(run_dir: Path, idx: int, cap: int, fields: Mapping[str, Mapping[str, A
                                      sentence=ScoredText(slot=row.slot, text=row.prompt, out=out)))
             data.rows.append(row)
             by_unit[f"{row.cell}|{row.stimulus}|{row.slot}|{row.variant}|{row.sample}"] = row
-    for i, sc in scorings(scored, card_metrics(summary.metrics), fields).items():
+    # only a run with scored responses asks the registry for its metrics' cards (loading
+    # every method package costs seconds that a run of generations need not pay)
+    for i, sc in (scorings(scored, card_metrics(summary.metrics), fields) if scored else {}).items():
         data.rows[i].scoring = sc
     codes = run_dir / "codes.jsonl"
     if codes.is_file():
