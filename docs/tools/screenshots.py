@@ -5,7 +5,9 @@ contrasts). `SHOTS` names every picture; tests/unit/docs/test_doc_images.py chec
 each picture the docs show exists and is one of them.
 
 It runs two small audits (reports in a temporary folder, answers in the repository's
-response cache, so a rerun is quick and gives the same pictures): the shipped `refusal_stance` spec on four
+response cache: a rerun makes no model call, takes about a minute and a half, and gives
+the same pictures but for the first page's run id and times; from an empty cache, too,
+greedy decoding gave them byte for byte): the shipped `refusal_stance` spec on four
 statements (SmolLM2 as the model and its judge panel, greedy decoding, a sign-off given
 as overrides) and the shipped `crows_pairs_tp` spec on three pairs; writes their viewers,
 and captures each part with headless Chromium through the DevTools protocol
@@ -133,7 +135,7 @@ def main() -> int:
     ap.add_argument("--pairs", type=int, default=3, help="CrowS-Pairs pairs sampled (default: 3)")
     ap.add_argument("--cache", type=Path, default=REPO / ".biasaudit" / "cache.sqlite",
                     help="the response cache (default: the repository's .biasaudit/cache.sqlite, so the model "
-                         "files are shared and a second run answers from the cache: the same pictures in seconds)")
+                         "files are shared and a second run answers from the cache, making no model call)")
     args = ap.parse_args()
     from tests.browser import load_page
 
