@@ -23,7 +23,7 @@ help:
 	@echo "make docs    regenerate the method pages docs/methods/*.md from each method's MethodText and method.md"
 	@echo "make lint    ruff, mypy --strict and the import-linter layer contracts (CI runs it before the tests)"
 	@echo "make example-report  run the default suite and screenshot its report to reports/example-report.png"
-	@echo "make screenshots  run a small audit on SmolLM2 and refresh docs/img/ (the viewer, the report's newer blocks)"
+	@echo "make screenshots  run two small audits on SmolLM2 and refresh docs/img/ (the viewer, a token card, the report)"
 
 setup: $(STAMP) chromium
 
@@ -84,8 +84,9 @@ example-report: setup
 	  html_to_png(pathlib.Path(p), pathlib.Path('reports/example-report.png'), width=1200, height=2400)"
 	@echo "screenshot: reports/example-report.png"
 
-# docs/img/: the viewer and the report's newer blocks (sample answers, sign-off, pairwise
-# contrasts), from a small audit on SmolLM2 (docs/tools/screenshots.py; about two minutes).
+# docs/img/: the viewer, a token-probability card, the report's first page and its newer
+# blocks (sample answers, sign-off, pairwise contrasts), from two small audits on SmolLM2
+# (docs/tools/screenshots.py, whose SHOTS lists them; about three minutes).
 screenshots: setup
 	$(BIN)/python docs/tools/screenshots.py docs/img
 

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from biasaudit.metrics.card import CardDef
 from biasaudit.plan import Plan, PlanItem
 from biasaudit.records.codes import Code, Unit
 from biasaudit.records.metric_result import (
@@ -176,6 +177,9 @@ class MetricDef:
     """The method's report section: the tables and plots of a computed result, drawn from
     its records alone (estimates, cells, item rows, counts, `detail`), after `compute`.
     None: `compute` filled them itself (a plug-in written before `present` existed)."""
+    card: CardDef | None = None
+    """How `biasaudit view` shows the scored sentences the metric compares (their scores
+    and the winner, `metrics/card.py`); None: each scored response gets the generic card."""
 
 
 __all__ = ["ITEM_KEYS", "METRICS", "DefaultCoding", "Presentation", "ItemRow", "item_row", "stimulus_sha", "MetricContext", "MetricDef", "NoBias", "no_bias_of", "MetricResult", "PlotSpec",

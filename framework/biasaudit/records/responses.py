@@ -118,16 +118,24 @@ class ScoredTokens(_Output):
         text (a continuation after its context, one answer of several): a token that
         straddles the boundary (a leading space merged into a word) counts; tokens
         without a log-prob (BOS, special tokens) and empty spans do not."""
+        return [lp for i in self.span_positions(start, end) if (lp := self.logprobs[i]) is not None]
+
+    def span_positions(self, start: int, end: int) -> list[int]:
+        """The positions of the tokens `span_logprobs` reads (the viewer marks them)."""
         if len(self.offsets) != len(self.logprobs):
             raise ValueError("the output has no character offsets for its tokens")
-        return [lp for (s, e), lp in zip(self.offsets, self.logprobs, strict=True)
+        return [i for i, ((s, e), lp) in enumerate(zip(self.offsets, self.logprobs, strict=True))
                 if lp is not None and e > s and s < end and e > start]
 
     def part_logprobs(self, text: str, part: str) -> list[float]:
         """Log-probs of the tokens of `part` where it last occurs in the scored `text` (an
         answer or a sentence after a shared prompt); empty when it does not occur."""
+        return [lp for i in self.part_positions(text, part) if (lp := self.logprobs[i]) is not None]
+
+    def part_positions(self, text: str, part: str) -> list[int]:
+        """The positions of the tokens `part_logprobs` reads."""
         start = text.rfind(part) if part else -1
-        return [] if start < 0 else self.span_logprobs(start, start + len(part))
+        return [] if start < 0 else self.span_positions(start, start + len(part))
 
 
 class NextTokenOutput(_Output):

@@ -118,3 +118,30 @@ def test_sort_by_item_difference_and_pages_in_chromium(workdir: Path, cli) -> No
     assert first + second == pytest.approx([round(d, 4) for d in want], abs=1e-4)
     assert values[5] == [50, 60]  # a new order starts again at the first page
     assert values[6] == pytest.approx([round(d, 4) for d in sorted(diffs)[:50]], abs=1e-4)
+
+
+def test_scoring_cards_render_in_chromium(workdir: Path, cli) -> None:  # type: ignore[no-untyped-def]
+    """Issue 41, readable outputs: a token-probability card shows both sentences with their
+    totals, one marked as the winner, the tokens decoded and folded (test_viewer_cards.py
+    checks the numbers); the hostile sentence shows as text."""
+    from tests.unit.report.test_viewer_cards import HOSTILE_MORE, scored_run
+
+    chromium_or_skip()
+    run = scored_run(workdir, cli)
+    assert cli("view", str(run))[0] == 0
+    page = run / "viewer.html"
+    data = page_data(page.read_text(encoding="utf-8"))
+    card = """(() => { const a = document.querySelector('#rows article');
+      return [[...a.querySelectorAll('table.sentences tbody tr')].map(
+                r => [r.getAttribute('data-slot'), r.cells[1].textContent, r.cells[2].textContent, r.classList.contains('won')]),
+              a.querySelector('details.tokens').open, a.querySelector('details.tokens code.tok:nth-child(1)') !== null,
+              [...a.querySelectorAll('details.tokens code.tok')].map(c => c.textContent).join('|'),
+              a.querySelectorAll('pre.output').length, window.__pwned === undefined]; })()"""
+    [_, got] = _load(page, [card])
+    first = data["rows"][0]["scoring"]
+    assert got[0] == [[s["slot"], s["text"], f"{s['total']:.3f}", s["slot"] == first["winner"]]
+                      for s in first["sentences"]]
+    assert got[0][0][1] == HOSTILE_MORE and sum(r[3] for r in got[0]) == 1
+    assert got[1] is False and got[2] is True  # folded, and there
+    assert "\u0120" not in got[3] and " " in got[3]  # byte-level markers read as spaces
+    assert got[4] == 0 and got[5] is True  # no raw JSON; nothing ran

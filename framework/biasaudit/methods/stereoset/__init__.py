@@ -4,6 +4,7 @@ LM's log-probabilities or a masked LM's pseudo-log-likelihood."""
 
 from biasaudit.methods.base import MethodDef, MethodText
 from biasaudit.methods.stereoset import adapter  # noqa: F401  (registers the stimulus format)
+from biasaudit.methods.stereoset.card import CARD
 from biasaudit.methods.stereoset.metric import StereoSetParams, check_spec, compute
 from biasaudit.methods.stereoset.oracle import ORACLE
 from biasaudit.methods.stereoset.report import present
@@ -15,7 +16,7 @@ METRICS.add("stereoset", MetricDef(
     title="StereoSet LMS, SS and ICAT", method="stereoset", check_spec=check_spec, bounds=(("*", (0.0, 100.0)),),
     no_bias=(("", NoBias(50.0, "0-100, centred at 50")), ("ss", NoBias(50.0, "0-100, centred at 50")),
              ("ss.*", NoBias(50.0, "0-100, centred at 50")), ("*", None)),
-    present=present))
+    present=present, card=CARD))
 METHODS.add("stereoset", MethodDef(
     name="stereoset",
     metrics=("stereoset",),

@@ -26,16 +26,18 @@ from biasaudit._util.fileio import open_input, read_capped
 from biasaudit._util.trail import stream_records
 from biasaudit._version import __version__
 from biasaudit.errors import BiasAuditError, StoreError
+from biasaudit.metrics.card import ScoredText
 from biasaudit.plan.requests import Request
 from biasaudit.records.estimate import Estimate, Subset
 from biasaudit.records.manifest import RunManifest
 from biasaudit.records.metric_result import ITEM_KEYS, ItemRow, MetricResult
-from biasaudit.records.responses import Response
+from biasaudit.records.responses import Response, ScoredTokens
 from biasaudit.records.suite import SuiteSummary
 from biasaudit.records.summary import RunSummary
 from biasaudit.report.answers import answer_text, clip, prompt_text
 from biasaudit.report.csv_export import by_fields
 from biasaudit.report.viewer.model import ViewCode, ViewData, ViewEstimate, ViewRow, ViewRun
+from biasaudit.report.viewer.scoring import SCORED_KINDS, Scored, card_metrics, options, scorings
 
 MAX_ROWS = 5000
 """Responses embedded by default (`biasaudit view --max-rows`)."""
@@ -240,7 +242,7 @@ def _add_run(data: ViewData, run_dir: Path, rel: str, summary: RunSummary, label
                   overall=summary.overall, folder=rel, metrics=list(summary.metrics),
                   metrics_with_items=list(items.by_cell), cells=list(summary.design.cells), group_fields=by)
     data.runs.append(run)
-    rows = _rows(run_dir, idx, cap, fields, by, items, verdicts, data, notices, label)
+    rows = _rows(run_dir, idx, cap, fields, by, items, verdicts, data, notices, label, summary)
     run.responses, run.shown = rows
     if run.shown < run.responses:
         notices.append(f"{label}: showing the first {run.shown} of {run.responses} responses "
@@ -266,7 +268,7 @@ def _add_review(data: ViewData, run_dir: Path, idx: int, summary: RunSummary, fi
 
 def _rows(run_dir: Path, idx: int, cap: int, fields: Mapping[str, Mapping[str, Any]], by: list[str], items: _Items,
           verdicts: list[tuple[str, str, str | None, str]], data: ViewData, notices: list[str],
-          label: str) -> tuple[int, int]:
+          label: str, summary: RunSummary) -> tuple[int, int]:
     """Adds the run's first `cap` responses (with their codes) to `data.rows`; returns
     (responses in the run, responses added)."""
     path = run_dir / "responses.jsonl"
@@ -277,18 +279,27 @@ def _rows(run_dir: Path, idx: int, cap: int, fields: Mapping[str, Mapping[str, A
     skipped = [0]
     start = len(data.rows)
     by_unit: dict[str, ViewRow] = {}
+    scored: list[Scored] = []
     used = sum(_size(r) for r in data.rows)
     with open_input(path, 2**62, what="responses.jsonl", error=StoreError) as f:
         for obj in stream_records(f, skipped, max_line=MAX_LINE):
             if len(data.rows) - start >= cap or used >= MAX_BYTES:
                 break
-            row = _row(obj, idx, fields, by, items, verdicts)
-            if row is None:
+            got = _row(obj, idx, fields, by, items, verdicts)
+            if got is None:
                 skipped[0] += 1
                 continue
+            row, out = got
             used += _size(row)
+            if out is not None:
+                scored.append(Scored(row=len(data.rows), unit=(row.cell, row.stimulus, row.variant, row.sample),
+                                     sentence=ScoredText(slot=row.slot, text=row.prompt, out=out)))
             data.rows.append(row)
             by_unit[f"{row.cell}|{row.stimulus}|{row.slot}|{row.variant}|{row.sample}"] = row
+    # only a run with scored responses asks the registry for its metrics' cards (loading
+    # every method package costs seconds that a run of generations need not pay)
+    for i, sc in (scorings(scored, card_metrics(summary.metrics), fields) if scored else {}).items():
+        data.rows[i].scoring = sc
     codes = run_dir / "codes.jsonl"
     if codes.is_file():
         with open_input(codes, 2**62, what="codes.jsonl", error=StoreError) as f:
@@ -305,11 +316,16 @@ def _rows(run_dir: Path, idx: int, cap: int, fields: Mapping[str, Mapping[str, A
 
 def _size(row: ViewRow) -> int:
     """The characters of text a row adds to the page (its codes are bounded per layer)."""
-    return len(row.prompt) + len(row.answer) + len(row.output) + sum(len(k) + len(v) for k, v in row.fields.items())
+    scoring = 0 if row.scoring is None else sum(len(s.text) + sum(len(t.text) + 40 for t in s.tokens)
+                                                for s in row.scoring.sentences)
+    return (len(row.prompt) + len(row.answer) + len(row.output) + sum(len(k) + len(v) for k, v in row.fields.items())
+            + scoring + sum(len(o.option) + 40 for o in row.options))
 
 
 def _row(obj: Mapping[str, Any], idx: int, fields: Mapping[str, Mapping[str, Any]], by: list[str], items: _Items,
-         verdicts: list[tuple[str, str, str | None, str]]) -> ViewRow | None:
+         verdicts: list[tuple[str, str, str | None, str]]) -> tuple[ViewRow, ScoredTokens | None] | None:
+    """The row of a responses.jsonl line, and its scored tokens when it is a scoring
+    probe's (read into sentences and totals with its pair, `scoring.scorings`)."""
     try:
         req = Request.model_validate({**(obj.get("request") or {}), "key": str(obj.get("key", ""))})
         resp = Response.model_validate({"key": req.key, "status": obj.get("status", "failed"),
@@ -324,15 +340,23 @@ def _row(obj: Mapping[str, Any], idx: int, fields: Mapping[str, Mapping[str, Any
                     if (mid in mine or mid not in items.by_cell) and (vcell is None or vcell == cell)})
     raw = obj.get("levels")
     levels: dict[str, Any] = raw if isinstance(raw, dict) else {}
-    return ViewRow(
+    out: ScoredTokens | None = None
+    if resp.ok and resp.output is not None and req.kind in SCORED_KINDS:
+        try:
+            out = ScoredTokens.model_validate(resp.output)
+        except ValidationError:  # a damaged output: shown as the file has it
+            out = None
+    opts = options(req.kind, resp.output) if resp.ok and resp.output is not None and not answer else []
+    row = ViewRow(
         run=idx, cell=cell, levels={str(k): _text(v, 200) for k, v in levels.items()}, stimulus=sid,
         slot=str(obj.get("slot", "")), variant=_int(obj.get("variant")), sample=_int(obj.get("sample")),
         groups={g: _text(f[g], 200) for g in by if g in f and f[g] is not None and f[g] != ""},
         fields={str(k): _text(v) for k, v in f.items()},
         prompt=clip(prompt_text(req), TEXT_CHARS), answer=clip(answer, TEXT_CHARS),
-        output="" if answer or not resp.ok else _text(resp.output),
-        status=resp.status, error=_text(resp.error or ""), items=mine, verdicts=marks,
+        output="" if answer or not resp.ok or out is not None or opts else _text(resp.output),
+        options=opts, status=resp.status, error=_text(resp.error or ""), items=mine, verdicts=marks,
     )
+    return row, out
 
 
 def _int(v: Any) -> int:

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from biasaudit.metrics.card import ViewScoring, ViewSentence, ViewToken
+
 
 class _Record(BaseModel):
     model_config = ConfigDict(extra="forbid")
@@ -24,6 +26,14 @@ class ViewCode(_Record):
     source: str = ""
     why: str = ""
     """The coder's evidence (each judge's vote, the matched span, the reason), as text."""
+
+
+class ViewOption(_Record):
+    """One option of a next-token or choice distribution."""
+
+    option: str
+    prob: float | None = None
+    logprob: float | None = None
 
 
 class ViewRow(_Record):
@@ -45,7 +55,11 @@ class ViewRow(_Record):
     prompt: str = ""
     answer: str = ""
     output: str = ""
-    """A non-text output (scores, probabilities) as compact JSON, cut."""
+    """A non-text output (scores, probabilities) as compact JSON, cut: shown only when
+    neither `scoring` nor `options` reads it."""
+    scoring: ViewScoring | None = None
+    options: list[ViewOption] = Field(default_factory=list)
+    """A next-token / choice / classifier distribution, most probable first."""
     status: str = "ok"
     error: str = ""
     codes: list[ViewCode] = Field(default_factory=list)
@@ -171,5 +185,5 @@ class ViewRunReview(_Record):
 
 ViewData.model_rebuild()
 
-__all__ = ["ViewCode", "ViewData", "ViewEstimate", "ViewReviewLayer", "ViewRow", "ViewRowReview", "ViewRun",
-           "ViewRunReview"]
+__all__ = ["ViewCode", "ViewData", "ViewEstimate", "ViewOption", "ViewReviewLayer", "ViewRow", "ViewRowReview",
+           "ViewRun", "ViewRunReview", "ViewScoring", "ViewSentence", "ViewToken"]

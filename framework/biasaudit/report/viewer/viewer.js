@@ -203,6 +203,59 @@
 
   function kv(dl, k, v) { add(dl, el("dt", null, k), el("dd", null, v)); }
 
+  function lp(x) { return x === null || x === undefined ? "n/a" : x.toFixed(3); }
+  function table(cls, cols) {
+    var t = el("table", cls);
+    var hr = el("tr");
+    cols.forEach(function (c) { add(hr, el("th", null, c)); });
+    t.appendChild(el("thead")).appendChild(hr);
+    return t;
+  }
+  // a scoring probe's response: each sentence with its total log-prob, the winner, the tokens folded away
+  function scoringView(sc, slot) {
+    var box = el("div", "scoring");
+    add(box, el("h4", null, (sc.sentences.length > 1 ? "Sentences and their " : "") + sc.measure));
+    var t = table("sentences", ["slot", "sentence", sc.measure, ""]);
+    var tb = el("tbody");
+    sc.sentences.forEach(function (s) {
+      var won = sc.winner !== "" && sc.winner === s.slot;
+      var tr = el("tr", (won ? "won" : "") + (s.slot === slot ? " this" : ""));
+      tr.setAttribute("data-slot", s.slot);
+      add(tr, el("td", "mono", s.slot), el("td", "prose", s.text), el("td", "num total", lp(s.total)),
+        add(el("td"), won ? el("span", "chip won", "won: higher " + sc.measure) : null));
+      tb.appendChild(tr);
+    });
+    add(box, add(t, tb));
+    var says = sc.winner ? "The " + sc.winner + " sentence has the higher total." : "";
+    add(box, el("p", "sub rule", [says, "Total: " + sc.rule + ".", sc.note].filter(function (x) { return x; }).join(" ")));
+    var det = el("details", "tokens");
+    var n = sc.sentences.reduce(function (k, s) { return k + s.tokens.length; }, 0);
+    add(det, el("summary", null, "Per-token log-probs (" + n + " tokens; the total sums those marked \u2713)"));
+    sc.sentences.forEach(function (s) {
+      add(det, el("h4", null, s.slot));
+      var tt = table("tokens", ["token", "log-prob", "counted"]);
+      var body = el("tbody");
+      s.tokens.forEach(function (k) {
+        add(body, add(el("tr", k.counted ? "counted" : "skipped"), add(el("td"), el("code", "tok", k.text)),
+          el("td", "num", lp(k.logprob)), el("td", null, k.counted ? "\u2713" : "")));
+      });
+      add(det, add(tt, body));
+      if (s.cut) { add(det, el("p", "sub", s.cut + " more token(s) not shown (the total sums them).")); }
+    });
+    return add(box, det);
+  }
+  function optionsView(opts) {
+    var box = el("div", "options");
+    add(box, el("h4", null, "Top options"));
+    var t = table("options", ["option", "probability", "log-prob"]);
+    var tb = el("tbody");
+    opts.forEach(function (o) {
+      add(tb, add(el("tr"), add(el("td"), el("code", "tok", o.option)), el("td", "num", o.prob === null ? "n/a" : o.prob.toFixed(4)),
+        el("td", "num", lp(o.logprob))));
+    });
+    return add(box, add(t, tb));
+  }
+
   function card(r) {
     var a = el("article", "resp status-" + r.status);
     var head = el("div", "head");
@@ -221,6 +274,10 @@
       add(a, el("p", "error", "failed: " + r.error));
     } else if (r.answer) {
       add(a, el("h4", null, "Answer"), el("pre", "text answer", r.answer));
+    } else if (r.scoring) {
+      add(a, scoringView(r.scoring, r.slot));
+    } else if (r.options.length) {
+      add(a, optionsView(r.options));
     } else if (r.output) {
       add(a, el("h4", null, "Output"), el("pre", "text output", r.output));
     }
