@@ -349,8 +349,22 @@ def _fill(entries: _Entries, views: list[ViewData], any_cell: bool) -> None:
 
 def _answer(run: int, row: ViewRow) -> CompareAnswer:
     return CompareAnswer(run=run, stimulus=row.stimulus, cell=row.cell, prompt=row.prompt, answer=row.answer,
-                         output=row.output, status=row.status, error=row.error, codes=list(row.codes),
-                         items=dict(row.items))
+                         output=row.output or _scored(row), status=row.status, error=row.error,
+                         codes=list(row.codes), items=dict(row.items))
+
+
+def _scored(row: ViewRow) -> str:
+    """A scoring or choice response as compared and shown: the single-run viewer reads it
+    into a card (`row.scoring`, `row.options`) and leaves `output` empty, so the compare
+    page writes the card's numbers out: this response's own sentence total (its measure
+    as the metric names it), or each option's probability."""
+    if row.scoring is not None:
+        own = [x for x in row.scoring.sentences if x.slot == row.slot] or row.scoring.sentences
+        return "; ".join(f"{x.slot}: {row.scoring.measure} {'not scored' if x.total is None else f'{x.total:.6g}'}"
+                         for x in own)
+    if row.options:
+        return "; ".join(f"{o.option}: {'-' if o.prob is None else f'{o.prob:.6g}'}" for o in row.options)
+    return ""
 
 
 # -- what differs ----------------------------------------------------------------------
