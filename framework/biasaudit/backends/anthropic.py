@@ -2,8 +2,8 @@
 
 `generate` is one `messages.create` call: the chat's system message (or the variant's
 `system_prompt`) goes to the top-level `system`, the rest stay `messages`; `max_tokens`
-(which the API requires), `temperature`, `top_p` and the config's `stop_sequences` are
-sent; the answer keeps its `stop_reason` (end_turn, max_tokens, stop_sequence, refusal...)
+(which the API requires), `temperature` (unless `send_temperature: false`) and the
+config's `stop_sequences` are sent; the answer keeps its `stop_reason` (end_turn, max_tokens, stop_sequence, refusal...)
 and the `usage` Anthropic billed (input and output tokens, stored as `records.Usage`).
 Messages returns no log-probs, so scoring probes are refused at validate; a judge's
 `choice` is asked as a short generated answer naming one of the words (`probs` is then
@@ -255,12 +255,13 @@ class AnthropicBackend:
         else:
             max_tokens = p.max_tokens if p.max_tokens is not None else 128
             temperature = p.temperature if p.temperature is not None else 0.0
-        params: dict[str, Any] = {"model": self.cfg.model, "messages": turns, "max_tokens": max_tokens,
-                                  "temperature": temperature}
+        params: dict[str, Any] = {"model": self.cfg.model, "messages": turns, "max_tokens": max_tokens}
+        if self.cfg.send_temperature:
+            # the SDK 2.x no longer lists `temperature` among create()'s arguments; the API
+            # takes it in the body (0: greedy, as the spec's probe asks)
+            params["extra_body"] = {"temperature": temperature}
         if system:
             params["system"] = system
-        if req.kind == "generate" and p.top_p is not None and p.top_p < 1.0:
-            params["top_p"] = p.top_p  # the API refuses top_p beside temperature on some models: only when asked
         if self.cfg.stop_sequences:
             params["stop_sequences"] = list(self.cfg.stop_sequences)
         return params, max_tokens
@@ -427,6 +428,8 @@ def _identity(cfg: AnthropicConfig) -> JSONObject:
         ident["system_prompt"] = cfg.system_prompt
     if cfg.stop_sequences:
         ident["stop_sequences"] = list(cfg.stop_sequences)
+    if not cfg.send_temperature:
+        ident["send_temperature"] = False  # answers sampled at the model's own default
     return ident
 
 

@@ -257,6 +257,10 @@ class AnthropicConfig(BaseModelConfig):
     stop_sequences: list[str] = Field(default_factory=list, max_length=8)
     """Texts at which the model stops generating (the answer's `stop_reason` is then
     `stop_sequence`)."""
+    send_temperature: bool = True
+    """Send the probe's `temperature` (0 by default: greedy). False for a model that refuses
+    it (a 400 `invalid_request_error` naming temperature): answers are then sampled at the
+    model's own default, and the model's identity says so."""
     timeout: float = Field(default=120.0, gt=0)
     """Seconds per HTTP attempt, all of it (connect, send, headers and the whole body)."""
     max_retries: int = Field(default=4, ge=0)
