@@ -3,7 +3,15 @@
 Heavy libraries (torch, transformers) are imported only when a local model is built.
 """
 
-from biasaudit.backends import anthropic, hf_causal, hf_masked, openai_compat, oracle, replay, scripted  # noqa: F401  (registration)
+from biasaudit.backends import (  # noqa: F401  (registration)
+    anthropic,
+    hf_causal,
+    hf_masked,
+    openai_compat,
+    oracle,
+    replay,
+    scripted,
+)
 from biasaudit.backends.base import BACKENDS, Backend, BackendKind, Response, resolve_model_path
 from biasaudit.backends.factory import (
     audit_identity,
