@@ -208,6 +208,12 @@ class OpenAICompatConfig(BaseModelConfig):
     """First retry wait without `Retry-After`; doubles on each further attempt."""
     max_backoff_s: float = Field(default=60.0, ge=0)
     """Longest single wait between attempts, `Retry-After` included."""
+    reasoning_effort: Literal["none", "minimal", "low", "medium", "high"] | None = None
+    """Sent as `reasoning_effort` in chat requests (null: not sent, the server's default).
+    A thinking model (Gemini 2.5 and 3, OpenAI's o-series) spends its thinking tokens out of
+    `max_tokens`: a short answer budget then comes back empty (`finish_reason: length`).
+    `none` turns thinking off where the model allows it (Gemini 2.5 Flash), `minimal` or
+    `low` keep it short (docs/models-and-servers.md, "Gemini")."""
     price: ModelPrice | None = None
     """What the provider charges per million tokens (`input_per_million`,
     `output_per_million`, optional `batch_discount`, `currency`): `plan` then shows the
