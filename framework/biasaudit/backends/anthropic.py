@@ -165,6 +165,18 @@ def _split_system(messages: list[dict[str, str]], standing: str | None) -> tuple
     return standing, turns
 
 
+def _count(v: object) -> int | None:
+    return v if isinstance(v, int) and not isinstance(v, bool) and 0 <= v <= MAX_USAGE else None
+
+
+def _billed(data: Any) -> int | None:
+    """Input + output tokens of the reported usage, when both are counts (a hostile body's
+    strings or huge numbers are none: `parse_message` then calls the answer malformed)."""
+    usage = getattr(data, "usage", None)
+    tin, tout = _count(getattr(usage, "input_tokens", None)), _count(getattr(usage, "output_tokens", None))
+    return None if tin is None or tout is None else tin + tout
+
+
 def parse_message(data: Any) -> JSONObject:
     """A Messages response as a generate output: its text blocks joined, the stop reason,
     the billed usage. A refusal (`stop_reason: refusal`) is an answer, as in openai_compat."""
@@ -293,6 +305,8 @@ class AnthropicBackend:
             raise AttemptFault("malformed", str(exc), retry=False) from None
         except ValueError:  # a body that is not JSON
             raise AttemptFault("malformed", "truncated or invalid JSON in the response", retry=True) from None
+        except RecursionError:
+            raise AttemptFault("malformed", "JSON in the response is nested too deeply", retry=False) from None
 
     async def _post(self, client: AsyncAnthropic, gate: ConcurrencyGate, params: dict[str, Any],
                     est: float) -> tuple[Any, int]:
@@ -309,9 +323,7 @@ class AnthropicBackend:
                 err = fault
             else:
                 self.controller.on_success()
-                usage = getattr(data, "usage", None)
-                used = (getattr(usage, "input_tokens", 0) or 0) + (getattr(usage, "output_tokens", 0) or 0)
-                self.limiter.correct(est, float(used) if isinstance(used, int) else est, self.clock())
+                self.limiter.correct(est, _billed(data) or est, self.clock())
                 return data, attempt
             finally:
                 await gate.release()

@@ -286,3 +286,29 @@ def test_hiring_impact_runs_end_to_end_on_the_fake(workdir: Path, cli: Any, monk
     for f in (workdir / "cache.sqlite", ):
         if f.exists():
             assert SECRET.encode() not in f.read_bytes()
+
+
+HOSTILE = {
+    "not json": (b"hello", "malformed", 3),
+    "truncated": (b'{"id": "x", "type": "mess', "malformed", 3),
+    "a list": (b"[1, 2]", "malformed", 1),
+    "content a string": (b'{"type": "message", "content": "hi", "stop_reason": "end_turn"}', "malformed", 1),
+    "usage strings": (b'{"type": "message", "content": [{"type": "text", "text": "hi"}], "stop_reason": "end_turn",'
+                      b' "usage": {"input_tokens": "5", "output_tokens": 2}}', "malformed", 1),
+    "nested too deep": (b"[" * 100_000 + b"]" * 100_000, "malformed", 1),
+    "text null": (b'{"type": "message", "content": [{"type": "text", "text": null}], "stop_reason": "end_turn"}',
+                  "malformed", 1),
+    "tool use only": (b'{"type": "message", "content": [{"type": "tool_use", "id": "t", "name": "x", "input": {}}],'
+                      b' "stop_reason": "tool_use"}', "empty", 1),
+}
+
+
+@pytest.mark.parametrize("case", list(HOSTILE))
+def test_an_unusable_body_is_a_counted_failure_never_a_crash(case: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    raw, kind, attempts = HOSTILE[case]
+    rt = RuntimeConfig.model_validate({"limits": {"http_response_bytes": 1_000_000}})
+    with MessagesServer(lambda body, attempt: Reply(raw=raw)) as server:
+        got = answer_all(backend(server, monkeypatch, runtime=rt), [chat("p"), chat("q")])
+    r = got["generate:p"]
+    assert r.status == "failed" and r.error_kind == kind and r.attempts == attempts  # truncated JSON is retried
+    assert got["generate:q"].status == "failed"  # and the run went on to the next request
