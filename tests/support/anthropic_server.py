@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -32,6 +33,8 @@ class Reply:
     headers: dict[str, str] = field(default_factory=dict)
     message: str = "something went wrong"
     raw: bytes | None = None
+    delay: float = 0.0
+    """Seconds to wait before answering (a hung server)."""
 
 
 def user_text(body: dict[str, Any]) -> str:
@@ -65,6 +68,8 @@ class MessagesServer:
                     server.seen.append({"path": self.path, "body": body,
                                         "headers": {k.lower(): v for k, v in self.headers.items()}})
                 reply = server.respond(body, attempt) or Reply()
+                if reply.delay:
+                    time.sleep(reply.delay)
                 if self.path != "/v1/messages":
                     reply = Reply(status=404, message=f"no route {self.path}")
                 if reply.raw is not None:
@@ -90,7 +95,11 @@ class MessagesServer:
                 self.end_headers()
                 self.wfile.write(data)
 
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        class Quiet(ThreadingHTTPServer):
+            def handle_error(self, request: Any, client_address: Any) -> None:
+                pass  # a client that gave up (timed out) and closed the connection
+
+        self._httpd = Quiet(("127.0.0.1", 0), Handler)
         self._httpd.daemon_threads = True
         self._thread = threading.Thread(target=self._httpd.serve_forever, name="messages-server", daemon=True)
         self._thread.start()

@@ -132,6 +132,20 @@ def test_retry_after_is_honoured_and_halves_the_concurrency_limit(status: int, m
     assert b.limiter.pause_until == pytest.approx(7.0)  # the host paused for the others too
 
 
+def test_retry_after_ms_is_read_first(monkeypatch: pytest.MonkeyPatch) -> None:
+    fake = FakeTime()
+    with MessagesServer(lambda body, attempt: Reply(status=429, headers={"retry-after-ms": "1500", "retry-after": "2"})
+                        if attempt == 1 else None) as server:
+        r = answer_all(backend(server, monkeypatch, fake), [chat("p")])["generate:p"]
+    assert r.ok and fake.sleeps == [1.5]
+
+
+def test_a_hung_server_is_a_timeout_then_retried(monkeypatch: pytest.MonkeyPatch) -> None:
+    with MessagesServer(lambda body, attempt: Reply(delay=2.0) if attempt == 1 else None) as server:
+        r = answer_all(backend(server, monkeypatch, timeout=0.5, max_retries=1), [chat("p")])["generate:p"]
+    assert r.ok and r.attempts == 2 and server.attempts["p"] == 2
+
+
 def test_retry_after_is_capped_by_max_backoff(monkeypatch: pytest.MonkeyPatch) -> None:
     fake = FakeTime()
     with MessagesServer(lambda body, attempt: Reply(status=529, headers={"retry-after": "3600"})
