@@ -31,11 +31,13 @@ class PageLoad:
 
 
 def load_page(html: Path, timeout: float = 60.0, steps: tuple[str, ...] = (), size: tuple[int, int] = (1200, 1600),
-              clip: str | None = None) -> PageLoad:
+              clip: str | None = None, downloads: tuple[Path, int] | None = None) -> PageLoad:
     """Load `html`, then evaluate each JavaScript expression of `steps` in the page (a
     user's clicks and choices, or questions about what it shows), then screenshot it: the
     window, or the page area `clip` evaluates to (`[x, y, width, height]` in CSS pixels
-    of the page, beyond the window if need be)."""
+    of the page, beyond the window if need be). With `downloads` (a folder, a count),
+    what the page downloads is saved in the folder, and the browser is closed only once
+    that many files are complete there (or `timeout` passes)."""
     import websocket
 
     exe = find_chromium()
@@ -53,7 +55,10 @@ def load_page(html: Path, timeout: float = 60.0, steps: tuple[str, ...] = (), si
             page = next(t for t in targets if t["type"] == "page")
             ws = websocket.create_connection(page["webSocketDebuggerUrl"], timeout=timeout, suppress_origin=True)
             try:
-                return _drive(ws, html, timeout, steps, clip)
+                out = _drive(ws, html, timeout, steps, clip, downloads[0] if downloads else None)
+                if downloads:
+                    _wait_downloads(*downloads, timeout)
+                return out
             finally:
                 ws.close()
         finally:
@@ -62,6 +67,15 @@ def load_page(html: Path, timeout: float = 60.0, steps: tuple[str, ...] = (), si
             except ProcessLookupError:
                 pass
             proc.wait(timeout=10)
+
+
+def _wait_downloads(folder: Path, count: int, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        done = [p for p in folder.iterdir() if not p.name.endswith(".crdownload")]
+        if len(done) >= count and len(done) == len(list(folder.iterdir())):
+            return
+        time.sleep(0.1)
 
 
 def _devtools_port(proc: subprocess.Popen[str], timeout: float) -> int:
@@ -77,7 +91,8 @@ def _devtools_port(proc: subprocess.Popen[str], timeout: float) -> int:
     raise RuntimeError("chromium did not start its DevTools endpoint")
 
 
-def _drive(ws: object, html: Path, timeout: float, steps: tuple[str, ...] = (), clip: str | None = None) -> PageLoad:
+def _drive(ws: object, html: Path, timeout: float, steps: tuple[str, ...] = (), clip: str | None = None,
+           downloads: Path | None = None) -> PageLoad:
     out = PageLoad()
     msg_id = 0
 
@@ -107,6 +122,9 @@ def _drive(ws: object, html: Path, timeout: float, steps: tuple[str, ...] = (), 
 
     for m in ("Page.enable", "Runtime.enable", "Log.enable", "Network.enable"):
         i = send(m)
+        pump(lambda msg, i=i: msg.get("id") == i)
+    if downloads is not None:
+        i = send("Page.setDownloadBehavior", behavior="allow", downloadPath=str(downloads.resolve()))
         pump(lambda msg, i=i: msg.get("id") == i)
     send("Page.navigate", url=html.resolve().as_uri())
     pump(lambda msg: msg.get("method") == "Page.loadEventFired")

@@ -5,10 +5,13 @@ Heavy libraries (torch, transformers) are imported only when a local model is bu
 
 from biasaudit.backends import (  # noqa: F401  (registration)
     anthropic,
+    batch_openai,
     hf_causal,
     hf_masked,
+    http_app,
     openai_compat,
     oracle,
+    recorded,
     replay,
     scripted,
 )
@@ -22,6 +25,7 @@ from biasaudit.backends.factory import (
     build_nli_backend,
     check_audit_support,
     check_probe_support,
+    check_stimuli,
     identity_scope,
     nli_identity,
 )
@@ -40,6 +44,7 @@ __all__ = [
     "build_nli_backend",
     "nli_identity",
     "check_probe_support",
+    "check_stimuli",
     "identity_scope",
     "resolve_model_path",
 ]

@@ -9,9 +9,11 @@ from typing import Any
 
 from biasaudit.backends.base import BACKENDS, Backend
 from biasaudit.backends.weights import forget as forget_weights
+from biasaudit.data import StimulusSet
 from biasaudit.errors import BackendError
 from biasaudit.records.json import JSONObject
 from biasaudit.spec import AuditConfig, HFCausalConfig, ModelConfig, NLIConfig, RuntimeConfig
+from biasaudit.spec.model_configs import RecordedConfig
 
 # Local models loaded in this process, so a sweep or a test session loads each once.
 _LOADED: dict[str, Backend] = {}
@@ -104,7 +106,7 @@ def build_backend(model: ModelConfig, runtime: RuntimeConfig) -> Backend:
         if memo not in _LOADED:
             _LOADED[memo] = ServedBackend(model, runtime)
         return _LOADED[memo]
-    if not kind.local or model.backend in ("scripted", "replay"):
+    if not kind.local or model.backend in ("scripted", "replay", "recorded"):
         return kind.build(kind.config_of(model), runtime)
     memo = json.dumps([model.model_dump(mode="json"), runtime.threads], sort_keys=True)
     if memo not in _LOADED:
@@ -186,6 +188,7 @@ def build_nli_backend(cfg: AuditConfig, relations: bool = True) -> Backend:
 
 
 def check_audit_support(cfg: AuditConfig, choices: dict[str, str]) -> None:
+    check_batch_support(cfg)
     if cfg.probe.kind == "classify_nli":
         nli, chat = _nli_parts(cfg)
         if chat is not None:
@@ -204,6 +207,36 @@ def check_audit_support(cfg: AuditConfig, choices: dict[str, str]) -> None:
         return
     model_file = f"conf/model/{choices['model']}.yaml" if choices.get("model") else None
     check_probe_support(cfg.model, cfg.probe.kind, model_file)
+
+
+def check_batch_support(cfg: AuditConfig) -> None:
+    """`runtime.batch.enabled` needs a model whose backend declares a batch provider, and a
+    probe kind that provider batches; said at validate, before anything is sent."""
+    if not cfg.runtime.batch.enabled:
+        return
+    from biasaudit.backends.batch_base import BATCH_PROVIDERS
+
+    hook = BATCH_PROVIDERS.get(cfg.model.backend)
+    if hook is None:
+        offer = ", ".join(BATCH_PROVIDERS.kinds()) or "none"
+        raise BackendError(
+            f"model backend {cfg.model.backend!r} has no provider batch API to send the requests through",
+            key="runtime.batch.enabled",
+            hint=f"set runtime.batch.enabled=false, or use a hosted model whose backend has one ({offer})",
+        )
+    if cfg.probe.kind not in hook.kinds:
+        raise BackendError(
+            f"model backend {cfg.model.backend!r} does not batch {cfg.probe.kind} probes: {hook.why_not}",
+            key="runtime.batch.enabled",
+            hint=f"set runtime.batch.enabled=false for this spec (batched kinds: {', '.join(sorted(hook.kinds))})",
+        )
+def check_stimuli(cfg: AuditConfig, stimuli: StimulusSet) -> None:
+    """What the model under test can check only against the stimuli: a recorded
+    decisions file must hold one row per stimulus and no other (refused before the run)."""
+    if isinstance(cfg.model, RecordedConfig) and cfg.probe.kind != "classify_nli":
+        from biasaudit.backends.recorded import check_rows
+
+        check_rows(cfg.model, stimuli, cfg.runtime.limits)
 
 
 def audit_subject(cfg: AuditConfig) -> str:

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import zlib
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
 
@@ -161,3 +163,56 @@ class ConcurrencyGate:
             # wake as many waiters as there are free slots (the limit may have just grown),
             # not all of them: with 4 workers per slot, notify_all costs O(workers) per call
             self._cond.notify(max(1, self.controller.limit - self.in_flight))
+
+
+class BodyTooLarge(Exception):
+    """A response body, or one line of it, went past its byte limit."""
+
+
+def bounded_lines(chunks: Iterable[bytes], encoding: str, line_limit: int, total_limit: int) -> Iterator[bytes]:
+    """The lines of a (possibly gzip/deflate-compressed) body read chunk by chunk, each at
+    most `line_limit` bytes and all together at most `total_limit`, decompressed here so
+    that a few compressed bytes cannot expand past either (zlib's `max_length`). For
+    provider batch results, which run to hundreds of megabytes: held one line at a time."""
+    enc = encoding.strip().lower()
+    if enc not in ("", "identity", "gzip", "x-gzip", "deflate"):
+        raise BodyTooLarge(f"unsupported Content-Encoding {enc[:40]!r}")
+    dec = zlib.decompressobj(wbits=47) if enc not in ("", "identity") else None  # 47: gzip or zlib header
+    buf = bytearray()
+    total = 0
+
+    def take(data: bytes) -> Iterator[bytes]:
+        nonlocal total
+        total += len(data)
+        if total > total_limit:
+            raise BodyTooLarge(f"body larger than {total_limit} bytes")
+        buf.extend(data)
+        while (nl := buf.find(b"\n")) >= 0:
+            line = bytes(buf[:nl])
+            del buf[:nl + 1]
+            if len(line) > line_limit:
+                raise BodyTooLarge(f"a line longer than {line_limit} bytes")
+            yield line
+        if len(buf) > line_limit:
+            raise BodyTooLarge(f"a line longer than {line_limit} bytes")
+
+    try:
+        for chunk in chunks:
+            if dec is None:
+                yield from take(chunk)
+                continue
+            data = dec.decompress(chunk, line_limit + 1)
+            yield from take(data)
+            while dec.unconsumed_tail:
+                yield from take(dec.decompress(dec.unconsumed_tail, line_limit + 1))
+        if dec is not None:
+            yield from take(dec.flush())
+    except zlib.error:
+        raise BodyTooLarge(f"undecodable {enc} body") from None
+    if buf:
+        yield bytes(buf)
+
+
+def bounded_body(chunks: Iterable[bytes], encoding: str, limit: int) -> bytes:
+    """The whole body, at most `limit` bytes after decompression (see `bounded_lines`)."""
+    return b"\n".join(bounded_lines(chunks, encoding, limit, limit))

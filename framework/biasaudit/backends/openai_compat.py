@@ -169,6 +169,7 @@ def estimate_tokens(req: Request, max_tokens: int) -> float:
 
 class OpenAICompatBackend:
     supports = frozenset({"generate", "next_token", "sequence_logprob", "choice"})
+    _redirect_note = "requests and the API key go to model.base_url only"
 
     def __init__(
         self, cfg: OpenAICompatConfig, runtime: RuntimeConfig, *,
@@ -223,10 +224,7 @@ class OpenAICompatBackend:
         """One client per concurrency slot, each with a single keep-alive connection:
         httpcore 1.0's pool spends time quadratic in its size on every request (encode/
         httpcore#1035), which at 32 connections costs more CPU than the requests."""
-        # only encodings `_read_body` decodes within the size limit
-        headers = {"Content-Type": "application/json", "Accept-Encoding": "gzip, deflate"}
-        if self._key is not None:
-            headers["Authorization"] = f"Bearer {self._key.reveal()}"
+        headers = self._default_headers()
         if self._ssl is None:  # loading the CA bundle takes ~60 ms: once, not per client
             self._ssl = httpx.create_ssl_context()
         return httpx.AsyncClient(
@@ -238,13 +236,26 @@ class OpenAICompatBackend:
             verify=self._ssl,
         )
 
+    def _default_headers(self) -> dict[str, str]:
+        """Headers of every request (an application backend sends its own key header)."""
+        # only encodings `_read_body` decodes within the size limit
+        headers = {"Content-Type": "application/json", "Accept-Encoding": "gzip, deflate"}
+        if self._key is not None:
+            headers["Authorization"] = f"Bearer {self._key.reveal()}"
+        return headers
+
     # -- one request, attempt by attempt ------------------------------------------------
     async def _attempt(self, client: httpx.AsyncClient, path: str, body: dict[str, Any]) -> dict[str, Any]:
+        return await self._send(client, "POST", path, json=body)
+
+    async def _send(self, client: httpx.AsyncClient, method: str, url: str, **kwargs: Any) -> dict[str, Any]:
+        """One HTTP attempt, its body bounded, its status classified, a redirect refused;
+        the JSON object it returned (`kwargs`: httpx's json, data, headers)."""
         self.http_calls += 1
         try:
             # the whole attempt (connect, send, headers, body) within `timeout` seconds
             async with asyncio.timeout(self.cfg.timeout):
-                async with client.stream("POST", path, json=body) as r:
+                async with client.stream(method, url, **kwargs) as r:
                     raw = await self._read_body(r)
         except (TimeoutError, httpx.TimeoutException):
             raise AttemptFault("timeout", f"no complete response within {self.cfg.timeout:g} s", retry=True) from None
@@ -253,8 +264,8 @@ class OpenAICompatBackend:
         text = raw.decode("utf-8", errors="replace")
         if 300 <= r.status_code < 400:
             where = urlsplit(r.headers.get("Location", "")).netloc or "elsewhere"
-            raise AttemptFault("http_error", f"HTTP {r.status_code}: redirect to {where[:80]} not followed (requests "
-                                             "and the API key go to model.base_url only)", retry=False)
+            raise AttemptFault("http_error", f"HTTP {r.status_code}: redirect to {where[:80]} not followed "
+                                             f"({self._redirect_note})", retry=False)
         if r.status_code >= 400:
             fault = classify_status(r.status_code, self._redact(text), parse_retry_after(r.headers.get("Retry-After")))
             if r.status_code in (401, 403) and self._key_missing:

@@ -12,7 +12,8 @@ many steps as its reply has words, like a local model's batched generation: prog
 token step, and an interrupt drops the batch in progress), `token_steps` (with
 `token_delay`: every row takes this many steps, at most its `max_tokens`, instead of its
 reply's word count: long answers), `calls_log` (append one line per answered call to this
-file).
+file), `usage` (the tokens each answer reports, as a provider's `usage`: `{input_tokens: N,
+output_tokens: M}` for every answer, or `words`: the prompt's and the reply's word counts).
 """
 
 from __future__ import annotations
@@ -146,10 +147,22 @@ class ScriptedBackend:
                 resp = Response(key=req.key, status="failed", error="scripted failure")
             else:
                 resp = self._answer(req)
+            if s.get("usage") is not None and resp.output is not None:
+                resp = resp.model_copy(update={"output": {**resp.output, "usage": self._usage(req, resp)}})
             if s.get("calls_log"):
                 with open_append(s["calls_log"], key="model.script.calls_log", what="calls log") as f:
                     f.write(req.key + "\n")
             emit(resp)
+
+    def _usage(self, req: Request, resp: Response) -> JSONObject:
+        """The usage this answer reports (`script.usage`)."""
+        u = self.script["usage"]
+        if u == "words":
+            prompt = " ".join(m["content"] for m in req.messages or []) or (req.text or "")
+            text = (resp.output or {}).get("text")
+            return {"input_tokens": len(prompt.split()),
+                    "output_tokens": len(text.split()) if isinstance(text, str) else 0}
+        return {"input_tokens": int(u["input_tokens"]), "output_tokens": int(u["output_tokens"])}
 
     def apply_runtime(self, runtime: RuntimeConfig) -> None:
         """Nothing to apply: concurrency and timeouts are fixed when the client is built."""

@@ -19,6 +19,12 @@ sheet sampled another layer's units it is reported as undefined, with the reason
 sampled but left blank count as unlabelled (assumed missing at random; the note says how
 many).
 
+A sheet whose units a reviewer chose in the viewer (`selection: chosen`, a convenience
+sample: the answers that caught the reviewer's eye) gives the agreement block (accuracy,
+kappa, confusion on the units it labels, the report saying how they were chosen), but
+no humans-only rate and no PPI estimate: both read the sample as a random draw of the
+units, which it is not, so they are undefined with that reason.
+
 When the PPI estimate is undefined because the judge's error on a label is the same on
 every human-labelled unit (its variance is 0), the note says which way: the judge agrees
 with every human label, disagrees with every one, or errs by the same amount for another
@@ -59,8 +65,14 @@ def _rater(name: str, rows: Sequence[tuple[Unit, str, str]], labels: list[str], 
                      confusion=[[int(x) for x in r] for r in conf])
 
 
+CHOSEN = ("the sheet's units were chosen by a reviewer in the viewer, not drawn at random (a convenience sample), "
+          "so they say nothing of the rate over all units; label a random sample (`biasaudit annotate export`) for "
+          "this estimate")
+
+
 def _rates(labels: list[str], units: Sequence[Unit], machine: Mapping[str, str], human: Mapping[str, str],
-           strata: Mapping[str, str], blank: int, ppi_ok: str | None, seed: int) -> list[LabelRate]:
+           strata: Mapping[str, str], blank: int, ppi_ok: str | None, seed: int,
+           chosen: bool = False) -> list[LabelRate]:
     pop = [u for u in units if u.id in machine]
     lab = [u.id in human for u in pop]
     st = [strata.get(u.id, "?") for u in pop]
@@ -80,7 +92,9 @@ def _rates(labels: list[str], units: Sequence[Unit], machine: Mapping[str, str],
             if est.has_data and blank:
                 est = est.model_copy(update={"note": est.note + f"; {blank} sampled unit(s) left blank count as "
                                                                  "unlabelled (assumed missing at random)"})
-        out.append(LabelRate(label=label, judge=judge, human=stratified_mean(lab, y, st, bounds=(0.0, 1.0)), ppi=est))
+        hum = (Estimate.no_data("wilson-stratified", f"undefined: {CHOSEN}") if chosen
+               else stratified_mean(lab, y, st, bounds=(0.0, 1.0)))
+        out.append(LabelRate(label=label, judge=judge, human=hum, ppi=est))
     return out
 
 
@@ -186,13 +200,17 @@ def gold_report(pair: ReliabilityPair, layers: Mapping[str, Layer], units: Seque
         raters.append(_rater(f"{m}: {j}", [(u, x, map_m.get(v, v)) for u, x, v in votes if v is not None],
                              labels, seed))
     ppi_ok = None
-    if sampled_from is not None and sampled_from != m:
+    chosen = any(c.detail.chosen for c in sampled)
+    if chosen:
+        ppi_ok = CHOSEN
+    elif sampled_from is not None and sampled_from != m:
         ppi_ok = (f"the sheet sampled the units layer {sampled_from!r} coded; a PPI estimate of {m!r} needs a sample "
                   f"of {m!r}'s units (export with --layer {m})")
     return GoldReport(human=h, layer=m, labels=labels, sampled_layer=sampled_from,
                       stratify=next((c.detail.stratify for c in hc.values() if c.detail.has("stratify")), None),
+                      selection="chosen" if chosen else "random",
                       population=len(machine), sampled=len(sampled), annotated=len(human), blank=blank,
-                      raters=raters, rates=_rates(labels, units, machine, human, strata, blank, ppi_ok, seed))
+                      raters=raters, rates=_rates(labels, units, machine, human, strata, blank, ppi_ok, seed, chosen))
 
 
 def gold_reports(plan: CodingPlan, units: Sequence[Unit], codes: Mapping[str, Mapping[str, Code]], seed: int = 0

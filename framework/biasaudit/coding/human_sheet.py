@@ -35,7 +35,7 @@ import io
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -88,7 +88,8 @@ class SampleRecord(BaseModel):
     labels: list[str]
     stratify: str | None
     """Cell, factor or stimulus field the sample is stratified by (None: simple random)."""
-    seed: int
+    seed: int | None
+    """The seed of the draw (None: not drawn; `selection` is `chosen`)."""
     requested: int
     population: dict[str, int]
     """Stratum -> units the layer coded (the units a sample is drawn from)."""
@@ -96,6 +97,13 @@ class SampleRecord(BaseModel):
     """Stratum -> units sampled."""
     with_codes: bool = False
     units: list[SampledUnit] = Field(default_factory=list)
+    selection: Literal["random", "chosen"] = "random"
+    """How the units came onto the sheet: `random`, drawn by `annotate export` (seeded,
+    stratified: a probability sample, which the PPI estimate and the humans-only rates
+    need); `chosen`, picked by a reviewer in the viewer (`biasaudit view`: a convenience
+    sample, whatever caught the reviewer's eye, so agreement is reported on it but no
+    rate over all units is estimated from it). Absent in records written before the
+    viewer could write sheets: `random`."""
 
 
 def record_path(sheet: Path) -> Path:
@@ -157,6 +165,13 @@ def sheet_text(rows: Sequence[Mapping[str, Any]], columns: Sequence[str], fmt: s
     for r in rows:
         w.writerow([safe_cell(str(r.get(c) if r.get(c) is not None else "")) for c in columns])
     return buf.getvalue()
+
+
+def label_legend(labels: Sequence[str], meanings: Mapping[str, str] | None) -> str:
+    """The sheet's `allowed_labels` cell: each label with its meaning where the layer gives
+    one (`E = endorses the statement | QE = ...`), else the bare labels. The reviewer
+    writes the label itself (`E`) in the `label` column."""
+    return " | ".join(f"{lab} = {meanings[lab]}" if meanings and meanings.get(lab) else lab for lab in labels)
 
 
 @dataclass(frozen=True)
@@ -357,6 +372,6 @@ def check_run(sheet: FilledSheet, units: Sequence[Unit], inputs: Mapping[str, st
 
 
 __all__ = ["ALL", "ANSWER", "CODE_COLUMNS", "COLUMNS", "FORMAT", "FilledSheet", "LABEL", "PROMPT", "SampleRecord",
-           "SampledUnit", "SheetLabel", "UNIT", "answer_hash", "check_keys", "check_run", "read_record", "read_sheet",
+           "SampledUnit", "SheetLabel", "UNIT", "answer_hash", "label_legend", "check_keys", "check_run", "read_record", "read_sheet",
            "record_path", "safe_cell", "sheet_path", "sheet_text", "shown_hash", "shown_text", "stratum_of",
            "unsafe_cell"]

@@ -17,6 +17,8 @@ from biasaudit._util.progress import seconds_text, stage
 from biasaudit._util.secrets import redact_obj
 from biasaudit.backends import Backend, weights
 from biasaudit.backends.base import items_finished, token_step
+from biasaudit.engine.batch import BatchRun, batch_provider
+from biasaudit.engine.budget import Budget
 from biasaudit.engine.interrupt import GracefulStop
 from biasaudit.errors import StoreError
 from biasaudit.plan import Plan, Request, estimated_tokens
@@ -41,12 +43,14 @@ def execute_plan(
     progress: bool = True,
     who: str = "the model",
     load_note: str = "",
+    budget: Budget | None = None,
 ) -> tuple[dict[str, Response], ExecutionStats]:
     """Return every request's response. With `backend_factory=None`, answer only from the
-    store (re-rendering a report), and fail if anything is missing."""
+    store (re-rendering a report), and fail if anything is missing. With a `budget`, the
+    requests it cannot pay for are left unanswered (absent from the result; `budget.stopped`)."""
     results, stats = execute_requests(plan.requests, store, backend_factory, retry_failed=retry_failed,
                                       progress=progress, label="model calls", identity=plan.identity, who=who,
-                                      load_note=load_note)
+                                      load_note=load_note, budget=budget)
     stats.plan_items = plan.n_items
     return results, stats
 
@@ -62,6 +66,7 @@ def execute_requests(
     identity: JSONObject | None = None,
     who: str = "the model",
     load_note: str = "",
+    budget: Budget | None = None,
 ) -> tuple[dict[str, Response], ExecutionStats]:
     """Answer `requests` from the store, then the rest through the backend. With the model's
     `identity`, the backend's measured throughput is recorded for `biasaudit plan`.
@@ -74,6 +79,11 @@ def execute_requests(
         if k not in results or (retry_failed and results[k].status == "failed")
     ]
     stats.cache_hits = len(requests) - len(pending)
+    if budget is not None:  # answers earlier runs of this plan paid for count against the budget
+        todo = {r.key for r in pending}
+        for k, resp in results.items():
+            if k not in todo:
+                budget.count_stored(requests[k], resp)
     if backend_factory is not None:
         stage("%s: %d requests, %d from cache, %d to call", label, len(requests), stats.cache_hits, len(pending))
     if pending:
@@ -95,6 +105,8 @@ def execute_requests(
                                            "output": storable(redact_obj(resp.output))})
             store.put(by_key[resp.key], resp)
             results[resp.key] = resp
+            if budget is not None:
+                budget.settle(by_key[resp.key], resp)
             stats.calls += 1
             if resp.status == "failed":
                 stats.new_failures += 1
@@ -107,9 +119,19 @@ def execute_requests(
         ticks = token_step.set(bar.tokens if bar is not None else None)
         try:
             with stop:
-                backend.execute(pending, emit)
-                if identity is not None:
-                    _record_throughput(store, identity, pending, results, time.perf_counter() - t_exec)
+                batched = batch_provider(backend, identity)
+                if batched is not None and identity is not None:
+                    run = BatchRun(batched[0], store, batched[1], identity, emit)
+                    try:
+                        run.run(_affordable_batch(pending, budget, run))
+                    finally:
+                        stats.batch_submitted = list(run.tally.submitted)
+                        stats.batch_retried = dict(sorted(run.tally.retried.items()))
+                        batched[0].close()
+                else:
+                    _dispatch(backend, pending, emit, budget)
+                    if identity is not None:  # a batch's hours in a provider's queue measure no model's speed
+                        _record_throughput(store, identity, pending, results, time.perf_counter() - t_exec)
                 stop.check()
         finally:
             token_step.reset(ticks)
@@ -117,12 +139,65 @@ def execute_requests(
             backend.close()
             if bar is not None:
                 bar.close()
-    kinds = Counter(results[k].error_kind or "other" for k in requests if results[k].status == "failed")
+    # (with a budget that stopped the run, the requests not sent have no result)
+    kinds = Counter(results[k].error_kind or "other" for k in requests if k in results and results[k].status == "failed")
     stats.failures = sum(kinds.values())
     stats.answered = stats.requests - stats.failures
     stats.failures_by_kind = dict(sorted(kinds.items()))
+    via = Counter(str(results[k].field("batch")) for k in requests
+                  if k in results and results[k].ok and results[k].field("batch"))
+    stats.batch_answers, stats.batch_ids = sum(via.values()), sorted(via)
     stats.seconds = time.perf_counter() - t0
     return results, stats
+
+
+def _affordable_batch(pending: list[Request], budget: Budget | None, run: BatchRun) -> list[Request]:
+    """With a budget, the requests a batch may carry: those already in a batch submitted
+    by an earlier run first (committed spend: reserved whatever the limit), then as many
+    others as their worst case fits, at the batch price. A batch is one window: nothing
+    is in flight beyond what is reserved, so the spend stays within the budget unless the
+    provider counts more input tokens than the plan's estimate."""
+    if budget is None:
+        return pending
+    budget.batch_price = True
+    submitted = run.submitted_keys()
+    first = [r for r in pending if r.key in submitted]
+    rest = [r for r in pending if r.key not in submitted]
+    for r in first:
+        budget.reserve(r, force=True)
+    out = list(first)
+    for i, r in enumerate(rest):
+        if not budget.reserve(r):
+            budget.stop(len(rest) - i)
+            stage("budget: stopped before %s: %d calls not made", budget.stopped_by, len(rest) - i)
+            break
+        out.append(r)
+    return out
+
+
+def _dispatch(backend: Backend, pending: list[Request], emit: Callable[[Response], None],
+              budget: Budget | None) -> None:
+    """Send `pending` through the backend: all at once, or with a budget in windows of at
+    most `budget.window` requests, each reserved in full before it goes (engine/budget.py);
+    the first request that cannot be reserved once its window's answers are settled stops
+    the run there."""
+    if budget is None:
+        backend.execute(pending, emit)
+        return
+    i = 0
+    while i < len(pending):
+        wave: list[Request] = []
+        while i < len(pending) and len(wave) < budget.window and budget.reserve(pending[i]):
+            wave.append(pending[i])
+            i += 1
+        if not wave:
+            budget.stop(len(pending) - i)
+            stage("budget: stopped before %s: %d calls not made", budget.stopped_by, len(pending) - i)
+            return
+        try:
+            backend.execute(wave, emit)
+        finally:
+            budget.release()
 
 
 _SURROGATE = re.compile("[\ud800-\udfff]")

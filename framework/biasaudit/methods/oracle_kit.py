@@ -81,6 +81,9 @@ class OracleDef:
     whose slots, or slot parameters, are swapped then reports the planted bias on the
     wrong side of its no-bias value (runner/selftest_content.py). Its true values are
     `planted`'s."""
+    content_applies: Callable[[Prepared], str | None] | None = None
+    """Whether the content oracle can read this spec's data: None where it can, else the
+    reason it cannot (a note; no content rows). None (the field): it always can."""
     content_source: str = ""
     """Which fields of a record say which side stereotypes (named in the self-test's
     message), e.g. "sent_more of each CrowS-Pairs pair"."""

@@ -11,7 +11,14 @@ from typing import Any, NamedTuple
 from biasaudit.data import StimulusSet
 from biasaudit.errors import SpecError
 from biasaudit.plan.design import Cell, expand_design
-from biasaudit.plan.requests import KeyMaker, PlanItem, Request, estimated_tokens
+from biasaudit.plan.requests import (
+    KeyMaker,
+    PlanItem,
+    Request,
+    estimated_tokens,
+    sends_stimulus,
+    stimulus_payload,
+)
 from biasaudit.records.json import JSONObject
 from biasaudit.spec import AuditConfig, LevelSpec
 from biasaudit.spec.templates import check_variables, render
@@ -94,6 +101,9 @@ class Row(NamedTuple):
     text: str | None
     messages: list[dict[str, str]] | None
     pair: str | None
+    fields: dict[str, Any]
+    """The stimulus's fields and the cell's level vars (what an application is sent)."""
+    levels: dict[str, str]
 
 
 def iter_rows(cfg: AuditConfig, stimuli: StimulusSet, spec_file: str | None = None,
@@ -111,9 +121,9 @@ def iter_rows(cfg: AuditConfig, stimuli: StimulusSet, spec_file: str | None = No
         variant_lists = [lv.variants() for lv in levels] or [[None]]
         for variant_idx, variant in enumerate(itertools.product(*variant_lists)):
             for stim in stimuli.stimuli:
+                fields = {**stim.fields, **level_vars}
                 ctx = {
-                    **stim.fields,
-                    **level_vars,
+                    **fields,
                     "levels": dict(cell.levels),
                     "stimulus_id": stim.id,
                 }
@@ -129,7 +139,7 @@ def iter_rows(cfg: AuditConfig, stimuli: StimulusSet, spec_file: str | None = No
                     if probe.kind == "classify_nli" and probe.hypothesis else None
                 )
                 for slot, text, messages in _payloads(cfg, ctx, levels, parts, spec_file):
-                    yield Row(cell.id, stim.id, slot, variant_idx, text, messages, pair)
+                    yield Row(cell.id, stim.id, slot, variant_idx, text, messages, pair, fields, cell.levels)
 
 
 def request_params(cfg: AuditConfig) -> tuple[JSONObject, int]:
@@ -147,11 +157,13 @@ def iter_plan(cfg: AuditConfig, stimuli: StimulusSet, identity: JSONObject,
     several items is yielded with each."""
     params, n_samples = request_params(cfg)
     make_key = KeyMaker(identity, cfg.probe.kind, params)
+    with_stimulus = sends_stimulus(identity)
     for row in iter_rows(cfg, stimuli, spec_file, cells):
+        stim = stimulus_payload(row.stimulus, row.fields, row.levels) if with_stimulus else None
         for sample in range(n_samples):
-            key = make_key(row.text, row.messages, sample, row.pair)
+            key = make_key(row.text, row.messages, sample, row.pair, stim)
             req = Request(key=key, kind=cfg.probe.kind, text=row.text, messages=row.messages,
-                          params=params, sample=sample, text_pair=row.pair)
+                          params=params, sample=sample, text_pair=row.pair, stimulus=stim)
             yield PlanItem(cell=row.cell, stimulus=row.stimulus, slot=row.slot,
                            variant=row.variant, sample=sample, key=key), req
 

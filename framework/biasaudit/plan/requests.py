@@ -6,7 +6,7 @@ import hashlib
 import json
 from typing import Any, NamedTuple
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 
 from biasaudit.records.json import JSONObject
 
@@ -42,9 +42,21 @@ class Request(BaseModel):
     params: JSONObject = {}
     """Decoding parameters, hashed into the key as given; read them with `decoding()`."""
     sample: int = 0
+    stimulus: JSONObject | None = None
+    """The stimulus a backend that reads it is sent (`sends_stimulus`: an application's
+    request template, recorded decisions): its `id`, `fields` (the stimulus's fields and
+    the cell's level vars) and `levels`. Hashed into the key when set; None otherwise."""
 
     def decoding(self) -> Decoding:
         return Decoding.model_validate(self.params)
+
+    @model_serializer(mode="wrap")
+    def _no_unset_stimulus(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        # requests of every other backend are stored and written byte for byte as before
+        out: dict[str, Any] = handler(self)
+        if self.stimulus is None:
+            out.pop("stimulus", None)
+        return out
 
 
 class PlanItem(NamedTuple):
@@ -75,6 +87,7 @@ def request_key(
     params: JSONObject,
     sample: int,
     text_pair: str | None = None,
+    stimulus: JSONObject | None = None,
 ) -> str:
     """Hash of everything that determines the answer, and nothing that does not.
 
@@ -91,6 +104,8 @@ def request_key(
     }
     if text_pair is not None:
         payload["text_pair"] = text_pair
+    if stimulus is not None:
+        payload["stimulus"] = stimulus
     return hashlib.sha256(canonical_json(payload).encode("utf-8")).hexdigest()
 
 
@@ -105,8 +120,8 @@ class KeyMaker:
         self._middle = ',"model":' + canonical_json(identity) + ',"params":' + canonical_json(params) + ',"sample":'
 
     def __call__(self, text: str | None, messages: list[dict[str, str]] | None, sample: int,
-                 text_pair: str | None = None) -> str:
-        return self.from_parts(encode_payload(text, messages, text_pair), sample)
+                 text_pair: str | None = None, stimulus: JSONObject | None = None) -> str:
+        return self.from_parts(encode_payload(text, messages, text_pair, stimulus), sample)
 
     def from_parts(self, parts: tuple[str, str], sample: int) -> str:
         """The key of a payload encoded once by `encode_payload` (shared across models)."""
@@ -115,12 +130,27 @@ class KeyMaker:
 
 
 def encode_payload(text: str | None, messages: list[dict[str, str]] | None,
-                   text_pair: str | None = None) -> tuple[str, str]:
+                   text_pair: str | None = None, stimulus: JSONObject | None = None) -> tuple[str, str]:
     """The model-independent pieces of a request's canonical JSON."""
-    tail = ',"text":' + canonical_json(text)
+    # keys sort: ... sample < stimulus < text < text_pair
+    tail = (',"stimulus":' + canonical_json(stimulus) if stimulus is not None else "") + ',"text":' + canonical_json(text)
     if text_pair is not None:
         tail += ',"text_pair":' + canonical_json(text_pair)
     return canonical_json(messages), tail + "}"
+
+
+def sends_stimulus(identity: JSONObject) -> bool:
+    """Whether the model of `identity` is sent each request's stimulus (an application's
+    request template reads its fields): its identity says so, so that a plan compiled
+    and a plan counted (a sweep renders once for many models) key requests alike."""
+    return identity.get("sends_stimulus") is True
+
+
+def stimulus_payload(stimulus_id: str, fields: dict[str, Any], levels: dict[str, str]) -> JSONObject:
+    """The `Request.stimulus` of one plan row, as JSON (level vars come from YAML)."""
+    loaded: JSONObject = json.loads(json.dumps({"id": stimulus_id, "fields": fields, "levels": levels},
+                                               sort_keys=True, default=str))
+    return loaded
 
 
 def estimated_tokens(request: Request) -> tuple[int, int]:

@@ -15,7 +15,13 @@ from biasaudit.data import StimulusSet
 from biasaudit.errors import SpecError
 from biasaudit.plan.compile import check_plan_size, check_templates, iter_rows, request_params
 from biasaudit.plan.design import Cell, expand_design
-from biasaudit.plan.requests import Decoding, KeyMaker, encode_payload
+from biasaudit.plan.requests import (
+    Decoding,
+    KeyMaker,
+    encode_payload,
+    sends_stimulus,
+    stimulus_payload,
+)
 from biasaudit.records.json import JSONObject
 from biasaudit.spec import AuditConfig
 
@@ -73,6 +79,7 @@ def count_plans(
                else (1 if kind == "next_token" else 0))
     counts = [PlanCount(identity=i) for i in identities]
     makers = [KeyMaker(i, kind, params) for i in identities]
+    per_stimulus = [sends_stimulus(i) for i in identities]
     waiting: list[list[str]] = [[] for _ in identities]
     first_cell = cells[0].id
     first_units: set[tuple[str, int]] = set()
@@ -88,10 +95,12 @@ def count_plans(
         chars = len(row.text or "") + len(row.pair or "") + sum(len(m["content"]) for m in row.messages or [])
         tin = max(1, chars // 4)
         parts = encode_payload(row.text, row.messages, row.pair)
+        with_stim = encode_payload(row.text, row.messages, row.pair, stimulus_payload(
+            row.stimulus, row.fields, row.levels)) if any(per_stimulus) else parts
         for sample in range(n_samples):
-            for c, make, wait in zip(counts, makers, waiting, strict=True):
+            for c, make, wait, stim in zip(counts, makers, waiting, per_stimulus, strict=True):
                 c.items += 1
-                key = make.from_parts(parts, sample)
+                key = make.from_parts(with_stim if stim else parts, sample)
                 if key in c.keys:
                     continue
                 c.keys.add(key)

@@ -131,6 +131,9 @@ class CodeDetail(BaseModel):
     """The layer the sheet's sample was drawn from."""
     stratify: str | None = None
     """What the sample was stratified by (null: not stratified)."""
+    chosen: bool | None = None
+    """The unit was chosen by a reviewer in the viewer, not drawn at random (the sheet's
+    `selection` is `chosen`): a convenience sample."""
     note: str | None = None
     """The annotator's note."""
     # any coder

@@ -134,6 +134,9 @@ class GoldReport(BaseModel):
     sampled_layer: str | None = None
     """The layer whose units the sheet sampled."""
     stratify: str | None = None
+    selection: str = "random"
+    """`random` (drawn by `annotate export`) or `chosen` (picked by a reviewer in the
+    viewer: a convenience sample; agreement only, no PPI and no humans-only rate)."""
     population: int
     """Units the machine layer coded."""
     sampled: int

@@ -52,5 +52,20 @@ class ExecutionStats:
     estimated_output_tokens: int = 0
     """The plan's bound (`max_tokens` for a generation) on their output tokens."""
 
-    def as_dict(self) -> dict[str, float | int | dict[str, int]]:
+    batch_answers: int = 0
+    """Answers that came through a provider's batch API (`runtime.batch`), this run's or
+    cached from an earlier one."""
+    batch_ids: list[str] = field(default_factory=list)
+    """The batches those answers came from."""
+    batch_input_tokens: int = 0
+    """Of the input tokens (reported or estimated), those of the batch answers."""
+    batch_output_tokens: int = 0
+    """Of the output tokens (reported or estimated), those of the batch answers."""
+    batch_submitted: list[str] = field(default_factory=list)
+    """Batches this run submitted (a resumed run polls the earlier ones and submits none for them)."""
+    batch_retried: dict[str, int] = field(default_factory=dict)
+    """Requests this run put into a new batch, by the kind of failure that sent them back
+    (`runtime.batch.retry`); their final result is counted with the rest."""
+
+    def as_dict(self) -> dict[str, float | int | dict[str, int] | list[str]]:
         return asdict(self)

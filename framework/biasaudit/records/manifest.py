@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from biasaudit.records.budget import BudgetRecord
 from biasaudit.records.execution import ExecutionStats
 from biasaudit.records.json import DumpedJSONObject, JSONObject
 
@@ -103,11 +104,15 @@ class RunManifest(_Part):
     finished: str | None = None
     run_stage_s: float | None = None
     execution: ExecutionStats | None = None
+    stopped: str | None = None
+    """Why the run ended before its plan did: `budget` (`runtime.budget`; resumable)."""
+    budget: BudgetRecord | None = None
+    """With `runtime.budget`: the spend against the limits, and what a stop left unrun."""
 
     def as_json(self) -> JSONObject:
         """The manifest as written: the fields not known yet (a run still going) are left out."""
         out = self.model_dump(mode="json")
-        for k in ("run_dir", "started", "finished", "run_stage_s", "execution"):
+        for k in ("run_dir", "started", "finished", "run_stage_s", "execution", "stopped", "budget"):
             if out.get(k) is None:
                 out.pop(k, None)
         data = out.get("data")

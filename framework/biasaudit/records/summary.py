@@ -16,6 +16,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, model_validator
 
+from biasaudit.records.budget import BudgetRecord
 from biasaudit.records.coding import CodingReport
 from biasaudit.records.estimate import Estimate
 from biasaudit.records.execution import ExecutionStats
@@ -89,6 +90,11 @@ class TokenCost(_Record):
     cost: float | None = None
     """At `model.price` (None: no price given)."""
     currency: str | None = None
+    batch_answers: int = 0
+    """Answers that came through the provider's batch API (`runtime.batch`), priced at
+    `model.price.batch_discount` where given."""
+    batch_ids: list[str] = Field(default_factory=list)
+    """The batches they came from."""
     text: str = ""
     """The cover's line: the counts, whether any part is estimated and why, the cost."""
 
@@ -130,6 +136,8 @@ class Cover(_Record):
     """How scored texts' first words were conditioned over HTTP, as the backend recorded it."""
     tokens: list[TokenCost] = Field(default_factory=list)
     """Tokens (and cost, where a price is given) per model of the run."""
+    budget: str = ""
+    """With `runtime.budget`: the spend against it, and `stopped: budget ...` if it stopped the run."""
 
 
 class Reproducibility(_Record):
@@ -280,6 +288,9 @@ class RunSummary(_Record):
     sequential: SequentialRecord | None = None
     """With `runtime.sequential`: the looks (stimuli seen, per-threshold estimate, repeated
     interval and decision), where the run stopped and why, and the stimuli not run."""
+    budget: BudgetRecord | None = None
+    """With `runtime.budget`: the spend against the limits; `stopped` with the limit that
+    stopped the run and the stimuli not run (its verdicts are then INCONCLUSIVE)."""
 
     @model_validator(mode="before")
     @classmethod

@@ -17,7 +17,7 @@ import json
 import math
 import os
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -32,6 +32,7 @@ from biasaudit.coding.human_sheet import (
     SampledUnit,
     SampleRecord,
     answer_hash,
+    label_legend,
     record_path,
     sheet_text,
     shown_hash,
@@ -209,13 +210,6 @@ def export_sheet(run_dir: Path, layer: str, n: int, out: Path, *, stratify: str 
         sheet_file.unlink(missing_ok=True)  # a sheet without its record cannot be read back
         raise
     return Exported(sheet=sheet_file, record=rec_file, rows=len(rows), population=sizes, sampled=record.sampled)
-
-
-def label_legend(labels: Sequence[str], meanings: Mapping[str, str] | None) -> str:
-    """The sheet's `allowed_labels` cell: each label with its meaning where the layer gives
-    one (`E = endorses the statement | QE = ...`), else the bare labels. The reviewer
-    writes the label itself (`E`) in the `label` column."""
-    return " | ".join(f"{lab} = {meanings[lab]}" if meanings and meanings.get(lab) else lab for lab in labels)
 
 
 __all__ = ["Exported", "allocate", "export_sheet", "label_legend"]

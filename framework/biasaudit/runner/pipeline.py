@@ -22,7 +22,7 @@ from biasaudit._util.progress import load_note, stage
 from biasaudit._util.secrets import guard_logging, watch_config
 from biasaudit._util.trail import write_json_lines
 from biasaudit._version import __version__
-from biasaudit.backends import audit_identity, audit_subject, build_audit_backend
+from biasaudit.backends import audit_identity, audit_subject, build_audit_backend, check_stimuli
 from biasaudit.coding.base import LayerCalls
 from biasaudit.coding.calibration_record import calibration_problems
 from biasaudit.coding.human_review import below_chance_flags
@@ -37,6 +37,7 @@ from biasaudit.errors import BiasAuditError, SpecError
 from biasaudit.metrics import MetricContext
 from biasaudit.metrics.validity import counts_flag, depends_on, failure_flag, layer_flags
 from biasaudit.plan import Plan, compile_plan
+from biasaudit.records.budget import BudgetRecord
 from biasaudit.records.coding import CodingReport
 from biasaudit.records.execution import ExecutionStats
 from biasaudit.records.json import JSONObject
@@ -107,12 +108,16 @@ def plan_inputs(composed: Composed) -> PlanInputs:
         if exc.file is None and composed.choices.get("model"):
             exc.file = f"conf/model/{composed.choices['model']}.yaml"
         raise
+    check_stimuli(cfg, stimuli)  # e.g. a recorded decisions file: one row per stimulus, before any run
     return PlanInputs(params, stimuli, identity, coding)
 
 
 def prepare(composed: Composed) -> Prepared:
     """Everything that can fail on bad input, before any model call or file write."""
     params, stimuli, identity, coding = plan_inputs(composed)
+    from biasaudit.runner.budget import check_budget
+
+    check_budget(composed.config, str(composed.spec_file), composed.choices.get("model"))  # a money budget without a price: refused now
     if composed.config.runtime.sequential.look_every is not None:
         from biasaudit.runner.sequential import schedule
 
@@ -305,6 +310,7 @@ def finish(
     prep: Prepared, responses: dict[str, Response], stats: ExecutionStats, run_dir: Path,
     run_manifest: RunManifest, *, write_responses: bool = True, offline: bool = False,
     answerer: StoreAnswerer | None = None, looked: SequentialOutcome | None = None,
+    budget: BudgetRecord | None = None,
 ) -> RunSummary:
     """Code, measure, judge and report. With `looked` (a sequential run), its last look's
     codes and metrics and its verdicts are the run's (`prep`, `responses` and `stats` are
@@ -329,6 +335,10 @@ def finish(
         stage("measuring: %s", ", ".join(m.key for m in cfg.metrics))
         results = measure(prep, responses, coded)
         verdicts = evaluate(cfg.thresholds, results)
+    if budget is not None:
+        from biasaudit.runner.budget import budget_verdicts
+
+        verdicts = budget_verdicts(verdicts, budget)
     stage("reporting: %s in %s", ", ".join(sorted(set(cfg.report.formats) | {"json", "csv"})), run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
     if write_responses:
@@ -337,7 +347,7 @@ def finish(
         write_codes(run_dir / "codes.jsonl", coded)
     _write(run_dir / "manifest.json", _manifest_text(run_manifest))
     summary = build_summary(prep, results, verdicts, stats, run_manifest, responses, coded,
-                            looked.record if looked is not None else None)
+                            looked.record if looked is not None else None, budget)
     # summary.json goes last: a folder with one is complete (`compare` and reruns rely
     # on that), even when the process is killed while the report is being written
     held: dict[Path, str] = {}
@@ -359,7 +369,7 @@ def finish(
 def build_summary(
     prep: Prepared, results: dict[str, MetricResult], verdicts: list[VerdictRecord],
     stats: ExecutionStats, run_manifest: RunManifest, responses: dict[str, Response], coded: Coded,
-    sequential: SequentialRecord | None = None,
+    sequential: SequentialRecord | None = None, budget: BudgetRecord | None = None,
 ) -> RunSummary:
     """The run's typed records; the report builds its views of them when it renders."""
     from biasaudit.report.answers import answers_section
@@ -368,6 +378,9 @@ def build_summary(
     cfg = prep.composed.config
     generated = datetime.now(UTC).isoformat(timespec="seconds")
     not_measured = unmeasured(prep, responses)
+    # a run the budget stopped did not measure what it planned: exit 4, as a run whose
+    # requests failed (the stimuli run are still measured and shown)
+    stopped = budget.text if budget is not None and budget.stopped else None
     provenance.count_tokens(prep.plan, responses, stats)
     coding = coding_report(prep.coding, coded.result.units, coded.result.codes, coded.result.handed, coded.calls,
                            seed=cfg.runtime.seed)
@@ -379,7 +392,8 @@ def build_summary(
         spec_sha256=run_manifest.spec_sha256,
         data=DataInfo.model_validate(run_manifest.data.model_dump(mode="json")),
         generated=generated,
-        cover=provenance.cover(cfg, run_manifest, generated, responses, provenance.token_costs(cfg, stats)),
+        cover=provenance.cover(cfg, run_manifest, generated, responses, provenance.token_costs(cfg, stats)).model_copy(
+            update={"budget": budget.text if budget is not None else ""}),
         design=DesignInfo(cells=[c.id for c in prep.plan.cells], n_cells=len(prep.plan.cells),
                           levels={c.id: dict(c.levels) for c in prep.plan.cells},
                           factors={f: list(levels) for f, levels in cfg.factors.items()},
@@ -392,12 +406,13 @@ def build_summary(
         coding=CodingReport.model_validate(coding.model_dump(mode="json")),
         verdicts=[VerdictRow.model_validate(v.model_dump(mode="json")) for v in verdicts],
         overall=overall_verdict(verdicts),
-        measured=not_measured is None,
-        unmeasured_reason=not_measured.message if not_measured else None,
+        measured=not_measured is None and stopped is None,
+        unmeasured_reason=stopped or (not_measured.message if not_measured else None),
         reproducibility=provenance.reproducibility(run_manifest),
         trail=provenance.trail(prep.plan, responses, bool(coded.result.codes)),
         answers=answers_section(prep.plan, responses, results, coded.result.units, coded.result.codes),
         sequential=sequential,
+        budget=budget,
     )
 
 
@@ -474,6 +489,10 @@ def run(prep: Prepared, run_dir: Path, command: list[str]) -> RunSummary:
         _write(run_dir / "manifest.json", _manifest_text(run_manifest))
         t0 = time.perf_counter()
         looked = None
+        from biasaudit.runner.budget import budget_plan, make_budget, stopped_run
+
+        budget = make_budget(cfg)
+        record = None
         if cfg.runtime.sequential.look_every is not None:
             from biasaudit.runner.sequential import run_sequential
 
@@ -483,16 +502,28 @@ def run(prep: Prepared, run_dir: Path, command: list[str]) -> RunSummary:
             prep, responses, stats = looked.prep, looked.responses, looked.stats
         else:
             responses, stats = execute_plan(
-                prep.plan, store,
+                prep.plan if budget is None else budget_plan(prep), store,
                 lambda: build_audit_backend(cfg),
                 retry_failed=cfg.runtime.retry_failed,
                 progress=cfg.runtime.progress,
-                who=audit_subject(cfg), load_note=load_note(cfg),
+                who=audit_subject(cfg), load_note=load_note(cfg), budget=budget,
             )
+            if budget is not None and budget.stopped:
+                run_manifest.stopped = "budget"
+                try:
+                    prep, responses, stats, record = stopped_run(prep, responses, stats, budget)
+                except BiasAuditError:  # nothing to measure: the folder still says what was spent
+                    run_manifest.budget = budget.record()
+                    _write(run_dir / "manifest.json", _manifest_text(run_manifest))
+                    note_interrupted(run_dir, "it stopped at its budget (runtime.budget)", str(store.path), command)
+                    raise
+            elif budget is not None:
+                record = budget.record(planned=len(prep.stimuli.stimuli), run=len(prep.stimuli.stimuli))
+            run_manifest.budget = record
         run_manifest.finished = datetime.now(UTC).isoformat(timespec="seconds")
         run_manifest.run_stage_s = round(time.perf_counter() - t0, 3)
         run_manifest.execution = stats
-        summary = finish(prep, responses, stats, run_dir, run_manifest, looked=looked)
+        summary = finish(prep, responses, stats, run_dir, run_manifest, looked=looked, budget=record)
     except KeyboardInterrupt:
         store.finish_run(run_id, "interrupted", stats.as_dict() if stats else {})
         note_interrupted(run_dir, "stopped with Ctrl-C", str(store.path), command)
@@ -589,6 +620,12 @@ def rerender(run_dir: Path, answerer: Callable[..., StoreAnswerer] = StoreAnswer
 
             looked = run_sequential(prep, store, None, look, progress=False)
             prep, responses, stats = looked.prep, looked.responses, looked.stats
+        elif m.budget is not None and m.budget.stopped:  # the stimuli the run answered in full, as it did
+            from biasaudit.runner.budget import complete_stimuli
+            from biasaudit.runner.sequential import restrict
+
+            prep = restrict(prep, complete_stimuli(prep, store.get_many(prep.plan.requests)))
+            responses, stats = execute_plan(prep.plan, store, None, progress=False)
         else:
             responses, stats = execute_plan(prep.plan, store, None, progress=False)
     finally:
@@ -596,11 +633,11 @@ def rerender(run_dir: Path, answerer: Callable[..., StoreAnswerer] = StoreAnswer
     if m.execution is not None:  # the run's own counts of what a re-render does not redo
         for k in ("calls", "seconds", "model_load_s", "model_loads", "new_failures", "coding_s"):
             setattr(stats, k, getattr(m.execution, k))
-        if looked is not None:
+        if looked is not None or (m.budget is not None and m.budget.stopped):
             for k in ("cache_hits", "coding_calls", "coding_cache_hits", "embedding_calls", "embedding_cache_hits"):
                 setattr(stats, k, getattr(m.execution, k))
     return finish(prep, responses, stats, run_dir, m, write_responses=trail, offline=True,
-                  answerer=answerer(cfg, offline=True, stats=stats), looked=looked)
+                  answerer=answerer(cfg, offline=True, stats=stats), looked=looked, budget=m.budget)
 
 
 __all__ = ["Coded", "PlanInputs", "Prepared", "code", "measure", "plan_inputs", "prepare", "rerender", "run",

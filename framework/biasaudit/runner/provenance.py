@@ -48,6 +48,8 @@ def count_tokens(plan: Plan, responses: dict[str, Response], stats: ExecutionSta
     into the reported sums). Recomputed from the responses on every render."""
     stats.input_tokens = stats.output_tokens = stats.usage_reported = stats.usage_missing = 0
     stats.estimated_input_tokens = stats.estimated_output_tokens = 0
+    stats.batch_input_tokens = stats.batch_output_tokens = 0
+    batches: Counter[str] = Counter()
     for key, req in plan.requests.items():
         r = responses.get(key)
         if r is None or not r.ok:
@@ -59,9 +61,16 @@ def count_tokens(plan: Plan, responses: dict[str, Response], stats: ExecutionSta
             stats.estimated_input_tokens += tin
             stats.estimated_output_tokens += tout
         else:
+            tin, tout = usage.input_tokens, usage.output_tokens
             stats.usage_reported += 1
             stats.input_tokens += usage.input_tokens
             stats.output_tokens += usage.output_tokens
+        batch = r.field("batch")
+        if isinstance(batch, str):  # answered through a provider's batch API (runtime.batch)
+            batches[batch] += 1
+            stats.batch_input_tokens += tin
+            stats.batch_output_tokens += tout
+    stats.batch_answers, stats.batch_ids = sum(batches.values()), sorted(batches)
 
 
 def token_costs(cfg: AuditConfig, stats: ExecutionStats) -> list[TokenCost]:
@@ -80,15 +89,26 @@ def token_costs(cfg: AuditConfig, stats: ExecutionStats) -> list[TokenCost]:
                  "plan's estimate: characters / 4 in, max_tokens out)")
     else:
         text += f" as the provider reported them for all {answers} answers"
+    nb = stats.batch_answers
+    if nb:
+        shown = ", ".join(stats.batch_ids[:4]) + (f" and {len(stats.batch_ids) - 4} more" if len(stats.batch_ids) > 4 else "")
+        text += f"; {nb} of {answers} answers through the provider's batch API (batch{'es' if len(stats.batch_ids) > 1 else ''} {shown})"
     price = m.price
     cost = None if price is None else price.cost(tin, tout)
     if price is None or cost is None:
         text += f"; no price given for {m.name} (model.price)"
     else:
-        text += (f"; {'estimated ' if est else ''}cost {fmt_money(cost, price.currency)} at "
-                 f"{price.input_per_million:g} in / {price.output_per_million:g} out per million tokens")
+        at = f"{price.input_per_million:g} in / {price.output_per_million:g} out per million tokens"
+        if nb and price.batch_discount is not None:
+            # the batch answers' tokens at the batch price: the discount taken off their share
+            cost -= price.batch_discount * price.cost(stats.batch_input_tokens, stats.batch_output_tokens)
+            at += f", the {nb} batch answers {price.batch_discount:g} off"
+        elif nb:
+            at += " (the batch answers at the full price: no model.price.batch_discount given)"
+        text += f"; {'estimated ' if est else ''}cost {fmt_money(cost, price.currency)} at {at}"
     return [TokenCost(model=m.name, input_tokens=tin, output_tokens=tout, estimated_answers=est, answers=answers,
-                      cost=cost, currency=None if price is None else price.currency, text=text)]
+                      cost=cost, currency=None if price is None else price.currency, batch_answers=nb,
+                      batch_ids=list(stats.batch_ids), text=text)]
 
 
 def cover(cfg: AuditConfig, manifest: RunManifest, generated: str, responses: dict[str, Response],

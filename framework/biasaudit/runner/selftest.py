@@ -196,14 +196,19 @@ def with_words(result: SelfTestResult, overrides: Sequence[str], label_words: bo
     """The result with the label-word rows of the spec composed with its real model."""
     if not label_words:
         return result
+    from biasaudit.runner.selftest_judges import judge_word_rows
     from biasaudit.runner.selftest_words import nli_word_rows
     from biasaudit.spec.compose import compose
 
-    rows, problems = nli_word_rows(compose(list(overrides)).config)
-    result.rows += rows
-    result.problems += problems
-    if not rows:
-        result.notes.append("--label-words: the spec maps no words to labels through an `nli` group; nothing sent")
+    composed = compose(list(overrides))
+    rows, problems = nli_word_rows(composed.config)
+    jrows, jproblems, jnotes = judge_word_rows(composed)
+    result.rows += rows + jrows
+    result.problems += problems + jproblems
+    result.notes += jnotes
+    if not rows and not jrows:
+        result.notes.append("--label-words: the spec maps no words to labels through an `nli` group or a judge "
+                            "layer with `endorse` labels; nothing sent")
     return result
 
 

@@ -24,6 +24,7 @@ rows here are anchored outside the spec:
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import TYPE_CHECKING
 
 from pydantic import BaseModel
@@ -83,10 +84,16 @@ def content_rows(out: SelfTestResult, prep: Prepared, oracle: OracleDef, params:
         out.notes += notes
     if oracle.content is None:
         return
+    why_not = oracle.content_applies(prep) if oracle.content_applies is not None else None
+    if why_not is not None:
+        out.notes.append(why_not)
+        return
     got: dict[str, list[float | None]] = {}
-    runs = {kind: run_oracle(prep, oracle, params, kind) for kind in CONTENT_KINDS}
+    meant: Meanings = {}
+    runs = {kind: run_oracle(prep, oracle, params, kind, meanings=meant) for kind in CONTENT_KINDS}
+    out.problems += endorse_problems(prep, oracle, meant)
     for i, t in enumerate(cfg.thresholds):
-        if t.sanity or t.over == "spread":
+        if t.over == "spread":
             continue
         nb = estimate_no_bias(prep, t.metric)
         if nb is None:
@@ -132,6 +139,32 @@ def content_rows(out: SelfTestResult, prep: Prepared, oracle: OracleDef, params:
                                         f"({nb.scale}): {a:g} and {b:g}")
 
 
+def endorse_problems(prep: Prepared, oracle: OracleDef, meant: Meanings) -> list[str]:
+    """Layers with `endorse` labels that gave an answer endorsing the stereotype (by the
+    content oracle, which picks the option holding the record's stereotype) a label
+    outside them, or a rejecting answer one inside them: the layer's rules or words map
+    the options to the wrong labels (e.g. `{a: E, b: D}` on a prompt that lists the
+    stereotype as option B)."""
+    out = []
+    for name, by_meaning in sorted(meant.items()):
+        layer = prep.coding.layers.get(name)
+        endorse = layer.endorse if layer is not None else None
+        if not endorse:
+            continue
+        wrong = {what: {lab: k for lab, k in by_meaning.get(what, Counter()).items() if (lab in endorse) != inside}
+                 for what, inside in (("endorse", True), ("deny", False))}
+        for what, labels in wrong.items():
+            if labels:
+                n = sum(by_meaning[what].values())
+                shown = ", ".join(f"{lab!r} x{k}" for lab, k in sorted(labels.items()))
+                out.append(f"layer {name!r} labelled {sum(labels.values())}/{n} answers that {what} the stereotype "
+                           f"(by {oracle.content_source}) {shown}, {'outside' if what == 'endorse' else 'among'} its "
+                           f"endorse labels {sorted(endorse)}: the layer maps the options to the wrong labels; "
+                           f"check coding.{name} (its rules' `map` and choice `options`) against the prompt's "
+                           "option order")
+    return out
+
+
 def counted_label_problems(prep: Prepared, oracle: OracleDef, acc: Meanings) -> list[str]:
     """A rate counting the wrong label: the labels the spec's coding gave answers of the
     meaning a metric counts are not among the labels it counts, or it counts a label the
@@ -160,4 +193,4 @@ def counted_label_problems(prep: Prepared, oracle: OracleDef, acc: Meanings) -> 
     return out
 
 
-__all__ = ["counted_label_problems", "content_rows", "estimate_no_bias", "slot_text"]
+__all__ = ["counted_label_problems", "content_rows", "endorse_problems", "estimate_no_bias", "slot_text"]

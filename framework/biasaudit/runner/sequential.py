@@ -179,7 +179,7 @@ def run_sequential(prep: Prepared, store: Store, backend_factory: Callable[[], B
         left = len(thresholds) - len(decided)
         reason = f"the final look (every planned stimulus) left {left} threshold(s) undecided: INCONCLUSIVE"
     stage("sequential: stopped at look %d of %d: %s", stop + 1, len(sizes), reason)
-    stats = _final_stats(sub, responses, total, look_stats)
+    stats = final_stats(sub, responses, total, look_stats)
     record = SequentialRecord(
         look_every=seq.look_every, spending=seq.spending, planned_looks=sizes, planned=planned, run=size,
         not_run=planned - size, not_run_ids=order[size:], order_seed=cfg.runtime.seed, looks=looks,
@@ -188,7 +188,7 @@ def run_sequential(prep: Prepared, store: Store, backend_factory: Callable[[], B
                              coded=coded, results=results, verdicts=final, record=record)
 
 
-def _final_stats(sub: Prepared, responses: dict[str, Response], total: ExecutionStats,
+def final_stats(sub: Prepared, responses: dict[str, Response], total: ExecutionStats,
                  last_look: ExecutionStats) -> ExecutionStats:
     """The run's counts over the stimuli it took: requests and failures as stored now;
     calls, seconds and loads summed over the looks; coding requests of the last look (it
@@ -212,4 +212,4 @@ def _final_stats(sub: Prepared, responses: dict[str, Response], total: Execution
     return stats
 
 
-__all__ = ["SequentialOutcome", "restrict", "run_sequential", "schedule", "stimulus_order"]
+__all__ = ["SequentialOutcome", "final_stats", "restrict", "run_sequential", "schedule", "stimulus_order"]

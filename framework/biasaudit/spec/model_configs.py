@@ -334,6 +334,9 @@ class ScriptedConfig(BaseModelConfig):
     """As an HTTP model's: the named variable's value is registered as a secret and must
     never land in the store, logs, reports or an evidence pack (the double stands in for a
     model behind an API in the tests of secret handling; it sends the key nowhere)."""
+    price: ModelPrice | None = None
+    """As an HTTP model's: a stated price, so the double stands in for a billed model in
+    the tests of budgets (with `script.usage`, the usage it reports)."""
 
 
 class OracleConfig(BaseModelConfig):
@@ -346,11 +349,129 @@ class OracleConfig(BaseModelConfig):
     """`oracle`: only inside `biasaudit selftest`."""
 
 
+class AppRequest(Strict):
+    """The HTTP request an application is sent, one per plan request: each string is a
+    Jinja template rendered in the spec sandbox (`spec.templates`), over `prompt` (the last
+    user message), `system`, `messages`, `stimulus` (the stimulus's fields and the cell's
+    level vars), `stimulus_id` and `levels`; `api_key` (the value of `api_key_env`) in
+    `headers` only."""
+
+    method: Literal["GET", "POST", "PUT", "PATCH"] = "POST"
+    """HTTP method."""
+    url: str = Field(max_length=2000)
+    """The endpoint: scheme and host are literal (http/https; a template may fill the path
+    and query only), so requests go to the one host named here."""
+    headers: dict[str, str] = Field(default_factory=dict)
+    """Header templates (`Authorization: Bearer {{ api_key }}`)."""
+    body: dict[str, Any] | list[Any] | None = None
+    """A JSON body: its string leaves are templates, rendered one by one (so a prompt with
+    quotes stays valid JSON), other values sent as written."""
+    form: dict[str, str] | None = None
+    """A form body (application/x-www-form-urlencoded) of field templates."""
+
+    @model_validator(mode="after")
+    def _one_body(self) -> AppRequest:
+        if self.body is not None and self.form is not None:
+            raise ValueError("give `body` (JSON) or `form`, not both")
+        if self.method == "GET" and (self.body is not None or self.form is not None):
+            raise ValueError("a GET request has no body: put the fields in the url's query, or use POST")
+        return self
+
+
+def _env_name(v: str | None) -> str | None:
+    # the message never repeats the value: it may be a key pasted by mistake
+    if v is not None and not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", v):
+        raise ValueError("must name an environment variable (letters, digits, _), never hold the key itself")
+    return v
+
+
+class HTTPAppConfig(BaseModelConfig):
+    """A deployed application behind its own HTTP endpoint (a hiring screener, a support
+    bot): the request is a template, the answer a JMESPath into the JSON it returns."""
+
+    ignores_why: ClassVar[str] = "the application is called over HTTP as its request template says"
+
+    backend: Literal["http_app"]
+    """`http_app`: an application behind an HTTP endpoint."""
+    request: AppRequest
+    """The request template (`method`, `url`, `headers`, `body` or `form`)."""
+    session_headers: dict[str, str] = Field(default_factory=dict)
+    """Per-stimulus headers (`X-Session: audit-{{ stimulus_id }}`): templates that read only
+    `stimulus`, `stimulus_id` and `levels`, so each stimulus is its own session of a
+    stateful application and no applicant's context carries over to another's."""
+    answer: str = Field(min_length=1, max_length=1000)
+    """A JMESPath expression selecting the answer (a string) from the JSON response
+    (`decision`, `result.label`)."""
+    api_key_env: str | None = None
+    """Name of the environment variable holding the application's key, read as `api_key`
+    in `request.headers` (never the key itself; never stored, logged or reported)."""
+    timeout: float = Field(default=60.0, gt=0)
+    """Seconds per HTTP attempt, all of it (as openai_compat's)."""
+    max_retries: int = Field(default=4, ge=0)
+    """Retries after the first attempt, for transient faults (429, 5xx, timeouts, resets)."""
+    concurrency: int = Field(default=4, ge=1)
+    """Most requests in flight (adaptive: halved on 429, as openai_compat's)."""
+    min_concurrency: int = Field(default=1, ge=1)
+    """Floor of the adaptive limit."""
+    requests_per_s: float | None = Field(default=None, gt=0)
+    """Rate limit of the host, requests per second (none: unlimited)."""
+    backoff_s: float = Field(default=0.5, ge=0)
+    """First retry wait without `Retry-After`; doubles on each further attempt."""
+    max_backoff_s: float = Field(default=60.0, ge=0)
+    """Longest single wait between attempts, `Retry-After` included."""
+
+    @field_validator("api_key_env")
+    @classmethod
+    def _a_variable_name(cls, v: str | None) -> str | None:
+        return _env_name(v)
+
+    @field_validator("answer")
+    @classmethod
+    def _jmespath(cls, v: str) -> str:
+        import jmespath
+        from jmespath.exceptions import JMESPathError
+
+        try:
+            jmespath.compile(v)
+        except JMESPathError as exc:
+            raise ValueError(f"not a JMESPath expression ({' '.join(str(exc).split())[:160]})") from None
+        return v
+
+    @model_validator(mode="after")
+    def _checked(self) -> HTTPAppConfig:
+        from biasaudit.spec.app_request import check_app_request
+
+        if self.min_concurrency > self.concurrency:
+            raise ValueError(f"`min_concurrency` ({self.min_concurrency}) is above `concurrency` ({self.concurrency})")
+        check_app_request(self.request, self.session_headers, self.api_key_env)
+        return self
+
+
+class RecordedConfig(BaseModelConfig):
+    """Decisions an application made, exported as a CSV (one row per applicant: the
+    fields, the decision), replayed as the answers to a spec's requests: the audit of
+    historical decisions."""
+
+    ignores_why: ClassVar[str] = "it replays recorded decisions and calls nothing"
+
+    backend: Literal["recorded"]
+    """`recorded`: decisions from a CSV an application exported."""
+    path: str | None = None
+    """The CSV file (UTF-8, a header row)."""
+    decision: str = Field(default="decision", min_length=1)
+    """The column holding the decision (the answer the spec's coding reads)."""
+    key: list[str] = Field(default_factory=lambda: ["id"], min_length=1)
+    """The columns that identify a row's stimulus, each a stimulus field: every stimulus
+    must have exactly one row and every row a stimulus."""
+
+
 MODEL_CONFIGS: tuple[type[BaseModelConfig], ...] = (
-    HFCausalConfig, HFMaskedConfig, OpenAICompatConfig, AnthropicConfig, ReplayConfig, ScriptedConfig, OracleConfig)
+    HFCausalConfig, HFMaskedConfig, OpenAICompatConfig, AnthropicConfig, ReplayConfig, ScriptedConfig, OracleConfig,
+    HTTPAppConfig, RecordedConfig)
 
 ModelConfig = Annotated[
-    HFCausalConfig | HFMaskedConfig | OpenAICompatConfig | AnthropicConfig | ReplayConfig | ScriptedConfig | OracleConfig,
+    HFCausalConfig | HFMaskedConfig | OpenAICompatConfig | AnthropicConfig | ReplayConfig | ScriptedConfig | OracleConfig
+    | HTTPAppConfig | RecordedConfig,
     Field(discriminator="backend"),
 ]
 """The config of a model, one of the per-backend models by its `backend` key."""
@@ -376,5 +497,6 @@ def model_config(data: dict[str, Any]) -> ModelConfig:
     return _adapter().validate_python(data)
 
 
-__all__ = ["MODEL_CONFIGS", "AnthropicConfig", "BaseModelConfig", "HFCausalConfig", "HFMaskedConfig", "ModelConfig", "ModelPrice", "OpenAICompatConfig",
+__all__ = ["MODEL_CONFIGS", "AnthropicConfig", "AppRequest", "BaseModelConfig", "HFCausalConfig", "HFMaskedConfig",
+           "HTTPAppConfig", "RecordedConfig", "ModelConfig", "ModelPrice", "OpenAICompatConfig",
            "OracleConfig", "ReplayConfig", "ScriptedConfig", "backends_with", "model_config"]

@@ -497,6 +497,58 @@ class SequentialConfig(Strict):
     looks (raise `look_every` beyond that)."""
 
 
+class BatchConfig(Strict):
+    """Provider batch APIs (OpenAI's Batch API, Anthropic's Message Batches): requests are
+    written as the provider's batch file, submitted, polled and their results stored as
+    each batch ends, at the provider's batch price (about half) within its completion
+    window. Batch ids are kept in the cache, so a killed run resumes by polling the same
+    batches, never by submitting again (docs/models-and-servers.md, "Batch APIs")."""
+
+    enabled: bool = False
+    """Send the model's requests through its provider's batch API (off: one HTTP request
+    per answer, as always)."""
+    max_requests: int = Field(default=50_000, ge=1, le=100_000)
+    """Requests per batch at most (the provider's own limit is applied too: OpenAI 50,000,
+    Anthropic 100,000)."""
+    max_bytes: int = Field(default=200_000_000, ge=1_000, le=256_000_000)
+    """Bytes of one batch's request file at most (OpenAI 200 MB, Anthropic 256 MB)."""
+    poll_s: float = Field(default=30.0, gt=0, le=3600, allow_inf_nan=False)
+    """Seconds between the first status polls; the wait grows by half each time up to
+    `max_poll_s`."""
+    max_poll_s: float = Field(default=600.0, gt=0, le=3600, allow_inf_nan=False)
+    """Longest wait between two polls."""
+    max_wait_s: float = Field(default=90_000.0, gt=0, allow_inf_nan=False)
+    """How long one run waits for its batches (default 25 h: a 24 h window and its
+    finalizing). Past it the run stops; the batches stay recorded and the same command
+    collects them later, without submitting again."""
+    retry: int = Field(default=1, ge=0, le=10)
+    """How many times a request that failed for a passing reason (the batch expired or was
+    cancelled, 429, 5xx) is put into a new batch; 0: recorded as failed at once. A request
+    the provider refused (4xx) is recorded as failed at once, as without batches."""
+    completion_window: Literal["24h"] = "24h"
+    """OpenAI's completion window (the only one it offers)."""
+    max_result_bytes: int = Field(default=1_073_741_824, ge=1_000)
+    """Bytes read at most from one batch's results (its output and error files); each line
+    is bounded by `runtime.limits.http_response_bytes`."""
+class BudgetConfig(Strict):
+    """A spending limit on the model under test's calls (docs/models-and-servers.md,
+    "Budgets"): the run stops before a call could take it past any limit set, leaving a
+    resumable run marked `stopped: budget`. Off while every limit is null."""
+
+    money: float | None = Field(default=None, gt=0, allow_inf_nan=False)
+    """Most money, in `model.price`'s currency (needs `model.price`)."""
+    tokens: int | None = Field(default=None, gt=0)
+    """Most tokens, input and output together."""
+    input_tokens: int | None = Field(default=None, gt=0)
+    """Most input (prompt) tokens."""
+    output_tokens: int | None = Field(default=None, gt=0)
+    """Most output (completion) tokens."""
+
+    @property
+    def active(self) -> bool:
+        return any(v is not None for v in (self.money, self.tokens, self.input_tokens, self.output_tokens))
+
+
 class RuntimeConfig(Strict):
     batch_size: int = Field(default=8, ge=1)
     """Rows per batch for local models."""
@@ -541,6 +593,10 @@ class RuntimeConfig(Strict):
     sequential: SequentialConfig = Field(default_factory=SequentialConfig)
     """Sequential stopping: look at the thresholds every `look_every` stimuli and stop when
     all are decided (see `SequentialConfig`)."""
+    batch: BatchConfig = Field(default_factory=BatchConfig)
+    """Provider batch APIs (see `BatchConfig`); off by default."""
+    budget: BudgetConfig = Field(default_factory=BudgetConfig)
+    """A limit on money and/or tokens spent on the model under test (see `BudgetConfig`)."""
 
 
 class ValiditySpec(Strict):

@@ -399,3 +399,18 @@ def render(source: str, context: dict[str, Any], *, file: str | None, key: str) 
         raise SpecError(f"template error: {text[:300]}", file=file, key=key,
                         hint="templates see stimulus fields and level vars; Python internals are off limits, and "
                              "size, steps and time are bounded (runtime.limits.template_*)") from None
+
+
+def sandbox_refusal(source: str, context: dict[str, Any]) -> str | None:
+    """What the sandbox refuses when `source` renders over `context` (an unsafe attribute
+    such as `''.__class__`, a size, step or time bound), or None: a trial render at
+    validation, where other errors (a type the stand-in values do not have) say nothing."""
+    if not _FUNCTIONS:
+        template_functions()
+    try:
+        _render_now(source, context)
+    except SecurityError as exc:
+        return str(exc)[:300]
+    except (TemplateError, ValueError, TypeError, ArithmeticError, LookupError, AttributeError, RecursionError):
+        return None
+    return None

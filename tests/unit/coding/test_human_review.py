@@ -373,3 +373,28 @@ def test_a_sheet_without_its_answer_column_is_refused(tmp_path: Path) -> None:
     lines[1].pop("answer")
     sheet.write_text("".join(json.dumps(r) + "\n" for r in lines), encoding="utf-8")
     assert _error(tmp_path, sheet, units, texts).message.startswith("line 2: no `answer` text")
+
+
+def test_a_sheet_chosen_in_the_viewer_gives_agreement_but_no_rate(tmp_path: Path) -> None:
+    """A sheet whose units a reviewer picked in the viewer (`selection: chosen`, issue 41)
+    is a convenience sample: the same agreement as the drawn sheet with the same labels,
+    but no humans-only rate and no PPI estimate, each saying why."""
+    units, texts = _units()
+    sheet = _export(tmp_path, units, texts)
+    rec = json.loads(record_path(sheet).read_text(encoding="utf-8"))
+    rec.update(selection="chosen", seed=None)
+    record_path(sheet).write_text(json.dumps(rec), encoding="utf-8")
+    _fill(sheet, {units[i].id: lab for i, lab in HUMAN.items()})
+    p, result = _code(tmp_path, sheet, units, texts)
+    assert result.codes["human"]["u0"].detail.chosen is True
+    [g] = gold_reports(p, units, result.codes)
+    assert (g.selection, g.population, g.sampled, g.annotated, g.blank) == ("chosen", 20, 9, 8, 1)
+    [rater] = g.raters
+    lo, hi = proportion_confint(7, 8, method="wilson")
+    assert rater.accuracy.value == pytest.approx(7 / 8)
+    assert (rater.accuracy.ci_low, rater.accuracy.ci_high) == (pytest.approx(lo), pytest.approx(hi))
+    assert rater.confusion == [[3, 0], [1, 4]]
+    for r in g.rates:
+        assert r.ppi.value is None and r.ppi.note.startswith("undefined: the sheet's units were chosen by a reviewer")
+        assert r.human.value is None and "convenience sample" in r.human.note
+        assert r.judge.value == pytest.approx(0.5)

@@ -12,7 +12,7 @@ import pytest
 
 from tests.fixtures.broken_specs.variants import BAND, SPECS, VARIANTS, Variant, outcome
 
-SLOW_SPECS = {"refusal_stance", "hiring_impact"}
+SLOW_SPECS = {"refusal_stance", "hiring_impact", "biaxis_oat", "biaxis_factorial"}
 """Specs whose self-test takes several seconds (coding layers over many units)."""
 
 
@@ -34,13 +34,13 @@ def test_every_shipped_spec_has_broken_variants() -> None:
     """Every shipped spec of a method a class applies to has at least one variant, and
     every class has several instances."""
     covered = {v.spec for v in VARIANTS}
-    methods_without = {"biaxis_factorial", "biaxis_oat", "pivotal_blimp", "pivotal_nonsense", "tfdp_climate"}
+    methods_without = {"pivotal_nonsense"}
     shipped = {p.stem for p in SPECS.glob("*.yaml")} - {"default_suite"}
     assert shipped - covered <= methods_without, shipped - covered - methods_without
     per_class: dict[str, int] = {}
     for v in VARIANTS:
         per_class[v.cls] = per_class.get(v.cls, 0) + 1
-    assert len(per_class) == 5 and min(per_class.values()) >= 2, per_class
+    assert len(per_class) == 6 and min(per_class.values()) >= 2, per_class
 
 
 def test_validate_warns_on_a_parity_band_without_the_no_bias_value(tmp_path: Path, cli) -> None:  # type: ignore[no-untyped-def]
@@ -69,3 +69,17 @@ def test_swapped_nli_label_words_fail_through_the_real_model(tmp_path: Path) -> 
     words = next(v for v in VARIANTS if v.name == "wq_nli_words_entail_contra")
     caught, message = outcome(words, tmp_path, label_words=True)
     assert caught and "nli.labels {entailment: 'No'" in message, message
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["refusal_stance_judge_words_swapped", "biaxis_oat_judge_words_swapped"])
+def test_swapped_judge_words_fail_through_a_competent_judge(name: str, tmp_path: Path) -> None:
+    """The scripted backend as a competent judge (A to a plainly endorsing answer, D to a
+    plainly rejecting one): with the judge group's words E and D swapped, `--label-words`
+    fails the self-test naming the words (old main sent nothing to judges and passed)."""
+    v = next(v for v in VARIANTS if v.name == name)
+    v = Variant(v.name, v.spec, v.cls, v.transform, v.expect, real_model=True,
+                overrides=(*v.overrides, f"runtime.cache={tmp_path / 'cache.sqlite'}"))
+    caught, message = outcome(v, tmp_path, label_words=True)
+    assert caught, message
+    assert "judge words read backwards" in message and "labels {E: 'D', QE: 'B', N: 'C', D: 'A'" in message, message

@@ -27,7 +27,13 @@ from biasaudit.spec import (
     model_config,
 )
 from biasaudit.spec.compose import compose
-from biasaudit.spec.model_configs import MODEL_CONFIGS, ModelConfig, backend_tag, backends_with
+from biasaudit.spec.model_configs import (
+    MODEL_CONFIGS,
+    ModelConfig,
+    RecordedConfig,
+    backend_tag,
+    backends_with,
+)
 from tests.conftest import isolation
 from tests.helpers import REPO
 
@@ -37,7 +43,8 @@ SHIPPED = {
     "gemma3_270m": (HFCausalConfig, []), "hf_causal": (HFCausalConfig, ["model.path=/models/x"]),
     "hf_masked": (HFMaskedConfig, ["model.path=/models/x"]), "bert_base_uncased": (HFMaskedConfig, []),
     "openai_compat": (OpenAICompatConfig, []), "replay": (ReplayConfig, ["model.responses=r.jsonl"]),
-    "scripted": (ScriptedConfig, []), "anthropic": (AnthropicConfig, []),
+    "scripted": (ScriptedConfig, []), "recorded": (RecordedConfig, ["model.path=d.csv"]),
+    "anthropic": (AnthropicConfig, []),
 }
 
 
@@ -54,7 +61,8 @@ def test_each_backend_config_holds_only_its_own_settings() -> None:
     fields = {backend_tag(c): set(c.model_fields) for c in MODEL_CONFIGS}
     common = {"backend", "name", "probes", "notice"}
     assert all(common <= f for f in fields.values())
-    assert fields["scripted"] - common == {"script", "api_key_env"} and fields["replay"] - common == {"responses"}
+    # the double stands in for a billed model behind an API: a key variable and a price (budgets)
+    assert fields["scripted"] - common == {"script", "api_key_env", "price"} and fields["replay"] - common == {"responses"}
     assert fields["oracle"] == common and fields["hf_masked"] - common == {"path", "revision", "dtype", "device"}
     # what only a server needs is not on an in-process model, and the reverse
     assert not {"base_url", "api_key_env", "concurrency", "bos_token"} & fields["hf_causal"]
@@ -92,7 +100,8 @@ def _one_line(cli: Any, workdir: Path, *overrides: str) -> str:
      "hf_causal, openai_compat, anthropic"),
     (["+model.base_url=http://127.0.0.1:8000/v1"], "model.base_url", "hf_causal", "openai_compat, anthropic"),
     (["model=scripted", "+model.chat_template=false"], "model.chat_template", "scripted", "hf_causal"),
-    (["nli=smollm2", "+nli.model.api_key_env=KEY"], "nli.model.api_key_env", "hf_causal", "openai_compat, anthropic, scripted"),
+    (["nli=smollm2", "+nli.model.api_key_env=KEY"], "nli.model.api_key_env", "hf_causal",
+         "openai_compat, anthropic, scripted, http_app"),
 ])
 def test_a_setting_of_another_backend_is_one_line_with_the_key_path_and_the_fix(
         workdir: Path, cli, overrides: list[str], path: str, backend: str, owners: str) -> None:  # type: ignore[no-untyped-def]
@@ -109,7 +118,8 @@ def test_switching_backend_under_a_config_names_every_stray_key_in_one_line(work
 
 @pytest.mark.parametrize(("overrides", "expected"), [
     (["model.backend=hf_causl"], "model.backend: unknown backend 'hf_causl' (hint: did you mean 'hf_causal'? one of: "
-                                 "hf_causal, hf_masked, openai_compat, anthropic, replay, scripted, oracle)"),
+                                 "hf_causal, hf_masked, openai_compat, anthropic, replay, scripted, oracle, http_app, "
+                                 "recorded)"),
     (["~model.backend"], "model.backend: required key is missing (hint: one of: hf_causal,"),
     (["model=openai_compat", "+model.dtypo=float16"], "model.dtypo: unknown key 'dtypo' (hint: allowed keys: api_key_env,"),
     (["+model.timeout=5"], "model: timeout has no effect without `serve`"),

@@ -66,6 +66,8 @@ class HumanCoder:
         sampled = {s.id: s.stratum for s in rec.units}
         # what the gold report needs to read the sample (coding/human_review.py)
         drawn = CodeDetail(sampled=True, sampled_from=rec.layer, stratify=by)
+        if rec.selection == "chosen":  # picked in the viewer: the gold report must not read it as a random draw
+            drawn = drawn.model_copy(update={"chosen": True})
         out = []
         for u in units:
             stratum = sampled.get(u.id, stratum_of(u, by))

@@ -20,6 +20,7 @@ null model has e = 1 on the units of half of the statements.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -30,8 +31,11 @@ from biasaudit.methods.oracle_kit import (
     OracleCase,
     OracleDef,
     generated,
+    request_text,
 )
 from biasaudit.methods.stance_oracle import (
+    DENY,
+    ENDORSE,
     NEUTRAL,
     code,
     endorsing,
@@ -117,6 +121,55 @@ def truth(kind: str, params: BaseModel) -> Mapping[str, float]:
     return {"": 1.0, "union": 1.0, "elab": 1.0, "union.*": 1.0, "oed": 0.0} if kind == "planted" else {}
 
 
-ORACLE = OracleDef(respond=respond, truth=truth, code=code, plan_truth=plan_truth, notes=(
+_OPTION = re.compile(r"\b([AB])\)")
+
+
+def _letter_before(text: str, sentence: str) -> str | None:
+    """The option letter (`A)` / `B)`) that introduces `sentence` in the prompt."""
+    at = text.find(sentence) if sentence else -1
+    found = _OPTION.findall(text[:at]) if at >= 0 else []
+    return found[-1] if found else None
+
+
+def _person_letter(text: str, group: str) -> str | None:
+    """The letter of the person the prompt describes as `group` ("A (the woman person)",
+    "Person A is woman")."""
+    m = re.search(rf"\b([AB])\s*(?:\(the\s+|is\s+){re.escape(group)}\b", text, re.I) if group else None
+    return m.group(1).upper() if m else None
+
+
+def content(case: OracleCase) -> dict[str, Any] | None:
+    """Endorses the record's stereotype (`content`) or rejects it (`content_anti`), the
+    selected answer read from the prompt's own content: the option letter that introduces
+    the record's `statement` (sc; `counter_statement` to reject), the letter of the
+    person described as its `stereotype_group` (cto; `counter_group` to reject), Yes / No
+    (bj), 5 / 1 (rate); then the endorsing or rejecting text. A spec whose rules or
+    parser map the options to the wrong labels then codes endorsing answers as rejections
+    (runner/selftest_content.py, `endorse_problems`)."""
+    p = case.params
+    assert isinstance(p, BiaxisParams)
+    endorse = case.kind == "content"
+    task = levels_of(case.item.cell).get(p.task_factor, "")
+    text, f = request_text(case.request), case.fields
+    body = stance_text(endorse)
+    if task == "sc":
+        lead = _letter_before(text, str(f.get("statement" if endorse else "counter_statement", "")))
+    elif task == "cto":
+        lead = _person_letter(text, str(f.get("stereotype_group" if endorse else "counter_group", "")))
+    elif task in LEADS:
+        lead = LEADS[task][0 if endorse else 1].rstrip(".")
+    else:
+        return generated(body)  # a free-text task: the text alone says it
+    return generated(f"{lead}. {body}") if lead else None
+
+
+def meaning(text: str) -> str | None:
+    """What an answer of this oracle means by its text: endorses or rejects the statement."""
+    return "endorse" if ENDORSE in text else "deny" if DENY in text else None
+
+
+ORACLE = OracleDef(respond=respond, truth=truth, code=code, plan_truth=plan_truth, content=content, meaning=meaning,
+                   content_source="the option holding each record's statement / stereotype_group, read from the "
+                                  "prompt", notes=(
     "planted: Yes / option A (the stereotype option of the shipped sc and cto templates) / 5, then an endorsing "
     "text, in every task; judges and the selection parser answer as perfect judges of those texts",))

@@ -6,7 +6,7 @@ from biasaudit.methods.pivotal_perplexity.metric import PivotalParams, check, co
 from biasaudit.methods.pivotal_perplexity.oracle import ORACLE
 from biasaudit.methods.pivotal_perplexity.report import present
 from biasaudit.methods.pivotal_perplexity.segments import frame_prompt
-from biasaudit.metrics.base import MetricDef
+from biasaudit.metrics.base import MetricDef, NoBias
 from biasaudit.registry import METHODS, METRICS, ORACLES, TEMPLATE_FUNCTIONS
 
 TEMPLATE_FUNCTIONS.add("frame_prompt", frame_prompt)
@@ -14,7 +14,10 @@ METRICS.add(
     "pivotal_perplexity",
     MetricDef(compute=compute, params=PivotalParams, probe_kinds=frozenset({"sequence_logprob"}),
               title="Pivotal-token perplexity", method="pivotal_perplexity", check=check, present=present,
-    bounds=(("accuracy", (0.0, 1.0)), ("accuracy.*", (0.0, 1.0)), ("contrast.*", (-1.0, 1.0)))),
+    bounds=(("accuracy", (0.0, 1.0)), ("accuracy.*", (0.0, 1.0)), ("contrast.*", (-1.0, 1.0))),
+    # accuracy: a share of prompt pairs, a model that cannot tell the labels apart is right half the time
+    no_bias=(("accuracy", NoBias(0.5, "share of pairs, 0.5 is chance")),
+             ("accuracy.*", NoBias(0.5, "share of pairs, 0.5 is chance")), ("*", None))),
 )
 METHODS.add("pivotal_perplexity", MethodDef(
     name="pivotal_perplexity",

@@ -126,4 +126,56 @@ def plan_truth(kind: str, params: BaseModel, prep: Prepared) -> Mapping[str, flo
     return {"": value, "pivotal.normalized": value, "pivotal_minus_other.normalized": value}
 
 
-ORACLE = OracleDef(respond=respond, truth=truth, plan_truth=plan_truth)
+NEGATIVE = re.compile(r"\b(ungrammatical|not|incorrect|breaks|ill-formed|wrong|bad|invalid|unacceptable)\b", re.I)
+"""Words by which a frame's clause says its sentence is NOT grammatical ("its
+ungrammatical counterpart", "is not well-formed English", "breaks the rules"): the
+content oracle reads the label each clause gives its sentence from the prompt's own
+wording, not from which variable (`clause_a`) the spec put it in."""
+FORMAT = PivotalParams()
+"""The BLiMP format's fields: `a` is the record's `sentence_good`, `b` its `sentence_bad`
+(data/adapters.py), whatever the spec's metric parameters name."""
+
+
+def content(case: OracleCase) -> dict[str, Any] | None:
+    """A model that knows grammar (`content`) or the reverse (`content_anti`): of the two
+    prompts of a pair, the one whose wording calls the record's grammatical sentence
+    (BLiMP `sentence_good`) grammatical and its ungrammatical one (`sentence_bad`)
+    ungrammatical is unsurprising; the other is surprised at its pivotal words. Which
+    clause says "grammatical" is read from the clause's words (NEGATIVE), so a spec that
+    attaches the grammatical wording to the wrong sentence, or the prompts to the wrong
+    slots, reports the accuracy reversed. None (unscorable) where the prompt is not a
+    frame prompt of the record or the wording does not tell its clauses apart."""
+    p = case.params
+    assert isinstance(p, PivotalParams)
+    v, f = case.vars, case.fields
+    good, bad = str(f.get(FORMAT.a, "")), str(f.get(FORMAT.b, ""))
+    ca, cb, order = str(v.get(p.clause_a, "")), str(v.get(p.clause_b, "")), str(v.get(p.order, ""))
+    if not good or not bad or order not in ("ab", "ba"):
+        return None
+    for first, second, ids in ((good, bad, ("a", "b")), (bad, good, ("b", "a"))):
+        text, segs = frame_segments(ca, cb, order, first, second, *ids)
+        if text != case.request.text:
+            continue
+        good_clause, bad_clause = (ca, cb) if first == good else (cb, ca)
+        good_says, bad_says = NEGATIVE.search(good_clause) is None, NEGATIVE.search(bad_clause) is None
+        if good_says == bad_says:
+            return None  # both clauses read alike: the wording does not say which is which
+        labelled_right = good_says
+        surprised = labelled_right != (case.kind == "content")
+        return _scored(text, [(g.id, g.start, g.end) for g in segs], pivotal_spans(f, FORMAT), surprised=surprised,
+                       flat=None)
+    return None
+
+
+def content_applies(prep: Prepared) -> str | None:
+    """The content oracle reads BLiMP's good / bad sentences: other formats (the nonsense
+    pairs, whose records do not say which sentence a clause should hold) have none."""
+    fmt = prep.composed.config.stimuli.format
+    return None if fmt == "blimp" else (f"no content oracle for stimuli.format {fmt!r}: only BLiMP records say "
+                                         "which sentence is grammatical")
+
+
+ORACLE = OracleDef(respond=respond, truth=truth, plan_truth=plan_truth, content=content,
+                   content_applies=content_applies,
+                   content_source="BLiMP's sentence_good / sentence_bad of each record and the wording of the "
+                                  "clause each sits in")

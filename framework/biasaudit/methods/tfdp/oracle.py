@@ -55,8 +55,10 @@ from biasaudit.methods.oracle_kit import (
     OracleCase,
     OracleDef,
     balanced_sides,
+    found_in,
     generated,
     keyed_embedding,
+    request_text,
 )
 from biasaudit.methods.tfdp.metric import TFDPParams, normalise
 
@@ -200,4 +202,30 @@ def truth(kind: str, params: BaseModel) -> Mapping[str, float]:
     return {}  # every true value depends on the pairs and the samples: plan_truth
 
 
-ORACLE = OracleDef(respond=respond, truth=truth, code=code, plan_truth=plan_truth)
+FORMAT = TFDPParams()
+"""The tfdp format's own fields (s, s_prime, w_orig, w_prime_orig, task): what the data
+says S, S' and their truths are, whatever the spec's parameters or slots say."""
+
+
+def content(case: OracleCase) -> dict[str, Any] | None:
+    """The target side (`content`) or the other (`content_anti`) planted by the record:
+    the request's sentence is found by its text among the record's `s` and `s_prime`, and
+    filled as the format defines the sides (a parity pair: S with its truth `w_orig`, S'
+    with a stereotyped word; a factuality pair: both with the misinformation's word
+    `w_prime_orig`). A spec whose slots or parameters put S' where S belongs reports the
+    planted disparity reversed (runner/selftest_content.py)."""
+    f = case.fields
+    if FORMAT.sentence not in f or FORMAT.counter not in f:
+        return None
+    which = found_in(request_text(case.request), {"s": str(f[FORMAT.sentence]), "s_prime": str(f[FORMAT.counter])})
+    if which is None:
+        return None  # the request carries neither sentence of the record: nothing to plant
+    word = fillers(FORMAT, f, case.kind == "content")[0 if which == "s" else 1]
+    if case.request.kind == "next_token":
+        return {"top": [[f" {word}", 0.0]]}
+    return generated(word)
+
+
+ORACLE = OracleDef(respond=respond, truth=truth, code=code, plan_truth=plan_truth, content=content,
+                   content_source="each TFDP record's sentences s / s_prime (found by their text) and its words "
+                                  "w_orig / w_prime_orig")

@@ -248,6 +248,20 @@ def _add_run(data: ViewData, run_dir: Path, rel: str, summary: RunSummary, label
     first = next((i for i, r in enumerate(data.rows) if r.run == idx), len(data.rows))
     behind = _Behind(summary, data.rows[first:first + run.shown], first, fields)
     data.estimates.extend(_estimates(summary, idx, behind, verdicts))
+    _add_review(data, run_dir, idx, summary, first, run.shown)
+
+
+def _add_review(data: ViewData, run_dir: Path, idx: int, summary: RunSummary, first: int, shown: int) -> None:
+    """Review in the page (review.py): the run's label layers and its responses as sheet rows."""
+    from biasaudit.report.viewer.review import run_review
+
+    rows = data.rows[first:first + shown]
+    coded: dict[str, set[str]] = {}
+    for r in rows:
+        for c in r.codes:
+            if c.status == "coded" and c.code:
+                coded.setdefault(c.layer, set()).add(c.code)
+    data.review.append(run_review(run_dir, str(run_dir), idx, summary, rows, first, coded))
 
 
 def _rows(run_dir: Path, idx: int, cap: int, fields: Mapping[str, Mapping[str, Any]], by: list[str], items: _Items,

@@ -119,6 +119,57 @@ class ViewData(_Record):
     notices: list[str] = Field(default_factory=list)
     """What the page leaves out or could not read (shown above the tables)."""
     page_size: int = 50
+    review: list[ViewRunReview] = Field(default_factory=list)
+    """Per run (the index of `runs`): what the page needs to write a review sheet
+    (`review.py`); empty for a run it cannot write one for."""
 
 
-__all__ = ["ViewCode", "ViewData", "ViewEstimate", "ViewRow", "ViewRun"]
+# -- review in the page (review.py, review.js) -------------------------------------------
+
+
+class ViewReviewLayer(_Record):
+    """A label layer a reviewer can label with."""
+
+    name: str
+    labels: list[str]
+    legend: str
+    """The sheet's `allowed_labels` cell (each label with its meaning)."""
+    coded: int = 0
+    """Units the layer coded in the run (the sampling record's population)."""
+
+
+class ViewRowReview(_Record):
+    """One embedded response as a row of a review sheet and a unit of its record."""
+
+    row: int
+    """Index into `ViewData.rows`."""
+    unit: str
+    key: str
+    answer_sha256: str
+    shown_sha256: str
+    prompt_sha256: str
+    answer: str | None = None
+    """The sheet's answer when it is not the card's (None: the card's `answer`)."""
+    prompt: str | None = None
+    """The sheet's prompt when it is not the card's (None: the card's `prompt`)."""
+
+
+class ViewRunReview(_Record):
+    run: int
+    """Index into `ViewData.runs`."""
+    run_id: str = ""
+    run_dir: str = ""
+    spec_sha256: str = ""
+    format: str = ""
+    """The sampling record's format (`coding.human_sheet.FORMAT`)."""
+    layers: list[ViewReviewLayer] = Field(default_factory=list)
+    rows: list[ViewRowReview] = Field(default_factory=list)
+    """The run's embedded responses a reviewer can label (answered, with text)."""
+    note: str = ""
+    """Why the run cannot be reviewed in the page, or what it leaves out."""
+
+
+ViewData.model_rebuild()
+
+__all__ = ["ViewCode", "ViewData", "ViewEstimate", "ViewReviewLayer", "ViewRow", "ViewRowReview", "ViewRun",
+           "ViewRunReview"]

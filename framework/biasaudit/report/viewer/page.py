@@ -61,8 +61,15 @@ def csp(script: str, style: str) -> str:
             "base-uri 'none'; form-action 'none'")
 
 
+SCRIPTS = ("review.js", "viewer.js")
+"""One inline script, so one hash in the CSP: review.js defines what viewer.js calls to
+label, flag and comment on responses and download the review sheet."""
+STYLES = ("viewer.css", "review.css")
+
+
 def render_page(data: ViewData) -> str:
-    script, style = _asset("viewer.js"), _asset("viewer.css")
+    script = "\n".join(_asset(n) for n in SCRIPTS)
+    style = "\n".join(_asset(n) for n in STYLES)
     payload = embed_json(data.model_dump(mode="json"))
     return (
         "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
@@ -80,4 +87,4 @@ def render_page(data: ViewData) -> str:
     )
 
 
-__all__ = ["csp", "embed_json", "render_page"]
+__all__ = ["SCRIPTS", "STYLES", "csp", "embed_json", "render_page"]

@@ -11,6 +11,8 @@
   // an estimate's link shows exactly the responses it names (`rows`: the responses of its items)
   rows.forEach(function (r, i) { r._i = i; });
   var controls = {};
+  // review in the page (review.js): labels, flags and comments, downloaded as a review sheet
+  var review = typeof biasauditReview === "function" ? biasauditReview(data, {el: el, add: add, refresh: function () { update(); }}) : null;
 
   function el(tag, cls, text) {
     var e = document.createElement(tag);
@@ -242,6 +244,7 @@
       keys.forEach(function (k) { kv(dl, k, r.fields[k]); });
       add(a, add(det, dl));
     }
+    if (review) { add(a, review.widget(r)); }
     return a;
   }
 
@@ -296,6 +299,7 @@
   }
 
   add(app, header(), estimates());
+  if (review) { add(app, review.panel()); }
   var sec = el("section");
   sec.id = "responses";
   add(sec, el("h2", null, "Responses"));
