@@ -40,6 +40,7 @@ from typing import TYPE_CHECKING, Any
 
 from biasaudit._util.secrets import redact, watch_key
 from biasaudit.backends.base import BACKENDS, BackendKind, Emit, Response
+from biasaudit.backends.batch_anthropic import attach as attach_batches
 from biasaudit.backends.http_limits import AIMDController, ConcurrencyGate, host_limiter
 from biasaudit.backends.openai_compat import (
     AttemptFault,
@@ -165,6 +166,11 @@ def _split_system(messages: list[dict[str, str]], standing: str | None) -> tuple
     return standing, turns
 
 
+def _field(o: Any, name: str) -> Any:
+    """`o.name`, or `o[name]` for a mapping (a batch result's message is plain JSON)."""
+    return o.get(name) if isinstance(o, dict) else getattr(o, name, None)
+
+
 def _count(v: object) -> int | None:
     return v if isinstance(v, int) and not isinstance(v, bool) and 0 <= v <= MAX_USAGE else None
 
@@ -172,24 +178,24 @@ def _count(v: object) -> int | None:
 def _billed(data: Any) -> int | None:
     """Input + output tokens of the reported usage, when both are counts (a hostile body's
     strings or huge numbers are none: `parse_message` then calls the answer malformed)."""
-    usage = getattr(data, "usage", None)
-    tin, tout = _count(getattr(usage, "input_tokens", None)), _count(getattr(usage, "output_tokens", None))
+    usage = _field(data, "usage")
+    tin, tout = _count(_field(usage, "input_tokens")), _count(_field(usage, "output_tokens"))
     return None if tin is None or tout is None else tin + tout
 
 
 def parse_message(data: Any) -> JSONObject:
     """A Messages response as a generate output: its text blocks joined, the stop reason,
     the billed usage. A refusal (`stop_reason: refusal`) is an answer, as in openai_compat."""
-    content = getattr(data, "content", None)
-    stop = getattr(data, "stop_reason", None)
+    content = _field(data, "content")
+    stop = _field(data, "stop_reason")
     if not isinstance(content, list):
         raise OutputFault("malformed", "message has no `content` list")
-    texts = [getattr(b, "text", None) for b in content if getattr(b, "type", None) == "text"]
+    texts = [_field(b, "text") for b in content if _field(b, "type") == "text"]
     if any(not isinstance(t, str) for t in texts):
         raise OutputFault("malformed", "a text block has no text")
     text = "".join(t for t in texts if isinstance(t, str))
-    usage = getattr(data, "usage", None)
-    tin, tout = getattr(usage, "input_tokens", None), getattr(usage, "output_tokens", None)
+    usage = _field(data, "usage")
+    tin, tout = _field(usage, "input_tokens"), _field(usage, "output_tokens")
     counts_ok = all(isinstance(v, int) and not isinstance(v, bool) and 0 <= v <= MAX_USAGE for v in (tin, tout))
     if usage is not None and not counts_ok:
         raise OutputFault("malformed", "`usage` is not two token counts")
@@ -277,6 +283,16 @@ class AnthropicBackend:
         if self.cfg.stop_sequences:
             params["stop_sequences"] = list(self.cfg.stop_sequences)
         return params, max_tokens
+
+    def batch_params(self, req: Request) -> dict[str, Any]:
+        """The Messages body of `req` as one line of a Message Batch: the same body a
+        direct call sends (the SDK's `extra_body` merged in)."""
+        params, _ = self._params(req)
+        return {**{k: v for k, v in params.items() if k != "extra_body"}, **params.get("extra_body", {})}
+
+    def batch_parse(self, req: Request, message: dict[str, Any]) -> JSONObject:
+        """A batch result's message as the output its direct call gives."""
+        return parse_message(message)
 
     async def _attempt(self, client: AsyncAnthropic, params: dict[str, Any]) -> Any:
         import anthropic
@@ -444,6 +460,21 @@ def _identity(cfg: AnthropicConfig) -> JSONObject:
         ident["send_temperature"] = False  # answers sampled at the model's own default
     return ident
 
+
+def _batches(backend: Any, runtime: RuntimeConfig) -> Any:
+    """Anthropic's Message Batches for this backend (`runtime.batch.enabled`), with its
+    own request bodies and answer parser, so a batch answer is the output a direct call
+    gives (backends/batch_anthropic.py speaks the batch API)."""
+    from biasaudit.backends.batch_anthropic import AnthropicBatches
+
+    if not isinstance(backend, AnthropicBackend):
+        return None
+    return AnthropicBatches(base_url=backend.cfg.base_url.rstrip("/") + "/v1", api_key=backend._key.reveal(),
+                            model=backend.cfg.model, runtime=runtime, timeout=backend.cfg.timeout,
+                            encode=backend.batch_params, decode=backend.batch_parse, redact=redact)
+
+
+attach_batches("anthropic", _batches)
 
 BACKENDS.add(
     "anthropic",

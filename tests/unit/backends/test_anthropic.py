@@ -326,3 +326,35 @@ def test_an_unusable_body_is_a_counted_failure_never_a_crash(case: str, monkeypa
     r = got["generate:p"]
     assert r.status == "failed" and r.error_kind == kind and r.attempts == attempts  # truncated JSON is retried
     assert got["generate:q"].status == "failed"  # and the run went on to the next request
+
+
+def test_runtime_batch_sends_this_backends_bodies_as_message_batches(tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """With `runtime.batch.enabled`, the backend's requests go as Message Batches
+    (backends/batch_anthropic.py, its fake tests/support/batch_server.py): each line's
+    `params` is the body a direct call sends (system as `system`, temperature 0), and the
+    stored answer has the direct call's shape, usage included."""
+    from biasaudit.backends.anthropic import _identity
+    from biasaudit.engine import execute_requests
+    from biasaudit.store import Store
+    from tests.support.batch_server import BatchServer
+
+    monkeypatch.setenv("TEST_ANTHROPIC_KEY", SECRET)
+    rt = RuntimeConfig.model_validate({"batch": {"enabled": True, "poll_s": 0.01, "max_poll_s": 0.02}})
+    import hashlib
+
+    asked = [chat(f"applicant {i}", system="You screen job applications.") for i in range(3)]
+    # plan keys are content hashes (64 hex digits), which a batch line's custom_id can be
+    reqs = {k: r.model_copy(update={"key": k}) for r in asked for k in [hashlib.sha256(r.key.encode()).hexdigest()]}
+    with BatchServer() as server:
+        cfg = AnthropicConfig(backend="anthropic", name="claude", model="claude-test",
+                              base_url=server.url.removesuffix("/v1"), api_key_env="TEST_ANTHROPIC_KEY")
+        b = AnthropicBackend(cfg, rt)
+        results, stats = execute_requests(reqs, Store(tmp_path / "c.sqlite"), lambda: b,
+                                          identity=_identity(cfg), progress=False)
+    assert server.submits["anthropic"] == 1 and stats.batch_answers == 3
+    [batch] = server.batches.values()
+    params = [p for _, p in batch["requests"]]
+    assert all(p["system"] == "You screen job applications." and p["temperature"] == 0.0 and p["max_tokens"] == 30
+               and p["model"] == "claude-test" and all(m["role"] == "user" for m in p["messages"]) for p in params)
+    assert all(r.ok and r.output and r.output["usage"] and r.output["stop_reason"] for r in results.values())
