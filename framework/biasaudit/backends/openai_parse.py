@@ -262,6 +262,11 @@ def reported_usage(data: dict[str, Any]) -> JSONObject | None:
     p, c = usage.get("prompt_tokens"), usage.get("completion_tokens")
     if not isinstance(p, int) or not isinstance(c, int) or isinstance(p, bool) or isinstance(c, bool):
         return None
+    total = usage.get("total_tokens")
+    if isinstance(total, int) and not isinstance(total, bool) and total > p + c:
+        # Gemini's OpenAI-compatible endpoint counts a thinking model's thoughts in
+        # `total_tokens` only; they are billed as output, so they are counted as output
+        c = total - p
     return {"input_tokens": p, "output_tokens": c}
 
 

@@ -18,7 +18,7 @@ from biasaudit.plan import canonical_json
 from biasaudit.plan.stream import PlanCount, PlanCounts, count_plans
 from biasaudit.records.json import JSONObject
 from biasaudit.spec.compose import Composed
-from biasaudit.spec.model_configs import ModelPrice, OpenAICompatConfig, fmt_money
+from biasaudit.spec.model_configs import AnthropicConfig, ModelPrice, OpenAICompatConfig, fmt_money
 from biasaudit.store import Store, Throughput
 
 if TYPE_CHECKING:
@@ -50,7 +50,7 @@ class JobEstimate:
     def price(self) -> ModelPrice | None:
         """The subject model's price as the user stated it (only billed backends have one)."""
         m = self.composed.config.model
-        return m.price if isinstance(m, OpenAICompatConfig) else None
+        return m.price if isinstance(m, OpenAICompatConfig | AnthropicConfig) else None
 
     @property
     def needed_tokens(self) -> tuple[float, float]:

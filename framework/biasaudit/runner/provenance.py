@@ -15,7 +15,7 @@ from biasaudit.records.manifest import RunManifest
 from biasaudit.records.responses import Response, ScoredTokens, parse_output, reported_usage
 from biasaudit.records.summary import Cover, Reproducibility, TokenCost, Trail
 from biasaudit.report.sections import signoff
-from biasaudit.spec import AuditConfig, OpenAICompatConfig
+from biasaudit.spec import AnthropicConfig, AuditConfig, OpenAICompatConfig
 from biasaudit.spec.model_configs import fmt_money
 
 
@@ -78,7 +78,7 @@ def token_costs(cfg: AuditConfig, stats: ExecutionStats) -> list[TokenCost]:
     token (behind an API); none for a model run on this machine."""
     m = cfg.model
     answers = stats.usage_reported + stats.usage_missing
-    if not isinstance(m, OpenAICompatConfig) or answers == 0:
+    if not isinstance(m, OpenAICompatConfig | AnthropicConfig) or answers == 0:
         return []
     tin = stats.input_tokens + stats.estimated_input_tokens
     tout = stats.output_tokens + stats.estimated_output_tokens

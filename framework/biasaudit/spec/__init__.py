@@ -4,6 +4,7 @@ from typing import Any
 
 from biasaudit.spec.load import ConfigErrors, read_yaml, validate_config
 from biasaudit.spec.model_configs import (
+    AnthropicConfig,
     BaseModelConfig,
     HFCausalConfig,
     HFMaskedConfig,
@@ -57,6 +58,7 @@ __all__ = [
     "HFMaskedConfig",
     "ModelPrice",
     "OpenAICompatConfig",
+    "AnthropicConfig",
     "OracleConfig",
     "ReplayConfig",
     "ScriptedConfig",

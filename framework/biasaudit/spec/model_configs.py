@@ -208,6 +208,12 @@ class OpenAICompatConfig(BaseModelConfig):
     """First retry wait without `Retry-After`; doubles on each further attempt."""
     max_backoff_s: float = Field(default=60.0, ge=0)
     """Longest single wait between attempts, `Retry-After` included."""
+    reasoning_effort: Literal["none", "minimal", "low", "medium", "high"] | None = None
+    """Sent as `reasoning_effort` in chat requests (null: not sent, the server's default).
+    A thinking model (Gemini 2.5 and 3, OpenAI's o-series) spends its thinking tokens out of
+    `max_tokens`: a short answer budget then comes back empty (`finish_reason: length`).
+    `none` turns thinking off where the model allows it (Gemini 2.5 Flash), `minimal` or
+    `low` keep it short (docs/models-and-servers.md, "Gemini")."""
     price: ModelPrice | None = None
     """What the provider charges per million tokens (`input_per_million`,
     `output_per_million`, optional `batch_discount`, `currency`): `plan` then shows the
@@ -230,6 +236,75 @@ class OpenAICompatConfig(BaseModelConfig):
 
     @model_validator(mode="after")
     def _concurrency_range(self) -> OpenAICompatConfig:
+        if self.min_concurrency > self.concurrency:
+            raise ValueError(f"`min_concurrency` ({self.min_concurrency}) is above `concurrency` ({self.concurrency})")
+        return self
+
+
+class AnthropicConfig(BaseModelConfig):
+    """A model behind Anthropic's Messages API, through the official SDK (`anthropic`).
+    Messages returns no log-probs: only `generate`, and `choice` (a judge's answer word,
+    generated), are offered; scoring probes are refused at validate."""
+
+    ignores_why: ClassVar[str] = "Anthropic's servers hold the model"
+
+    backend: Literal["anthropic"]
+    """`anthropic`: a model behind Anthropic's Messages API."""
+    model: str = Field(min_length=1, max_length=200)
+    """The model id the API expects (e.g. `claude-sonnet-4-5`)."""
+    base_url: str = "https://api.anthropic.com"
+    """The API's root URL (without `/v1`); a local fake in tests."""
+    api_key_env: str = "ANTHROPIC_API_KEY"
+    """Name of the environment variable holding the API key (never the key itself). It must
+    be set: the SDK's own credential search (profiles, config files) is never used."""
+    system_prompt: str | None = None
+    """A model variant's standing context, sent as the Messages `system` (a request's own
+    system message wins)."""
+    stop_sequences: list[str] = Field(default_factory=list, max_length=8)
+    """Texts at which the model stops generating (the answer's `stop_reason` is then
+    `stop_sequence`)."""
+    send_temperature: bool = True
+    """Send the probe's `temperature` (0 by default: greedy). False for a model that refuses
+    it (a 400 `invalid_request_error` naming temperature): answers are then sampled at the
+    model's own default, and the model's identity says so."""
+    timeout: float = Field(default=120.0, gt=0)
+    """Seconds per HTTP attempt, all of it (connect, send, headers and the whole body)."""
+    max_retries: int = Field(default=4, ge=0)
+    """Retries after the first attempt, for transient faults (429, 529 overloaded, 5xx,
+    timeouts, connection errors); the SDK's own retries are off so each is counted."""
+    concurrency: int = Field(default=4, ge=1)
+    """Most requests in flight: the ceiling of the adaptive limit (halved on 429 and 529,
+    grown by one after a full window of successes)."""
+    min_concurrency: int = Field(default=1, ge=1)
+    """Floor of the adaptive limit (equal to `concurrency`: a fixed limit)."""
+    requests_per_s: float | None = Field(default=None, gt=0)
+    """Rate limit of the account, requests per second (none: unlimited)."""
+    tokens_per_min: float | None = Field(default=None, gt=0)
+    """Rate limit of the account, input + output tokens per minute (estimated, corrected
+    with the reported `usage`)."""
+    backoff_s: float = Field(default=0.5, ge=0)
+    """First retry wait without `retry-after`; doubles on each further attempt."""
+    max_backoff_s: float = Field(default=60.0, ge=0)
+    """Longest single wait between attempts, `retry-after` included."""
+    price: ModelPrice | None = None
+    """What Anthropic charges per million tokens, as you state it (see `openai_compat`)."""
+
+    @field_validator("api_key_env")
+    @classmethod
+    def _a_variable_name(cls, v: str) -> str:
+        if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", v):
+            raise ValueError("must name an environment variable (letters, digits, _), never hold the key itself")
+        return v
+
+    @field_validator("base_url")
+    @classmethod
+    def _http_url(cls, v: str) -> str:
+        if not v.startswith(("http://", "https://")):
+            raise ValueError(f"must start with http:// or https://, got {v!r}")
+        return v
+
+    @model_validator(mode="after")
+    def _concurrency_range(self) -> AnthropicConfig:
         if self.min_concurrency > self.concurrency:
             raise ValueError(f"`min_concurrency` ({self.min_concurrency}) is above `concurrency` ({self.concurrency})")
         return self
@@ -391,11 +466,11 @@ class RecordedConfig(BaseModelConfig):
 
 
 MODEL_CONFIGS: tuple[type[BaseModelConfig], ...] = (
-    HFCausalConfig, HFMaskedConfig, OpenAICompatConfig, ReplayConfig, ScriptedConfig, OracleConfig,
+    HFCausalConfig, HFMaskedConfig, OpenAICompatConfig, AnthropicConfig, ReplayConfig, ScriptedConfig, OracleConfig,
     HTTPAppConfig, RecordedConfig)
 
 ModelConfig = Annotated[
-    HFCausalConfig | HFMaskedConfig | OpenAICompatConfig | ReplayConfig | ScriptedConfig | OracleConfig
+    HFCausalConfig | HFMaskedConfig | OpenAICompatConfig | AnthropicConfig | ReplayConfig | ScriptedConfig | OracleConfig
     | HTTPAppConfig | RecordedConfig,
     Field(discriminator="backend"),
 ]
@@ -422,6 +497,6 @@ def model_config(data: dict[str, Any]) -> ModelConfig:
     return _adapter().validate_python(data)
 
 
-__all__ = ["MODEL_CONFIGS", "AppRequest", "BaseModelConfig", "HFCausalConfig", "HFMaskedConfig", "HTTPAppConfig",
-           "RecordedConfig", "ModelConfig", "ModelPrice", "OpenAICompatConfig",
+__all__ = ["MODEL_CONFIGS", "AnthropicConfig", "AppRequest", "BaseModelConfig", "HFCausalConfig", "HFMaskedConfig",
+           "HTTPAppConfig", "RecordedConfig", "ModelConfig", "ModelPrice", "OpenAICompatConfig",
            "OracleConfig", "ReplayConfig", "ScriptedConfig", "backends_with", "model_config"]

@@ -14,7 +14,8 @@ A block says how it is checked in an HTML comment on the line before its fence:
                                            a spec fragment: its sections replace those of the
                                            shipped spec, and the result validates (with
                                            model=scripted and the overrides given)
-    <!-- docblock: model-config -->        a model config group file: a spec validates with it
+    <!-- docblock: model-config [SPEC] --> a model config group file: a spec validates with it
+                                           (crows_pairs_tp, or the shipped SPEC named)
     <!-- docblock: suite -->               a suite file: it validates
     <!-- docblock: keys MODULE:CLASS -->   JSON whose keys (and its lists' objects' keys) are
                                            fields of that record
@@ -131,7 +132,7 @@ def test_block(block: Block, tmp_path: Path) -> None:
     elif kind == "model-config":
         assert isinstance(data, dict)
         conf = operator_conf(tmp_path, model=data)
-        biasaudit.validate(SPECS / "crows_pairs_tp.yaml", conf)
+        biasaudit.validate(ROOT / arg if arg else SPECS / "crows_pairs_tp.yaml", conf)  # arg: a spec it fits
     elif kind == "suite":
         assert isinstance(data, dict) and "suite" in data
         _validate(data, SPECS / "default_suite.yaml", tmp_path, model=None)  # its own subjects

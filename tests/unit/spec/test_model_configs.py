@@ -16,6 +16,7 @@ from pydantic import ValidationError
 from biasaudit.backends import BACKENDS
 from biasaudit.backends.llm_nli import LLMNLIBackend
 from biasaudit.spec import (
+    AnthropicConfig,
     HFCausalConfig,
     HFMaskedConfig,
     NLIConfig,
@@ -43,6 +44,7 @@ SHIPPED = {
     "hf_masked": (HFMaskedConfig, ["model.path=/models/x"]), "bert_base_uncased": (HFMaskedConfig, []),
     "openai_compat": (OpenAICompatConfig, []), "replay": (ReplayConfig, ["model.responses=r.jsonl"]),
     "scripted": (ScriptedConfig, []), "recorded": (RecordedConfig, ["model.path=d.csv"]),
+    "anthropic": (AnthropicConfig, []),
 }
 
 
@@ -95,11 +97,11 @@ def _one_line(cli: Any, workdir: Path, *overrides: str) -> str:
     (["model=openai_compat", "+model.dtype=float16"], "model.dtype", "openai_compat", "hf_causal, hf_masked"),
     (["model=openai_compat", "+model.serve=vllm"], "model.serve", "openai_compat", "hf_causal"),
     (["model=bert_base_uncased", "+model.system_prompt=Be fair."], "model.system_prompt", "hf_masked",
-     "hf_causal, openai_compat"),
-    (["+model.base_url=http://127.0.0.1:8000/v1"], "model.base_url", "hf_causal", "openai_compat"),
+     "hf_causal, openai_compat, anthropic"),
+    (["+model.base_url=http://127.0.0.1:8000/v1"], "model.base_url", "hf_causal", "openai_compat, anthropic"),
     (["model=scripted", "+model.chat_template=false"], "model.chat_template", "scripted", "hf_causal"),
     (["nli=smollm2", "+nli.model.api_key_env=KEY"], "nli.model.api_key_env", "hf_causal",
-         "openai_compat, scripted, http_app"),
+         "openai_compat, anthropic, scripted, http_app"),
 ])
 def test_a_setting_of_another_backend_is_one_line_with_the_key_path_and_the_fix(
         workdir: Path, cli, overrides: list[str], path: str, backend: str, owners: str) -> None:  # type: ignore[no-untyped-def]
@@ -116,7 +118,8 @@ def test_switching_backend_under_a_config_names_every_stray_key_in_one_line(work
 
 @pytest.mark.parametrize(("overrides", "expected"), [
     (["model.backend=hf_causl"], "model.backend: unknown backend 'hf_causl' (hint: did you mean 'hf_causal'? one of: "
-                                 "hf_causal, hf_masked, openai_compat, replay, scripted, oracle, http_app, recorded)"),
+                                 "hf_causal, hf_masked, openai_compat, anthropic, replay, scripted, oracle, http_app, "
+                                 "recorded)"),
     (["~model.backend"], "model.backend: required key is missing (hint: one of: hf_causal,"),
     (["model=openai_compat", "+model.dtypo=float16"], "model.dtypo: unknown key 'dtypo' (hint: allowed keys: api_key_env,"),
     (["+model.timeout=5"], "model: timeout has no effect without `serve`"),
