@@ -246,12 +246,12 @@ class BatchRun:
         self.want = {r.key for r in pending}
         every = self.ledger.open_batches(self.key, self.provider.name)
         open_ = [b for b in every if self.want & b.requests.keys()]
-        open_ += self.adopt([i for i in self.ledger.intents(self.key, self.provider.name)
-                             if self.want & i.requests.keys()])
-        covered = {k for b in open_ for k in b.requests}
         if open_:
             stage("batches: %d submitted earlier still open (%s): polling them, not submitting again",
                   len(open_), ", ".join(b.batch_id for b in open_)[:200])
+        open_ += self.adopt([i for i in self.ledger.intents(self.key, self.provider.name)
+                             if self.want & i.requests.keys()])
+        covered = {k for b in open_ for k in b.requests}
         fresh: list[Request] = []
         for r in pending:
             if r.key in covered:
