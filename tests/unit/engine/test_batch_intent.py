@@ -127,3 +127,42 @@ def test_anthropic_cannot_be_looked_up_so_the_intent_is_submitted_again_with_a_w
     # the documented limit: two submits, and the user told so
     assert server.submits["anthropic"] == 2
     assert "cannot be looked up by a tag" in caplog.text and "paid twice" in caplog.text
+
+
+# A `biasaudit run` SIGKILLed at the instant the ledger would keep the batch id (the
+# provider has accepted the batch): the record call sends SIGKILL to its own process.
+_KILLED_AT_RECORD = """
+import os, signal, sys
+from biasaudit.store.batches import BatchLedger
+BatchLedger.record = lambda self, *a, **k: os.kill(os.getpid(), signal.SIGKILL)
+from biasaudit.cli.app import main
+sys.exit(main(["run", *sys.argv[1:]]))
+"""
+
+
+@pytest.mark.slow  # two subprocess runs
+@pytest.mark.serial  # a SIGKILLed process: alone, not beside another test's processes
+def test_sigkill_between_the_submit_and_the_ledger_commit_then_resume_submits_once(workdir: Path) -> None:
+    import sqlite3
+    import subprocess
+    import sys
+
+    from tests.unit.engine.test_batch_kill_resume import _args, _cmd, _env
+
+    with BatchServer() as server:
+        args = _args(workdir, server.url)
+        first = subprocess.run([sys.executable, "-c", _KILLED_AT_RECORD, *args], cwd=workdir, env=_env(),
+                               capture_output=True, text=True, timeout=300)
+        assert first.returncode == -9, first.stderr[-2000:]
+        assert server.submits["openai"] == 1
+        db = sqlite3.connect(workdir / "cache.sqlite")
+        [(tag, status)] = db.execute("SELECT batch_id, status FROM batches").fetchall()
+        db.close()
+        assert status == "intent"  # the id never reached the cache
+        second = subprocess.run(_cmd(args), cwd=workdir, env=_env(), capture_output=True, text=True, timeout=300)
+    assert second.returncode == 0, second.stderr[-3000:]  # every answer came: measured, PASS
+    assert "found at openai by its tag: polled, not submitted again" in second.stderr
+    assert server.submits["openai"] == 1  # found by its tag, polled, not submitted again
+    [(bid, b)] = server.batches.items()
+    assert b["metadata"] == {"biasaudit_tag": tag} and len(b["requests"]) == 10
+    assert sorted(server.served.values()) == [1] * 10
