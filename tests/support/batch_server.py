@@ -12,18 +12,25 @@ is empty), or "expired" (not run: the OpenAI batch
 is `expired` with `batch_expired` lines, the Anthropic result `expired`). `attempt` counts
 the batches that held that prompt. The server counts submits, polls and every result
 it served, so a test can check that nothing was submitted twice.
+
+OpenAI's batch `metadata` (up to 16 string pairs, keys up to 64 characters, values up to
+512) is kept and shown with the batch, and `GET /v1/batches?limit=&after=` lists the
+batches newest first as `{"object": "list", "data", "first_id", "last_id", "has_more"}`
+(limit 1-100, default 20; `list_page` caps it lower, to test the paging).
 """
 
 from __future__ import annotations
 
 import json
 import threading
+import time
 from collections import Counter
 from collections.abc import Callable
 from email.parser import BytesParser
 from email.policy import HTTP
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+from urllib.parse import parse_qs
 
 Fate = Callable[[str, int], str]
 
@@ -54,6 +61,8 @@ class BatchServer:
         self.served: Counter[str] = Counter()  # custom_id -> times its result was served
         self.attempts: Counter[str] = Counter()  # prompt -> batches that held it
         self.first_poll = threading.Event()
+        self.list_page = 100  # the most batches one GET /v1/batches page holds
+        self.lists: Counter[str] = Counter()  # "openai" -> GET /v1/batches pages served
         self._httpd = _Quiet(("127.0.0.1", 0), self._handler())
         self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
 
@@ -85,8 +94,8 @@ class BatchServer:
         b = self.batches[bid]
         n = len(b["requests"])
         base = {"id": bid, "object": "batch", "endpoint": b["endpoint"], "input_file_id": b["input_file_id"],
-                "completion_window": "24h", "created_at": 1, "errors": None, "output_file_id": None,
-                "error_file_id": None}
+                "completion_window": "24h", "created_at": b["created_at"], "errors": None, "output_file_id": None,
+                "error_file_id": None, "metadata": b["metadata"]}
         if not self.release.is_set():
             return {**base, "status": "in_progress", "request_counts": {"total": n, "completed": 0, "failed": 0}}
         self._end(b)
@@ -120,6 +129,18 @@ class BatchServer:
                 base[key] = fid
         return {**base, "status": "expired" if expired else "completed",
                 "request_counts": {"total": n, "completed": len(out_lines), "failed": len(err_lines)}}
+
+    def _openai_list(self, q: dict[str, list[str]]) -> dict[str, Any]:
+        self.lists["openai"] += 1
+        limit = min(max(int(q.get("limit", ["20"])[0]), 1), 100, self.list_page)
+        ids = [bid for bid in reversed(self.batches) if self.batches[bid]["kind"] == "openai"]  # newest first
+        after = q.get("after", [None])[0]
+        if after is not None:
+            ids = ids[ids.index(after) + 1:] if after in ids else []
+        page = ids[:limit]
+        data = [self._openai_status(bid) for bid in page]
+        return {"object": "list", "data": data, "first_id": page[0] if page else None,
+                "last_id": page[-1] if page else None, "has_more": len(ids) > limit}
 
     # -- Anthropic -------------------------------------------------------------------
     def _anthropic_status(self, bid: str) -> dict[str, Any]:
@@ -196,12 +217,18 @@ class BatchServer:
                                                 "bytes": len(parts["file"])})
                     if self.path == "/v1/batches":
                         req = json.loads(raw)
+                        meta = req.get("metadata")
+                        if meta is not None and not (isinstance(meta, dict) and len(meta) <= 16 and all(
+                                isinstance(k, str) and isinstance(v, str) and len(k) <= 64 and len(v) <= 512
+                                for k, v in meta.items())):
+                            return self._json(400, {"error": {"message": "invalid metadata", "param": "metadata"}})
                         lines = [json.loads(x) for x in server.files[req["input_file_id"]].splitlines() if x.strip()]
                         assert all(x["method"] == "POST" and x["url"] == req["endpoint"] for x in lines)
                         server.submits["openai"] += 1
                         bid = f"batch_{len(server.batches)}"
                         server.batches[bid] = {"kind": "openai", "endpoint": req["endpoint"],
-                                               "input_file_id": req["input_file_id"],
+                                               "input_file_id": req["input_file_id"], "metadata": meta,
+                                               "created_at": int(time.time()),
                                                "requests": [(x["custom_id"], x["body"]) for x in lines]}
                         return self._json(200, {**server._openai_status(bid), "status": "validating"})
                     if self.path == "/v1/messages/batches":
@@ -217,8 +244,11 @@ class BatchServer:
                 return self._json(404, {"error": {"message": f"no route {self.path}"}})
 
             def do_GET(self) -> None:  # noqa: N802
-                parts = self.path.strip("/").split("/")
+                path, _, query = self.path.partition("?")
+                parts = path.strip("/").split("/")
                 with server.lock:
+                    if parts == ["v1", "batches"]:
+                        return self._json(200, server._openai_list(parse_qs(query)))
                     if parts[:2] == ["v1", "batches"] and len(parts) == 3 and parts[2] in server.batches:
                         server.polls[parts[2]] += 1
                         server.first_poll.set()

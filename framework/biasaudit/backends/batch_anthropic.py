@@ -153,12 +153,19 @@ class AnthropicBatches:
             raise BatchFault(f"{method} {url}: the answer is not a JSON object")
         return data
 
-    def submit(self, lines: Sequence[JSONObject]) -> str:
+    def submit(self, lines: Sequence[JSONObject], tag: str) -> str:
         made = self._send("POST", "messages/batches", json={"requests": list(lines)})
         batch_id = made.get("id")
         if not isinstance(batch_id, str) or not batch_id:
             raise BatchFault("POST messages/batches: the answer has no batch id")
         return batch_id
+
+    def find(self, tags: set[str], since: float) -> dict[str, str] | None:
+        # A message batch keeps no metadata, and its custom_ids (our request keys) are
+        # seen only in its results, once it has ended: a batch still running cannot be
+        # told apart from another by listing (GET messages/batches gives ids, times and
+        # counts). So no lookup: the engine says so and submits again.
+        return None
 
     def state(self, batch_id: str) -> BatchState:
         data = self._send("GET", f"messages/batches/{batch_id}")

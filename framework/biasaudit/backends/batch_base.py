@@ -79,8 +79,15 @@ class BatchProvider(Protocol):
     def line(self, custom_id: str, req: Request) -> JSONObject:
         """The request as one entry of the provider's batch file."""
 
-    def submit(self, lines: Sequence[JSONObject]) -> str:
-        """Submit one batch; returns its id. Raises `BatchFault`."""
+    def submit(self, lines: Sequence[JSONObject], tag: str) -> str:
+        """Submit one batch, sent with `tag` where the provider keeps one (`find`);
+        returns its id. Raises `BatchFault`."""
+
+    def find(self, tags: set[str], since: float) -> dict[str, str] | None:
+        """The ids of this account's batches submitted with any of `tags` (tag -> batch id),
+        none created before `since` (seconds since the epoch) needing a look; None: this
+        provider keeps no tag to look a batch up by. Raises `BatchFault` when the listing
+        could not be read to its end."""
 
     def state(self, batch_id: str) -> BatchState:
         """The batch's current state. Raises `BatchFault`."""

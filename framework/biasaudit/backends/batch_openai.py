@@ -4,7 +4,11 @@ endpoints other providers offer under the same routes).
 The shapes, as OpenAI documents them and openai-python's types give them:
 - `POST {base}/files` (multipart, `purpose=batch`) with a JSONL file, one line per request
   `{"custom_id", "method": "POST", "url": "/v1/chat/completions", "body": {...}}`;
-- `POST {base}/batches` `{"input_file_id", "endpoint", "completion_window": "24h"}`;
+- `POST {base}/batches` `{"input_file_id", "endpoint", "completion_window": "24h",
+  "metadata": {"biasaudit_tag": tag}}` (metadata: up to 16 string pairs);
+- `GET {base}/batches?limit=..&after=..`: `{"object": "list", "data": [batch, ...],
+  "first_id", "last_id", "has_more"}`, newest first (each batch with its `metadata`):
+  how a run killed between the submit and the ledger's commit finds its batch by tag;
 - `GET {base}/batches/{id}`: `status` validating | in_progress | finalizing | completed |
   failed | expired | cancelling | cancelled, `request_counts` {total, completed, failed},
   `output_file_id`, `error_file_id`, `errors.data` (a failed validation);
@@ -46,6 +50,9 @@ _ENDED = {"completed", "failed", "expired", "cancelled"}
 # How often an upload or a submit the server turned away (429, 5xx) is tried again. A
 # submit whose answer never came (a dropped connection) is not: the batch may exist.
 _SEND_TRIES = 3
+TAG_KEY = "biasaudit_tag"
+"""The batch's `metadata` key holding the tag the ledger committed before the submit."""
+_MAX_PAGES = 1000
 
 
 class OpenAIBatches:
@@ -111,7 +118,7 @@ class OpenAIBatches:
             return data
         raise AssertionError("unreachable")
 
-    def submit(self, lines: Sequence[JSONObject]) -> str:
+    def submit(self, lines: Sequence[JSONObject], tag: str) -> str:
         payload = json_lines(lines).encode("utf-8")
         up = self._send("POST", "files", retry=True, data={"purpose": "batch"},
                         files={"file": ("biasaudit-batch.jsonl", payload, "application/jsonl")})
@@ -120,11 +127,41 @@ class OpenAIBatches:
             raise BatchFault("POST files: the answer has no file id")
         made = self._send("POST", "batches", retry=True, json={
             "input_file_id": file_id, "endpoint": ENDPOINT,
-            "completion_window": self.runtime.batch.completion_window})
+            "completion_window": self.runtime.batch.completion_window, "metadata": {TAG_KEY: tag}})
         batch_id = made.get("id")
         if not isinstance(batch_id, str) or not batch_id:
             raise BatchFault("POST batches: the answer has no batch id")
         return batch_id
+
+    def find(self, tags: set[str], since: float) -> dict[str, str] | None:
+        # GET batches lists newest first, `limit` up to 100 a page, the next page `after`
+        # the last id while `has_more`; a page whose oldest batch predates `since` (less a
+        # day for clocks that disagree) ends the search: older ones cannot be ours.
+        found: dict[str, str] = {}
+        after: str | None = None
+        for _ in range(_MAX_PAGES):
+            page = self._send("GET", "batches", retry=True, params={"limit": 100, **({"after": after} if after else {})})
+            rows = page.get("data")
+            if not isinstance(rows, list):
+                raise BatchFault("GET batches: the answer has no `data` list")
+            oldest = None
+            for b in rows:
+                if not isinstance(b, dict):
+                    continue
+                meta = b.get("metadata")
+                tag = meta.get(TAG_KEY) if isinstance(meta, dict) else None
+                if tag in tags and isinstance(b.get("id"), str):
+                    found[str(tag)] = b["id"]
+                if isinstance(b.get("created_at"), (int, float)):
+                    oldest = b["created_at"] if oldest is None else min(oldest, b["created_at"])
+            last = page.get("last_id")
+            if (found.keys() >= tags or not page.get("has_more") or not rows
+                    or (oldest is not None and oldest < since - 86_400)):
+                return found
+            if not isinstance(last, str) or not last or last == after:
+                raise BatchFault("GET batches: has_more without a usable last_id")
+            after = last
+        raise BatchFault(f"GET batches: more than {_MAX_PAGES} pages of batches since the run's intent")
 
     def _get(self, batch_id: str) -> dict[str, Any]:
         return self._send("GET", f"batches/{batch_id}", retry=False)

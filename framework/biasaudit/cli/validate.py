@@ -49,6 +49,9 @@ def cmd_validate(args: argparse.Namespace, rest: list[str]) -> int:
             return 0
         c = compose(list(rest))
         inp = plan_inputs(c)
+        from biasaudit.runner.budget import check_budget
+
+        check_budget(c.config, str(c.spec_file), c.choices.get("model"), inp.coding)  # as `run` refuses it
         counts = count_plans(c.config, inp.stimuli, [inp.identity], str(c.spec_file))  # renders every request
     except BiasAuditError as exc:
         return fail(exc)

@@ -2,7 +2,9 @@
 
 The requests not in the cache are written as the provider's batch file in batches within
 its limits (requests and bytes), submitted, and each batch id is committed to the cache
-with the requests it holds before anything else happens. Then the open batches are polled
+with the requests it holds before anything else happens (the requests are committed
+first, under a tag sent with the batch, so a kill before the id is kept is found again
+by asking the provider for that tag: store/batches.py). Then the open batches are polled
 (the wait between polls grows by half, up to `max_poll_s`) and each ended batch's results
 are stored as they are read. A killed run finds its open batches in the cache and polls
 them: a request already in an open batch is never submitted again.
@@ -18,6 +20,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import time
+import uuid
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -41,7 +44,7 @@ from biasaudit.records.json import JSONObject
 from biasaudit.records.responses import Response
 from biasaudit.spec import BatchConfig, RuntimeConfig
 from biasaudit.store import Store
-from biasaudit.store.batches import BatchLedger, OpenBatch
+from biasaudit.store.batches import BatchLedger, Intent, OpenBatch
 
 log = logging.getLogger(__name__)
 
@@ -121,19 +124,59 @@ class BatchRun:
     def submit(self, reqs: Sequence[Request], attempt: int) -> list[OpenBatch]:
         made = []
         for chunk in self._chunks(reqs):
-            try:
-                batch_id = self.provider.submit([line for _, line in chunk])
-            except BatchFault as exc:
-                raise BackendError(f"submitting a batch to {self.provider.name} failed: {exc}", key="runtime.batch",
-                                   hint="check the provider's batch API (model.base_url, the key); batches already "
-                                        "submitted are kept and polled when the run is started again") from None
-            # committed before anything else: a kill from here on resumes by polling this batch
-            self.ledger.record(batch_id, self.provider.name, self.key, attempt, [r for r, _ in chunk])
-            self.tally.submitted.append(batch_id)
-            stage("batch %s: %d requests submitted to %s (attempt %d)", batch_id, len(chunk), self.provider.name,
-                  attempt)
-            made.append(OpenBatch(batch_id, self.provider.name, attempt, {r.key: r for r, _ in chunk}))
+            tag = f"biasaudit-{uuid.uuid4().hex}"
+            # committed before the submit: a kill between the provider's answer and the
+            # record below leaves this intent, looked up by its tag when the run resumes
+            self.ledger.intend(tag, self.provider.name, self.key, attempt, [r for r, _ in chunk])
+            made.append(self._send(tag, {r.key: r for r, _ in chunk}, [line for _, line in chunk], attempt))
         return made
+
+    def _send(self, tag: str, reqs: dict[str, Request], lines: Sequence[JSONObject], attempt: int) -> OpenBatch:
+        try:
+            batch_id = self.provider.submit(lines, tag)
+        except BatchFault as exc:
+            raise BackendError(f"submitting a batch to {self.provider.name} failed: {exc}", key="runtime.batch",
+                               hint="check the provider's batch API (model.base_url, the key); batches already "
+                                    "submitted are kept and polled when the run is started again, and one whose "
+                                    "submit got no answer is looked up at the provider first") from None
+        # committed before anything else: a kill from here on resumes by polling this batch
+        self.ledger.record(tag, batch_id)
+        self.tally.submitted.append(batch_id)
+        stage("batch %s: %d requests submitted to %s (attempt %d)", batch_id, len(reqs), self.provider.name, attempt)
+        return OpenBatch(batch_id, self.provider.name, attempt, reqs)
+
+    def adopt(self, intents: Sequence[Intent]) -> list[OpenBatch]:
+        """Batches committed as intents whose id was never recorded (a run killed between
+        the submit and the record): each is looked up at the provider by its tag first;
+        found, it is polled; not found after the whole listing, it is submitted (it never
+        reached the provider). A provider that keeps no tag (Anthropic) cannot be asked:
+        the intent is submitted again, said in a warning (that batch may be paid twice)."""
+        if not intents:
+            return []
+        try:
+            found = self.provider.find({i.tag for i in intents}, min(i.created for i in intents))
+        except BatchFault as exc:
+            raise BackendError(f"{len(intents)} batches of an earlier run may have been submitted to "
+                               f"{self.provider.name} without their id being kept, and its batches cannot be listed "
+                               f"now: {exc}", key="runtime.batch",
+                               hint="run the same command again later: nothing is submitted until the provider's "
+                                    "list of batches has been read") from None
+        out = []
+        for i in intents:
+            batch_id = None if found is None else found.get(i.tag)
+            if batch_id is not None:
+                self.ledger.record(i.tag, batch_id)
+                stage("batch %s: submitted by an earlier run that stopped before keeping its id; found at %s by "
+                      "its tag: polled, not submitted again", batch_id, self.provider.name)
+                out.append(OpenBatch(batch_id, self.provider.name, i.attempt, i.requests))
+                continue
+            if found is None:
+                log.warning("a batch of %d requests may have reached %s before an earlier run stopped, and %s batches "
+                            "cannot be looked up by a tag: submitted again (it may be paid twice)",
+                            len(i.requests), self.provider.name, self.provider.name)
+            lines = [self.provider.line(r.key, r) for r in i.requests.values()]
+            out.append(self._send(i.tag, i.requests, lines, i.attempt))
+        return out
 
     # -- storing -----------------------------------------------------------------
     def _put(self, req: Request, resp: Response) -> None:
@@ -196,16 +239,19 @@ class BatchRun:
     # -- the loop ------------------------------------------------------------------
     def submitted_keys(self) -> set[str]:
         """The requests of this model's batches submitted earlier and still open."""
-        return {k for b in self.ledger.open_batches(self.key, self.provider.name) for k in b.requests}
+        return ({k for b in self.ledger.open_batches(self.key, self.provider.name) for k in b.requests}
+                | {k for i in self.ledger.intents(self.key, self.provider.name) for k in i.requests})
 
     def run(self, pending: Sequence[Request]) -> None:
         self.want = {r.key for r in pending}
         every = self.ledger.open_batches(self.key, self.provider.name)
         open_ = [b for b in every if self.want & b.requests.keys()]
-        covered = {k for b in open_ for k in b.requests}
         if open_:
             stage("batches: %d submitted earlier still open (%s): polling them, not submitting again",
                   len(open_), ", ".join(b.batch_id for b in open_)[:200])
+        open_ += self.adopt([i for i in self.ledger.intents(self.key, self.provider.name)
+                             if self.want & i.requests.keys()])
+        covered = {k for b in open_ for k in b.requests}
         fresh: list[Request] = []
         for r in pending:
             if r.key in covered:

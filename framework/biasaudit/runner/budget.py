@@ -8,6 +8,7 @@ is not the one planned."""
 from __future__ import annotations
 
 import dataclasses
+import logging
 from typing import TYPE_CHECKING
 
 from biasaudit.engine.budget import Budget
@@ -17,12 +18,15 @@ from biasaudit.records.budget import BudgetRecord
 from biasaudit.records.execution import ExecutionStats
 from biasaudit.records.responses import Response
 from biasaudit.registry import BACKENDS
-from biasaudit.spec import AuditConfig, OpenAICompatConfig, ScriptedConfig
+from biasaudit.spec import AuditConfig, ModelConfig, OpenAICompatConfig, ScriptedConfig
 from biasaudit.spec.model_configs import ModelPrice
 from biasaudit.verdicts.thresholds import VerdictRecord
 
 if TYPE_CHECKING:
+    from biasaudit.coding.layers import CodingPlan
     from biasaudit.runner.pipeline import Prepared
+
+log = logging.getLogger(__name__)
 
 
 def model_price(cfg: AuditConfig) -> ModelPrice | None:
@@ -32,9 +36,28 @@ def model_price(cfg: AuditConfig) -> ModelPrice | None:
     return m.price if isinstance(m, OpenAICompatConfig | ScriptedConfig) else None
 
 
-def check_budget(cfg: AuditConfig, spec_file: str, model_choice: str | None = None) -> None:
+def coder_models(cfg: AuditConfig, coding: CodingPlan | None) -> list[tuple[str, ModelConfig]]:
+    """The chat models the coding layers call ("judge j1", its model config), each once; a
+    judge or NLI chat model with no model of its own is the model under test."""
+    from biasaudit.coding.routes import route_model
+
+    if coding is None:
+        return []
+    seen: dict[str, ModelConfig] = {}
+    for lay in coding.layers.values():
+        for route, _kind in lay.coder_def.routes(lay.env, lay.options):
+            if route == "subject" or route == "nli_chat" or route.startswith("judge:"):
+                who = {"subject": "the model under test as coder", "nli_chat": "the NLI chat model"}.get(
+                    route, f"judge {route.partition(':')[2]}")
+                seen.setdefault(who, route_model(cfg, route))
+    return list(seen.items())
+
+
+def check_budget(cfg: AuditConfig, spec_file: str, model_choice: str | None = None,
+                 coding: CodingPlan | None = None) -> None:
     """Refuse, before any call, a budget that cannot be kept (a missing price is named in
-    the model config it belongs in, `conf/model/<model_choice>.yaml`)."""
+    the model config it belongs in, `conf/model/<model_choice>.yaml`; a judge with a price
+    of its own, whose calls a budget does not count yet)."""
     b = cfg.runtime.budget
     if not b.active:
         return
@@ -44,6 +67,18 @@ def check_budget(cfg: AuditConfig, spec_file: str, model_choice: str | None = No
                         key="runtime.budget.money",
                         hint="state the price (+model.price.input_per_million=... +model.price.output_per_million=...) "
                              "or give a token budget (runtime.budget.tokens=...)")
+    coders = coder_models(cfg, coding)
+    priced = [f"{who} ({m.name})" for who, m in coders
+              if m is not cfg.model and getattr(m, "price", None) is not None]
+    if b.money is not None and priced:
+        raise SpecError(f"judges' calls are not counted by a budget yet, and {priced[0]} has a price: a money "
+                        "budget would not see its spend", file=spec_file, key="runtime.budget.money",
+                        hint="use judges without a price (local models, or the model under test) or run without "
+                             "runtime.budget.money")
+    if [who for who, m in coders if m is cfg.model]:
+        log.warning("budget: the coding calls the model under test answers (%s) are not counted by "
+                    "runtime.budget, only the probe's calls are",
+                    ", ".join(who for who, m in coders if m is cfg.model)[:200])
     if cfg.runtime.sequential.look_every is not None:
         raise SpecError("a budget cannot be combined with sequential stopping yet", file=spec_file,
                         key="runtime.budget",
@@ -108,4 +143,5 @@ def budget_verdicts(verdicts: list[VerdictRecord], record: BudgetRecord) -> list
                                  "would_be": v.would_be or v.verdict}) for v in verdicts]
 
 
-__all__ = ["budget_plan", "budget_verdicts", "check_budget", "complete_stimuli", "make_budget", "model_price", "stopped_run"]
+__all__ = ["budget_plan", "budget_verdicts", "check_budget", "complete_stimuli", "make_budget", "model_price",
+           "coder_models", "stopped_run"]

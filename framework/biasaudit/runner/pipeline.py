@@ -117,7 +117,7 @@ def prepare(composed: Composed) -> Prepared:
     params, stimuli, identity, coding = plan_inputs(composed)
     from biasaudit.runner.budget import check_budget
 
-    check_budget(composed.config, str(composed.spec_file), composed.choices.get("model"))  # a money budget without a price: refused now
+    check_budget(composed.config, str(composed.spec_file), composed.choices.get("model"), coding)  # refused now
     if composed.config.runtime.sequential.look_every is not None:
         from biasaudit.runner.sequential import schedule
 

@@ -2,8 +2,12 @@
 responses: each batch id with its provider, model, attempt and the requests it holds.
 
 Why in the cache: a run killed after a submit must find its batches again and poll them,
-never submit the same requests twice (each submit is paid for). The row is committed as
-soon as the provider returns the batch id, before the first poll.
+never submit the same requests twice (each submit is paid for). Before a submit, an
+intent row is committed: the batch's requests under a unique tag (in `batch_id`, status
+`intent`) that goes to the provider with the batch. When the provider returns the batch
+id, the intent becomes the batch (`record`: renamed to the id, status `open`). A kill in
+the instant between the provider's answer and that commit leaves the intent, which the
+next run looks up at the provider by its tag before submitting anything (engine/batch.py).
 """
 
 from __future__ import annotations
@@ -45,6 +49,18 @@ class OpenBatch:
     requests: dict[str, Request]
 
 
+@dataclass(frozen=True)
+class Intent:
+    """A batch committed before its submit, whose batch id was never recorded."""
+
+    tag: str
+    attempt: int
+    requests: dict[str, Request]
+    created: float
+    """When the intent was committed (seconds since the epoch): the provider's batch, if
+    any, was created after it."""
+
+
 class BatchLedger:
     """The cache's record of submitted batches (one writer: the store's connection)."""
 
@@ -52,28 +68,49 @@ class BatchLedger:
         self.db = store.db
         self.db.executescript(SCHEMA)
 
-    def record(self, batch_id: str, provider: str, model_key: str, attempt: int, requests: Sequence[Request]) -> None:
-        """Keep a submitted batch and its requests, in one transaction."""
+    def intend(self, tag: str, provider: str, model_key: str, attempt: int, requests: Sequence[Request]) -> None:
+        """Keep a batch about to be submitted (its tag and requests), in one transaction,
+        committed before the submit: a kill after the provider took it finds it here."""
         self.db.execute("BEGIN IMMEDIATE")
         try:
             self.db.execute("INSERT OR REPLACE INTO batches (batch_id, provider, model_key, attempt, status, submitted) "
-                            "VALUES (?, ?, ?, ?, 'open', ?)", (batch_id, provider, model_key, attempt, time.time()))
+                            "VALUES (?, ?, ?, ?, 'intent', ?)", (tag, provider, model_key, attempt, time.time()))
             self.db.executemany("INSERT OR REPLACE INTO batch_items (batch_id, key, request) VALUES (?, ?, ?)",
-                                [(batch_id, r.key, canonical_json(r.model_dump())) for r in requests])
+                                [(tag, r.key, canonical_json(r.model_dump())) for r in requests])
             self.db.execute("COMMIT")
         except BaseException:
             self.db.execute("ROLLBACK")
             raise
 
+    def record(self, tag: str, batch_id: str) -> None:
+        """The intent `tag` was submitted as `batch_id`: from now on it is polled, in one transaction."""
+        self.db.execute("BEGIN IMMEDIATE")
+        try:
+            self.db.execute("UPDATE batches SET batch_id = ?, status = 'open', submitted = ? "
+                            "WHERE batch_id = ? AND status = 'intent'", (batch_id, time.time(), tag))
+            self.db.execute("UPDATE batch_items SET batch_id = ? WHERE batch_id = ?", (batch_id, tag))
+            self.db.execute("COMMIT")
+        except BaseException:
+            self.db.execute("ROLLBACK")
+            raise
+
+    def intents(self, model_key: str, provider: str) -> list[Intent]:
+        """The model's batches committed as intents whose submit has no recorded id, oldest first."""
+        return [Intent(b.batch_id, b.attempt, b.requests, t) for b, t in self._rows(model_key, provider, "intent")]
+
     def open_batches(self, model_key: str, provider: str) -> list[OpenBatch]:
         """The model's batches submitted and not yet collected, oldest first."""
-        rows = self.db.execute("SELECT batch_id, attempt FROM batches WHERE model_key = ? AND provider = ? "
-                               "AND status = 'open' ORDER BY submitted", (model_key, provider)).fetchall()
+        return [b for b, _ in self._rows(model_key, provider, "open")]
+
+    def _rows(self, model_key: str, provider: str, status: str) -> list[tuple[OpenBatch, float]]:
+        rows = self.db.execute("SELECT batch_id, attempt, submitted FROM batches WHERE model_key = ? AND provider = ? "
+                               "AND status = ? ORDER BY submitted", (model_key, provider, status)).fetchall()
         out = []
-        for batch_id, attempt in rows:
+        for batch_id, attempt, submitted in rows:
             reqs = {k: Request.model_validate_json(r) for k, r in
                     self.db.execute("SELECT key, request FROM batch_items WHERE batch_id = ?", (batch_id,))}
-            out.append(OpenBatch(batch_id=batch_id, provider=provider, attempt=int(attempt), requests=reqs))
+            out.append((OpenBatch(batch_id=batch_id, provider=provider, attempt=int(attempt), requests=reqs),
+                        float(submitted)))
         return out
 
     def close_batch(self, batch_id: str, provider_status: str, counts: dict[str, int]) -> None:
@@ -82,7 +119,7 @@ class BatchLedger:
                         "WHERE batch_id = ?", (time.time(), provider_status, canonical_json(counts), batch_id))
 
     def submitted(self, keys: Iterable[str]) -> int:
-        """How many batches hold any of `keys` (for tests and the report)."""
+        """How many batches (intents included) hold any of `keys` (for tests and the report)."""
         keys = list(keys)
         seen: set[str] = set()
         for start in range(0, len(keys), 500):

@@ -282,3 +282,48 @@ def test_a_budget_with_sequential_stopping_is_refused(workdir: Path, cli: Any) -
     lines = [ln for ln in err.strip().splitlines() if ln.startswith("error:")]
     assert len(lines) == 1 and "runtime.budget: a budget cannot be combined with sequential stopping" in lines[0], err
     assert _calls(workdir) == []
+
+
+def _judged(workdir: Path, cli: Any, judge: dict[str, Any], *budget: str, cmd: str = "validate") -> tuple[int, str, str]:
+    """`biasaudit validate` (or `run`) of a spec whose default coding asks the judge panel (biaxis)."""
+    from tests.helpers import write_spec
+
+    rows = ["statement,category"] + [f"People from town {i} are careful with money.,town" for i in range(4)]
+    (workdir / "statements.csv").write_text("\n".join(rows) + "\n", encoding="utf-8")
+    spec = write_spec(workdir / "gen.yaml", GEN_SPEC)
+    return cli(cmd, f"spec={spec}", *operator_conf(workdir, model=_model(workdir), judge=judge),  # type: ignore[no-any-return]
+               *budget, *isolation(workdir))
+
+
+PRICED_PANEL = {"judges": [{**PANEL["judges"][0],
+                            "model": {**PANEL["judges"][0]["model"],
+                                      "price": {"input_per_million": 2.5, "output_per_million": 10}}}]}
+SUBJECT_PANEL = {"judges": [{"name": "j1", "prompt": "{{ statement }} || {{ text }}"}]}  # the model under test judges
+
+
+def test_a_money_budget_beside_a_judge_with_a_price_is_refused(workdir: Path, cli: Any) -> None:
+    """Judges' calls are not counted by the budget: a judge with a price of its own would
+    spend past a money budget unseen, so the pair is refused in one line, exit 2."""
+    code, _, err = _judged(workdir, cli, PRICED_PANEL, "runtime.budget.money=1")
+    assert code == 2, err
+    lines = [ln for ln in err.strip().splitlines() if ln.startswith("error:")]
+    assert len(lines) == 1 and ("runtime.budget.money: judges' calls are not counted by a budget yet, and judge j1 "
+                                "(judge) has a price") in lines[0], err
+    code, _, err = _judged(workdir, cli, PRICED_PANEL, "runtime.budget.money=1", cmd="run")
+    assert code == 2 and "judge j1 (judge) has a price" in err and _calls(workdir) == [], err
+    # the same judge without a price, or a token budget (which counts the probe's calls
+    # only, said in the docs), is accepted
+    assert _judged(workdir, cli, PANEL, "runtime.budget.money=1")[0] == 0
+    assert _judged(workdir, cli, PRICED_PANEL, "runtime.budget.tokens=1000")[0] == 0
+    assert _judged(workdir, cli, PRICED_PANEL)[0] == 0
+
+
+def test_judges_answered_by_the_model_under_test_are_said_to_be_uncounted(workdir: Path, cli: Any,
+                                                                         caplog: pytest.LogCaptureFixture) -> None:
+    import logging
+
+    with caplog.at_level(logging.WARNING):
+        code, _, err = _judged(workdir, cli, SUBJECT_PANEL, "runtime.budget.money=1")
+    assert code == 0, err
+    assert "the coding calls the model under test answers (judge j1) are not counted by runtime.budget" in \
+        caplog.text + err
