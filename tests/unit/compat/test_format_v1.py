@@ -344,3 +344,55 @@ def test_csv_export_catches_a_one_byte_edit(tmp_path: Path) -> None:
     shutil.copytree(GOLDEN, root)
     _edit_one_byte(root / RUN / "estimates.csv", b"0.", b"1.")
     assert csv_problems(root) == ["estimates.csv differs"]
+
+
+# -- format_version: absent in the golden files, read as 1; written by today's runs ------------
+
+def test_the_golden_files_have_no_format_version_and_read_as_1() -> None:
+    from biasaudit.records.manifest import FORMAT_VERSION, RunManifest
+    from biasaudit.records.summary import RunSummary
+
+    raw_summary = _summary(GOLDEN)
+    raw_manifest = json.loads((GOLDEN / RUN / "manifest.json").read_text(encoding="utf-8"))
+    assert "format_version" not in raw_summary and "format_version" not in raw_manifest
+    assert FORMAT_VERSION == 1
+    assert RunSummary.read(GOLDEN / RUN / "summary.json").format_version == 1
+    manifest = RunManifest.model_validate(raw_manifest)
+    assert manifest.format_version is None and manifest.layout_version == 1
+    assert manifest.as_json() == raw_manifest  # written back as it was (an evidence pack's copy)
+    fresh = manifest.model_copy(update={"format_version": FORMAT_VERSION})  # as `biasaudit run` makes it
+    assert fresh.as_json()["format_version"] == 1 and list(fresh.as_json())[0] == "format_version"
+    with pytest.raises(ValueError, match="format_version"):
+        RunManifest.model_validate({**raw_manifest, "format_version": 0})
+
+
+@pytest.mark.slow
+def test_a_re_rendered_summary_carries_format_version_1(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    root = _copy(tmp_path)
+    assert main(["report", str(root / RUN)]) == 0
+    capsys.readouterr()
+    assert _summary(root)["format_version"] == 1
+
+
+@pytest.mark.slow
+def test_a_new_run_writes_format_version_1_and_the_golden_numbers(tmp_path: Path,
+                                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    """The golden run made again by today's biasaudit (README.md's command): its files say
+    format_version 1, and its estimates and verdicts are the golden ones."""
+    root = _copy(tmp_path)
+    code = main(["run", f"spec={root / 'spec' / 'hiring_impact.yaml'}",
+                 f"hydra.searchpath=[biasaudit-specs://specs,file://{root / 'conf'}]", "model=screen",
+                 f"runtime.cache={tmp_path / 'cache.sqlite'}", f"runtime.reports_dir={tmp_path / 'reports'}",
+                 "runtime.progress=false"])
+    capsys.readouterr()
+    assert code == 1  # FAIL, as the golden run
+    [run] = [p.parent for p in (tmp_path / "reports").rglob("summary.json")]
+    fresh = json.loads((run / "summary.json").read_text(encoding="utf-8"))
+    assert fresh["format_version"] == 1
+    assert json.loads((run / "manifest.json").read_text(encoding="utf-8"))["format_version"] == 1
+    def numbers(s: dict[str, Any]) -> dict[str, Any]:
+        return {"overall": s["overall"], "verdicts": [(v["metric"], v["verdict"]) for v in s["verdicts"]],
+                "estimates": {(k, e): (x["value"], x["ci_low"], x["ci_high"], x["n"])
+                              for k, m in s["metrics"].items() for e, x in m["estimates"].items()}}
+
+    assert numbers(fresh) == numbers(_summary(GOLDEN))
