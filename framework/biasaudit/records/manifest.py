@@ -10,6 +10,11 @@ from biasaudit.records.budget import BudgetRecord
 from biasaudit.records.execution import ExecutionStats
 from biasaudit.records.json import DumpedJSONObject, JSONObject
 
+FORMAT_VERSION = 1
+"""The layout of summary.json and manifest.json that this biasaudit writes. Files written
+before the field existed (the golden files of tests/fixtures/format_v1) have the same
+layout and no `format_version`: they are read as version 1."""
+
 
 class _Part(BaseModel):
     # manifests written by other versions may carry more keys: kept, not refused
@@ -80,6 +85,10 @@ class ModelRef(_Part):
 
 
 class RunManifest(_Part):
+    format_version: int | None = Field(default=None, ge=1)
+    """The file's layout (`FORMAT_VERSION`, shared with summary.json), set by the run that
+    writes it; None in a manifest written before the field, which is version 1
+    (`layout_version`) and is written back as it was, without the field."""
     run_id: str
     audit: str = ""
     method: str = ""
@@ -109,10 +118,15 @@ class RunManifest(_Part):
     budget: BudgetRecord | None = None
     """With `runtime.budget`: the spend against the limits, and what a stop left unrun."""
 
+    @property
+    def layout_version(self) -> int:
+        """`format_version`, with a manifest written before the field read as version 1."""
+        return self.format_version if self.format_version is not None else 1
+
     def as_json(self) -> JSONObject:
         """The manifest as written: the fields not known yet (a run still going) are left out."""
         out = self.model_dump(mode="json")
-        for k in ("run_dir", "started", "finished", "run_stage_s", "execution", "stopped", "budget"):
+        for k in ("format_version", "run_dir", "started", "finished", "run_stage_s", "execution", "stopped", "budget"):
             if out.get(k) is None:
                 out.pop(k, None)
         data = out.get("data")

@@ -21,7 +21,7 @@ from biasaudit.records.coding import CodingReport
 from biasaudit.records.estimate import Estimate
 from biasaudit.records.execution import ExecutionStats
 from biasaudit.records.json import JSONObject
-from biasaudit.records.manifest import DataProvenance, DataSample
+from biasaudit.records.manifest import FORMAT_VERSION, DataProvenance, DataSample
 from biasaudit.records.metric_result import MetricResult
 from biasaudit.records.sequential import SequentialRecord
 
@@ -259,6 +259,9 @@ VIEW_KEYS = frozenset({"executive", "method", "conditions", "reliability", "qual
 
 
 class RunSummary(_Record):
+    format_version: int = Field(default=FORMAT_VERSION, ge=1)
+    """The file's layout (records.manifest.FORMAT_VERSION, shared with manifest.json);
+    absent in summaries written before the field: 1."""
     audit: AuditInfo
     run_id: str = ""
     model: ModelInfo
@@ -324,6 +327,6 @@ class RunSummary(_Record):
         return cls.model_validate(json.loads(path.read_text(encoding="utf-8")))
 
 
-__all__ = ["VIEW_KEYS", "Answers", "AuditInfo", "Cover", "DataInfo", "DesignInfo", "LargestItems", "LargestRow", "ModelInfo",
-           "Reproducibility", "RunSummary", "SampleAnswer", "SampleCode", "SampleGroup", "Side", "TokenCost", "Trail",
-           "VerdictRow"]
+__all__ = ["FORMAT_VERSION", "VIEW_KEYS", "Answers", "AuditInfo", "Cover", "DataInfo", "DesignInfo", "LargestItems",
+           "LargestRow", "ModelInfo", "Reproducibility", "RunSummary", "SampleAnswer", "SampleCode", "SampleGroup",
+           "Side", "TokenCost", "Trail", "VerdictRow"]

@@ -228,9 +228,10 @@ def document(s: RunSummary, crosswalk: str | None) -> dict[str, Any]:
     views = {"executive": executive(s), "method": method(s), "conditions": conditions(s),
              "reliability": reliability(s), "quality": quality(s), "verdicts": verdict_rows(s.verdicts, crosswalk),
              "validity": validity(s)}
-    order = ["audit", "run_id", "model", "spec_sha256", "data", "generated", "cover", "executive", "method", "design",
-             "execution", "metrics", "coding", "conditions", "reliability", "quality", "verdicts", "validity",
-             "overall", "measured", "unmeasured_reason", "reproducibility", "trail", "answers"]
+    # format_version first: a reader learns the layout before anything else
+    order = ["format_version", "audit", "run_id", "model", "spec_sha256", "data", "generated", "cover", "executive",
+             "method", "design", "execution", "metrics", "coding", "conditions", "reliability", "quality", "verdicts",
+             "validity", "overall", "measured", "unmeasured_reason", "reproducibility", "trail", "answers"]
     doc = {k: views[k] if k in views else data[k] for k in order}
     doc.update({k: v for k, v in data.items() if k not in doc})
     return doc

@@ -41,7 +41,7 @@ from biasaudit.records.budget import BudgetRecord
 from biasaudit.records.coding import CodingReport
 from biasaudit.records.execution import ExecutionStats
 from biasaudit.records.json import JSONObject
-from biasaudit.records.manifest import DataRef, ModelRef, RunManifest
+from biasaudit.records.manifest import FORMAT_VERSION, DataRef, ModelRef, RunManifest
 from biasaudit.records.metric_result import MetricResult, ValidityFlag
 from biasaudit.records.responses import Response
 from biasaudit.records.sequential import SequentialRecord
@@ -247,6 +247,7 @@ def manifest(prep: Prepared, run_id: str, command: list[str]) -> RunManifest:
     c = prep.composed
     cfg = c.config
     return RunManifest(
+        format_version=FORMAT_VERSION,
         run_id=run_id,
         audit=cfg.audit.name,
         method=cfg.audit.method,

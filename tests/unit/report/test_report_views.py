@@ -14,9 +14,9 @@ from biasaudit.records.metric_result import MetricResult
 from biasaudit.records.summary import RunSummary
 from biasaudit.report import sections
 
-LAYOUT = ["audit", "run_id", "model", "spec_sha256", "data", "generated", "cover", "executive", "method", "design",
-          "execution", "metrics", "coding", "conditions", "reliability", "quality", "verdicts", "validity",
-          "overall", "measured", "unmeasured_reason", "reproducibility", "trail", "answers", "sequential"]
+LAYOUT = ["format_version", "audit", "run_id", "model", "spec_sha256", "data", "generated", "cover", "executive",
+          "method", "design", "execution", "metrics", "coding", "conditions", "reliability", "quality", "verdicts", "validity",
+          "overall", "measured", "unmeasured_reason", "reproducibility", "trail", "answers", "sequential", "budget"]
 
 
 def _e(v: float | None, n: int = 10) -> Estimate:
