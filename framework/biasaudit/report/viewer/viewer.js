@@ -266,8 +266,15 @@
     if (r.sample) { add(head, el("span", "chip", "sample " + r.sample)); }
     Object.keys(r.groups).forEach(function (k) { add(head, el("span", "chip group", k + " = " + r.groups[k])); });
     r.verdicts.forEach(function (v) { add(head, el("span", "verdict v-" + v, v)); });
-    var d = diffOf(r);
-    if (d !== null) { add(head, el("span", "chip diff", "item difference " + fmt(d))); }
+    // each chip names its metric: with no metric chosen a response may carry several
+    // metrics' item differences (e.g. two scorings of one pair), on different scales
+    var chosen = state.metric || (state.est ? state.est.metric : null);
+    Object.keys(r.items).forEach(function (m) {
+      var d = r.items[m];
+      if (d !== null && (chosen === null || m === chosen)) {
+        add(head, el("span", "chip diff", m + ": item difference " + fmt(d)));
+      }
+    });
     add(a, head);
     add(a, el("h4", null, "Prompt"), el("pre", "text prompt", r.prompt));
     if (r.status !== "ok") {
