@@ -1,7 +1,13 @@
 """Token-probability bias score (CrowS-Pairs, WinoQueer): metric `bias_score`."""
 
 from biasaudit.methods.base import MethodDef, MethodText
-from biasaudit.methods.token_probability.metric import MODE_PROBE, BiasScoreParams, check, compute
+from biasaudit.methods.token_probability.metric import (
+    MODE_PROBE,
+    BiasScoreParams,
+    check,
+    check_spec,
+    compute,
+)
 from biasaudit.methods.token_probability.oracle import ORACLE
 from biasaudit.methods.token_probability.report import present
 from biasaudit.metrics.base import MetricDef, NoBias
@@ -11,7 +17,7 @@ METRICS.add(
     "bias_score",
     MetricDef(compute=compute, params=BiasScoreParams,
               probe_kinds=frozenset(MODE_PROBE.values()), title="Token-probability bias score",
-              method="token_probability", check=check, present=present,
+              method="token_probability", check=check, check_spec=check_spec, present=present,
     bounds=(("", (0.0, 100.0)), ("neutral", (0.0, 1.0)), ("likelihood_diff.*", None), ("contrast.*", (-100.0, 100.0)), ("*", (0.0, 100.0))),
     no_bias=(("neutral", None), ("likelihood_diff.*", NoBias(0.0, "a log-probability difference, 0 is no bias")),
              ("contrast.*", NoBias(0.0, "a difference of two scores, 0 is no difference")),
