@@ -34,6 +34,7 @@ from biasaudit.methods.bbq.scores import (
     s_dis,
     tallies,
 )
+from biasaudit.methods.slot_check import check_slots
 from biasaudit.metrics.base import MetricContext
 from biasaudit.metrics.validity import valid_share
 from biasaudit.records.estimate import Estimate, Subset
@@ -184,6 +185,8 @@ def check_spec(params: BaseModel, cfg: AuditConfig) -> str | tuple[str, str] | N
             if not ok:
                 return (f"factors.{factor}.{name}.vars.{params.order_var} must list the order of the three answers, "
                         f"a permutation of 0, 1, 2 (got {perm!r})", "e.g. [1, 2, 0]: ans1 listed first, then ans2, ans0")
+    if params.layer is None and cfg.probe.kind in SCORING:  # the answers are scored from these slots
+        check_slots(cfg, {f"slots[{k}]": s for k, s in enumerate(params.slots)})
     if params.layer is not None:  # a letter the layer cannot give would never be chosen
         check_labels(params.letters, config_labels(cfg, params.layer), params.layer, "`letters` names",
                      key="letters", cls=MetricLabelError)

@@ -3,14 +3,14 @@ analysis across runs."""
 
 from biasaudit.methods.base import MethodDef, MethodText
 from biasaudit.methods.nli_bias.compare import tp_vs_nli
-from biasaudit.methods.nli_bias.metric import NLIBiasParams, check, compute
+from biasaudit.methods.nli_bias.metric import NLIBiasParams, check, check_spec, compute
 from biasaudit.methods.nli_bias.oracle import ORACLE
 from biasaudit.methods.nli_bias.report import present
 from biasaudit.metrics.base import MetricDef, NoBias
 from biasaudit.registry import METHODS, METRICS, ORACLES
 
 METRICS.add("nli_bias", MetricDef(compute=compute, params=NLIBiasParams, probe_kinds=frozenset({"classify_nli"}),
-                                  title="NLI bias scores", method="nli_bias", check=check,
+                                  title="NLI bias scores", method="nli_bias", check=check, check_spec=check_spec,
                                   present=present,
     bounds=(("contrast.*", (-100.0, 100.0)), ("*", (0.0, 100.0))),
     no_bias=(("contrast.*", NoBias(0.0, "a difference of two scores, 0 is no difference")),

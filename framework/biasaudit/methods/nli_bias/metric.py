@@ -22,10 +22,12 @@ from biasaudit.methods.nli_bias.detail import (
     NLIBiasDetail,
     Unscorable,
 )
+from biasaudit.methods.slot_check import check_slots
 from biasaudit.metrics.base import MetricContext
 from biasaudit.records.estimate import Estimate
 from biasaudit.records.metric_result import MetricResult, ReliabilityItem, ValidityFlag
 from biasaudit.records.responses import NLIOutput, parse_output
+from biasaudit.spec import AuditConfig
 from biasaudit.stats import wilson
 from biasaudit.stats.contrasts import ContrastFamily
 from biasaudit.stats.disaggregate import (
@@ -308,6 +310,14 @@ CONDITION_TEXT = {
     "M10": "argmax S = E and argmax S~ = N", "M11": "argmax S = E and argmax S~ = C",
 }
 """Each metric's condition, in words (the report's tables, undefined estimates' notes)."""
+
+
+def check_spec(params: BaseModel, cfg: AuditConfig) -> str | None:
+    """`stereo` and `counter` (the stereotyping and the counter premise) are two different input slots of the probe: the metric
+    skips a stimulus without both, so a misspelt slot would score nothing."""
+    assert isinstance(params, NLIBiasParams)
+    check_slots(cfg, {"stereo": params.stereo, "counter": params.counter})
+    return None
 
 
 def check(params: BaseModel, probe_kind: str) -> str | None:

@@ -2,7 +2,7 @@
 template function its specs build prompts with."""
 
 from biasaudit.methods.base import MethodDef, MethodText
-from biasaudit.methods.pivotal_perplexity.metric import PivotalParams, check, compute
+from biasaudit.methods.pivotal_perplexity.metric import PivotalParams, check, check_spec, compute
 from biasaudit.methods.pivotal_perplexity.oracle import ORACLE
 from biasaudit.methods.pivotal_perplexity.report import present
 from biasaudit.methods.pivotal_perplexity.segments import frame_prompt
@@ -13,7 +13,7 @@ TEMPLATE_FUNCTIONS.add("frame_prompt", frame_prompt)
 METRICS.add(
     "pivotal_perplexity",
     MetricDef(compute=compute, params=PivotalParams, probe_kinds=frozenset({"sequence_logprob"}),
-              title="Pivotal-token perplexity", method="pivotal_perplexity", check=check, present=present,
+              title="Pivotal-token perplexity", method="pivotal_perplexity", check=check, check_spec=check_spec, present=present,
     bounds=(("accuracy", (0.0, 1.0)), ("accuracy.*", (0.0, 1.0)), ("contrast.*", (-1.0, 1.0))),
     # accuracy: a share of prompt pairs, a model that cannot tell the labels apart is right half the time
     no_bias=(("accuracy", NoBias(0.5, "share of pairs, 0.5 is chance")),

@@ -29,12 +29,14 @@ from biasaudit.methods.pivotal_perplexity.detail import (
     Unscorable,
 )
 from biasaudit.methods.pivotal_perplexity.segments import Segment, frame_segments
+from biasaudit.methods.slot_check import check_slots
 from biasaudit.metrics.base import MetricContext
 from biasaudit.plan import Cell
 from biasaudit.records.estimate import Estimate, Spread
 from biasaudit.records.json import JSONObject
 from biasaudit.records.metric_result import MetricResult, ReliabilityItem
 from biasaudit.records.responses import ScoredTokens, parse_output
+from biasaudit.spec import AuditConfig
 from biasaudit.stats import cell_spread, wilson
 from biasaudit.stats.disaggregate import (
     Obs,
@@ -441,6 +443,14 @@ def _summarise(ctx: MetricContext, metric_id: str, p: PivotalParams, results: li
         params=p.model_dump(),
         detail=detail.model_dump(mode="json"),
     )
+
+
+def check_spec(params: BaseModel, cfg: AuditConfig) -> str | None:
+    """`correct` and `incorrect` (the correct and the incorrect prompt) are two different input slots of the probe: the metric
+    skips a stimulus without both, so a misspelt slot would score nothing."""
+    assert isinstance(params, PivotalParams)
+    check_slots(cfg, {"correct": params.correct, "incorrect": params.incorrect})
+    return None
 
 
 def check(params: BaseModel, probe_kind: str) -> str | None:

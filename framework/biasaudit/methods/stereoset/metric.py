@@ -16,6 +16,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from biasaudit.coding.label_check import MetricLabelError
+from biasaudit.methods.slot_check import check_slots
 from biasaudit.methods.stereoset.records import ItemScores, StereoSetDetail, Unscored
 from biasaudit.methods.stereoset.scores import (
     Item,
@@ -53,7 +55,15 @@ NEEDED = ("target", "bias_type", "split", *ROLES)
 
 
 def check_spec(params: BaseModel, cfg: AuditConfig) -> str | tuple[str, str] | None:
-    """The stimuli come in a format that gives the fields the scores read."""
+    """The stimuli come in a format that gives the fields the scores read, and the three
+    roles are three different input slots of the probe."""
+    assert isinstance(params, StereoSetParams)
+    missing = [r for r in ROLES if r not in params.slots]
+    if missing:  # e.g. `+metrics.0.slots.stereotype=x` on the command line gives a one-key map
+        raise MetricLabelError(f"gives no slot for {', '.join(missing)}", key="slots",
+                               hint="give all three roles: " + ", ".join(
+                                   f"slots.{r}: {params.slots.get(r, r)}" for r in ROLES))
+    check_slots(cfg, {f"slots.{r}": params.slots[r] for r in ROLES})
     made = {*ADAPTERS.get(cfg.stimuli.format).fields, *cfg.stimuli.fields}  # declared by the format or mapped
     if not set(NEEDED) <= set(made):
         return (f"the metric reads fields the stimulus format {cfg.stimuli.format!r} does not make: "

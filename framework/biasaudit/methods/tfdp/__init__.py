@@ -7,6 +7,7 @@ from pydantic import BaseModel
 
 from biasaudit.methods.base import MethodDef, MethodText
 from biasaudit.methods.tfdp import adapter  # noqa: F401  (registers the stimulus format)
+from biasaudit.methods.tfdp.checks import check_spec
 from biasaudit.methods.tfdp.coder import TFDP_VECTORS
 from biasaudit.methods.tfdp.metric import TFDPParams, check, compute
 from biasaudit.methods.tfdp.oracle import ORACLE
@@ -29,7 +30,7 @@ def default_coding(params: BaseModel, cfg: AuditConfig) -> DefaultCoding:
 CODERS.add("tfdp_vectors", TFDP_VECTORS)
 METRICS.add("tfdp", MetricDef(
     compute=compute, params=TFDPParams, probe_kinds=frozenset({"generate", "next_token"}), title="TFDP",
-    method="tfdp", check=check, layers=lambda p: {"layer": p.layer if isinstance(p, TFDPParams) else ""},
+    method="tfdp", check=check, check_spec=check_spec, layers=lambda p: {"layer": p.layer if isinstance(p, TFDPParams) else ""},
     default_coding=default_coding, present=present,
     bounds=(("contrast.*", (-2.0, 2.0)), ("*", (-1.0, 1.0))),
     no_bias=(("contrast.*", NoBias(0.0, "a difference of two scores, 0 is no difference")),

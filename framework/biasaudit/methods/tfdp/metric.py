@@ -241,6 +241,10 @@ def predictions_of(outputs: Sequence[JSONObject], kind: str) -> tuple[list[Predi
 
 # -- the metric ----------------------------------------------------------------------------
 
+class NotEmbedded(Exception):
+    """A text the metric aligns has no vector in the layer: the pair is unscorable."""
+
+
 def _scorer(ctx: MetricContext, p: TFDPParams) -> Scorer:
     """A scorer whose embeddings are looked up in the `tfdp_vectors` layer's codes."""
     vectors: dict[str, np.ndarray] = {}
@@ -248,6 +252,10 @@ def _scorer(ctx: MetricContext, p: TFDPParams) -> Scorer:
         vectors.update((t, np.asarray(v, dtype=np.float64)) for t, v in (code.detail.vectors or {}).items())
 
     def lookup(texts: list[str]) -> np.ndarray:
+        missing = next((t for t in texts if t not in vectors), None)
+        if missing is not None:
+            raise NotEmbedded(f"layer {p.layer!r} holds no embedding of {missing!r} (its code failed, or it embeds "
+                              f"that slot with other fields)")
         return np.stack([vectors[t] for t in texts])
 
     options = ctx.layers[p.layer].options if p.layer in ctx.layers else None
@@ -309,11 +317,15 @@ def compute(ctx: MetricContext, metric_id: str, params: BaseModel) -> MetricResu
         if bad:
             failed.append(Unscorable(stimulus=sid, reason=bad[0].error or "failed"))
             continue
-        out_tokens += _output_tokens(resp, ctx.plan.kind)
-        n_reads += len(resp[p.slot]) + len(resp[p.counter_slot])
         outputs = ([r.output for r in resp[p.slot] if r.output is not None],  # all answered (`bad` is empty)
                    [r.output for r in resp[p.counter_slot] if r.output is not None])
-        pair, said = score_pair(scorer, p, sid, stim[sid].fields, outputs, ctx.plan.kind)
+        try:
+            pair, said = score_pair(scorer, p, sid, stim[sid].fields, outputs, ctx.plan.kind)
+        except NotEmbedded as exc:  # validate refuses a layer that disagrees; this is a failed embedding
+            failed.append(Unscorable(stimulus=sid, reason=str(exc)))
+            continue
+        out_tokens += _output_tokens(resp, ctx.plan.kind)
+        n_reads += len(resp[p.slot]) + len(resp[p.counter_slot])
         pairs.append(pair)
         answers += said
     return _summarise(ctx, metric_id, p, pairs, failed, out_tokens, n_reads, scorer.r, undefined=uninformative(answers))

@@ -2,7 +2,13 @@
 
 from biasaudit.methods.base import MethodDef, MethodText
 from biasaudit.methods.token_probability.card import CARD
-from biasaudit.methods.token_probability.metric import MODE_PROBE, BiasScoreParams, check, compute
+from biasaudit.methods.token_probability.metric import (
+    MODE_PROBE,
+    BiasScoreParams,
+    check,
+    check_spec,
+    compute,
+)
 from biasaudit.methods.token_probability.oracle import ORACLE
 from biasaudit.methods.token_probability.report import present
 from biasaudit.metrics.base import MetricDef, NoBias
@@ -12,7 +18,7 @@ METRICS.add(
     "bias_score",
     MetricDef(compute=compute, params=BiasScoreParams,
               probe_kinds=frozenset(MODE_PROBE.values()), title="Token-probability bias score",
-              method="token_probability", check=check, present=present, card=CARD,
+              method="token_probability", check=check, check_spec=check_spec, present=present, card=CARD,
     bounds=(("", (0.0, 100.0)), ("neutral", (0.0, 1.0)), ("likelihood_diff.*", None), ("contrast.*", (-100.0, 100.0)), ("*", (0.0, 100.0))),
     no_bias=(("neutral", None), ("likelihood_diff.*", NoBias(0.0, "a log-probability difference, 0 is no bias")),
              ("contrast.*", NoBias(0.0, "a difference of two scores, 0 is no difference")),

@@ -13,6 +13,7 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict
 
+from biasaudit.methods.slot_check import check_slots
 from biasaudit.methods.token_probability.detail import (
     BiasScoreDetail,
     FieldScores,
@@ -26,6 +27,7 @@ from biasaudit.records.estimate import Estimate
 from biasaudit.records.json import JSONObject
 from biasaudit.records.metric_result import MetricResult, ReliabilityItem
 from biasaudit.records.responses import ScoredTokens, parse_output
+from biasaudit.spec import AuditConfig
 from biasaudit.stats import cell_spread, mean_t, wilson
 from biasaudit.stats.disaggregate import (
     Obs,
@@ -282,6 +284,14 @@ def compute(ctx: MetricContext, metric_id: str, params: BaseModel) -> MetricResu
         params=p.model_dump(),
         detail=detail.model_dump(mode="json"),
     )
+
+
+def check_spec(params: BaseModel, cfg: AuditConfig) -> str | None:
+    """`more` and `less` (the stereotyping and the less stereotyping sentence) are two different input slots of the probe: the metric
+    skips a stimulus without both, so a misspelt slot would score nothing."""
+    assert isinstance(params, BiasScoreParams)
+    check_slots(cfg, {"more": params.more, "less": params.less})
+    return None
 
 
 def check(params: BaseModel, probe_kind: str) -> str | None:
