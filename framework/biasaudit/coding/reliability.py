@@ -163,9 +163,15 @@ def pair_report(pair: ReliabilityPair, layers: Mapping[str, Layer], units: Seque
     rows, ends = _pair_rows(pair, layers, units, codes)
     labels = sorted({x for _, x, _ in rows} | {y for _, _, y in rows})
     cells = {}
-    for cell in dict.fromkeys(u.cell for u in units):
-        sub = [r for r in rows if r[0].cell == cell]
-        sub_e = [e for e in ends if e[0].cell == cell]
+    # grouped in one pass (not one scan of every row per cell: grids have many cells)
+    rows_of: dict[str, list[tuple[Unit, str, str]]] = {u.cell: [] for u in units}
+    ends_of: dict[str, list[tuple[Unit, float, float]]] = {cell: [] for cell in rows_of}
+    for r in rows:
+        rows_of[r[0].cell].append(r)
+    for e in ends:
+        ends_of[e[0].cell].append(e)
+    for cell in rows_of:
+        sub, sub_e = rows_of[cell], ends_of[cell]
         if sub or sub_e:
             cells[cell] = _agreement(sub, sub_e, seed)
     return PairReport(a=pair.a, b=pair.b, labels=labels, pooled=_agreement(rows, ends, seed), cells=cells)

@@ -26,11 +26,18 @@ def _cell_labels(lay: Layer, units: Sequence[Unit], coded: list[tuple[Unit, Code
     if lay.value_type == "number":
         rows = [Obs(cell=u.cell, cluster=u.stimulus, value=c.value) for u, c in coded if c.value is not None]
         means = by_cell(rows, mean)
-    for cell in dict.fromkeys(u.cell for u in units):
-        here = [c for u, c in coded if u.cell == cell]
+    # grouped in one pass (not one scan of every unit per cell: grids have many cells)
+    first: dict[str, Unit] = {}
+    for u in units:
+        first.setdefault(u.cell, u)
+    codes_of: dict[str, list[Code]] = {cell: [] for cell in first}
+    for u, c in coded:
+        codes_of[u.cell].append(c)
+    for cell, unit in first.items():
+        here = codes_of[cell]
         counts = Counter(c.label for c in here if c.label is not None)
         n = len(here)
-        levels = next(dict(u.levels) for u in units if u.cell == cell)
+        levels = dict(unit.levels)
         cells.append(CellLabels(cell=cell, levels=levels, n=n, counts={lab: counts.get(lab, 0) for lab in labels},
                                 shares={lab: counts.get(lab, 0) / n for lab in labels} if n else {},
                                 mean=means.get(cell)))

@@ -95,8 +95,17 @@ class JudgePanelCoder:
         self.answers = _answers(env, options)
         self.words = list(self.answers.values())
         self.label_of = {w: lab for lab, w in reversed(list(self.answers.items()))}  # first label wins a shared word
+        # the same for every request: serialised once, not once per unit and judge
+        self.params = CodingRequest.chat("judge", "choice", "", {"choices": self.words}).params
+        # unit id -> (its input, its requests): `plan` is asked again after the answers
+        # come, and `code` reads the same requests, so each unit's prompts render once
+        self._planned: dict[str, tuple[str, list[CodingRequest]]] = {}
 
     def requests(self, unit: Unit, text: str) -> list[CodingRequest]:
+        got = self._planned.get(unit.id)
+        if got is not None and got[0] == text:
+            return got[1]
+        full = text
         if self.o.max_chars is not None:
             text = text[: self.o.max_chars]
         ctx = unit.context(text=text)
@@ -104,7 +113,8 @@ class JudgePanelCoder:
         for j in self.judges:
             key = self.env.key("rubric") if self.o.rubric else f"judge.judges.{j.name}.prompt"
             user = render(self.o.rubric or j.prompt, ctx, file=self.env.spec_file if self.o.rubric else None, key=key)
-            out.append(CodingRequest.chat(f"judge:{j.name}", "choice", user, {"choices": self.words}))
+            out.append(CodingRequest(route=f"judge:{j.name}", kind="choice", user=user, params=self.params))
+        self._planned[unit.id] = (full, out)
         return out
 
     def plan(self, units: Sequence[Unit], inputs: Mapping[str, str], answers: Answers) -> list[CodingRequest]:
@@ -112,12 +122,15 @@ class JudgePanelCoder:
 
     def code(self, units: Sequence[Unit], inputs: Mapping[str, str], answers: Answers) -> list[Code]:
         out = []
+        vote_of: dict[CodingRequest, str | None] = {}  # one answer serves every unit that asked it
         for u in units:
             votes: dict[str, str | None] = {}
             for j, req in zip(self.judges, self.requests(u, inputs[u.id]), strict=True):
-                r = answers.get(req)
-                got = parse_output(ChoiceOutput, r) if r is not None else None
-                votes[j.name] = self.label_of.get(got.choice) if got is not None else None
+                if req not in vote_of:
+                    r = answers.get(req)
+                    got = parse_output(ChoiceOutput, r) if r is not None else None
+                    vote_of[req] = self.label_of.get(got.choice) if got is not None else None
+                votes[j.name] = vote_of[req]
             labels = list(votes.values())
             detail = CodeDetail(votes=votes)
             if self.o.aggregate == "mean":

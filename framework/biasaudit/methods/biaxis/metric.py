@@ -224,10 +224,17 @@ def _cell_ber(cell: Cell, sub: list[Coded], tokens: float, p: BiaxisParams) -> C
 def per_cell(ctx: MetricContext, p: BiaxisParams, coded: list[Coded], elig: list[Coded]) -> list[CellBER]:
     """The cells with eligible responses, in plan order, with their mitigation flags."""
     out = []
+    # grouped in one pass (not one scan of every response per cell: grids have many cells)
+    elig_of: dict[str, list[Coded]] = {}
+    tokens_of: dict[str, list[float]] = {}
+    for c in elig:
+        elig_of.setdefault(c.cell, []).append(c)
+    for c in coded:
+        tokens_of.setdefault(c.cell, []).append(c.tokens)
     for cell in ctx.plan.cells:
-        sub = [c for c in elig if c.cell == cell.id]
+        sub = elig_of.get(cell.id, [])
         if sub:
-            tokens = float(np.mean([c.tokens for c in coded if c.cell == cell.id]))
+            tokens = float(np.mean(tokens_of.get(cell.id, [])))
             out.append(_cell_ber(cell, sub, tokens, p))
     pareto = _pareto(out)
     reroute = _rerouting(ctx, p, out)
