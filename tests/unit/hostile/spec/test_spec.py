@@ -212,7 +212,10 @@ suite:
 ])
 def test_templates_are_bounded(workdir: Path, cli, planted: str, template: str, message: str) -> None:  # type: ignore[no-untyped-def]
     spec = spec_with(workdir, replace=('more: "{{ more }}"', f"more: {json.dumps(template)}"))
-    clean_failure(cli("validate", f"spec={spec}", "runtime.limits.template_steps=200000"), workdir,
+    # the time bound set far off: on a loaded machine 200,000 steps can take over the
+    # default 5 s, and the time bound (test_template_time_limit_is_the_operators) would fire first
+    clean_failure(cli("validate", f"spec={spec}", "runtime.limits.template_steps=200000",
+                      "runtime.limits.template_seconds=600"), workdir,
                   str(spec), "probe.inputs.more", "template error", message, "runtime.limits.template_")
 
 
