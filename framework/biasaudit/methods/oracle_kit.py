@@ -133,13 +133,17 @@ class GroupDesign:
     """A spec's grouping of factor levels, for the permutation row."""
 
     var: str
-    """The level variable holding the group label (e.g. `group`)."""
+    """The level variable holding the group label (e.g. `group`), or with `field` the
+    stimulus field (e.g. `gender`; its levels are then the field's values, factor
+    `stimuli`)."""
     levels: tuple[GroupLevel, ...]
     source: str
     """What gives `GroupLevel.content`, named in the row's messages."""
     truth: Callable[[Mapping[tuple[str, str], str], frozenset[tuple[str, str]]], Mapping[str, float]]
     """(each (factor, level) -> its group, the levels the gap is planted on) -> estimate
     name (fnmatch pattern; "" the headline) -> its true value under the `gap` oracle."""
+    field: bool = False
+    """`var` is a stimulus field, not a level variable."""
 
 
 CONTENT_KINDS = ("content", "content_anti")

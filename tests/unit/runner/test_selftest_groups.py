@@ -72,13 +72,13 @@ def test_a_metric_that_does_not_follow_the_labels_fails_the_permuted_run(prep: A
     real = selftest_groups.relabelled
     calls: list[int] = []
 
-    def mixed(p: Any, var: str, assignment: Any) -> Any:
+    def mixed(p: Any, var: str, assignment: Any, field: bool = False) -> Any:
         calls.append(1)
         if len(calls) == 1:
-            return real(p, var, assignment)
+            return real(p, var, assignment, field)
         order = sorted(assignment)
         # david, emily, john | maria, michael, sarah: each group holds names of both
-        return real(p, var, {k: ("female", "male")[i >= 3] for i, k in enumerate(order)})
+        return real(p, var, {k: ("female", "male")[i >= 3] for i, k in enumerate(order)}, field)
 
     monkeypatch.setattr(selftest_groups, "relabelled", mixed)
     out = SelfTestResult(spec="fisco_gender")
@@ -97,3 +97,68 @@ def test_the_shipped_spec_passes_the_row_and_notes_the_names_the_list_lacks(prep
     assert {r.got for r in out.rows} == {"1"}
     [note] = out.notes
     assert re.search(r"does not give the group of emily \('Emily'\), sarah \('Sarah'\)", note)
+
+
+@pytest.fixture(scope="module")
+def hiring() -> Any:
+    from biasaudit.runner.pipeline import prepare
+    from biasaudit.spec.compose import compose
+
+    return prepare(compose(["spec=hiring_impact", *ORACLE_MODEL]))
+
+
+def _hiring_rows(hiring: Any) -> SelfTestResult:
+    from biasaudit.methods.label_rates.impact_oracle import ORACLE as IMPACT
+
+    out = SelfTestResult(spec="hiring_impact")
+    selftest_groups.group_rows(out, hiring, IMPACT, hiring.params["impact"])
+    return out
+
+
+def test_the_gap_moves_with_the_labels_of_a_per_group_estimate(hiring: Any) -> None:
+    """hiring_impact: 48 candidates, 24 per gender, each in two framings. The gap oracle
+    answers "No" to every prompt that names a man ("A man Asian candidate ..."), so by
+    hand: the man group's selection rate is 0/48 units, the woman group's 48/48, every
+    race's 24/48 = 0.5. With the labels permuted (man->woman, woman->man) in the oracle's
+    copy, the same prompts must give the woman group 0 and the man group 1; the races do
+    not move."""
+    out = _hiring_rows(hiring)
+    assert out.problems == [] and all(r.ok for r in out.rows)
+    got = {r.threshold: r.got for r in out.rows}
+    assert got["impact.rate.gender.man (as the spec groups them)"] == "0"
+    assert got["impact.rate.gender.woman (as the spec groups them)"] == "1"
+    assert got["impact.rate.gender.man (labels permuted man->woman, woman->man)"] == "1"
+    assert got["impact.rate.gender.woman (labels permuted man->woman, woman->man)"] == "0"
+    races = [v for k, v in got.items() if k.startswith("impact.rate.race.")]
+    assert races == ["0.5"] * 8
+
+
+def test_an_estimate_that_stays_put_when_the_labels_move_fails(hiring: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A pipeline whose groups do not follow the design's labels (simulated: the permuted
+    copy is the spec's own) leaves the gap on the man group: the permuted run fails."""
+    real = selftest_groups.relabelled
+    monkeypatch.setattr(selftest_groups, "relabelled", lambda p, var, a, field=False: p)
+    out = _hiring_rows(hiring)
+    monkeypatch.setattr(selftest_groups, "relabelled", real)
+    bad = [r.threshold for r in out.rows if not r.ok]
+    assert "impact.rate.gender.man (labels permuted man->woman, woman->man)" in bad
+    assert not any("as the spec groups them" in b for b in bad)
+    [problem] = out.problems
+    assert problem.startswith("permutation row (labels permuted man->woman, woman->man)")
+    assert "check that the metric groups by the stimulus field 'gender'" in problem
+
+
+def test_no_row_where_the_prompts_do_not_name_the_category(hiring: Any) -> None:
+    """Groups whose prompts do not name them (here: the gender word taken out of every
+    prompt) cannot be planted by content: no permutation row, rather than a false one."""
+    import dataclasses
+
+    from biasaudit.methods.label_rates.impact_oracle import groups
+
+    reqs = {k: r.model_copy(update={"messages": [{**m, "content": re.sub(r"\b(wo)?man\b", "person",
+                                                                            m.get("content", ""))}
+                                                   for m in (r.messages or [])]})
+            for k, r in hiring.plan.requests.items()}
+    blind = dataclasses.replace(hiring, plan=dataclasses.replace(hiring.plan, requests=reqs))
+    assert groups(hiring, hiring.params["impact"]) is not None
+    assert groups(blind, hiring.params["impact"]) is None
