@@ -27,6 +27,7 @@ from biasaudit.backends.factory import (
     check_probe_support,
     check_stimuli,
     identity_scope,
+    kind_of,
     nli_identity,
 )
 
@@ -46,5 +47,6 @@ __all__ = [
     "check_probe_support",
     "check_stimuli",
     "identity_scope",
+    "kind_of",
     "resolve_model_path",
 ]

@@ -503,6 +503,16 @@ class HFCausalBackend:
         pass
 
 
+def _served_kind() -> BackendKind[HFCausalConfig]:
+    """The same model served by a managed inference engine (`serve`): its identity is the
+    in-process one (the weights) plus the engine's; one engine per model for the process."""
+    from biasaudit.backends.served import ServedBackend, served_identity
+
+    return BackendKind(config=HFCausalConfig, supports=HFCausalBackend.supports,
+                       identity=lambda cfg: served_identity(cfg, _identity(cfg)), build=ServedBackend, local=False,
+                       label_logprobs=True, keep_loaded=True)
+
+
 BACKENDS.add(
     "hf_causal",
     BackendKind(
@@ -512,5 +522,7 @@ BACKENDS.add(
         build=lambda cfg, rt: HFCausalBackend(cfg, rt),
         local=True,
         label_logprobs=True,
+        keep_loaded=True,
+        variant=lambda cfg: _served_kind() if cfg.serve is not None else None,
     ),
 )

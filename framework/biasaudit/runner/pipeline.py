@@ -23,7 +23,13 @@ from biasaudit._util.progress import load_note, stage
 from biasaudit._util.secrets import guard_logging, watch_config
 from biasaudit._util.trail import write_json_lines
 from biasaudit._version import __version__
-from biasaudit.backends import audit_identity, audit_subject, build_audit_backend, check_stimuli
+from biasaudit.backends import (
+    audit_identity,
+    audit_subject,
+    build_audit_backend,
+    check_stimuli,
+    kind_of,
+)
 from biasaudit.coding.base import LayerCalls
 from biasaudit.coding.calibration_record import calibration_problems
 from biasaudit.coding.human_review import below_chance_flags
@@ -475,11 +481,11 @@ def _close_stale_runs(store: Store) -> None:
 
 def run(prep: Prepared, run_dir: Path, command: list[str]) -> RunSummary:
     cfg = prep.composed.config
-    if cfg.model.backend == "oracle":
+    if kind_of(cfg.model).selftest_only:
         # the self-test's stand-in answers no real request: refused before any folder is made
         from biasaudit.errors import BackendError
 
-        raise BackendError("the `oracle` model answers only inside `biasaudit selftest`", key="model.backend",
+        raise BackendError(f"the `{cfg.model.backend}` model answers only inside `biasaudit selftest`", key="model.backend",
                            hint="choose a real model config for `biasaudit run` (`biasaudit list models`)")
     guard_logging()
     # Multirun jobs live in subfolders of reports/sweeps/<time>/: name them by both.
