@@ -6,7 +6,7 @@ Heavy libraries (torch, transformers) are imported only when a local model is bu
 from biasaudit.backends import (  # noqa: F401  (registration)
     anthropic,
     batch_openai,
-    hf_causal,
+    hf_causal_kind,
     hf_masked,
     http_app,
     openai_compat,

@@ -199,6 +199,9 @@ class BackendKind(Generic[C]):
     stated_price: Callable[[C], ModelPrice | None] | None = None
     """The price the user stated in the config (billed backends, and a test double standing
     in for one), which a money budget counts against."""
+    first_load_note: Callable[[C], str] | None = None
+    """What the first load of this config will do, said before it starts ("" nothing
+    worth saying)."""
     selftest_only: bool = False
     """The self-test's stand-in: answers no real request, so `biasaudit run` refuses it."""
 

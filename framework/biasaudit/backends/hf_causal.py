@@ -15,8 +15,6 @@ from typing import Any
 
 from biasaudit._util import interrupt
 from biasaudit.backends.base import (
-    BACKENDS,
-    BackendKind,
     Emit,
     Response,
     resolve_model_path,
@@ -502,27 +500,3 @@ class HFCausalBackend:
     def close(self) -> None:
         pass
 
-
-def _served_kind() -> BackendKind[HFCausalConfig]:
-    """The same model served by a managed inference engine (`serve`): its identity is the
-    in-process one (the weights) plus the engine's; one engine per model for the process."""
-    from biasaudit.backends.served import ServedBackend, served_identity
-
-    return BackendKind(config=HFCausalConfig, supports=HFCausalBackend.supports,
-                       identity=lambda cfg: served_identity(cfg, _identity(cfg)), build=ServedBackend, local=False,
-                       label_logprobs=True, keep_loaded=True)
-
-
-BACKENDS.add(
-    "hf_causal",
-    BackendKind(
-        config=HFCausalConfig,
-        supports=HFCausalBackend.supports,
-        identity=_identity,
-        build=lambda cfg, rt: HFCausalBackend(cfg, rt),
-        local=True,
-        label_logprobs=True,
-        keep_loaded=True,
-        variant=lambda cfg: _served_kind() if cfg.serve is not None else None,
-    ),
-)

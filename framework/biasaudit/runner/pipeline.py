@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, NamedTuple
 from pydantic import BaseModel
 
 from biasaudit._util.fileio import atomic_write
-from biasaudit._util.progress import load_note, stage
+from biasaudit._util.progress import stage
 from biasaudit._util.secrets import guard_logging, watch_config
 from biasaudit._util.trail import write_json_lines
 from biasaudit._version import __version__
@@ -69,6 +69,7 @@ from biasaudit.runner.checks import (
     coding_plan,
     level_groups,
 )
+from biasaudit.spec import AuditConfig
 from biasaudit.spec.compose import Composed
 from biasaudit.store import Store
 from biasaudit.verdicts.thresholds import VerdictRecord, evaluate
@@ -477,6 +478,15 @@ def _close_stale_runs(store: Store) -> None:
                 command = None
         log.warning("run %s did not finish (process %s is gone); marked interrupted", r["run_id"], r["pid"])
         note_interrupted(run_dir, f"its process ({r['pid']}) ended before the run finished", str(store.path), command)
+
+
+def load_note(cfg: AuditConfig) -> str:
+    """What the first load of the audited model will do, said before it starts (its
+    backend kind says, e.g. a GGUF file dequantized on first use)."""
+    if cfg.probe.kind == "classify_nli" and cfg.nli is not None and cfg.nli.backend != "llm_nli":
+        return ""
+    kind = kind_of(cfg.model)
+    return kind.first_load_note(kind.config_of(cfg.model)) if kind.first_load_note else ""
 
 
 def run(prep: Prepared, run_dir: Path, command: list[str]) -> RunSummary:
