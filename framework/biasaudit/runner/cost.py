@@ -13,12 +13,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from biasaudit.backends import kind_of
 from biasaudit.coding.cost import LayerEstimate, bounds
 from biasaudit.plan import canonical_json
 from biasaudit.plan.stream import PlanCount, PlanCounts, count_plans
 from biasaudit.records.json import JSONObject
 from biasaudit.spec.compose import Composed
-from biasaudit.spec.model_configs import AnthropicConfig, ModelPrice, OpenAICompatConfig, fmt_money
+from biasaudit.spec.model_configs import ModelPrice, fmt_money
 from biasaudit.store import Store, Throughput
 
 if TYPE_CHECKING:
@@ -50,7 +51,8 @@ class JobEstimate:
     def price(self) -> ModelPrice | None:
         """The subject model's price as the user stated it (only billed backends have one)."""
         m = self.composed.config.model
-        return m.price if isinstance(m, OpenAICompatConfig | AnthropicConfig) else None
+        kind = kind_of(m)
+        return kind.stated_price(kind.config_of(m)) if kind.billed and kind.stated_price else None
 
     @property
     def needed_tokens(self) -> tuple[float, float]:
