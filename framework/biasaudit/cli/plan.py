@@ -183,18 +183,20 @@ def _plan_suite(found: tuple[SuiteSpec, Path], rest: list[str]) -> int:
 
 
 def _print_sweep_plan(jobs: list[JobEstimate]) -> int:
-    from biasaudit.runner.cost import fmt_duration
+    from biasaudit.runner.cost import fmt_duration, wall_time
 
     print(f"{'#':>3}  {'model':<28}{'items':>10}{'unique':>10}{'cached':>10}{'calls':>10}{'coding':>10}"
           f"{'in tok':>12}{'est. time':>12}  overrides")
     total_items = total_calls = total_tin = 0
     coding_total: int | None = 0
-    total_s = 0.0
+    low = high = 0.0
     unmeasured = 0
     for i, j in enumerate(jobs):
         shared = j.shares_with is not None
         calls = 0 if shared else j.needed
-        est = "shared" if shared else ("n/a" if j.needed and j.rate is None else fmt_duration(j.seconds or 0.0))
+        w = j.wall
+        # a job never measured shows the slow end of its backend's default range, marked *
+        est = "shared" if shared else fmt_duration(w.high_s) + ("*" if j.needed and j.rate is None else "")
         coding, n_coding = _coding_cell(j)
         coding_total = None if coding_total is None or n_coding is None else coding_total + n_coding
         print(f"{i:>3}  {j.composed.config.model.name:<28}{j.model.items:>10}{j.model.unique:>10}"
@@ -204,10 +206,10 @@ def _print_sweep_plan(jobs: list[JobEstimate]) -> int:
         if not shared:
             total_calls += calls
             total_tin += j.model.input_tokens
-            if j.needed and j.rate is None:
-                unmeasured += 1
-            else:
-                total_s += j.seconds or 0.0
+            unmeasured += 1 if j.needed and j.rate is None else 0
+        if shared:  # its answers come from the cache the earlier job filled: only the engine's work
+            w = wall_time(j.composed.config.model.backend, j.counts.kind, 0, j.model.items, [])
+        low, high = low + w.low_s, high + w.high_s
     print(f"sweep: {len(jobs)} jobs, {total_items} plan items, {total_calls} model calls needed "
           f"(jobs with the same model share requests through the cache), ~{total_tin} input tokens (est.)")
     if any(j.coding for j in jobs):
@@ -216,11 +218,9 @@ def _print_sweep_plan(jobs: list[JobEstimate]) -> int:
               + "; `biasaudit plan` on one job shows them per layer")
     _print_sweep_cost(jobs)
     _print_sweep_footprint(jobs)
-    if unmeasured == len([j for j in jobs if j.shares_with is None and j.needed]) and unmeasured:
-        print("estimated time: no measurement yet (run a job once to measure each model's throughput)")
-    else:
-        note = f"; plus {unmeasured} job(s) with no measurement yet" if unmeasured else ""
-        print(f"estimated time (jobs one after another, from measured throughput): ~{fmt_duration(total_s)}{note}")
+    note = (f"; * {unmeasured} job(s) at their backend's default throughput (estimate: default, not measured)"
+            if unmeasured else "; from measured throughput")
+    print(f"estimated time (jobs one after another): {fmt_duration(low)} to {fmt_duration(high)}{note}")
     return 0
 
 

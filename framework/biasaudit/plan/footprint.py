@@ -52,6 +52,14 @@ ITEM_ROW_FIXED = 190
 data columns (hiring_impact: 79,949 B for 192 rows of a 200-character prompt and a
 13-character answer). A metric writes at most one row a plan item; many write none (the
 grid's items.csv is 21 B), so the estimate is an upper bound."""
+SUMMARY_ITEM_ROW = 260
+"""summary.json bytes a plan item and metric for a metric that keeps its item rows there
+(specs/crows_pairs_tp.yaml, 1,000 pairs = 2,000 requests on model=scripted: 504,219 B for
+one metric, 252 B an item); the grid's biaxis metric keeps none (its summary.json is
+690 KB at 2,005 and at 20,050 requests). An upper bound, with items.csv."""
+SCORE_CHARS_PER_TOKEN = 26
+"""A scored sequence's stored answer (tokens, ids, log-probs, offsets) a prompt token:
+470 B for a 71-character sentence (18 tokens as counted here), crows_pairs_tp above."""
 RSS_BASE = 280 * 2**20
 """Peak RSS of a run before its plan (the interpreter, libraries, backend, report code):
 the intercept of the fit, 296,100 KB - 2,005 x 8.24 KB."""
@@ -67,7 +75,7 @@ class Footprint:
     responses: int
     codes: int
     items: int
-    """items.csv, at most (one row a plan item and metric)."""
+    """items.csv and summary.json's item rows, at most (one row a plan item and metric)."""
     report: int
     cache: int
     """Growth of the cache file: the calls still needed (cached answers add nothing)."""
@@ -86,15 +94,17 @@ class Footprint:
         return self.run_folder + self.cache
 
 
-def estimate_footprint(*, items: int, needed: int, prompt_tokens: float, answer_tokens: float,
+def estimate_footprint(*, items: int, needed: int, prompt_tokens: float, answer_chars: float,
                        cells: int, cell_id_chars: float, code_rows_per_item: int, metrics: int,
-                       answer_basis: str) -> Footprint:
+                       answer_basis: str, scored: bool = False) -> Footprint:
     """Bytes of a run of `items` plan items, `needed` of them still to call, with a mean
-    prompt of `prompt_tokens` and answer of `answer_tokens` a request."""
-    text = CHARS_PER_TOKEN * (prompt_tokens + answer_tokens)
+    prompt of `prompt_tokens` and a stored answer of `answer_chars` a request (`scored`:
+    per-token scores, which item rows do not repeat)."""
+    text = CHARS_PER_TOKEN * prompt_tokens + answer_chars
     responses = items * (RESPONSE_ROW_FIXED + 2 * cell_id_chars + text)
     codes = items * code_rows_per_item * (CODE_ROW_FIXED + cell_id_chars + UNIT_SUFFIX)
-    item_rows = items * metrics * (ITEM_ROW_FIXED + cell_id_chars + text)
+    row_text = CHARS_PER_TOKEN * prompt_tokens + (0 if scored else answer_chars)
+    item_rows = items * metrics * (ITEM_ROW_FIXED + cell_id_chars + row_text + SUMMARY_ITEM_ROW)
     return Footprint(responses=round(responses), codes=round(codes), items=round(item_rows),
                      report=REPORT_BASE + REPORT_PER_CELL * cells,
                      cache=round(needed * (CACHE_ROW_FIXED + text)), peak_rss=RSS_BASE + RSS_PER_ITEM * items,

@@ -94,18 +94,23 @@ def footprint_of(*, items: int, unique: int, needed: int, input_tokens: int, out
                  cells: Sequence[Cell], code_rows: int, metrics: int, measured: list[Throughput]) -> Footprint:
     """A run's footprint from its counts: a generation's answers as long as the model's
     measured mean (kept with its throughput), else at `max_tokens` (an upper bound)."""
+    from biasaudit.plan.footprint import CHARS_PER_TOKEN, SCORE_CHARS_PER_TOKEN
+
     per = max(unique, 1)
-    answer, basis = output_tokens / per, "no text answer"
-    if kind == "generate":
+    answer, basis = CHARS_PER_TOKEN * output_tokens / per, "no text answer"
+    if kind in ("sequence_logprob", "pseudo_loglik"):  # a score per prompt token is stored
+        answer, basis = SCORE_CHARS_PER_TOKEN * input_tokens / per, "a score stored per prompt token"
+    elif kind == "generate":
         seen = next((t for t in measured if t.output_tokens), None)
         if seen is not None:
-            answer, basis = seen.output_tokens / seen.calls, "answers as long as measured"
+            answer = CHARS_PER_TOKEN * seen.output_tokens / seen.calls
+            basis = "answers as long as measured"
         else:
             basis = "answers at max_tokens: an upper bound"
     return estimate_footprint(
-        items=items, needed=needed, prompt_tokens=input_tokens / per, answer_tokens=answer, cells=len(cells),
+        items=items, needed=needed, prompt_tokens=input_tokens / per, answer_chars=answer, cells=len(cells),
         cell_id_chars=sum(len(c.id) for c in cells) / max(len(cells), 1), code_rows_per_item=code_rows,
-        metrics=metrics, answer_basis=basis)
+        metrics=metrics, answer_basis=basis, scored=kind in ("sequence_logprob", "pseudo_loglik"))
 
 
 def prepared_footprint(prep: Prepared) -> Footprint:
@@ -297,7 +302,7 @@ def footprint_rows(job: JobEstimate) -> list[tuple[str, str]]:
     f = job.footprint
     return [
         ("run folder (est.)", f"{fmt_bytes(f.run_folder)} (responses.jsonl {fmt_bytes(f.responses)}, codes.jsonl "
-                              f"{fmt_bytes(f.codes)}, items.csv at most {fmt_bytes(f.items)}, reports {fmt_bytes(f.report)}; "
+                              f"{fmt_bytes(f.codes)}, item rows at most {fmt_bytes(f.items)}, reports {fmt_bytes(f.report)}; "
                               f"{f.answer_basis})"),
         ("cache growth (est.)", f"{fmt_bytes(f.cache)} in {job.composed.config.runtime.cache}"),
         ("peak memory (est.)", f"{fmt_bytes(f.peak_rss)} (the stages after the model calls hold the run; "
@@ -319,6 +324,6 @@ def plan_json(job: JobEstimate) -> JSONObject:
         {"amount": job.cost, "currency": price.currency, "input_per_million": price.input_per_million,
          "output_per_million": price.output_per_million},
         "disk_bytes": {"run_folder": f.run_folder, "responses_jsonl": f.responses, "codes_jsonl": f.codes,
-                       "items_csv_max": f.items, "reports": f.report, "cache_growth": f.cache, "basis": f.answer_basis},
+                       "item_rows_max": f.items, "reports": f.report, "cache_growth": f.cache, "basis": f.answer_basis},
         "peak_memory_bytes": f.peak_rss,
     }
