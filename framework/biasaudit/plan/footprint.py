@@ -96,10 +96,12 @@ class Footprint:
 
 def estimate_footprint(*, items: int, needed: int, prompt_tokens: float, answer_chars: float,
                        cells: int, cell_id_chars: float, code_rows_per_item: int, metrics: int,
-                       answer_basis: str, scored: bool = False) -> Footprint:
+                       answer_basis: str, scored: bool = False, coding_calls: int = 0,
+                       coding_tokens: float = 0.0) -> Footprint:
     """Bytes of a run of `items` plan items, `needed` of them still to call, with a mean
     prompt of `prompt_tokens` and a stored answer of `answer_chars` a request (`scored`:
-    per-token scores, which item rows do not repeat)."""
+    per-token scores, which item rows do not repeat), and `coding_calls` coding requests of
+    `coding_tokens` input and output tokens in all (judges, parsers: cached too)."""
     text = CHARS_PER_TOKEN * prompt_tokens + answer_chars
     responses = items * (RESPONSE_ROW_FIXED + 2 * cell_id_chars + text)
     codes = items * code_rows_per_item * (CODE_ROW_FIXED + cell_id_chars + UNIT_SUFFIX)
@@ -107,7 +109,8 @@ def estimate_footprint(*, items: int, needed: int, prompt_tokens: float, answer_
     item_rows = items * metrics * (ITEM_ROW_FIXED + cell_id_chars + row_text + SUMMARY_ITEM_ROW)
     return Footprint(responses=round(responses), codes=round(codes), items=round(item_rows),
                      report=REPORT_BASE + REPORT_PER_CELL * cells,
-                     cache=round(needed * (CACHE_ROW_FIXED + text)), peak_rss=RSS_BASE + RSS_PER_ITEM * items,
+                     cache=round(needed * (CACHE_ROW_FIXED + text) + coding_calls * CACHE_ROW_FIXED
+                                 + CHARS_PER_TOKEN * coding_tokens), peak_rss=RSS_BASE + RSS_PER_ITEM * items,
                      answer_basis=answer_basis)
 
 

@@ -87,11 +87,12 @@ class JobEstimate:
         return footprint_of(items=m.items, unique=m.unique, needed=self.needed, input_tokens=m.input_tokens,
                             output_tokens=m.output_tokens, kind=self.counts.kind, cells=self.counts.cells,
                             code_rows=self.code_rows, metrics=len(self.composed.config.metrics),
-                            measured=[t for t in (self.latest, self.rate) if t])
+                            measured=[t for t in (self.latest, self.rate) if t], coding=self.coding)
 
 
 def footprint_of(*, items: int, unique: int, needed: int, input_tokens: int, output_tokens: int, kind: str,
-                 cells: Sequence[Cell], code_rows: int, metrics: int, measured: list[Throughput]) -> Footprint:
+                 cells: Sequence[Cell], code_rows: int, metrics: int, measured: list[Throughput],
+                 coding: Sequence[LayerEstimate] = ()) -> Footprint:
     """A run's footprint from its counts: a generation's answers as long as the model's
     measured mean (kept with its throughput), else at `max_tokens` (an upper bound)."""
     from biasaudit.plan.footprint import CHARS_PER_TOKEN, SCORE_CHARS_PER_TOKEN
@@ -110,7 +111,10 @@ def footprint_of(*, items: int, unique: int, needed: int, input_tokens: int, out
     return estimate_footprint(
         items=items, needed=needed, prompt_tokens=input_tokens / per, answer_chars=answer, cells=len(cells),
         cell_id_chars=sum(len(c.id) for c in cells) / max(len(cells), 1), code_rows_per_item=code_rows,
-        metrics=metrics, answer_basis=basis, scored=kind in ("sequence_logprob", "pseudo_loglik"))
+        metrics=metrics, answer_basis=basis, scored=kind in ("sequence_logprob", "pseudo_loglik"),
+        # coding requests are cached too: their bound (or exact count) of calls still needed
+        coding_calls=sum(e.needed or 0 for e in coding),
+        coding_tokens=sum(e.input_tokens + e.output_tokens for e in coding))
 
 
 def prepared_footprint(prep: Prepared) -> Footprint:
@@ -128,7 +132,7 @@ def prepared_footprint(prep: Prepared) -> Footprint:
             store.close()
     return footprint_of(items=plan.n_items, unique=len(plan.requests), needed=needed, input_tokens=tin,
                         output_tokens=tout, kind=plan.kind, cells=plan.cells, code_rows=len(prep.coding.primary),
-                        metrics=len(cfg.metrics), measured=measured)
+                        metrics=len(cfg.metrics), measured=measured, coding=bounds(prep.coding, plan.n_items))
 
 
 def _render_fingerprint(c: Composed) -> str:
