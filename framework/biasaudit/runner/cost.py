@@ -123,11 +123,17 @@ def prepared_footprint(prep: Prepared) -> Footprint:
     tin, tout = plan.token_estimate()
     needed, measured = len(plan.requests), []
     if Path(cfg.runtime.cache).is_file():
+        import sqlite3
+
+        from biasaudit.errors import StoreError
+
         store = Store(cfg.runtime.cache, readonly=True)
         try:
             needed -= store.count_ok(list(plan.requests))
             measured = [t for t in (store.throughput(prep.identity, plan.kind, last=1),
                                     store.throughput(prep.identity, plan.kind)) if t]
+        except (StoreError, sqlite3.DatabaseError):  # an empty file, a cache without its tables: nothing cached
+            pass
         finally:
             store.close()
     return footprint_of(items=plan.n_items, unique=len(plan.requests), needed=needed, input_tokens=tin,
