@@ -549,6 +549,16 @@ class BudgetConfig(Strict):
         return any(v is not None for v in (self.money, self.tokens, self.input_tokens, self.output_tokens))
 
 
+class PreflightConfig(Strict):
+    """Checks made before a run's first model call (docs/planning-an-audit.md, "What a run
+    will cost")."""
+
+    resources: Literal["refuse", "warn"] = "refuse"
+    """A run whose estimated disk (run folder, cache growth) or peak memory exceeds what
+    the machine has free: `refuse` stops it with the number and the setting that reduces
+    it (exit 2); `warn` says so and runs anyway (the operator knows better)."""
+
+
 class RuntimeConfig(Strict):
     batch_size: int = Field(default=8, ge=1)
     """Rows per batch for local models."""
@@ -597,6 +607,8 @@ class RuntimeConfig(Strict):
     """Provider batch APIs (see `BatchConfig`); off by default."""
     budget: BudgetConfig = Field(default_factory=BudgetConfig)
     """A limit on money and/or tokens spent on the model under test (see `BudgetConfig`)."""
+    preflight: PreflightConfig = Field(default_factory=PreflightConfig)
+    """Checks before the first model call (see `PreflightConfig`)."""
 
 
 class ValiditySpec(Strict):
