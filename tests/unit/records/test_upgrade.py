@@ -246,3 +246,37 @@ def test_schema_command_prints_a_file_format(capsys: pytest.CaptureFixture[str])
 
     assert main(["schema", "responses"]) == 0
     assert capsys.readouterr().out == (SCHEMAS / "responses" / "v2.json").read_text(encoding="utf-8")
+
+
+# -- today's evidence pack: format 2, its trails with headers, verified -----------------------------
+
+PACK_SPEC = """
+audit: {name: format-pack, method: token_probability}
+stimuli: {source: crows.csv, format: crows_pairs}
+probe: {kind: sequence_logprob, inputs: {more: "{{ more }}", less: "{{ less }}"}}
+metrics: [{name: bias_score}]
+"""
+
+
+@pytest.mark.slow
+def test_a_new_run_and_pack_carry_versions_and_verify(tmp_path: Path, cli, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
+    import zipfile
+
+    from tests.conftest import isolation, run_dirs
+    from tests.helpers import write_crows_subset, write_spec
+
+    monkeypatch.setenv("BIASAUDIT_CHROMIUM", "/nonexistent")
+    (tmp_path / "reports").mkdir()
+    write_crows_subset(tmp_path / "crows.csv", 4)
+    spec = write_spec(tmp_path / "audit.yaml", PACK_SPEC)
+    assert cli("run", f"spec={spec}", "model=scripted", *isolation(tmp_path))[0] == 0
+    run = run_dirs(tmp_path)[0]
+    first = json.loads((run / "responses.jsonl").read_bytes().split(b"\n")[0])
+    assert first == {HEADER_KEY: "responses", "format_version": up.current("responses")}
+    assert json.loads((run / "manifest.json").read_text(encoding="utf-8"))["format_version"] == up.current("manifest")
+    assert cli("pack", str(run), "-o", str(tmp_path / "audit.zip"))[0] == 0
+    with zipfile.ZipFile(tmp_path / "audit.zip") as zf:
+        assert json.loads(zf.read("MANIFEST.json"))["format"] == "biasaudit-evidence-pack/2"
+    code, out, err = cli("verify", str(tmp_path / "audit.zip"))
+    assert code == 0, out + err
+    assert "ok: format: evidence pack format 2 (this biasaudit's)" in out and "upgraded" not in out
