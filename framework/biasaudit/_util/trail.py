@@ -192,6 +192,18 @@ def json_records(data: bytes | str, *, file: str, error: type[BiasAuditError] = 
         yield i, obj
 
 
+def count_lines(f: IO[bytes]) -> int:
+    """The records of an open JSON-lines file, counted by its "\\n" (a header not counted),
+    read a block at a time."""
+    n, first = 0, True
+    while chunk := f.read(2**20):
+        n += chunk.count(b"\n")
+        if first and split_header(chunk)[0] is not None:
+            n -= 1
+        first = False
+    return n
+
+
 def stream_records(f: IO[bytes], skipped: list[int], *, max_line: int = MAX_LINE_BYTES,
                    kind: str | None = None, file: str = "") -> Iterator[dict[str, Any]]:
     """The JSON objects of an open JSON-lines file, one at a time, never more than one
@@ -228,6 +240,6 @@ def stream_records(f: IO[bytes], skipped: list[int], *, max_line: int = MAX_LINE
             yield obj
 
 
-__all__ = ["HEADER_KEY", "MAX_LINE_BYTES", "append_json_line", "header", "header_version", "is_header",
+__all__ = ["HEADER_KEY", "MAX_LINE_BYTES", "append_json_line", "count_lines", "header", "header_version", "is_header",
            "split_header", "json_line", "json_lines", "json_records", "parse_line",
            "split_lines", "stream_records", "write_json_lines"]

@@ -23,7 +23,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from biasaudit._util.fileio import open_input, read_capped
-from biasaudit._util.trail import split_header, stream_records
+from biasaudit._util.trail import count_lines, stream_records
 from biasaudit._version import __version__
 from biasaudit.errors import BiasAuditError, StoreError
 from biasaudit.metrics.card import ScoredText
@@ -130,13 +130,8 @@ def _shares(counts: list[int], total: int) -> list[int]:
 def _count_lines(path: Path) -> int:
     if not path.is_file():
         return 0
-    n = 0
     with open_input(path, 2**62, what="responses.jsonl", error=StoreError) as f:
-        first = f.readline(4096)  # a trail's header record is no response
-        n += 0 if split_header(first)[0] is not None else first.count(b"\n")
-        while chunk := f.read(2**20):
-            n += chunk.count(b"\n")
-    return n
+        return count_lines(f)
 
 
 def _text(v: Any, limit: int = FIELD_CHARS) -> str:
