@@ -329,8 +329,10 @@ def page_data(html: str) -> dict[str, Any]:
 
 def read_jsonl(path: Path) -> list[dict[str, Any]]:
     """The objects of a JSON-lines file, one a line. Split on newlines only: a JSON string
-    may hold U+2028 and other characters `str.splitlines` would break a line at."""
-    return [json.loads(x) for x in path.read_text(encoding="utf-8").split("\n") if x]
+    may hold U+2028 and other characters `str.splitlines` would break a line at. A trail's
+    header record (its format version, line 1: docs/file-formats.md) is no record."""
+    rows = [json.loads(x) for x in path.read_text(encoding="utf-8").split("\n") if x]
+    return rows[1:] if rows and isinstance(rows[0], dict) and "biasaudit_trail" in rows[0] else rows
 
 
 def trail_of(run: Path) -> list[dict[str, Any]]:

@@ -57,6 +57,7 @@ import pytest
 import yaml
 
 from tests.conftest import REPO, isolation
+from tests.helpers import read_jsonl
 
 pytestmark = [pytest.mark.slow, pytest.mark.serial]
 
@@ -141,8 +142,7 @@ def results(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     assert isinstance(run, biasaudit.RunResult)
     ours: dict[tuple[str, str], float] = {}
     tokens: dict[tuple[str, str], int] = {}
-    for line in (run.run_dir / "responses.jsonl").read_text(encoding="utf-8").splitlines():
-        r = json.loads(line)
+    for r in read_jsonl(run.run_dir / "responses.jsonl"):  # (the trail's header left out)
         assert r["status"] == "ok", r["error"]
         ours[(r["stimulus"], r["slot"])] = ar_full(r["output"])
         tokens[(r["stimulus"], r["slot"])] = len(r["output"]["token_ids"]) - 1  # after BOS

@@ -40,6 +40,7 @@ from scipy import stats as st
 from biasaudit.errors import DataError
 from biasaudit.methods.fisco.published import LABEL_FILES, spec_for
 from tests.conftest import isolation, run_dirs
+from tests.helpers import read_jsonl
 
 CONFORMANCE = [
     {"check": "FiSCo dataset/<model>/<task> replay: per-question t and p equal the published ttest.json "
@@ -163,7 +164,7 @@ def replay(folder: Path, workdir: Path, cli: Any) -> dict[str, dict[str, dict[st
     [d] = run_dirs(workdir)
     s = json.loads((d / "summary.json").read_text())
     assert s["execution"]["coding_calls"] == 0 and s["execution"]["failures"] == 0
-    trail = [json.loads(x) for x in (d / "responses.jsonl").read_text().splitlines()]
+    trail = read_jsonl(d / "responses.jsonl")
     assert len(trail) == sum(len(a) for a in _records(folder).values())  # every recorded answer asked for once
     rows: dict[str, dict[str, dict[str, Any]]] = {}
     for mid in ("fisco", "fisco_authors"):

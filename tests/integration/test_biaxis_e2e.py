@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import isolation, run_dirs
-from tests.helpers import expected_exit
+from tests.helpers import expected_exit, read_jsonl
 from tests.legacy_selection import code_selection
 from tests.report_checks import check_in_browser, check_report
 
@@ -45,9 +45,9 @@ def test_biaxis_specs(workdir: Path, cli, smollm2, spec: str, cells: int) -> Non
 
 def check_layers_against_the_legacy_rules(d: Path) -> None:
     """The shipped `rules` layer codes every real answer as the hard-coded rules did."""
-    trail = {json.loads(x)["key"]: json.loads(x) for x in (d / "responses.jsonl").read_text().splitlines()}
+    trail = {x["key"]: x for x in read_jsonl(d / "responses.jsonl")}
     by_unit = {f"{t['cell']}|{t['stimulus']}|{t['slot']}|{t['variant']}|{t['sample']}": t for t in trail.values()}
-    codes = [json.loads(x) for x in (d / "codes.jsonl").read_text().splitlines()]
+    codes = read_jsonl(d / "codes.jsonl")
     selection = [c for c in codes if c["layer"] == "selection"]
     assert len(selection) == len(by_unit)
     for c in selection:

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import isolation, run_dirs
-from tests.helpers import expected_exit, write_crows_subset
+from tests.helpers import expected_exit, read_jsonl, write_crows_subset
 from tests.report_checks import check_in_browser, check_report
 
 pytestmark = pytest.mark.slow
@@ -34,7 +34,7 @@ def test_default_audit_then_cached_rerun(workdir: Path, cli, smollm2) -> None:  
     assert f"{score['value']:.2f} [{score['ci_low']:.2f}, {score['ci_high']:.2f}]" in html
     for f in ("report.md", "manifest.json", "responses.jsonl"):
         assert (first / f).is_file()
-    assert len((first / "responses.jsonl").read_text().splitlines()) == 80
+    assert len(read_jsonl(first / "responses.jsonl")) == 80
     manifest = json.loads((first / "manifest.json").read_text())
     assert len(manifest["model"]["identity"]["sha256"]) == 64
 

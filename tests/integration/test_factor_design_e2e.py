@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import isolation, run_dirs
-from tests.helpers import expected_exit, write_crows_subset, write_spec
+from tests.helpers import expected_exit, read_jsonl, write_crows_subset, write_spec
 
 pytestmark = pytest.mark.slow
 
@@ -57,7 +57,7 @@ def test_factor_design_counts_stimuli_and_shows_every_cell(workdir: Path, cli, s
     assert all(it["cell"] in cells and it["levels"]["frame"] == it["cell"].split("=")[1] for it in m["items"])
     items = list(csv.DictReader((d / "items.csv").open(encoding="utf-8")))
     assert len(items) == 12 and {r["level.frame"] for r in items} == {"plain", "quoted", "heard"}
-    trail = [json.loads(x) for x in (d / "responses.jsonl").read_text().splitlines()]
+    trail = read_jsonl(d / "responses.jsonl")
     assert all(t["levels"] == {"frame": t["cell"].split("=")[1]} for t in trail)
     # the distribution across conditions: every cell, sorted by value, drawn
     [spread] = s["conditions"]["spreads"]

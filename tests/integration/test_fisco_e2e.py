@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import isolation, run_dirs
-from tests.helpers import expected_exit, write_spec
+from tests.helpers import expected_exit, read_jsonl, write_spec
 from tests.report_checks import check_in_browser, check_report
 
 pytestmark = pytest.mark.slow
@@ -81,7 +81,7 @@ def test_fisco_raw_json_rescored_through_replay(workdir: Path, cli, smollm2) -> 
     [d] = run_dirs(workdir)
     s = json.loads((d / "summary.json").read_text())
     assert s["model"]["backend"] == "replay" and s["execution"]["failures"] == 0
-    trail = [json.loads(x) for x in (d / "responses.jsonl").read_text().splitlines()]
+    trail = read_jsonl(d / "responses.jsonl")
     assert len(trail) == 8 and all(t["output"]["replayed"] for t in trail)  # every answer came from raw.json
     m = s["metrics"]["fisco"]
     # every answer was replayed and every claim checked, but SmolLM2 as the NLI judge finds

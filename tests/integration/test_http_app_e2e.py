@@ -29,7 +29,7 @@ from scipy.stats import norm
 
 from tests.conftest import isolation
 from tests.fixtures.screening_service import KEY_ENV, export_decisions, serving
-from tests.helpers import REPO
+from tests.helpers import REPO, read_jsonl
 from tests.integration.test_http_recipes import recipe
 
 pytestmark = pytest.mark.slow
@@ -96,7 +96,7 @@ def test_live_application_and_its_recorded_decisions_give_the_same_table(
     assert len(sessions) == 96 and len(set(sessions)) == 48 and "audit-p2-man-black" in sessions
     assert all(r["headers"]["Authorization"] == f"Bearer {KEY}" for r in seen.requests)
     _no_key_in(run, live_dir / "cache.sqlite")
-    trail = [json.loads(line) for line in (run / "responses.jsonl").read_text().splitlines()]
+    trail = read_jsonl(run / "responses.jsonl")
     assert {t["request"]["stimulus"]["fields"]["race"] for t in trail} == {"Asian", "Black", "Hispanic", "White"}
     # the record of the same decisions, audited offline: the same table
     replayed, _ = _summary(cli, rec_dir, "spec=hiring_impact", "model=recorded", f"model.path={recorded_csv}")

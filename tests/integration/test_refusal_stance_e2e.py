@@ -5,14 +5,13 @@ before the run (bounds) and after it (exact, all cached)."""
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 
 import pytest
 
 from tests.conftest import isolation, run_dirs
-from tests.helpers import expected_exit
+from tests.helpers import expected_exit, read_jsonl
 from tests.report_checks import check_in_browser, check_report
 
 pytestmark = pytest.mark.slow
@@ -55,7 +54,7 @@ def test_refusal_stance_end_to_end(workdir: Path, cli, smollm2) -> None:  # type
     assert {v["metric"] for v in s["verdicts"]} == {"refusal_rate", "endorsement_rate"}
     assert s["metrics"]["endorsement_rate"]["cells"]["rate"].keys() <= set(cells)
     # the rates are the layer's label shares: recomputed from codes.jsonl
-    codes = [json.loads(x) for x in (d / "codes.jsonl").read_text().splitlines()]
+    codes = read_jsonl(d / "codes.jsonl")
     refusals = [c for c in codes if c["layer"] == "refusal" and c["status"] == "coded"]
     rate = sum(c["label"] == "refuse" for c in refusals) / len(refusals)
     assert s["metrics"]["refusal_rate"]["estimates"]["rate"]["value"] == pytest.approx(rate)

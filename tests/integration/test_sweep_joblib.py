@@ -12,7 +12,7 @@ import pytest
 from biasaudit.spec.compose import compose
 from biasaudit.store import Store
 from tests.conftest import isolation, run_dirs
-from tests.helpers import expected_exit, tp_spec
+from tests.helpers import expected_exit, read_jsonl, tp_spec
 
 pytestmark = pytest.mark.slow
 
@@ -44,7 +44,7 @@ def test_joblib_sweep_shares_the_cache_and_compare_reads_it(workdir: Path, cli, 
 
     # what the workers stored is what the model gives in this process
     plain = next(d for d, s in zip(dirs, summaries, strict=True) if s["model"]["name"].endswith("q4_1"))
-    trail = [json.loads(line) for line in (plain / "responses.jsonl").read_text().splitlines()]
+    trail = read_jsonl(plain / "responses.jsonl")
     texts = [t["request"]["text"] for t in trail]
     here = smollm2.sequence_logprobs(texts)
     for t, h in zip(trail, here, strict=True):

@@ -20,6 +20,12 @@ record in two and the run is kept out of its own evidence tools. Hence:
   whitespace), so files written by earlier versions with raw U+2028 read too. Untrusted
   input is bounded: the most bytes a line may have and the most lines, each refused as
   one line naming the file and line number.
+- A trail biasaudit writes for later reading (responses.jsonl, codes.jsonl, the job
+  ledger) begins with one header record, `{"biasaudit_trail": <kind>, "format_version":
+  N}` (`header`), rather than a version on every line (at 80,200 requests a run's trail
+  is counted in bytes per request, issue 42). Given the kind, the readers check the
+  header's version (`records.upgrade`: a newer one is refused as one line), strip it and
+  upgrade each line from the file's version; a file without a header is version 1.
 """
 
 from __future__ import annotations
@@ -32,12 +38,53 @@ from typing import IO, Any
 
 from biasaudit._util.fileio import atomic_binary, open_append, write_error
 from biasaudit.errors import BiasAuditError, DataError
+from biasaudit.records import upgrade
 
 # Characters json.dumps(ensure_ascii=False) leaves raw that a line splitter breaks at
 # (U+0085, U+2028, U+2029), and unpaired surrogates (no UTF-8 encoding exists for them).
 _RAW = re.compile("[\x85\u2028\u2029\ud800-\udfff]")
 MAX_LINE_BYTES = 64 * 2**20
 """The longest line the readers take by default (one answer, with its request)."""
+
+
+HEADER_KEY = "biasaudit_trail"
+"""The key only a trail's header record has: its value is the file's kind."""
+
+
+def header(kind: str) -> dict[str, object]:
+    """The header record of a trail of `kind` written by this biasaudit."""
+    return {HEADER_KEY: kind, upgrade.VERSION_KEY: upgrade.current(kind)}
+
+
+def is_header(obj: object) -> bool:
+    return isinstance(obj, dict) and HEADER_KEY in obj
+
+
+def header_version(obj: dict[str, Any], kind: str, *, file: str, error: type[BiasAuditError] = DataError) -> int:
+    """The version a header record gives, checked: its kind is `kind`, its version an
+    integer this biasaudit reads (`records.upgrade.check_readable`)."""
+    if obj.get(HEADER_KEY) != kind:
+        raise error(f"line 1 is the header of a {str(obj.get(HEADER_KEY))[:40]!r} trail, not of {kind}", file=file,
+                    key=HEADER_KEY, hint=f"give the {kind} file")
+    v = obj.get(upgrade.VERSION_KEY)
+    if not isinstance(v, int) or isinstance(v, bool) or v < 1:
+        raise error("the header's format_version is not a positive integer", file=file, key=upgrade.VERSION_KEY,
+                    hint="a trail biasaudit did not write, or an edited one")
+    upgrade.check_readable(kind, v, file=file)
+    return v
+
+
+def split_header(data: bytes) -> tuple[dict[str, Any] | None, bytes]:
+    """A trail's header record (None: a version-1 file, which has none) and the bytes of
+    its records after it, as written (an evidence pack compares those bytes)."""
+    first, sep, rest = data.partition(b"\n")
+    if HEADER_KEY.encode() not in first:
+        return None, data
+    try:
+        obj = json.loads(first.decode("utf-8"))
+    except (ValueError, RecursionError):
+        return None, data
+    return (obj, rest) if is_header(obj) else (None, data)
 
 
 def _escape(m: re.Match[str]) -> str:
@@ -56,11 +103,14 @@ def json_lines(rows: Iterable[Any], *, sort_keys: bool = False,
     return "".join(json_line(r, sort_keys=sort_keys, default=default) for r in rows)
 
 
-def write_json_lines(path: Path, rows: Iterable[Any], *, sort_keys: bool = False) -> None:
+def write_json_lines(path: Path, rows: Iterable[Any], *, sort_keys: bool = False, kind: str | None = None) -> None:
     """A JSON-lines file written whole or not at all (a temporary file, then a rename),
-    one record at a time, so a long trail is never held in memory as one string."""
+    one record at a time, so a long trail is never held in memory as one string. With
+    `kind`, the trail's header record first."""
     try:
         with atomic_binary(path) as f:
+            if kind is not None:
+                f.write(json_line(header(kind)).encode("utf-8"))
             for r in rows:
                 f.write(json_line(r, sort_keys=sort_keys).encode("utf-8"))
     except OSError as exc:  # atomic_binary names the file for its own errors; a write raises here
@@ -120,22 +170,48 @@ def parse_line(line: str, where: str, *, file: str, error: type[BiasAuditError] 
 
 def json_records(data: bytes | str, *, file: str, error: type[BiasAuditError] = DataError, key: str | None = None,
                  hint: str | None = None, max_line: int = MAX_LINE_BYTES, max_lines: int | None = None,
-                 objects: bool = True) -> Iterator[tuple[int, Any]]:
+                 objects: bool = True, kind: str | None = None) -> Iterator[tuple[int, Any]]:
     """(line number, record) of each non-blank line; with `objects`, a line that is not a
-    JSON object is an error too."""
+    JSON object is an error too. With `kind` (a trail biasaudit wrote), the header is
+    checked and left out, and each record is upgraded from the file's version to today's."""
+    version: int | None = None
     for i, line in split_lines(data, file=file, error=error, key=key, hint=hint, max_line=max_line,
                                max_lines=max_lines):
         obj = parse_line(line, f"line {i}", file=file, error=error, key=key, hint=hint)
         if objects and not isinstance(obj, dict):
             raise error(f"line {i} is not a JSON object", file=file, key=key, hint=hint or "one JSON object per line")
+        if kind is not None and isinstance(obj, dict):
+            if version is None:
+                version = header_version(obj, kind, file=file, error=error) if is_header(obj) else 1
+                if is_header(obj):
+                    continue
+            elif is_header(obj):
+                raise error(f"line {i} is a header record, but only line 1 may be", file=file, key=key,
+                            hint="a trail biasaudit did not write, or files joined together")
+            obj = upgrade.upgrade(kind, obj, file=file, version=version)[0]
         yield i, obj
 
 
-def stream_records(f: IO[bytes], skipped: list[int], *, max_line: int = MAX_LINE_BYTES) -> Iterator[dict[str, Any]]:
+def count_lines(f: IO[bytes]) -> int:
+    """The records of an open JSON-lines file, counted by its "\\n" (a header not counted),
+    read a block at a time."""
+    n, first = 0, True
+    while chunk := f.read(2**20):
+        n += chunk.count(b"\n")
+        if first and split_header(chunk)[0] is not None:
+            n -= 1
+        first = False
+    return n
+
+
+def stream_records(f: IO[bytes], skipped: list[int], *, max_line: int = MAX_LINE_BYTES,
+                   kind: str | None = None, file: str = "") -> Iterator[dict[str, Any]]:
     """The JSON objects of an open JSON-lines file, one at a time, never more than one
     line in memory (the viewer's large trails). Lenient: a line longer than `max_line`,
     not UTF-8, not JSON or not an object is skipped and counted in `skipped[0]`.
-    (`readline` of a binary file splits on b"\\n" only.)"""
+    (`readline` of a binary file splits on b"\\n" only.) A trail's header is left out
+    (with `kind`: checked, and each record upgraded from the file's version)."""
+    version: int | None = None
     while True:
         line = f.readline(max_line + 1)
         if not line:
@@ -152,11 +228,18 @@ def stream_records(f: IO[bytes], skipped: list[int], *, max_line: int = MAX_LINE
         except (ValueError, RecursionError):  # UnicodeDecodeError is a ValueError
             skipped[0] += 1
             continue
-        if isinstance(obj, dict):
-            yield obj
-        else:
+        if not isinstance(obj, dict):
             skipped[0] += 1
+        elif is_header(obj):
+            if kind is not None and version is None:
+                version = header_version(obj, kind, file=file)
+        elif kind is not None:
+            version = 1 if version is None else version
+            yield upgrade.upgrade(kind, obj, file=file, version=version)[0]
+        else:
+            yield obj
 
 
-__all__ = ["MAX_LINE_BYTES", "append_json_line", "json_line", "json_lines", "json_records", "parse_line",
+__all__ = ["HEADER_KEY", "MAX_LINE_BYTES", "append_json_line", "count_lines", "header", "header_version", "is_header",
+           "split_header", "json_line", "json_lines", "json_records", "parse_line",
            "split_lines", "stream_records", "write_json_lines"]

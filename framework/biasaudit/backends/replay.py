@@ -51,7 +51,7 @@ class ReplayBackend:
             return
         hint = "a run's responses.jsonl: one JSON object per line"
         for i, row in json_records(text, file=str(path), error=BackendError, key="model.responses", hint=hint,
-                                   objects=False):
+                                   objects=False, kind="responses"):
             try:
                 if not isinstance(row, dict):
                     raise TypeError

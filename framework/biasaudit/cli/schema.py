@@ -1,5 +1,7 @@
-"""`biasaudit schema [spec|suite|config|plots]`: a JSON Schema on standard output (spec/schema.py
-builds it)."""
+"""`biasaudit schema [spec|suite|config|plots|<file kind>]`: a JSON Schema on standard output:
+of a spec file, a suite file, the run config or the registered plot kinds (spec/schema.py
+builds those), or of a file biasaudit writes for later reading at its current format version (records/formats.py;
+committed under docs/schemas/<kind>/v<N>.json)."""
 
 from __future__ import annotations
 
@@ -7,16 +9,27 @@ import argparse
 
 from biasaudit.cli.command import unexpected_arguments
 
+INPUTS = ("spec", "suite", "config", "plots")
+FILES = ("run-summary", "manifest", "responses", "codes", "jobs", "suite-summary", "compare", "pack")
+"""records.formats.FORMATS (listed here so that `--help` does not import the records)."""
+
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> argparse.ArgumentParser:
-    sc = sub.add_parser("schema", help="print the JSON Schema of a spec file, a suite file or the run config",
+    sc = sub.add_parser("schema", help="print the JSON Schema of a spec or suite file, the run config, "
+                                       "or a file biasaudit writes",
                         description="Print a JSON Schema (draft 2020-12) to standard output: of a spec file "
                                     "(the default; for editors, as docs/schema/spec.schema.json), of a suite "
                                     "file, or of the composed run configuration (spec plus the operator's "
-                                    "model, judge, nli, embedder and runtime groups).")
-    sc.add_argument("kind", nargs="?", choices=["spec", "suite", "config", "plots"], default="spec",
-                    help="spec (default), suite, config (with every registered backend's model config) or plots "
-                         "(every registered plot kind's data)")
+                                    "model, judge, nli, embedder and runtime groups, with every registered "
+                                    "backend's model config), of the registered plot kinds' data; or of a file "
+                                    "biasaudit writes, at the format version this biasaudit writes (docs/schemas/<kind>/"
+                                    "v<N>.json; docs/file-formats.md): run-summary (summary.json), manifest, "
+                                    "responses and codes (one line of the .jsonl trail), jobs (the sweep's "
+                                    "ledger), suite-summary, compare (compare.json), pack (an evidence pack's "
+                                    "MANIFEST.json).")
+    sc.add_argument("kind", nargs="?", choices=[*INPUTS, *FILES], default="spec",
+                    help="spec (default), suite, config (every registered backend's model config), plots "
+                         "(every registered plot kind's data), or a file kind: " + ", ".join(FILES))
     sc.set_defaults(fn=cmd_schema)
     return sc
 
@@ -26,6 +39,11 @@ def cmd_schema(args: argparse.Namespace, rest: list[str]) -> int:
 
     if (refused := unexpected_arguments("schema", rest)) is not None:
         return refused
+    if args.kind in FILES:
+        from biasaudit.records.formats import format_schema
+
+        print(schema_text(format_schema(args.kind)), end="")
+        return 0
     print(schema_text(json_schema(args.kind)), end="")
     return 0
 

@@ -191,7 +191,9 @@ def analyses(runs: Runs) -> dict[str, CrossRunAnalysis]:
         section = mdef.cross_run(runs)
         if section is not None:
             # as compare.json holds it: a plug-in's own fields are kept
-            out[name] = CrossRunAnalysis.model_validate(section.model_dump(mode="json"))
+            # the fields compare.json's record has (a plug-in's section may add its own)
+            out[name] = CrossRunAnalysis.model_validate(section.model_dump(mode="json",
+                                                                           include=set(CrossRunAnalysis.model_fields)))
     return out
 
 

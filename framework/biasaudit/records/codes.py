@@ -74,11 +74,11 @@ class CodeDetail(BaseModel):
     a plain mapping: `{"span": [0, 3], "token": "A", "rule": 1}`, `{"votes": {...}}`,
     `{}`. The declaration order is the order every coder wrote its keys in (`reason`
     after the human coder's fields, `input_truncated`, added by the coding stage, last);
-    a field explicitly set to null (`stratify` of an unstratified sheet) is kept. Keys a
-    newer or older writer added are kept (`extra="allow"`) and written back, but code
-    reads only the typed fields."""
+    a field explicitly set to null (`stratify` of an unstratified sheet) is kept. An unknown
+    key is refused: a line this version did not write (records/upgrade/codes.py reads the
+    older layouts)."""
 
-    model_config = ConfigDict(frozen=True, extra="allow")
+    model_config = ConfigDict(frozen=True, extra="forbid")
 
     # rules
     span: tuple[int, int] | None = None
@@ -150,14 +150,14 @@ class CodeDetail(BaseModel):
         return {k: v for k, v in out.items() if k in self.model_fields_set}
 
     def has(self, name: str) -> bool:
-        """The coder set this field (even to null), or an old file had this key."""
+        """The coder set this field (even to null), or the file read had this key."""
         return name in self.model_fields_set
 
 
 class Code(BaseModel):
     """What a layer says about one unit."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, extra="forbid")
     unit: str
     status: CodeStatus
     label: str | None = None

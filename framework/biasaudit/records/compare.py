@@ -15,10 +15,12 @@ from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler
 
 from biasaudit.records.json import DumpedJSONObject
 from biasaudit.records.metric_result import PlotSpec, Table
+from biasaudit.records.upgrade.compare import CURRENT
 
 
 class _Record(BaseModel):
-    model_config = ConfigDict(frozen=True)
+    # an unknown key is a file this version did not write: refused (records/upgrade/compare.py)
+    model_config = ConfigDict(frozen=True, extra="forbid")
 
 
 class CompareRun(_Record):
@@ -164,8 +166,9 @@ class SweepStability(_Record):
 class CrossRunAnalysis(BaseModel):
     """A method's own analysis across runs (`methods.base.CrossRunSection`, as compared)."""
 
-    # a plug-in method's section may carry more fields: kept for compare.json
-    model_config = ConfigDict(extra="allow", frozen=True)
+    # the fields every method's section has (comparison.runs keeps only these): a key
+    # beyond them is refused, as in every record of the file
+    model_config = ConfigDict(extra="forbid", frozen=True)
     title: str
     note: str = ""
     tables: list[Table] = Field(default_factory=list)
@@ -175,6 +178,8 @@ class CrossRunAnalysis(BaseModel):
 
 
 class CompareResult(_Record):
+    format_version: int = Field(default=CURRENT, ge=1)
+    """The file's layout (records/upgrade/compare.py); absent in files written before it: 1."""
     runs: list[CompareRun] = Field(default_factory=list)
     side_by_side: SideBySide
     rankings: list[RankingGroup] = Field(default_factory=list)

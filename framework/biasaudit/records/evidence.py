@@ -8,7 +8,10 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-PACK_FORMAT: Literal["biasaudit-evidence-pack/1"] = "biasaudit-evidence-pack/1"
+from biasaudit.records.upgrade import validated
+
+PACK_FORMAT: Literal["biasaudit-evidence-pack/2"] = "biasaudit-evidence-pack/2"
+"""The layout this biasaudit writes (records/upgrade/pack.py reads the earlier ones)."""
 MANIFEST_NAME = "MANIFEST.json"
 SIGNATURE_NAME = "MANIFEST.sig"
 PUBLIC_KEY_NAME: Literal["MANIFEST.pub"] = "MANIFEST.pub"
@@ -32,7 +35,7 @@ class PackSigning(_Strict):
 
 
 class PackManifest(_Strict):
-    format: Literal["biasaudit-evidence-pack/1"] = PACK_FORMAT
+    format: Literal["biasaudit-evidence-pack/2"] = PACK_FORMAT
     created: str
     biasaudit: str
     """The biasaudit version that made the pack."""
@@ -44,3 +47,8 @@ class PackManifest(_Strict):
     signing: PackSigning | None = None
     notes: list[str] = Field(default_factory=list)
     """What the pack lacks and why (no PDF, no self-test...), and redactions made."""
+
+    @classmethod
+    def read_raw(cls, raw: object, *, file: str) -> tuple[PackManifest, int]:
+        """MANIFEST.json as read, any earlier version upgraded, and the version it was."""
+        return validated("pack", cls, raw, file=file, name=file)

@@ -15,8 +15,8 @@ class JobOutcome(BaseModel):
     run that finished, `{job, overrides, error}` for a user error, and `internal: true`
     added for a bug."""
 
-    # lines written by other versions may carry more keys: kept, not refused
-    model_config = ConfigDict(extra="allow", frozen=True)
+    # an unknown key is a line this version did not write: refused (records/upgrade/jobs.py)
+    model_config = ConfigDict(extra="forbid", frozen=True)
     job: int = 0
     """Hydra's job number (0 for a single run)."""
     overrides: list[str] = Field(default_factory=list)

@@ -4,28 +4,33 @@ re-render a run without a model."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from pydantic import BaseModel, ConfigDict, Field
 
 from biasaudit.records.budget import BudgetRecord
 from biasaudit.records.execution import ExecutionStats
 from biasaudit.records.json import DumpedJSONObject, JSONObject
+from biasaudit.records.upgrade import validated
+from biasaudit.records.upgrade.manifest import CURRENT
 
-FORMAT_VERSION = 1
-"""The layout of summary.json and manifest.json that this biasaudit writes. Files written
-before the field existed (the golden files of tests/fixtures/format_v1) have the same
-layout and no `format_version`: they are read as version 1."""
+FORMAT_VERSION: int = CURRENT
+"""The layout of manifest.json this biasaudit writes (records/upgrade/manifest.py;
+summary.json's record reads it too). Files written before the field existed (the golden
+files of tests/fixtures/format_v1) have no `format_version`: version 1."""
 
 
 class _Part(BaseModel):
-    # manifests written by other versions may carry more keys: kept, not refused
-    model_config = ConfigDict(extra="allow")
+    # an unknown key is a file this version did not write (or an edited one): refused;
+    # older layouts are read through records/upgrade/manifest.py
+    model_config = ConfigDict(extra="forbid")
 
 
 class DataProvenance(BaseModel):
     """Where a stimulus file was published, from its folder's provenance.json, after the
     loader checked the file's digest against it (data/provenance.py)."""
 
-    model_config = ConfigDict(extra="allow", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True)
     benchmark: str
     """The benchmark's id (`crows_pairs`)."""
     title: str = ""
@@ -52,7 +57,7 @@ class DataProvenance(BaseModel):
 class DataSample(BaseModel):
     """`stimuli.sample`: the seeded sample asked for, and what it drew."""
 
-    model_config = ConfigDict(extra="allow", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True)
     n: int
     """Stimuli asked for."""
     of: int
@@ -117,6 +122,12 @@ class RunManifest(_Part):
     """Why the run ended before its plan did: `budget` (`runtime.budget`; resumable)."""
     budget: BudgetRecord | None = None
     """With `runtime.budget`: the spend against the limits, and what a stop left unrun."""
+
+    @classmethod
+    def read_raw(cls, raw: Any, *, file: str, **kw: Any) -> RunManifest:
+        """A manifest.json as read (any earlier version, upgraded: records/upgrade/manifest.py);
+        one error naming the file and key for anything else (`records.upgrade.validated`)."""
+        return validated("manifest", cls, raw, file=file, name="manifest.json", **kw)[0]
 
     @property
     def layout_version(self) -> int:

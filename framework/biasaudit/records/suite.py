@@ -10,15 +10,19 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from biasaudit.records.estimate import Estimate
+from biasaudit.records.upgrade import validated
+from biasaudit.records.upgrade.suite import CURRENT
 
 
 class _Record(BaseModel):
-    # suite summaries written by other versions may carry more keys: kept, not refused
-    model_config = ConfigDict(extra="allow", frozen=True)
+    # an unknown key is a file this version did not write (or an edited one): refused;
+    # older layouts are read through records/upgrade/suite.py
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
 
 class SuiteInfo(_Record):
@@ -130,6 +134,8 @@ class SuiteTotals(_Record):
 
 
 class SuiteSummary(_Record):
+    format_version: int = Field(default=CURRENT, ge=1)
+    """The file's layout (records/upgrade/suite.py); absent in files written before it: 1."""
     suite: SuiteInfo
     generated: str = ""
     command: str = ""
@@ -152,7 +158,12 @@ class SuiteSummary(_Record):
 
     @classmethod
     def read(cls, path: Path) -> SuiteSummary:
-        return cls.model_validate(json.loads(path.read_text(encoding="utf-8")))
+        return cls.read_raw(json.loads(path.read_text(encoding="utf-8")), file=str(path))
+
+    @classmethod
+    def read_raw(cls, raw: Any, *, file: str, **kw: Any) -> SuiteSummary:
+        """A suite's summary.json as read, any earlier version upgraded (`records.upgrade`)."""
+        return validated("suite", cls, raw, file=file, name="summary.json", **kw)[0]
 
 
 __all__ = ["SanityCheck", "SeparatedCount", "SuiteInfo", "SuiteMemberInfo", "SuiteRow", "SuiteSummary",

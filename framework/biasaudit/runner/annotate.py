@@ -20,7 +20,7 @@ from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
@@ -43,6 +43,7 @@ from biasaudit.coding.units import units_of
 from biasaudit.errors import BiasAuditError, StoreError
 from biasaudit.records.codes import Code, Unit
 from biasaudit.records.responses import Response
+from biasaudit.records.upgrade import current, validated
 from biasaudit.report.answers import prompt_text
 from biasaudit.runner.pipeline import Prepared, prepare, read_manifest
 
@@ -92,13 +93,14 @@ def allocate(sizes: Mapping[str, int], n: int, where: str = "--n") -> dict[str, 
     return out
 
 
-def _jsonl(path: Path, what: str) -> list[dict[str, Any]]:
+def _jsonl(path: Path, what: Literal["codes", "responses"]) -> list[dict[str, Any]]:
     """The rows of a run's jsonl trail (codes.jsonl, responses.jsonl)."""
     hint = "give a run folder written by `biasaudit run` (with codes.jsonl and responses.jsonl)"
     if not path.is_file():
         raise StoreError(f"no {path.name} in the run folder", file=str(path.parent), hint=hint)
     raw = read_capped(path, MAX_TRAIL_BYTES, what=what, error=StoreError)
-    return [row for _, row in json_records(raw, file=str(path), error=StoreError, hint=hint, objects=False)
+    return [row for _, row in json_records(raw, file=str(path), error=StoreError, hint=hint, objects=False,
+                                          kind=what)
             if isinstance(row, dict)]
 
 
@@ -165,7 +167,9 @@ def export_sheet(run_dir: Path, layer: str, n: int, out: Path, *, stratify: str 
         raise BiasAuditError(f"layer {layer!r} gives numbers, not labels: people label with a label set",
                              file=str(run_dir), key="--layer", hint="choose a layer with labels")
     _check_stratify(prep, stratify, set(prep.stimuli.field_names))
-    codes = {str(r.get("unit")): Code.model_validate({k: v for k, v in r.items() if k != "layer"})
+    cpath = str(run_dir / "codes.jsonl")
+    codes = {str(r.get("unit")): validated("codes", Code, {k: v for k, v in r.items() if k != "layer"}, file=cpath,
+                                           version=current("codes"), error=StoreError)[0]
              for r in _jsonl(run_dir / "codes.jsonl", "codes") if r.get("layer") == layer}
     responses = {str(r.get("key")): Response(key=str(r.get("key")), status=r.get("status", "failed"),
                                              output=r.get("output") if isinstance(r.get("output"), dict) else None)

@@ -300,13 +300,13 @@ def write_codes(path: Path, coded: Coded) -> None:
     """codes.jsonl: one line per layer and unit, with what the layer said and why
     (embedding vectors are left out: they are in the store)."""
     write_json_lines(path, ({"layer": layer, **c.model_dump(mode="json", exclude={"detail": {"vectors"}})}
-                            for layer, codes in coded.result.codes.items() for c in codes.values()))
+                            for layer, codes in coded.result.codes.items() for c in codes.values()), kind="codes")
 
 
 def write_trail(path: Path, prep: Prepared, responses: dict[str, Response]) -> None:
     """responses.jsonl: one line per plan item, with its request and answer (written whole
     or not at all: a read-only folder or a full disk leaves no half-written file)."""
-    write_json_lines(path, _trail_rows(prep, responses))
+    write_json_lines(path, _trail_rows(prep, responses), kind="responses")
 
 
 def _trail_rows(prep: Prepared, responses: dict[str, Response]) -> Iterator[dict[str, object]]:
@@ -573,8 +573,6 @@ def run(prep: Prepared, run_dir: Path, command: list[str]) -> RunSummary:
 
 def read_manifest(run_dir: Path) -> RunManifest:
     """A run folder's manifest.json, checked for what a re-render reads."""
-    from pydantic import ValidationError
-
     from biasaudit._util.fileio import read_capped
     from biasaudit.errors import StoreError
 
@@ -592,11 +590,7 @@ def read_manifest(run_dir: Path) -> RunManifest:
     for k, t in need.items():
         if not isinstance(m.get(k), t):
             raise StoreError(f"manifest.json lacks a usable {k!r}", file=str(mpath), hint=hint)
-    try:
-        manifest = RunManifest.model_validate(m)
-    except ValidationError as exc:
-        where = ".".join(str(p) for p in exc.errors()[0]["loc"])
-        raise StoreError(f"manifest.json lacks a usable {where!r}", file=str(mpath), hint=hint) from None
+    manifest = RunManifest.read_raw(m, file=str(mpath), error=StoreError, hint=hint)
     _check_recorded_overrides(manifest, mpath)
     return manifest
 

@@ -31,9 +31,10 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from biasaudit._util.trail import append_json_line, json_records
+from biasaudit._util.trail import append_json_line, json_records, write_json_lines
 from biasaudit.errors import BiasAuditError
 from biasaudit.records.jobs import JobOutcome
+from biasaudit.records.upgrade import current, validated
 
 EXIT_PASS = 0
 EXIT_FAIL = 1
@@ -82,6 +83,7 @@ class Ledger:
         # a private scratch folder (made new, mode 0700) holds the ledger file
         self._dir = Path(tempfile.mkdtemp(prefix="biasaudit-jobs-"))
         self.path = self._dir / "jobs.jsonl"
+        write_json_lines(self.path, [], kind="jobs")  # the header, before any job appends its line
         name = str(self.path)
         self._saved = os.environ.get(LEDGER_ENV)
         os.environ[LEDGER_ENV] = name
@@ -97,8 +99,9 @@ class Ledger:
     def entries(self) -> list[JobOutcome]:
         if not self.path.is_file():
             return []
-        return [JobOutcome.model_validate(row)
-                for _, row in json_records(self.path.read_bytes(), file=str(self.path), error=BiasAuditError)]
+        name = str(self.path)
+        return [validated("jobs", JobOutcome, row, file=f"{name}: line {i}", version=current("jobs"))[0]
+                for i, row in json_records(self.path.read_bytes(), file=name, error=BiasAuditError, kind="jobs")]
 
     def close(self) -> None:
         self.path.unlink(missing_ok=True)

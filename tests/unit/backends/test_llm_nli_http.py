@@ -15,7 +15,7 @@ import pytest
 from biasaudit.runner.pipeline import prepare
 from biasaudit.spec.compose import compose
 from tests.conftest import isolation, run_dirs
-from tests.helpers import verdict_code
+from tests.helpers import read_jsonl, verdict_code
 from tests.support.fault_server import Fault, FaultServer
 
 KEY = "sk-nli-test-0000"
@@ -78,7 +78,7 @@ def test_http_chat_model_as_nli_judge(workdir: Path, cli, monkeypatch: pytest.Mo
     run = run_dirs(workdir)[0]
     assert code == verdict_code(run), err
     s = json.loads((run / "summary.json").read_text())
-    trail = [json.loads(x) for x in (run / "responses.jsonl").read_text().splitlines()]
+    trail = read_jsonl(run / "responses.jsonl")
     seen_missing: set[str] = set()
     seen_none: set[str] = set()
     for t in trail:  # one line per plan item; a request shared by items appears on each

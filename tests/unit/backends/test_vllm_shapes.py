@@ -17,7 +17,7 @@ from biasaudit.backends.openai_compat import OpenAICompatBackend
 from biasaudit.plan import Request
 from biasaudit.spec import OpenAICompatConfig, RuntimeConfig
 from tests.conftest import isolation, run_dirs
-from tests.helpers import tp_spec
+from tests.helpers import read_jsonl, tp_spec
 from tests.support.fault_server import FaultServer, echo_pieces
 
 
@@ -73,7 +73,7 @@ def test_token_probability_audit_on_a_vllm_server(workdir: Path, cli, monkeypatc
     assert code == 0, err
     (run,) = run_dirs(workdir)
     summary = json.loads((run / "summary.json").read_text())
-    trail = [json.loads(line) for line in (run / "responses.jsonl").read_text().splitlines()]
+    trail = read_jsonl(run / "responses.jsonl")
     total = {t["request"]["text"]: sum(lp for _, lp in echo_pieces(t["request"]["text"])) for t in trail}
     import csv
 

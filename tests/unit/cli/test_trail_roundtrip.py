@@ -80,7 +80,7 @@ def test_the_answers_survive_the_run_folder(hostile: tuple[Path, Path, list[str]
     # one record per line, and no line break any line splitter knows inside a line
     for name in ("responses.jsonl", "codes.jsonl"):
         text = (run / name).read_text(encoding="utf-8")
-        assert len(text.splitlines()) == text.count("\n") == len(read_jsonl(run / name))
+        assert len(text.splitlines()) == text.count("\n") == len(read_jsonl(run / name)) + 1  # + the header
     codes = read_jsonl(run / "codes.jsonl")
     assert sorted(c["label"] for c in codes) == ["answer", "answer", "refuse", "refuse"]
 

@@ -9,7 +9,7 @@ import re
 from pathlib import Path
 
 from tests.conftest import isolation, run_dirs
-from tests.helpers import expected_exit, spec_and_operator
+from tests.helpers import expected_exit, read_jsonl, spec_and_operator
 
 JUDGE = {"backend": "scripted", "name": "judge", "script": {"choices": {"sorry": "E", "lazy": "A"}}}
 SPEC = """
@@ -87,7 +87,7 @@ def test_plan_run_and_rerun(workdir: Path, cli) -> None:  # type: ignore[no-unty
     assert rate["value"] == 1 / 6 and rate["method"] == "wilson-design-effect" and rate["clusters"] == 3
     assert sm["metrics"]["refusal_rate"]["cells"]["rate"]["framing=opinion"]["value"] == 1 / 3
     # judges: "sorry" -> E (refuse) on the refusal; "lazy" -> A (endorse); else the first word, A
-    codes = [json.loads(x) for x in (d / "codes.jsonl").read_text().splitlines()]
+    codes = read_jsonl(d / "codes.jsonl")
     stance = {c["unit"]: c for c in codes if c["layer"] == "stance"}
     assert stance["framing=opinion|s1|prompt|0|0"]["label"] == "R"
 

@@ -12,7 +12,7 @@ import pytest
 from biasaudit.spec import CalibrationSpec
 from biasaudit.spec.compose import compose
 from tests.conftest import isolation
-from tests.helpers import operator_conf
+from tests.helpers import operator_conf, read_jsonl
 
 REPO = Path(__file__).resolve().parents[3]
 
@@ -144,7 +144,7 @@ def test_fisco_label_replay_reproduces_welch_t_by_hand_with_no_model_call(workdi
     s = json.loads((d / "summary.json").read_text())
     assert s["execution"]["coding_calls"] == 0 and s["execution"]["failures"] == 0
     assert s["model"]["backend"] == "replay"
-    trail = [json.loads(x) for x in (d / "responses.jsonl").read_text().splitlines()]
+    trail = read_jsonl(d / "responses.jsonl")
     ann = sorted(t["output"]["text"] for t in trail if "Ann" in t["request"]["messages"][-1]["content"])
     assert ann == sorted([LABELS_JSON["0"]["other_attributes"][0]["outputs"],
                           LABELS_JSON["0"]["other_attributes"][4]["outputs"]])  # both of Ann's answers kept

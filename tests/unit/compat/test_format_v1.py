@@ -141,6 +141,10 @@ def test_verify_passes_on_the_golden_pack(capsys: pytest.CaptureFixture[str]) ->
     assert "ok: signature: valid Ed25519 signature" in out and "(the key given with --public-key)" in out
     assert "2 metric(s) and 2 verdict(s) re-computed" in out and "byte-identical (overall FAIL)" in out
     assert "verified:" in out
+    # issue 40: the pack is format 1 (no versions anywhere), read through records/upgrade
+    assert "ok: format: read evidence pack format 1, upgraded to 2" in out
+    assert "ok: runs/20261129-152450-157669/trail/responses.jsonl: read format 1, upgraded to 2" in out
+    assert "ok: runs/20261129-152450-157669/trail/codes.jsonl: read format 1, upgraded to 2" in out
 
 
 @pytest.mark.slow

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import isolation, run_dirs
-from tests.helpers import operator_conf, verdict_code, write_spec
+from tests.helpers import operator_conf, read_jsonl, verdict_code, write_spec
 from tests.support.batch_server import BatchServer
 from tests.unit.runner.test_token_usage import PANEL, SPEC
 
@@ -92,5 +92,5 @@ def test_sigkill_between_submit_and_results_then_resume_submits_once(workdir: Pa
     md = (run / "report.md").read_text(encoding="utf-8")
     assert f"batch API (batch {bid})" in md
     # every stored answer names its batch in the audit trail
-    trail = [json.loads(x) for x in (run / "responses.jsonl").read_text(encoding="utf-8").splitlines()]
+    trail = read_jsonl(run / "responses.jsonl")
     assert sum(1 for r in trail if (r.get("output") or {}).get("batch") == bid) >= 8

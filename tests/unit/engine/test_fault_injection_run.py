@@ -17,7 +17,7 @@ from biasaudit.runner.pipeline import prepare
 from biasaudit.spec.compose import compose
 from biasaudit.verdicts.gating import EXIT_UNMEASURED
 from tests.conftest import isolation, run_dirs
-from tests.helpers import operator_conf, write_spec
+from tests.helpers import operator_conf, read_jsonl, write_spec
 from tests.support.fault_server import (
     CLIENT_KIND,
     GENERATE_KINDS,
@@ -117,7 +117,7 @@ def test_500_requests_with_20_percent_faults_add_up_and_retry_only_when_asked(
         assert all(rows[p][1] == CLIENT_KIND[f.kind] for p, f in permanent.items())
 
         # the audit trail and the command's own summary line carry the kinds too
-        trail = [json.loads(x) for x in (run1 / "responses.jsonl").read_text().splitlines()]
+        trail = read_jsonl(run1 / "responses.jsonl")
         failed = [t for t in trail if t["status"] == "failed"]
         assert dict(Counter(t["error_kind"] for t in failed)) == ex["failures_by_kind"]
         assert all(t["error_kind"] is None for t in trail if t["status"] == "ok")

@@ -35,7 +35,6 @@ OLD_MANIFEST = {
                "runtime": {"seed": 0, "limits": {"max_cells": 500}}, "report": {"formats": ["md"], "crosswalk": None},
                "metrics": [{"name": "tfdp", "params": {"weights": [1.0, 0.5], "alpha": 0.05}}]},
     "run_dir": "/x/reports/run", "started": "2026-11-25T17:45:45+00:00",
-    "a_key_from_a_later_version": {"kept": True},
 }
 
 
@@ -43,8 +42,20 @@ def test_an_old_manifest_loads_and_is_written_back_unchanged(tmp_path: Path) -> 
     (tmp_path / "manifest.json").write_text(json.dumps(OLD_MANIFEST), encoding="utf-8")
     m = read_manifest(tmp_path)
     assert m.config["runtime"] == {"seed": 0, "limits": {"max_cells": 500}}
-    assert m.as_json() == OLD_MANIFEST  # key order and the unknown key included
+    assert m.as_json() == OLD_MANIFEST  # key order included
     assert list(m.as_json()) == list(OLD_MANIFEST)
+
+
+def test_a_manifest_with_an_unknown_key_is_refused_naming_file_and_key(tmp_path: Path) -> None:
+    # issue 40: a key no version wrote is a file this biasaudit did not write, not one to keep
+    from biasaudit.errors import StoreError
+
+    (tmp_path / "manifest.json").write_text(json.dumps({**OLD_MANIFEST, "a_key_from_a_later_version": 1}),
+                                            encoding="utf-8")
+    with pytest.raises(StoreError) as err:
+        read_manifest(tmp_path)
+    line = err.value.one_line()
+    assert f"{tmp_path / 'manifest.json'}: unknown key 'a_key_from_a_later_version'" in line, line
 
 
 class _Mode(Enum):

@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from tests.helpers import REPO
+from tests.helpers import REPO, read_jsonl
 
 SPECS = sorted(p.stem for p in (REPO / "specs").glob("*.yaml") if p.stem != "default_suite")
 SLOW = {"bbq", "biaxis_factorial", "biaxis_oat"}  # several seconds each
@@ -72,7 +72,7 @@ def expected_links(run_dir: Path) -> dict[tuple[str, str, str], tuple[list[int],
     """(metric, estimate, cell) -> (responses.jsonl line numbers behind it, items behind it,
     the estimate as summary.json holds it), from the raw files alone."""
     summary = json.loads((run_dir / "summary.json").read_text(encoding="utf-8"))
-    trail = [json.loads(line) for line in (run_dir / "responses.jsonl").read_text(encoding="utf-8").splitlines()]
+    trail = read_jsonl(run_dir / "responses.jsonl")
     cells = set(summary["design"]["cells"])
     item_keys = {"stimulus", "stimulus_sha", "cell", "levels", "outcome", "diff"}
     fields_of: dict[str, dict[str, Any]] = {}
@@ -138,7 +138,7 @@ def test_every_link_selects_the_responses_of_its_items(spec: str, workdir: Path)
 
     run_dir = oracle_run(spec, workdir)
     data = load_view(run_dir, max_rows=10**6)
-    trail = [json.loads(line) for line in (run_dir / "responses.jsonl").read_text(encoding="utf-8").splitlines()]
+    trail = read_jsonl(run_dir / "responses.jsonl")
     assert len(data.rows) == len(trail)  # every response embedded: row i is line i
     expected = expected_links(run_dir)
     # first the record itself: the items an estimate names are as many as its own n says
@@ -178,7 +178,7 @@ def test_links_select_the_items_behind_each_estimate_in_chromium(workdir: Path) 
     chromium_or_skip()
     run_dir = oracle_run("crows_pairs_tp", workdir)
     page, data = write_viewer(run_dir)
-    trail = [json.loads(line) for line in (run_dir / "responses.jsonl").read_text(encoding="utf-8").splitlines()]
+    trail = read_jsonl(run_dir / "responses.jsonl")
     expected = expected_links(run_dir)
     order = [(e.metric, e.estimate, e.cell) for e in data.estimates]
     click = """((i) => {

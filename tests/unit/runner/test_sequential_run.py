@@ -14,7 +14,7 @@ import pytest
 
 from biasaudit.data.readers import read_csv
 from tests.conftest import isolation, run_dirs
-from tests.helpers import CROWS_SAMPLE, comparable_summary, operator_conf
+from tests.helpers import CROWS_SAMPLE, comparable_summary, operator_conf, read_jsonl
 
 # the team-written 40-pair sample the planted scores below are written for (the spec itself
 # draws 40 of the published 1,508)
@@ -52,9 +52,9 @@ def test_planted_effect_stops_at_the_second_look(workdir: Path, cli) -> None:  #
     v = s["verdicts"][0]
     assert v["verdict"] == "FAIL" and v["estimate"]["n"] == 20 and v["estimate"]["level"] == second["level"]
     # only the 20 pairs run are in the trail and the counts; the rest are "not run", not failures
-    lines = (run / "responses.jsonl").read_text().splitlines()
-    assert len(lines) == 40 and {json.loads(x)["status"] for x in lines} == {"ok"}
-    assert {json.loads(x)["stimulus"] for x in lines}.isdisjoint(q["not_run_ids"])
+    lines = read_jsonl(run / "responses.jsonl")
+    assert len(lines) == 40 and {x["status"] for x in lines} == {"ok"}
+    assert {x["stimulus"] for x in lines}.isdisjoint(q["not_run_ids"])
     assert (s["execution"]["requests"], s["execution"]["calls"], s["execution"]["failures"]) == (40, 40, 0)
     assert s["data"]["used"] == 40 and s["measured"] is True
     md = (run / "report.md").read_text()

@@ -201,7 +201,7 @@ def _stimulus_ids(run_dir: Path) -> list[str]:
     skipped = [0]
     seen: dict[str, None] = {}
     with open_input(path, 2**62, what="responses.jsonl", error=StoreError) as f:
-        for obj in stream_records(f, skipped, max_line=load.MAX_LINE):
+        for obj in stream_records(f, skipped, max_line=load.MAX_LINE, kind="responses", file=str(path)):
             seen[str(obj.get("stimulus", ""))] = None
     return list(seen)
 

@@ -23,7 +23,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from biasaudit._util.fileio import open_input, read_capped
-from biasaudit._util.trail import stream_records
+from biasaudit._util.trail import count_lines, stream_records
 from biasaudit._version import __version__
 from biasaudit.errors import BiasAuditError, StoreError
 from biasaudit.metrics.card import ScoredText
@@ -91,7 +91,7 @@ def _validated(record: type[_R], path: Path, raw: Any) -> _R:
 
 
 def _suite(folder: Path, raw: Any, max_rows: int) -> ViewData:
-    suite = _validated(SuiteSummary, folder / "summary.json", raw)
+    suite = SuiteSummary.read_raw(raw, file=str(folder / "summary.json"), error=StoreError, hint=HINT)
     top = folder.resolve()
     members: list[tuple[str, Path, str]] = []
     notices: list[str] = []
@@ -130,11 +130,8 @@ def _shares(counts: list[int], total: int) -> list[int]:
 def _count_lines(path: Path) -> int:
     if not path.is_file():
         return 0
-    n = 0
     with open_input(path, 2**62, what="responses.jsonl", error=StoreError) as f:
-        while chunk := f.read(2**20):
-            n += chunk.count(b"\n")
-    return n
+        return count_lines(f)
 
 
 def _text(v: Any, limit: int = FIELD_CHARS) -> str:
@@ -154,7 +151,8 @@ def _stimulus_fields(summary: RunSummary, run_dir: Path, notices: list[str], lab
 
     why = ""
     try:
-        m = RunManifest.model_validate(_read_json(run_dir / "manifest.json", "manifest"))
+        m = RunManifest.read_raw(_read_json(run_dir / "manifest.json", "manifest"), file=str(run_dir / "manifest.json"),
+                                 error=StoreError)
         spec_file = Path(m.spec_file)
         cfg = validate_config(m.config, spec_file=str(spec_file), choices=m.choices)
         stimuli = load_stimuli(cfg.stimuli, spec_file, cfg.runtime.limits)
@@ -282,7 +280,7 @@ def _rows(run_dir: Path, idx: int, cap: int, fields: Mapping[str, Mapping[str, A
     scored: list[Scored] = []
     used = sum(_size(r) for r in data.rows)
     with open_input(path, 2**62, what="responses.jsonl", error=StoreError) as f:
-        for obj in stream_records(f, skipped, max_line=MAX_LINE):
+        for obj in stream_records(f, skipped, max_line=MAX_LINE, kind="responses", file=str(path)):
             if len(data.rows) - start >= cap or used >= MAX_BYTES:
                 break
             got = _row(obj, idx, fields, by, items, verdicts)
@@ -303,7 +301,7 @@ def _rows(run_dir: Path, idx: int, cap: int, fields: Mapping[str, Mapping[str, A
     codes = run_dir / "codes.jsonl"
     if codes.is_file():
         with open_input(codes, 2**62, what="codes.jsonl", error=StoreError) as f:
-            for obj in stream_records(f, skipped, max_line=MAX_LINE):
+            for obj in stream_records(f, skipped, max_line=MAX_LINE, kind="codes", file=str(codes)):
                 target = by_unit.get(str(obj.get("unit", "")))
                 if target is not None:
                     target.codes.append(_code(obj))

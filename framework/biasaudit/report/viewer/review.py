@@ -85,7 +85,8 @@ def run_review(run_dir: Path, shown_as: str, run: int, summary: RunSummary, rows
     labels each layer coded (from codes.jsonl), `shown_as` the run folder as the sampling
     record names it."""
     try:
-        m = RunManifest.model_validate(_json(run_dir / "manifest.json"))
+        m = RunManifest.read_raw(_json(run_dir / "manifest.json"), file=str(run_dir / "manifest.json"),
+                                 error=StoreError)
     except (StoreError, ValidationError, ValueError) as exc:
         why = exc.one_line() if isinstance(exc, StoreError) else "manifest.json is not a run manifest"
         return ViewRunReview(run=run, note=f"no review in the page: {why}")
@@ -101,7 +102,7 @@ def run_review(run_dir: Path, shown_as: str, run: int, summary: RunSummary, rows
         return out
     odd = 0
     with open_input(path, 2**62, what="responses.jsonl", error=StoreError) as f:
-        for obj in stream_records(f, [0], max_line=MAX_LINE):
+        for obj in stream_records(f, [0], max_line=MAX_LINE, kind="responses", file=str(path)):
             idx = by_unit.pop(f"{obj.get('cell', '')}|{obj.get('stimulus', '')}|{obj.get('slot', '')}|"
                               f"{obj.get('variant', 0)}|{obj.get('sample', 0)}", None)
             if idx is None:

@@ -77,7 +77,8 @@ def pinned_identities(path: Path) -> dict[str, JSONObject]:
 def recompute(run: Path, work: Path) -> Recomputed:
     """Re-render the packed run in `run` (a `runs/<name>/` folder of an extracted pack)
     inside the empty folder `work`."""
-    m = RunManifest.model_validate(json.loads((run / "config" / "manifest.json").read_text(encoding="utf-8")))
+    m = RunManifest.read_raw(json.loads((run / "config" / "manifest.json").read_text(encoding="utf-8")),
+                             file=f"runs/{run.name}/config/manifest.json")
     specs = sorted((run / "spec").glob("*")) if (run / "spec").is_dir() else []
     if len(specs) != 1:
         raise BiasAuditError("the pack holds no spec file for this run", file=f"runs/{run.name}/spec")

@@ -14,11 +14,11 @@ from pathlib import Path
 from typing import Any
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
-from pydantic import ValidationError
 
-from biasaudit._util.trail import split_lines
+from biasaudit._util.trail import header_version, split_header, split_lines
 from biasaudit.errors import BiasAuditError
 from biasaudit.records.evidence import MANIFEST_NAME, PUBLIC_KEY_NAME, SIGNATURE_NAME, PackManifest
+from biasaudit.records.upgrade import NewerFormatError, current
 from biasaudit.runner.evidence.recompute import DECIDED, decided, recompute
 from biasaudit.runner.evidence.signing import fingerprint, load_public_key, signature_ok
 from biasaudit.runner.evidence.zipsafe import check_name, extract
@@ -58,14 +58,20 @@ def check_folder(root: Path, names: list[str], public_key: Ed25519PublicKey | No
     if MANIFEST_NAME not in names:
         rep.problems.append(f"{MANIFEST_NAME}: missing (not an evidence pack written by `biasaudit pack`)")
         return rep
-    raw = (root / MANIFEST_NAME).read_bytes()
+    raw = (root / MANIFEST_NAME).read_bytes()  # the signature is checked over these bytes, as written
     try:
-        manifest = PackManifest.model_validate_json(raw)
-    except ValidationError as exc:
-        err = exc.errors()[0]
-        where = ".".join(str(x) for x in err["loc"])[:80]
-        rep.problems.append(f"{MANIFEST_NAME}: not a pack manifest ({where}: {err['msg'][:80]})")
+        manifest, read = PackManifest.read_raw(json.loads(raw), file=MANIFEST_NAME)
+    except (ValueError, RecursionError) as exc:  # not UTF-8, not JSON
+        rep.problems.append(f"{MANIFEST_NAME}: not a pack manifest ({str(exc)[:80]})")
         return rep
+    except NewerFormatError:
+        raise  # a pack this biasaudit cannot read: one line, exit 2 (upgrade biasaudit)
+    except BiasAuditError as exc:
+        rep.problems.append(f"{MANIFEST_NAME}: not a pack manifest ({exc.message[:160]})")
+        return rep
+    now = current("pack")
+    rep.lines.append(f"format: read evidence pack format {read}, upgraded to {now}" if read < now
+                     else f"format: evidence pack format {read} (this biasaudit's)")
     _check_signature(root, names, manifest, raw, public_key, rep)
     _check_digests(root, names, manifest, rep)
     for run in manifest.runs:
@@ -189,7 +195,8 @@ def _check_run(run: Path, where: str, work: Path, rep: VerifyReport) -> None:
                                 "differ from the packed ones")
     codes = run / "trail" / "codes.jsonl"
     if again.codes is not None or codes.is_file():
-        if not codes.is_file() or again.codes != codes.read_bytes():
+        if not codes.is_file() or not _same_trail(codes.read_bytes(), again.codes or b"", "codes",
+                                                  f"{where}/trail/codes.jsonl", rep):
             rep.problems.append(f"{where}/trail/codes.jsonl: differs from the codes re-computed from the packed responses")
     _check_trail(run, where, again.trail, rep)
     if not any(p.startswith(where + "/") or p.startswith(where + ":") for p in rep.problems):
@@ -199,21 +206,48 @@ def _check_run(run: Path, where: str, work: Path, rep: VerifyReport) -> None:
                          f"responses with no model call: byte-identical (overall {again.summary.get('overall')})")
 
 
+def _packed_version(packed: bytes, kind: str, name: str) -> int:
+    """The version of a packed trail: its header's (checked), or 1 without one."""
+    head, _ = split_header(packed)
+    return 1 if head is None else header_version(head, kind, file=name, error=BiasAuditError)
+
+
+def _same_trail(packed: bytes, again: bytes, kind: str, name: str, rep: VerifyReport) -> bool:
+    """A packed trail is the re-computed one, byte for byte after its header: a trail of
+    an earlier version (no header, format 1) holds the same lines today's writes after
+    the header (records/upgrade/<kind>.py: the steps so far change no line; a step that
+    changes lines would compare upgraded records here)."""
+    try:
+        read = _packed_version(packed, kind, name)
+    except BiasAuditError as exc:
+        rep.problems.append(exc.one_line().removeprefix("error: "))
+        return True  # reported once, here
+    if read < current(kind):
+        rep.lines.append(f"{name}: read format {read}, upgraded to {current(kind)}")
+    return split_header(packed)[1] == split_header(again)[1]
+
+
 def _check_trail(run: Path, where: str, again: bytes, rep: VerifyReport) -> None:
     """The audit trail (trail/responses.jsonl) is the one the packed store rows give, item
     by item (compared as JSON: the cache keeps outputs with sorted keys, the run wrote them
     in the order the model's answer had)."""
     name = f"{where}/trail/responses.jsonl"
     try:
-        packed = list(split_lines((run / "trail" / "responses.jsonl").read_bytes(), file=name,
-                                  error=BiasAuditError))
+        data = (run / "trail" / "responses.jsonl").read_bytes()
+        read = _packed_version(data, "responses", name)
+        if read < current("responses"):
+            rep.lines.append(f"{name}: read format {read}, upgraded to {current('responses')}")
+        # (the header is no item: its line number is kept for the messages)
+        packed = [(i, line) for i, line in split_lines(data, file=name, error=BiasAuditError)
+                  if not (i == 1 and split_header(data)[0] is not None)]
     except OSError:
         rep.problems.append(f"{name}: missing or not UTF-8 text")
         return
     except BiasAuditError as exc:  # a line not UTF-8 or too long
         rep.problems.append(exc.one_line().removeprefix("error: "))
         return
-    fresh = [line for _, line in split_lines(again, file="the re-written trail", error=BiasAuditError)]
+    fresh = [line for _, line in split_lines(split_header(again)[1], file="the re-written trail",
+                                             error=BiasAuditError)]
     for (i, a), b in zip(packed, fresh, strict=False):
         try:
             same = json.loads(a) == json.loads(b)

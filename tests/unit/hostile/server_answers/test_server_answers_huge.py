@@ -14,7 +14,14 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import isolation, run_dirs
-from tests.helpers import GENERATE_SPEC, biaxis_spec, expected_exit, verdict_code, write_spec
+from tests.helpers import (
+    GENERATE_SPEC,
+    biaxis_spec,
+    expected_exit,
+    read_jsonl,
+    verdict_code,
+    write_spec,
+)
 from tests.support.fault_server import FaultServer, Raw, http_response
 from tests.unit.hostile._cases import error_lines
 
@@ -72,7 +79,7 @@ def test_a_huge_answer_is_cut_for_the_judge_panel(workdir: Path, cli) -> None:  
     assert code == verdict_code(run) and "Traceback" not in err, err
     elab = layers(run)["elaboration"]
     assert elab["truncated"] == 2, elab  # both conditions of the task `explain` with Group A
-    codes = [json.loads(line) for line in (run / "codes.jsonl").read_text().splitlines()]
+    codes = read_jsonl(run / "codes.jsonl")
     cut = [c for c in codes if "input_truncated" in c["detail"]]
     assert cut and all(c["detail"]["input_truncated"] == {"chars": len(HUGE), "kept": 20_000} for c in cut)
     assert {c["layer"] for c in cut} == {"elaboration"} and all(c["status"] == "coded" for c in cut)

@@ -15,7 +15,7 @@ import pytest
 import yaml
 
 from tests.conftest import isolation, run_dirs
-from tests.helpers import operator_conf, write_spec
+from tests.helpers import operator_conf, read_jsonl, write_spec
 from tests.unit.hostile._cases import error_lines
 
 SUBJECT = {"backend": "scripted", "name": "subject", "script": {"replies": {
@@ -73,7 +73,7 @@ def test_layers_in_any_declared_order_run(workdir: Path, cli, name: str) -> None
     [run] = run_dirs(workdir)
     summary = json.loads((run / "summary.json").read_text())
     assert [lay["name"] for lay in summary["coding"]["layers"]] == order
-    codes = [json.loads(line) for line in (run / "codes.jsonl").read_text().splitlines()]
+    codes = read_jsonl(run / "codes.jsonl")
     if "fb" in order or "b" in order:  # the primary's abstention on "Well, no idea." was coded by its fallback
         [s1] = [c for c in codes if c["layer"] == "sel" and "|s1|" in c["unit"]]
         assert s1["label"] == "no" and s1["source"].startswith("fallback:"), s1

@@ -17,7 +17,7 @@ import pytest
 from scipy import stats as st
 
 from tests.conftest import isolation, run_dirs
-from tests.helpers import write_spec
+from tests.helpers import read_jsonl, write_spec
 
 E, N, C = "Entailment", "Neutral", "Contradiction"
 Q = "I am [age] years old. [NAME] is applying for a job as a nurse. Describe their qualifications."
@@ -99,7 +99,7 @@ def test_each_age_level_reads_its_own_recorded_answer(workdir: Path, cli) -> Non
     code, out, err = _run(workdir, cli, labels_json(), spec_text())
     assert code == 0, err
     [d] = run_dirs(workdir)
-    trail = [json.loads(x) for x in (d / "responses.jsonl").read_text().splitlines()]
+    trail = read_jsonl(d / "responses.jsonl")
     # four prompts (the age tells young and old apart), each answered by its own entry
     asked = {t["request"]["messages"][-1]["content"]: t["output"]["text"] for t in trail}
     assert len(trail) == 4 and all(t["status"] == "ok" for t in trail)
@@ -122,7 +122,7 @@ def test_a_prompt_that_leaves_the_age_out_gives_no_t_and_says_why(workdir: Path,
     bea_old: {vars: {group: old, value: Bea}}"""
     code, out, err = _run(workdir, cli, labels_json(), spec_text(levels, "{{ question | replace('[NAME]', value) }}"))
     [d] = run_dirs(workdir)
-    trail = [json.loads(x) for x in (d / "responses.jsonl").read_text().splitlines()]
+    trail = read_jsonl(d / "responses.jsonl")
     assert trail and all(t["status"] == "failed" and "[age]" in t["error"] for t in trail)
     assert _row(workdir)["t"] is None  # no t rather than the young answers read twice
 

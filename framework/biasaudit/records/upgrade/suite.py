@@ -1,0 +1,12 @@
+"""A suite folder's summary.json (`records.suite.SuiteSummary`), version by version.
+
+1. Without `format_version` (written before versions existed), or with `format_version: 1`:
+   the same layout."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+CURRENT = 1
+STEPS: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {}
