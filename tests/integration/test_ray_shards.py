@@ -113,6 +113,17 @@ def test_killed_shard_resumes_alone(workdir: Path, cli, single: Path) -> None:  
     assert comparable_summary(d / "summary.json", resumed=True) == comparable_summary(single, resumed=True)
 
 
+def test_submitit_local_shards_equal_single_process_run(workdir: Path, cli, single: Path) -> None:  # type: ignore[no-untyped-def]
+    """`shard_backend=submitit` with submitit's local executor (SLURM arrays' code path)."""
+    code, out, err = cli("run", "--fail-on", "never", *SPEC, "runtime.shards=2", "runtime.shard_backend=submitit",
+                         "runtime.submitit.cluster=local", "runtime.submitit.timeout_min=10", *isolation(workdir))
+    assert code == 0, err
+    assert "to call in 2 shard(s) on submitit (local)" in err and "merged 2 shard cache(s)" in err
+    assert _shard_files(workdir) == []  # the shard caches and the jobs' folder are removed
+    [d] = run_dirs(workdir)
+    assert comparable_summary(d / "summary.json") == comparable_summary(single)
+
+
 def recipe(name: str) -> list[str]:
     text = (REPO / "docs" / "running-at-scale.md").read_text()
     m = re.search(rf"<!-- recipe: {name} -->\n```\n(.*?)\n```", text, re.S)

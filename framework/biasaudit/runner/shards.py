@@ -26,6 +26,7 @@ import glob
 import hashlib
 import logging
 import os
+import shutil
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -127,56 +128,108 @@ def run_shards(prep: Prepared, store: Store) -> ShardTally:
         if k not in stored or (rt.retry_failed and stored[k].status == "failed"):
             buckets[shard_of(k, n)].append(k)
     todo = sum(len(b) for b in buckets)
-    stage("shards: %d requests, %d from cache, %d to call in %d shard(s) on Ray (%s)", len(requests),
-          len(requests) - todo, todo, sum(1 for b in buckets if b), rt.ray.address or "a local cluster")
-    if not todo:
+    jobs = [(i, keys) for i, keys in enumerate(buckets) if keys]
+    where = (f"Ray ({rt.ray.address or 'a local cluster'})" if rt.shard_backend == "ray"
+             else f"submitit ({rt.submitit.cluster})")
+    stage("shards: %d requests, %d from cache, %d to call in %d shard(s) on %s", len(requests),
+          len(requests) - todo, todo, len(jobs), where)
+    if not jobs:
         return tally
     t0 = time.perf_counter()
-    with _ray_session(rt.ray) as ray:
-        task = ray.remote(shard_task).options(num_cpus=rt.ray.shard_cpus, num_gpus=rt.ray.shard_gpus,
-                                              max_retries=rt.ray.max_retries, retry_exceptions=False)
-        refs = {task.remote(prep.composed, i, n, str(shard_cache(main, i, n)), keys): i
-                for i, keys in enumerate(buckets) if keys}
-        tally.shards_run = len(refs)
-        try:
-            _collect(ray, refs, n, tally)
-        except BaseException:  # Ctrl-C: stop the shards; their finished calls are merged below
-            for ref in refs:
-                ray.cancel(ref, force=True)
-            raise
-        finally:
-            files = [shard_cache(main, i, n) for i in sorted(refs.values())]
-            tally.merged += merge_and_remove(store, [f for f in files if f.exists()])
+    tally.shards_run = len(jobs)
+    try:
+        dispatch = _on_ray if rt.shard_backend == "ray" else _on_submitit
+        dispatch(prep.composed, jobs, n, main, tally)
+    finally:  # also after Ctrl-C or a failed shard: every finished call is kept
+        files = [shard_cache(main, i, n) for i, _ in jobs]
+        tally.merged += merge_and_remove(store, [f for f in files if f.exists()])
     tally.seconds = time.perf_counter() - t0
-    stage("shards: merged %d shard cache(s) into %s (%d responses)", len(refs), main, tally.merged)
+    stage("shards: merged %d shard cache(s) into %s (%d responses)", len(jobs), main, tally.merged)
     if tally.failed:
-        raise BackendError(f"{len(tally.failed)} of {len(refs)} shard(s) did not finish: {'; '.join(tally.failed)}",
+        raise BackendError(f"{len(tally.failed)} of {len(jobs)} shard(s) did not finish: {'; '.join(tally.failed)}",
                            key="runtime.shards",
                            hint="run the same command again: the finished calls of every shard are in the cache, "
                                 "only the unanswered requests are sent")
     return tally
 
 
-def _collect(ray: Any, refs: dict[Any, int], n: int, tally: ShardTally) -> None:
-    """Wait for every shard, counting its calls; a failed shard is noted, not raised, so
-    that the others run to their end."""
-    waiting = list(refs)
-    while waiting:
-        done, waiting = ray.wait(waiting, num_returns=1)
-        for ref in done:
-            i = refs[ref]
+Jobs = list[tuple[int, list[str]]]
+"""The shards to run: (index, request keys)."""
+
+
+def _count(tally: ShardTally, i: int, n: int, got: dict[str, float]) -> None:
+    tally.calls += int(got["calls"])
+    tally.new_failures += int(got["new_failures"])
+    tally.model_load_s += float(got["model_load_s"])
+    tally.model_loads += int(got["model_loads"])
+    stage("shards: shard %d of %d done: %d calls in %.1f s", i + 1, n, int(got["calls"]), got["seconds"])
+
+
+def _failed(tally: ShardTally, i: int, n: int, exc: BaseException) -> None:
+    reason = str(exc).strip().partition("\n")[0] or type(exc).__name__
+    tally.failed.append(f"shard {i + 1} of {n} ({type(exc).__name__}: {reason[:300]})")
+    stage("shards: shard %d of %d failed: %s", i + 1, n, type(exc).__name__)
+
+
+def _on_ray(composed: Composed, jobs: Jobs, n: int, main: Path, tally: ShardTally) -> None:
+    """Each shard a Ray task; wait for all of them (a failed shard is noted, not raised, so
+    that the others run to their end)."""
+    rc = composed.config.runtime.ray
+    with _ray_session(rc) as ray:
+        task = ray.remote(shard_task).options(num_cpus=rc.shard_cpus, num_gpus=rc.shard_gpus,
+                                              max_retries=rc.max_retries, retry_exceptions=False)
+        refs = {task.remote(composed, i, n, str(shard_cache(main, i, n)), keys): i for i, keys in jobs}
+        try:
+            waiting = list(refs)
+            while waiting:
+                done, waiting = ray.wait(waiting, num_returns=1)
+                for ref in done:
+                    try:
+                        got: dict[str, float] = ray.get(ref)
+                    except ray.exceptions.RayError as exc:
+                        _failed(tally, refs[ref], n, exc)
+                    else:
+                        _count(tally, refs[ref], n, got)
+        except BaseException:  # Ctrl-C: stop the shards; their finished calls are merged
+            for ref in refs:
+                ray.cancel(ref, force=True)
+            raise
+
+
+def _on_submitit(composed: Composed, jobs: Jobs, n: int, main: Path, tally: ShardTally) -> None:
+    """Each shard a job of one submitit array (SLURM, or local processes); wait for all."""
+    try:
+        import submitit
+    except ImportError:
+        raise BackendError("runtime.shard_backend=submitit needs submitit, which is not installed",
+                           key="runtime.shard_backend", hint='pip install -e ".[slurm]"') from None
+    sc = composed.config.runtime.submitit
+    folder = Path(sc.folder) if sc.folder else main.with_name(main.name + ".shard-jobs")
+    ex = submitit.AutoExecutor(folder=folder, cluster=sc.cluster)
+    params: dict[str, object] = {"name": "biasaudit-shard", "timeout_min": sc.timeout_min,
+                                 "cpus_per_task": sc.cpus_per_task, "gpus_per_node": sc.gpus_per_node}
+    if sc.mem_gb is not None:
+        params["mem_gb"] = sc.mem_gb
+    if sc.partition is not None:
+        params["slurm_partition"] = sc.partition
+    ex.update_parameters(**params)
+    with ex.batch():  # one array on SLURM
+        submitted = [(i, ex.submit(shard_task, composed, i, n, str(shard_cache(main, i, n)), keys))
+                     for i, keys in jobs]
+    try:
+        for i, job in submitted:
             try:
-                got: dict[str, float] = ray.get(ref)
-            except ray.exceptions.RayError as exc:
-                reason = str(exc).strip().partition("\n")[0] or type(exc).__name__
-                tally.failed.append(f"shard {i + 1} of {n} ({type(exc).__name__}: {reason[:300]})")
-                stage("shards: shard %d of %d failed: %s", i + 1, n, type(exc).__name__)
-                continue
-            tally.calls += int(got["calls"])
-            tally.new_failures += int(got["new_failures"])
-            tally.model_load_s += float(got["model_load_s"])
-            tally.model_loads += int(got["model_loads"])
-            stage("shards: shard %d of %d done: %d calls in %.1f s", i + 1, n, int(got["calls"]), got["seconds"])
+                got: dict[str, float] = job.result()
+            except Exception as exc:  # noqa: BLE001 (any failure of the job: noted, the others still awaited)
+                _failed(tally, i, n, exc)
+            else:
+                _count(tally, i, n, got)
+    except BaseException:
+        for _, job in submitted:
+            job.cancel(check=False)
+        raise
+    if not tally.failed and sc.folder is None:
+        shutil.rmtree(folder, ignore_errors=True)  # the jobs' pickles and logs; kept when a shard failed
 
 
 @contextmanager

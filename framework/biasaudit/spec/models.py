@@ -572,6 +572,28 @@ class RayConfig(Strict):
     resumes the dead shard alone."""
 
 
+class SubmititConfig(Strict):
+    """Where the shards of one sharded audit run with `runtime.shard_backend=submitit`: a
+    SLURM array through submitit (or submitit's local executor: one process per shard on
+    this machine, SLURM's code path without SLURM). Operator-only, like all of `runtime`."""
+
+    cluster: Literal["slurm", "local"] = "slurm"
+    """`slurm`: one array job per shard; `local`: subprocesses on this machine."""
+    folder: str | None = None
+    """submitit's folder for the jobs' inputs, logs and results, on a file system the nodes
+    share (null: `<cache>.shard-jobs/` beside the cache)."""
+    timeout_min: int = Field(default=1440, ge=1)
+    """Minutes a shard job may run."""
+    partition: str | None = None
+    """SLURM partition (null: the cluster's default)."""
+    cpus_per_task: int = Field(default=1, ge=1)
+    """CPUs per shard job."""
+    gpus_per_node: int = Field(default=0, ge=0)
+    """GPUs per shard job (1: one local model per GPU)."""
+    mem_gb: float | None = Field(default=None, gt=0, allow_inf_nan=False)
+    """Memory per shard job in GB (null: the cluster's default)."""
+
+
 class RuntimeConfig(Strict):
     batch_size: int = Field(default=8, ge=1)
     """Rows per batch for local models."""
@@ -625,10 +647,13 @@ class RuntimeConfig(Strict):
     each run as a task on `shard_backend` with its own cache file, merged into `cache`
     before the run codes, measures and reports once (docs/running-at-scale.md, "Sharding
     one audit on Ray"). 1: one process, no Ray."""
-    shard_backend: Literal["ray"] = "ray"
-    """What runs the shards: `ray` (a local cluster, or `ray.address`)."""
+    shard_backend: Literal["ray", "submitit"] = "ray"
+    """What runs the shards: `ray` (a local cluster, or `ray.address`) or `submitit` (a
+    SLURM array, or submitit's local executor)."""
     ray: RayConfig = Field(default_factory=RayConfig)
     """The Ray cluster the shards run on (see `RayConfig`)."""
+    submitit: SubmititConfig = Field(default_factory=SubmititConfig)
+    """The SLURM array the shards run as with `shard_backend: submitit` (see `SubmititConfig`)."""
 
 
 class ValiditySpec(Strict):
