@@ -5,7 +5,9 @@ behind, asks the main cache which requests are still unanswered, and splits thos
 stable hash of their key into N shards. Each shard is one Ray task: it rebuilds the plan
 from the composed configuration (the same spec and overrides, so the same requests and
 keys), keeps the keys it was given, and answers them into its own cache file beside the
-main cache (`<cache>.shard-<i>-of-<N>.sqlite`), committing each answer as it arrives,
+main cache (`<cache>.<plan>.shard-<i>-of-<N>.sqlite`, `<plan>` a digest of the plan's
+request keys, so that audits sharing a cache never touch each other's shard files),
+committing each answer as it arrives,
 as a one-process run does. The driver then merges every shard cache into the main cache
 the way `biasaudit merge-cache` does and removes them; the run goes on (coding, metrics,
 report) once, in the driver, from the merged cache, as a cached re-run would.
@@ -28,7 +30,7 @@ import logging
 import os
 import shutil
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -55,15 +57,25 @@ def shard_of(key: str, n: int) -> int:
     return int.from_bytes(hashlib.sha256(key.encode("utf-8")).digest()[:8], "big") % n
 
 
-def shard_cache(main: Path, i: int, n: int) -> Path:
+def plan_tag(keys: Iterable[str]) -> str:
+    """A short digest of a plan's request keys: the same audit (spec, data, model and
+    settings) gets the same tag on every run, another audit another."""
+    h = hashlib.sha256()
+    for k in sorted(keys):
+        h.update(k.encode("utf-8") + b"\n")
+    return h.hexdigest()[:12]
+
+
+def shard_cache(main: Path, tag: str, i: int, n: int) -> Path:
     """Shard i's own cache file, beside the main cache (named 1-based: `shard-1-of-2`)."""
-    return main.with_name(f"{main.name}.shard-{i + 1}-of-{n}.sqlite")
+    return main.with_name(f"{main.name}.{tag}.shard-{i + 1}-of-{n}.sqlite")
 
 
-def leftover_shard_caches(main: Path) -> list[Path]:
-    """Shard caches of the main cache that an earlier run did not merge (it was killed),
-    whatever its number of shards."""
-    pattern = os.path.join(glob.escape(str(main.parent)), glob.escape(main.name) + ".shard-*-of-*.sqlite")
+def leftover_shard_caches(main: Path, tag: str) -> list[Path]:
+    """Shard caches of this plan that an earlier run did not merge (it was killed),
+    whatever its number of shards; another audit's shard files on the same cache (a
+    parallel run) are not touched."""
+    pattern = os.path.join(glob.escape(str(main.parent)), glob.escape(f"{main.name}.{tag}") + ".shard-*-of-*.sqlite")
     return sorted(Path(p) for p in glob.glob(pattern))
 
 
@@ -117,7 +129,8 @@ def run_shards(prep: Prepared, store: Store) -> ShardTally:
     n = rt.shards
     main = Path(store.path)
     tally = ShardTally()
-    leftovers = leftover_shard_caches(main)
+    tag = plan_tag(prep.plan.requests)
+    leftovers = leftover_shard_caches(main, tag)
     if leftovers:
         tally.merged += merge_and_remove(store, leftovers)
         stage("shards: merged %d shard cache(s) an earlier run left (%d responses)", len(leftovers), tally.merged)
@@ -139,9 +152,9 @@ def run_shards(prep: Prepared, store: Store) -> ShardTally:
     tally.shards_run = len(jobs)
     try:
         dispatch = _on_ray if rt.shard_backend == "ray" else _on_submitit
-        dispatch(prep.composed, jobs, n, main, tally)
+        dispatch(prep.composed, jobs, n, main, tag, tally)
     finally:  # also after Ctrl-C or a failed shard: every finished call is kept
-        files = [shard_cache(main, i, n) for i, _ in jobs]
+        files = [shard_cache(main, tag, i, n) for i, _ in jobs]
         tally.merged += merge_and_remove(store, [f for f in files if f.exists()])
     tally.seconds = time.perf_counter() - t0
     stage("shards: merged %d shard cache(s) into %s (%d responses)", len(jobs), main, tally.merged)
@@ -171,14 +184,14 @@ def _failed(tally: ShardTally, i: int, n: int, exc: BaseException) -> None:
     stage("shards: shard %d of %d failed: %s", i + 1, n, type(exc).__name__)
 
 
-def _on_ray(composed: Composed, jobs: Jobs, n: int, main: Path, tally: ShardTally) -> None:
+def _on_ray(composed: Composed, jobs: Jobs, n: int, main: Path, tag: str, tally: ShardTally) -> None:
     """Each shard a Ray task; wait for all of them (a failed shard is noted, not raised, so
     that the others run to their end)."""
     rc = composed.config.runtime.ray
     with _ray_session(rc) as ray:
         task = ray.remote(shard_task).options(num_cpus=rc.shard_cpus, num_gpus=rc.shard_gpus,
                                               max_retries=rc.max_retries, retry_exceptions=False)
-        refs = {task.remote(composed, i, n, str(shard_cache(main, i, n)), keys): i for i, keys in jobs}
+        refs = {task.remote(composed, i, n, str(shard_cache(main, tag, i, n)), keys): i for i, keys in jobs}
         try:
             waiting = list(refs)
             while waiting:
@@ -196,7 +209,7 @@ def _on_ray(composed: Composed, jobs: Jobs, n: int, main: Path, tally: ShardTall
             raise
 
 
-def _on_submitit(composed: Composed, jobs: Jobs, n: int, main: Path, tally: ShardTally) -> None:
+def _on_submitit(composed: Composed, jobs: Jobs, n: int, main: Path, tag: str, tally: ShardTally) -> None:
     """Each shard a job of one submitit array (SLURM, or local processes); wait for all."""
     try:
         import submitit
@@ -204,7 +217,7 @@ def _on_submitit(composed: Composed, jobs: Jobs, n: int, main: Path, tally: Shar
         raise BackendError("runtime.shard_backend=submitit needs submitit, which is not installed",
                            key="runtime.shard_backend", hint='pip install -e ".[slurm]"') from None
     sc = composed.config.runtime.submitit
-    folder = Path(sc.folder) if sc.folder else main.with_name(main.name + ".shard-jobs")
+    folder = Path(sc.folder) if sc.folder else main.with_name(f"{main.name}.{tag}.shard-jobs")
     ex = submitit.AutoExecutor(folder=folder, cluster=sc.cluster)
     params: dict[str, object] = {"name": "biasaudit-shard", "timeout_min": sc.timeout_min,
                                  "cpus_per_task": sc.cpus_per_task, "gpus_per_node": sc.gpus_per_node}
@@ -214,7 +227,7 @@ def _on_submitit(composed: Composed, jobs: Jobs, n: int, main: Path, tally: Shar
         params["slurm_partition"] = sc.partition
     ex.update_parameters(**params)
     with ex.batch():  # one array on SLURM
-        submitted = [(i, ex.submit(shard_task, composed, i, n, str(shard_cache(main, i, n)), keys))
+        submitted = [(i, ex.submit(shard_task, composed, i, n, str(shard_cache(main, tag, i, n)), keys))
                      for i, keys in jobs]
     try:
         for i, job in submitted:

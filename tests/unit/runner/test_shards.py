@@ -9,7 +9,13 @@ from pathlib import Path
 
 import pytest
 
-from biasaudit.runner.shards import leftover_shard_caches, per_shard, shard_cache, shard_of
+from biasaudit.runner.shards import (
+    leftover_shard_caches,
+    per_shard,
+    plan_tag,
+    shard_cache,
+    shard_of,
+)
 from biasaudit.spec.model_configs import AnthropicConfig, OpenAICompatConfig, ScriptedConfig
 from tests.conftest import isolation
 
@@ -29,12 +35,16 @@ def test_split_is_a_partition_by_sha256_of_the_key() -> None:
 def test_shard_caches_sit_beside_the_main_cache(tmp_path: Path) -> None:
     main = tmp_path / "we[ir]d*" / "cache.sqlite"  # glob characters in the folder are literal
     main.parent.mkdir()
-    assert shard_cache(main, 0, 2) == main.parent / "cache.sqlite.shard-1-of-2.sqlite"
-    for p in (shard_cache(main, 1, 3), shard_cache(main, 0, 2), main.parent / "other.sqlite.shard-1-of-2.sqlite",
-              main.parent / "cache.sqlite.shard-1-of-2.sqlite-wal"):
+    tag = plan_tag(["b", "a"])
+    assert tag == plan_tag(["a", "b"]) == hashlib.sha256(b"a\nb\n").hexdigest()[:12]  # the order is not the plan
+    assert shard_cache(main, tag, 0, 2) == main.parent / f"cache.sqlite.{tag}.shard-1-of-2.sqlite"
+    other = plan_tag(["c"])  # another audit sharing the cache, perhaps running now
+    for p in (shard_cache(main, tag, 1, 3), shard_cache(main, tag, 0, 2), shard_cache(main, other, 0, 2),
+              main.parent / f"other.sqlite.{tag}.shard-1-of-2.sqlite",
+              main.parent / f"cache.sqlite.{tag}.shard-1-of-2.sqlite-wal"):
         p.write_bytes(b"")
-    assert leftover_shard_caches(main) == [main.parent / "cache.sqlite.shard-1-of-2.sqlite",
-                                           main.parent / "cache.sqlite.shard-2-of-3.sqlite"]
+    assert leftover_shard_caches(main, tag) == [main.parent / f"cache.sqlite.{tag}.shard-1-of-2.sqlite",
+                                                main.parent / f"cache.sqlite.{tag}.shard-2-of-3.sqlite"]
 
 
 def test_served_models_share_their_concurrency_among_the_shards() -> None:
