@@ -89,3 +89,36 @@ def test_a_spec_cannot_choose_the_cluster(tmp_path: Path, cli) -> None:  # type:
                      "    - {spec: crows_pairs_tp, overrides: ['runtime.ray.address=ray://attacker:10001']}\n")
     code, out, err = cli("validate", f"spec={suite}", *isolation(tmp_path))
     assert code == 2 and "cannot override 'runtime.ray.address'" in err, err
+
+
+def test_shard_caches_a_killed_driver_left_are_merged_first(tmp_path: Path, cli) -> None:  # type: ignore[no-untyped-def]
+    """The driver itself killed after its shards had answered (before its merge): the next
+    run merges those shard files into the main cache and calls nothing (so no Ray is
+    started here); another audit's shard file beside them is left alone."""
+    import shutil
+
+    from biasaudit.store import Store
+
+    first = tmp_path / "first"
+    (first / "reports").mkdir(parents=True)
+    code, out, err = cli("run", "--fail-on", "never", "spec=crows_pairs_tp", "model=scripted", *isolation(first))
+    assert code == 0, err
+    store = Store(first / "cache.sqlite")
+    try:
+        keys = [k for (k,) in store.db.execute("SELECT key FROM responses")]
+    finally:
+        store.close()
+    assert len(keys) == 80
+    (tmp_path / "reports").mkdir()
+    main = tmp_path / "cache.sqlite"
+    shutil.copy(first / "cache.sqlite", shard_cache(main, plan_tag(keys), 1, 2))  # as if shard 2 of 2 had answered all
+    foreign = shard_cache(main, plan_tag(["another audit"]), 0, 2)
+    foreign.write_bytes(b"")
+    code, out, err = cli("run", "--fail-on", "never", "spec=crows_pairs_tp", "model=scripted", "runtime.shards=2",
+                         *isolation(tmp_path))
+    assert code == 0, err
+    assert "merged 1 shard cache(s) an earlier run left (80 responses)" in err
+    assert "80 requests, 80 from cache, 0 to call" in err
+    assert sorted(p.name for p in tmp_path.glob("cache.sqlite.*")) == [foreign.name]
+    [summary] = (tmp_path / "reports").rglob("summary.json")
+    assert '"calls": 0' in summary.read_text() and '"cache_hits": 80' in summary.read_text()
