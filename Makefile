@@ -135,6 +135,7 @@ bench: setup setup-vllm
 docs: setup
 	$(BIN)/python docs/tools/method_pages.py
 	$(BIN)/python docs/tools/data_credits.py
+	$(BIN)/python docs/tools/method_lists.py
 
 # ruff, mypy --strict on the whole package (strict = true in pyproject.toml) and the
 # import-linter contracts (pyproject.toml [tool.importlinter]); CI runs it before the tests.

@@ -1,5 +1,6 @@
-"""The one registry of named, pluggable things: methods, metrics, coders, model backends,
-stimulus adapters, recorded-response formats and template functions.
+"""The one registry of named, pluggable things: methods, metrics, coders, model backends
+(each with its config model), plot kinds (each with its data model), stimulus adapters,
+recorded-response formats and template functions.
 
 Specs name registered things; they never carry import paths. Providers register on
 import. The core's own providers (backends, adapters, coders) register when their
@@ -27,6 +28,7 @@ if TYPE_CHECKING:
     from biasaudit.methods.base import MethodDef, RecordingFormat
     from biasaudit.methods.oracle_kit import OracleDef
     from biasaudit.metrics.base import MetricDef
+    from biasaudit.metrics.plotting import PlotKind
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -48,6 +50,31 @@ def strict_model(field: str) -> Callable[[str, object], None]:
                              f"(extra={extra!r}); give it model_config = ConfigDict(extra=\"forbid\") so that a "
                              "misspelt key in a spec is an error")
     return check
+
+
+def backend_check(name: str, kind: object) -> None:
+    """A backend's registration check: its config model refuses unknown keys, and its
+    `backend` field is the one literal `name` (the tag that selects it in a spec)."""
+    strict_model("config")(name, kind)
+    config = getattr(kind, "config", None)
+    field = getattr(config, "model_fields", {}).get("backend")
+    if field is None or getattr(field.annotation, "__args__", None) != (name,):
+        raise ValueError(f"backend {name!r}: its config model {getattr(config, '__name__', config)!s} needs the field "
+                         f"`backend: Literal[{name!r}]` (the key that selects it in a model config)")
+
+
+def plot_check(name: str, kind: object) -> None:
+    """A plot kind's registration check: its data model refuses unknown keys, and reads
+    only fields the `PlotSpec` carrier has (a field it has not could never be filled)."""
+    strict_model("data")(name, kind)
+    from biasaudit.records.metric_result import PlotSpec
+
+    data = getattr(kind, "data", None)
+    foreign = sorted(set(getattr(data, "model_fields", {})) - set(PlotSpec.model_fields) - {"kind"})
+    if foreign:
+        raise ValueError(f"plot kind {name!r}: its data model {getattr(data, '__name__', data)!s} has fields "
+                         f"{', '.join(foreign)} that a PlotSpec does not carry; use the PlotSpec's fields "
+                         f"({', '.join(sorted(PlotSpec.model_fields))})")
 
 
 class Registry(Generic[T]):
@@ -108,10 +135,12 @@ class Registry(Generic[T]):
 METHODS: Registry[MethodDef] = Registry("method")
 METRICS: Registry[MetricDef] = Registry("metric", check=strict_model("params"))
 CODERS: Registry[CoderDef] = Registry("coder", check=strict_model("options"))
-BACKENDS: Registry[BackendKind[Any]] = Registry("model backend")
+BACKENDS: Registry[BackendKind[Any]] = Registry("model backend", check=backend_check)
 ADAPTERS: Registry[Adapter] = Registry("stimulus format")
 RECORDINGS: Registry[RecordingFormat] = Registry("recorded-response format")
 TEMPLATE_FUNCTIONS: Registry[Callable[..., Any]] = Registry("template function")
+PLOTS: Registry[PlotKind[Any]] = Registry("plot kind", check=plot_check)
+"""Plot kind -> its data model and renderer (metrics/plotting.py)."""
 ORACLES: Registry[OracleDef] = Registry("self-test oracle")
 """Metric name -> its oracle responders for `biasaudit selftest` (methods/oracle_kit.py)."""
 
@@ -129,7 +158,7 @@ def load_providers() -> None:
     if _loaded:
         return
     _loaded = True  # set first: providers look names up while they import
-    for core in ("biasaudit.backends", "biasaudit.data", "biasaudit.coding"):
+    for core in ("biasaudit.backends", "biasaudit.data", "biasaudit.coding", "biasaudit.report.plots"):
         importlib.import_module(core)
     methods = importlib.import_module("biasaudit.methods")
     for info in sorted(pkgutil.iter_modules(methods.__path__), key=lambda m: m.name):
@@ -154,6 +183,7 @@ __all__ = [
     "METHODS",
     "METRICS",
     "ORACLES",
+    "PLOTS",
     "PLUGIN_GROUP",
     "RECORDINGS",
     "Registry",

@@ -66,21 +66,8 @@ def held() -> Iterator[None]:
         log.handle(record)
 
 
-def load_note(cfg: Any) -> str:
-    """What the first load of the audited model will do, said before it starts."""
-    model = cfg.model
-    if cfg.probe.kind == "classify_nli" and cfg.nli is not None and cfg.nli.backend != "llm_nli":
-        return ""
-    if model.backend == "hf_causal" and model.gguf_file:  # the hf_causal config has one (spec.HFCausalConfig)
-        return ("no load timed on this cache yet: the GGUF file is dequantized once, on this first use (its time "
-                "grows with the file's size and the machine's load: a minute or more for SmolLM2-135M on 2 busy "
-                "cores), and kept under runtime.models_dir so later loads take seconds; a line every 15 s "
-                "while it runs")
-    return ""
-
-
 def seconds_text(s: float) -> str:
     return f"{s:.0f} s" if s >= 10 else f"{s:.1f} s"
 
 
-__all__ = ["held", "load_note", "seconds_text", "show", "stage"]
+__all__ = ["held", "seconds_text", "show", "stage"]

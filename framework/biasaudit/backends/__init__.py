@@ -6,7 +6,7 @@ Heavy libraries (torch, transformers) are imported only when a local model is bu
 from biasaudit.backends import (  # noqa: F401  (registration)
     anthropic,
     batch_openai,
-    hf_causal,
+    hf_causal_kind,
     hf_masked,
     http_app,
     openai_compat,
@@ -27,6 +27,7 @@ from biasaudit.backends.factory import (
     check_probe_support,
     check_stimuli,
     identity_scope,
+    kind_of,
     nli_identity,
 )
 
@@ -46,5 +47,6 @@ __all__ = [
     "check_probe_support",
     "check_stimuli",
     "identity_scope",
+    "kind_of",
     "resolve_model_path",
 ]

@@ -485,5 +485,7 @@ BACKENDS.add(
         build=AnthropicBackend,
         local=False,
         refused_why=NO_LOGPROBS,
+        billed=True,
+        stated_price=lambda cfg: cfg.price,
     ),
 )

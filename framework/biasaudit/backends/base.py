@@ -11,12 +11,13 @@ from pathlib import Path
 from typing import Any, Generic, Protocol, TypeVar
 
 from biasaudit._util import interrupt
+from biasaudit.data import StimulusSet
 from biasaudit.errors import BackendError
 from biasaudit.plan import Request
 from biasaudit.records.json import JSONObject
 from biasaudit.records.responses import Response as Response  # re-exported
 from biasaudit.registry import BACKENDS as BACKENDS  # re-exported: backends register here
-from biasaudit.spec import BaseModelConfig, RuntimeConfig
+from biasaudit.spec import BaseModelConfig, ModelPrice, RuntimeConfig, RuntimeLimits
 
 Emit = Callable[[Response], None]
 
@@ -183,6 +184,26 @@ class BackendKind(Generic[C]):
     """Scores given answer tokens in-process (`choice_logprobs`), as `llm_nli` needs."""
     refused_why: str = ""
     """Why the probe kinds it lacks cannot be offered (said when a spec asks for one)."""
+    keep_loaded: bool = False
+    """A built instance is kept for the process and reused with each run's settings
+    (`apply_runtime`): a model loaded into memory, loaded once per sweep or suite."""
+    variant: Callable[[C], BackendKind[C] | None] | None = None
+    """The kind that really runs this config when its settings choose another way of
+    running the same model (a local GGUF served by a managed engine), else None."""
+    check_stimuli: Callable[[C, StimulusSet, RuntimeLimits], None] | None = None
+    """What the config can be checked against only once the stimuli are read (a decisions
+    file holding one row per stimulus), before the run; raises a `BackendError`."""
+    billed: bool = False
+    """Answers are billed by the token (behind an API): the plan shows their cost and the
+    report's cover the tokens used, at the config's stated price."""
+    stated_price: Callable[[C], ModelPrice | None] | None = None
+    """The price the user stated in the config (billed backends, and a test double standing
+    in for one), which a money budget counts against."""
+    first_load_note: Callable[[C], str] | None = None
+    """What the first load of this config will do, said before it starts ("" nothing
+    worth saying)."""
+    selftest_only: bool = False
+    """The self-test's stand-in: answers no real request, so `biasaudit run` refuses it."""
 
     def config_of(self, model: BaseModelConfig) -> C:
         """`model` as this backend's own config. The spec's discriminated union already

@@ -7,13 +7,12 @@ import json
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from biasaudit.backends.base import BACKENDS, Backend
+from biasaudit.backends.base import BACKENDS, Backend, BackendKind
 from biasaudit.backends.weights import forget as forget_weights
 from biasaudit.data import StimulusSet
 from biasaudit.errors import BackendError
 from biasaudit.records.json import JSONObject
-from biasaudit.spec import AuditConfig, HFCausalConfig, ModelConfig, NLIConfig, RuntimeConfig
-from biasaudit.spec.model_configs import RecordedConfig
+from biasaudit.spec import AuditConfig, ModelConfig, NLIConfig, RuntimeConfig
 
 # Local models loaded in this process, so a sweep or a test session loads each once.
 _LOADED: dict[str, Backend] = {}
@@ -84,29 +83,26 @@ def backend_identity(model: ModelConfig) -> JSONObject:
     return _scoped(["model", model.model_dump(mode="json")], lambda: _backend_identity(model))
 
 
-def _backend_identity(model: ModelConfig) -> JSONObject:
-    kind = BACKENDS.get(model.backend, key="model.backend")
-    local = kind.identity(kind.config_of(model))
-    if isinstance(model, HFCausalConfig) and model.serve is not None:
-        from biasaudit.backends.served import served_identity
+def kind_of(model: ModelConfig) -> BackendKind[Any]:
+    """The registered kind that runs `model` (its variant when the config's settings choose
+    one, e.g. a served local model)."""
+    kind: BackendKind[Any] = BACKENDS.get(model.backend, key="model.backend")
+    if kind.variant is not None:
+        kind = kind.variant(kind.config_of(model)) or kind
+    return kind
 
-        return served_identity(model, local)
-    return local
+
+def _backend_identity(model: ModelConfig) -> JSONObject:
+    kind = kind_of(model)
+    return kind.identity(kind.config_of(model))
 
 
 def build_backend(model: ModelConfig, runtime: RuntimeConfig) -> Backend:
     """The backend of `model`, built with the run's settings; a local model already loaded
-    in this process is reused, with this run's settings applied to it."""
-    kind = BACKENDS.get(model.backend, key="model.backend")
-    if isinstance(model, HFCausalConfig) and model.serve is not None:
-        # one engine per model for the whole process: a suite's members share it
-        from biasaudit.backends.served import ServedBackend
-
-        memo = json.dumps(["served", model.model_dump(mode="json"), runtime.threads], sort_keys=True)
-        if memo not in _LOADED:
-            _LOADED[memo] = ServedBackend(model, runtime)
-        return _LOADED[memo]
-    if not kind.local or model.backend in ("scripted", "replay", "recorded"):
+    in this process (or a managed engine already started: a suite's members share it) is
+    reused, with this run's settings applied to it."""
+    kind = kind_of(model)
+    if not kind.keep_loaded:
         return kind.build(kind.config_of(model), runtime)
     memo = json.dumps([model.model_dump(mode="json"), runtime.threads], sort_keys=True)
     if memo not in _LOADED:
@@ -233,10 +229,9 @@ def check_batch_support(cfg: AuditConfig) -> None:
 def check_stimuli(cfg: AuditConfig, stimuli: StimulusSet) -> None:
     """What the model under test can check only against the stimuli: a recorded
     decisions file must hold one row per stimulus and no other (refused before the run)."""
-    if isinstance(cfg.model, RecordedConfig) and cfg.probe.kind != "classify_nli":
-        from biasaudit.backends.recorded import check_rows
-
-        check_rows(cfg.model, stimuli, cfg.runtime.limits)
+    kind = kind_of(cfg.model)
+    if kind.check_stimuli is not None and cfg.probe.kind != "classify_nli":
+        kind.check_stimuli(kind.config_of(cfg.model), stimuli, cfg.runtime.limits)
 
 
 def audit_subject(cfg: AuditConfig) -> str:

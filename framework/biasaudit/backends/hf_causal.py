@@ -15,8 +15,6 @@ from typing import Any
 
 from biasaudit._util import interrupt
 from biasaudit.backends.base import (
-    BACKENDS,
-    BackendKind,
     Emit,
     Response,
     resolve_model_path,
@@ -502,15 +500,3 @@ class HFCausalBackend:
     def close(self) -> None:
         pass
 
-
-BACKENDS.add(
-    "hf_causal",
-    BackendKind(
-        config=HFCausalConfig,
-        supports=HFCausalBackend.supports,
-        identity=_identity,
-        build=lambda cfg, rt: HFCausalBackend(cfg, rt),
-        local=True,
-        label_logprobs=True,
-    ),
-)

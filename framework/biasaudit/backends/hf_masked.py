@@ -140,5 +140,5 @@ class HFMaskedBackend:
 BACKENDS.add(
     "hf_masked",
     BackendKind(config=HFMaskedConfig, supports=HFMaskedBackend.supports, identity=_identity,
-                build=lambda cfg, rt: HFMaskedBackend(cfg, rt), local=True),
+                build=lambda cfg, rt: HFMaskedBackend(cfg, rt), local=True, keep_loaded=True),
 )

@@ -732,5 +732,7 @@ BACKENDS.add(
         build=_build,
         local=False,
         label_logprobs=True,  # from the first token's top_logprobs (`choice`), as llm_nli reads them
+        billed=True,
+        stated_price=lambda cfg: cfg.price,
     ),
 )

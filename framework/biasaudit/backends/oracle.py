@@ -23,4 +23,5 @@ def _build(cfg: OracleConfig, runtime: RuntimeConfig) -> Backend:
                        hint="choose a real model config for `biasaudit run` (`biasaudit list models`)")
 
 
-BACKENDS.add("oracle", BackendKind(config=OracleConfig, supports=KINDS, identity=_identity, build=_build, local=True, label_logprobs=True))
+BACKENDS.add("oracle", BackendKind(config=OracleConfig, supports=KINDS, identity=_identity, build=_build, local=True,
+                                   label_logprobs=True, keep_loaded=True, selftest_only=True))

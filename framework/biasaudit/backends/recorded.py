@@ -158,5 +158,6 @@ def identity(cfg: RecordedConfig) -> JSONObject:
 BACKENDS.add(
     "recorded",
     BackendKind(config=RecordedConfig, supports=RecordedBackend.supports, identity=identity,
-                build=lambda cfg, rt: RecordedBackend(cfg, rt.limits.max_data_bytes), local=True),
+                build=lambda cfg, rt: RecordedBackend(cfg, rt.limits.max_data_bytes), local=True,
+                check_stimuli=check_rows),
 )

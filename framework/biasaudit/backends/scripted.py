@@ -205,5 +205,7 @@ def _build(cfg: ScriptedConfig, runtime: RuntimeConfig) -> ScriptedBackend:
 
 BACKENDS.add(
     "scripted",
-    BackendKind(config=ScriptedConfig, supports=ScriptedBackend.supports, identity=_identity, build=_build, local=True),
+    BackendKind(config=ScriptedConfig, supports=ScriptedBackend.supports, identity=_identity, build=_build, local=True,
+                # stands in for a billed model in the tests of budgets (not billed: no cost shown)
+                stated_price=lambda cfg: cfg.price),
 )

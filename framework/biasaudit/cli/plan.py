@@ -31,6 +31,8 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> argp
                     help="count a sweep (`model=a,b metrics.0.alpha=0.6,0.7`): one row per job, and totals")
     pl.add_argument("--half-width", type=real_number("--half-width", lo=0, hi=0.5, lo_open=True, hi_open=True), default=None, metavar="H",
                     help="also print how many stimuli a 95%% half-width of H (e.g. 0.05) needs")
+    pl.add_argument("--json", action="store_true",
+                    help="print one job's plan as JSON: counts, tokens, cost, wall time, disk and memory")
     add_power_arguments(pl)
     pl.set_defaults(fn=cmd_plan)
     with_overrides(pl)
@@ -51,7 +53,7 @@ def _check_half_width(h: float | None) -> None:
 
 
 def cmd_plan(args: argparse.Namespace, rest: list[str]) -> int:
-    from biasaudit.runner.cost import cost_text, estimate_jobs, time_text
+    from biasaudit.runner.cost import cost_text, estimate_jobs, footprint_rows, plan_json, time_text
     from biasaudit.spec.compose import compose_many
     from biasaudit.stats import sample_size_for_half_width, wilson_half_width
 
@@ -65,6 +67,9 @@ def cmd_plan(args: argparse.Namespace, rest: list[str]) -> int:
         if args.power and (found is not None or args.multirun):
             raise SpecError("--power plans one spec, not a suite or a sweep", key="--power",
                             hint="run `biasaudit plan --power` on each member spec (or each job's overrides)")
+        if args.json and (found is not None or args.multirun or args.power):
+            raise SpecError("--json plans one spec, not a suite, a sweep or --power", key="--json",
+                            hint="run `biasaudit plan --json` on each job's overrides")
         if found is not None:
             return _plan_suite(found, list(rest))
         combos = sweep_combinations(list(gated)) if args.multirun else [list(gated)]
@@ -75,6 +80,11 @@ def cmd_plan(args: argparse.Namespace, rest: list[str]) -> int:
     if len(jobs) > 1:
         return _print_sweep_plan(jobs)
     job = jobs[0]
+    if args.json:
+        import json
+
+        print(json.dumps(plan_json(job), indent=1))
+        return 0
     cfg = job.composed.config
     counts, m = job.counts, job.model
     n_cell = counts.per_cell_n
@@ -92,6 +102,7 @@ def cmd_plan(args: argparse.Namespace, rest: list[str]) -> int:
         ("output tokens (max)", str(m.output_tokens)),
         ("estimated time", time_text(job)),
         ("estimated cost", cost_text(job)),
+        *footprint_rows(job),
         ("headline rate ±95% (p=0.5)",
          f"±{100 * wilson_half_width(n_cell):.1f} points per cell (n={n_cell}), "
          f"±{100 * wilson_half_width(n_pooled):.1f} pooled (n={n_pooled}); Wilson"),
@@ -172,18 +183,20 @@ def _plan_suite(found: tuple[SuiteSpec, Path], rest: list[str]) -> int:
 
 
 def _print_sweep_plan(jobs: list[JobEstimate]) -> int:
-    from biasaudit.runner.cost import fmt_duration
+    from biasaudit.runner.cost import fmt_duration, wall_time
 
     print(f"{'#':>3}  {'model':<28}{'items':>10}{'unique':>10}{'cached':>10}{'calls':>10}{'coding':>10}"
           f"{'in tok':>12}{'est. time':>12}  overrides")
     total_items = total_calls = total_tin = 0
     coding_total: int | None = 0
-    total_s = 0.0
+    low = high = 0.0
     unmeasured = 0
     for i, j in enumerate(jobs):
         shared = j.shares_with is not None
         calls = 0 if shared else j.needed
-        est = "shared" if shared else ("n/a" if j.needed and j.rate is None else fmt_duration(j.seconds or 0.0))
+        w = j.wall
+        # a job never measured shows the slow end of its backend's default range, marked *
+        est = "shared" if shared else fmt_duration(w.high_s) + ("*" if j.needed and j.rate is None else "")
         coding, n_coding = _coding_cell(j)
         coding_total = None if coding_total is None or n_coding is None else coding_total + n_coding
         print(f"{i:>3}  {j.composed.config.model.name:<28}{j.model.items:>10}{j.model.unique:>10}"
@@ -193,10 +206,10 @@ def _print_sweep_plan(jobs: list[JobEstimate]) -> int:
         if not shared:
             total_calls += calls
             total_tin += j.model.input_tokens
-            if j.needed and j.rate is None:
-                unmeasured += 1
-            else:
-                total_s += j.seconds or 0.0
+            unmeasured += 1 if j.needed and j.rate is None else 0
+        if shared:  # its answers come from the cache the earlier job filled: only the engine's work
+            w = wall_time(j.composed.config.model.backend, j.counts.kind, 0, j.model.items, [])
+        low, high = low + w.low_s, high + w.high_s
     print(f"sweep: {len(jobs)} jobs, {total_items} plan items, {total_calls} model calls needed "
           f"(jobs with the same model share requests through the cache), ~{total_tin} input tokens (est.)")
     if any(j.coding for j in jobs):
@@ -204,12 +217,23 @@ def _print_sweep_plan(jobs: list[JobEstimate]) -> int:
               + ("some depend on the answers" if coding_total is None else f"at most {coding_total}")
               + "; `biasaudit plan` on one job shows them per layer")
     _print_sweep_cost(jobs)
-    if unmeasured == len([j for j in jobs if j.shares_with is None and j.needed]) and unmeasured:
-        print("estimated time: no measurement yet (run a job once to measure each model's throughput)")
-    else:
-        note = f"; plus {unmeasured} job(s) with no measurement yet" if unmeasured else ""
-        print(f"estimated time (jobs one after another, from measured throughput): ~{fmt_duration(total_s)}{note}")
+    _print_sweep_footprint(jobs)
+    note = (f"; * {unmeasured} job(s) at their backend's default throughput (estimate: default, not measured)"
+            if unmeasured else "; from measured throughput")
+    print(f"estimated time (jobs one after another): {fmt_duration(low)} to {fmt_duration(high)}{note}")
     return 0
+
+
+def _print_sweep_footprint(jobs: list[JobEstimate]) -> None:
+    """Disk of all the jobs' run folders and cache growth (jobs sharing requests add no
+    cache), and the largest job's peak memory (jobs run one after another)."""
+    from biasaudit.plan.footprint import fmt_bytes
+
+    feet = [j.footprint for j in jobs]
+    folders = sum(f.run_folder for f in feet)
+    cache = sum(f.cache for j, f in zip(jobs, feet, strict=True) if j.shares_with is None)
+    print(f"disk (est.): run folders {fmt_bytes(folders)}, cache growth {fmt_bytes(cache)}; "
+          f"peak memory (est.) {fmt_bytes(max(f.peak_rss for f in feet))} (the largest job)")
 
 
 def _print_sweep_cost(jobs: list[JobEstimate]) -> None:

@@ -1,4 +1,4 @@
-"""`biasaudit schema [spec|suite|config]`: a JSON Schema on standard output (spec/schema.py
+"""`biasaudit schema [spec|suite|config|plots]`: a JSON Schema on standard output (spec/schema.py
 builds it)."""
 
 from __future__ import annotations
@@ -14,8 +14,9 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> argp
                                     "(the default; for editors, as docs/schema/spec.schema.json), of a suite "
                                     "file, or of the composed run configuration (spec plus the operator's "
                                     "model, judge, nli, embedder and runtime groups).")
-    sc.add_argument("kind", nargs="?", choices=["spec", "suite", "config"], default="spec",
-                    help="spec (default), suite or config")
+    sc.add_argument("kind", nargs="?", choices=["spec", "suite", "config", "plots"], default="spec",
+                    help="spec (default), suite, config (with every registered backend's model config) or plots "
+                         "(every registered plot kind's data)")
     sc.set_defaults(fn=cmd_schema)
     return sc
 

@@ -54,6 +54,9 @@ class OracleCase:
     stimuli: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     """Every stimulus's fields (id -> fields), for an oracle whose answer depends on the
     other stimuli (e.g. which category of a field it disfavours)."""
+    planted: frozenset[str] = frozenset()
+    """`gap`: the texts naming the levels the gap is planted on (found in the request's
+    text, never read from the cell's group variable)."""
 
 
 @dataclass(frozen=True)
@@ -96,11 +99,51 @@ class OracleDef:
     checks: Callable[[Prepared, BaseModel], tuple[list[str], list[str]]] | None = None
     """Checks of the spec's design against content it does not control (e.g. a name's
     group in a published name list): (problems, notes), one line each."""
+    groups: Callable[[Prepared, BaseModel], GroupDesign | None] | None = None
+    """The spec's factor levels grouped by a level variable, each with the text that
+    names it in a prompt and its group by content the spec does not control (None where
+    the spec has no such grouping): the permutation row (runner/selftest_groups.py)."""
+    gap: Callable[[OracleCase], dict[str, Any] | None] | None = None
+    """A responder for the permutation row (kind `gap`): the method's biased answer to a
+    request whose text names one of `OracleCase.planted`, its unbiased one otherwise."""
     strata: Callable[[Mapping[str, Any]], tuple[str, ...]] | None = None
     """The `null` assignment balanced within strata of the stimuli (a stimulus's fields
     -> its stratum, e.g. BBQ's context condition and category, StereoSet's target term),
     by `stratified_sides`, for a score that is a mean over groups or taken per group;
     None: `balanced_sides` over all stimuli."""
+
+
+@dataclass(frozen=True)
+class GroupLevel:
+    """One factor level of a grouping, as the permutation row sees it."""
+
+    factor: str
+    level: str
+    group: str
+    """The spec's group label for the level (its group variable)."""
+    text: str
+    """The words that name the level in a prompt (e.g. the name "Sarah")."""
+    content: str | None
+    """The spec's group label that the level's text belongs to by the method's content
+    source (a published name list, the meaning of a word); None: the source does not say."""
+
+
+@dataclass(frozen=True)
+class GroupDesign:
+    """A spec's grouping of factor levels, for the permutation row."""
+
+    var: str
+    """The level variable holding the group label (e.g. `group`), or with `field` the
+    stimulus field (e.g. `gender`; its levels are then the field's values, factor
+    `stimuli`)."""
+    levels: tuple[GroupLevel, ...]
+    source: str
+    """What gives `GroupLevel.content`, named in the row's messages."""
+    truth: Callable[[Mapping[tuple[str, str], str], frozenset[tuple[str, str]]], Mapping[str, float]]
+    """(each (factor, level) -> its group, the levels the gap is planted on) -> estimate
+    name (fnmatch pattern; "" the headline) -> its true value under the `gap` oracle."""
+    field: bool = False
+    """`var` is a stimulus field, not a level variable."""
 
 
 CONTENT_KINDS = ("content", "content_anti")
@@ -203,5 +246,6 @@ def keyed_embedding(keys: list[str]) -> dict[str, Any]:
     return {"vector": [x / norm for x in vec] if norm else vec}
 
 
-__all__ = ["CONTENT_KINDS", "EMBED_DIM", "KINDS", "found_in", "request_text", "REFUSAL_TEXT", "OracleCase", "OracleDef", "balanced_sides", "generated", "key_dim",
+__all__ = ["CONTENT_KINDS", "EMBED_DIM", "KINDS", "found_in", "request_text", "REFUSAL_TEXT", "GroupDesign", "GroupLevel",
+           "OracleCase", "OracleDef", "balanced_sides", "generated", "key_dim",
            "keyed_embedding", "scored_tokens", "stratified_sides", "word_id"]

@@ -11,6 +11,7 @@ import dataclasses
 import logging
 from typing import TYPE_CHECKING
 
+from biasaudit.backends import kind_of
 from biasaudit.engine.budget import Budget
 from biasaudit.errors import BackendError, SpecError
 from biasaudit.plan import Plan
@@ -18,7 +19,7 @@ from biasaudit.records.budget import BudgetRecord
 from biasaudit.records.execution import ExecutionStats
 from biasaudit.records.responses import Response
 from biasaudit.registry import BACKENDS
-from biasaudit.spec import AuditConfig, ModelConfig, OpenAICompatConfig, ScriptedConfig
+from biasaudit.spec import AuditConfig, ModelConfig
 from biasaudit.spec.model_configs import ModelPrice
 from biasaudit.verdicts.thresholds import VerdictRecord
 
@@ -32,8 +33,8 @@ log = logging.getLogger(__name__)
 def model_price(cfg: AuditConfig) -> ModelPrice | None:
     """The price stated for the model under test (only billed models, and the test double
     standing in for one, have one)."""
-    m = cfg.model
-    return m.price if isinstance(m, OpenAICompatConfig | ScriptedConfig) else None
+    kind = kind_of(cfg.model)
+    return kind.stated_price(kind.config_of(cfg.model)) if kind.stated_price else None
 
 
 def coder_models(cfg: AuditConfig, coding: CodingPlan | None) -> list[tuple[str, ModelConfig]]:

@@ -13,16 +13,21 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from biasaudit.backends import kind_of
 from biasaudit.coding.cost import LayerEstimate, bounds
 from biasaudit.plan import canonical_json
+from biasaudit.plan.footprint import Footprint, estimate_footprint, fmt_bytes
 from biasaudit.plan.stream import PlanCount, PlanCounts, count_plans
 from biasaudit.records.json import JSONObject
 from biasaudit.spec.compose import Composed
-from biasaudit.spec.model_configs import AnthropicConfig, ModelPrice, OpenAICompatConfig, fmt_money
+from biasaudit.spec.model_configs import ModelPrice, fmt_money
 from biasaudit.store import Store, Throughput
 
 if TYPE_CHECKING:
-    from biasaudit.runner.pipeline import PlanInputs
+    from collections.abc import Sequence
+
+    from biasaudit.plan.design import Cell
+    from biasaudit.runner.pipeline import PlanInputs, Prepared
 
 
 @dataclass
@@ -35,6 +40,11 @@ class JobEstimate:
     """Index of an earlier job with the same requests (counted once for the sweep)."""
     rate: Throughput | None
     coding: list[LayerEstimate] = field(default_factory=list)
+    latest: Throughput | None = None
+    """The model's latest measurement of this kind (`rate` pools its last 20)."""
+    code_rows: int = 0
+    """Code rows a plan item writes: one per primary coding layer (fallback layers code
+    only what their primary leaves)."""
     """Coding calls per layer: exact when every subject response is cached, else bounds."""
     coding_exact: bool = False
 
@@ -50,7 +60,8 @@ class JobEstimate:
     def price(self) -> ModelPrice | None:
         """The subject model's price as the user stated it (only billed backends have one)."""
         m = self.composed.config.model
-        return m.price if isinstance(m, OpenAICompatConfig | AnthropicConfig) else None
+        kind = kind_of(m)
+        return kind.stated_price(kind.config_of(m)) if kind.billed and kind.stated_price else None
 
     @property
     def needed_tokens(self) -> tuple[float, float]:
@@ -63,6 +74,73 @@ class JobEstimate:
     def cost(self) -> float | None:
         """Estimated cost of the calls needed, in the price's currency (None: no price)."""
         return None if self.price is None else self.price.cost(*self.needed_tokens)
+
+    @property
+    def wall(self) -> WallTime:
+        """Estimated wall time of the run: the calls needed at the model's measured
+        throughput (or the backend's default, said so), plus the engine's own work."""
+        return wall_time(self.composed.config.model.backend, self.counts.kind, self.needed, self.model.items,
+                         [t for t in (self.latest, self.rate) if t is not None])
+
+    @property
+    def footprint(self) -> Footprint:
+        """Estimated disk (run folder, cache growth) and peak memory of the run."""
+        m = self.model
+        return footprint_of(items=m.items, unique=m.unique, needed=self.needed, input_tokens=m.input_tokens,
+                            output_tokens=m.output_tokens, kind=self.counts.kind, cells=self.counts.cells,
+                            code_rows=self.code_rows, metrics=len(self.composed.config.metrics),
+                            measured=[t for t in (self.latest, self.rate) if t], coding=self.coding)
+
+
+def footprint_of(*, items: int, unique: int, needed: int, input_tokens: int, output_tokens: int, kind: str,
+                 cells: Sequence[Cell], code_rows: int, metrics: int, measured: list[Throughput],
+                 coding: Sequence[LayerEstimate] = ()) -> Footprint:
+    """A run's footprint from its counts: a generation's answers as long as the model's
+    measured mean (kept with its throughput), else at `max_tokens` (an upper bound)."""
+    from biasaudit.plan.footprint import CHARS_PER_TOKEN, SCORE_CHARS_PER_TOKEN
+
+    per = max(unique, 1)
+    answer, basis = CHARS_PER_TOKEN * output_tokens / per, "no text answer"
+    if kind in ("sequence_logprob", "pseudo_loglik"):  # a score per prompt token is stored
+        answer, basis = SCORE_CHARS_PER_TOKEN * input_tokens / per, "a score stored per prompt token"
+    elif kind == "generate":
+        seen = next((t for t in measured if t.output_tokens), None)
+        if seen is not None:
+            answer = CHARS_PER_TOKEN * seen.output_tokens / seen.calls
+            basis = "answers as long as measured"
+        else:
+            basis = "answers at max_tokens: an upper bound"
+    return estimate_footprint(
+        items=items, needed=needed, prompt_tokens=input_tokens / per, answer_chars=answer, cells=len(cells),
+        cell_id_chars=sum(len(c.id) for c in cells) / max(len(cells), 1), code_rows_per_item=code_rows,
+        metrics=metrics, answer_basis=basis, scored=kind in ("sequence_logprob", "pseudo_loglik"),
+        # coding requests are cached too: their bound (or exact count) of calls still needed
+        coding_calls=sum(e.needed or 0 for e in coding),
+        coding_tokens=sum(e.input_tokens + e.output_tokens for e in coding))
+
+
+def prepared_footprint(prep: Prepared) -> Footprint:
+    """A planned run's footprint (what `run` checks before any model call)."""
+    plan, cfg = prep.plan, prep.composed.config
+    tin, tout = plan.token_estimate()
+    needed, measured = len(plan.requests), []
+    if Path(cfg.runtime.cache).is_file():
+        import sqlite3
+
+        from biasaudit.errors import StoreError
+
+        store = Store(cfg.runtime.cache, readonly=True)
+        try:
+            needed -= store.count_ok(list(plan.requests))
+            measured = [t for t in (store.throughput(prep.identity, plan.kind, last=1),
+                                    store.throughput(prep.identity, plan.kind)) if t]
+        except (StoreError, sqlite3.DatabaseError):  # an empty file, a cache without its tables: nothing cached
+            pass
+        finally:
+            store.close()
+    return footprint_of(items=plan.n_items, unique=len(plan.requests), needed=needed, input_tokens=tin,
+                        output_tokens=tout, kind=plan.kind, cells=plan.cells, code_rows=len(prep.coding.primary),
+                        metrics=len(cfg.metrics), measured=measured, coding=bounds(prep.coding, plan.n_items))
 
 
 def _render_fingerprint(c: Composed) -> str:
@@ -100,9 +178,11 @@ def estimate_jobs(jobs: list[tuple[str, Composed]], lookup_cache: bool = True) -
                 label, c, inp = inputs[i]
                 key = canonical_json(inp.identity)
                 rate = _rate(c, inp.identity, counts.kind) if lookup_cache else None
+                latest = _rate(c, inp.identity, counts.kind, last=1) if lookup_cache else None
                 job = JobEstimate(label=label, composed=c, counts=counts, model=by_ident[key],
-                                  shares_with=seen.get(key), rate=rate,
-                                  coding=bounds(inp.coding, by_ident[key].items))
+                                  shares_with=seen.get(key), rate=rate, latest=latest,
+                                  coding=bounds(inp.coding, by_ident[key].items),
+                                  code_rows=len(inp.coding.primary))
                 if lookup_cache and inp.coding.layers and job.needed == 0 and job.model.unique:
                     job.coding, job.coding_exact = _exact_coding(c, inp), True
                 out[i] = job
@@ -132,13 +212,13 @@ def _exact_coding(c: Composed, inp: PlanInputs) -> list[LayerEstimate]:
     return exact(inp.coding, units_of(prep), responses, StoreAnswerer(c.config).lookup)
 
 
-def _rate(c: Composed, identity: JSONObject, kind: str) -> Throughput | None:
+def _rate(c: Composed, identity: JSONObject, kind: str, last: int = 20) -> Throughput | None:
     path = Path(c.config.runtime.cache)
     if not path.is_file():
         return None
     store = Store(path, readonly=True)
     try:
-        return store.throughput(identity, kind)
+        return store.throughput(identity, kind, last=last)
     finally:
         store.close()
 
@@ -166,11 +246,96 @@ def cost_text(job: JobEstimate) -> str:
     return text
 
 
+# The engine's own work a plan item (planning, storing, coding by rules, measuring,
+# reporting) and a run's fixed start (imports, composing, the report), fitted on the
+# paper-scale grid with an instant backend (bench/scale_spec.py, model=scripted, 2-core
+# machine, 2026-11-29): 13.3 s wall for 2,005 requests, 40.8 s for 20,050.
+ENGINE_S_PER_ITEM = 1.52e-3
+ENGINE_S_BASE = 10.0
+
+DEFAULT_RATES: dict[str, tuple[float, float]] = {
+    # requests/s, (slow, fast), for a model never measured on this cache. Conservative:
+    # the slow end is what a small machine or a busy server gives.
+    "hf_causal": (0.2, 20.0),      # CPU generation of 200 tokens (slow) to GPU batched scoring (fast)
+    "hf_masked": (1.0, 50.0),      # pseudo-log-likelihood: one pass a masked token
+    "openai_compat": (0.5, 20.0),  # a hosted or local server at the default concurrency of 4
+    "anthropic": (0.5, 10.0),      # the hosted API at its lowest rate-limit tier
+    "http_app": (0.5, 20.0),       # a deployed application behind HTTP
+    "replay": (1000.0, 20000.0),   # answers read back: the engine's own cost dominates
+    "recorded": (1000.0, 20000.0),
+    "scripted": (1000.0, 20000.0),
+    "oracle": (1000.0, 20000.0),
+}
+"""Throughput assumed before a model's first run (`biasaudit plan` says "estimate:
+default, not measured"); a run records the measured one in the cache."""
+_DEFAULT_RATE = (0.2, 20.0)
+
+
+@dataclass(frozen=True)
+class WallTime:
+    low_s: float
+    high_s: float
+    basis: str
+
+
+def wall_time(backend: str, kind: str, needed: int, items: int, measured: list[Throughput]) -> WallTime:
+    """Wall time of a run as a range: the calls needed at the fastest and the slowest of
+    the model's measured rates (its latest run, and its last 20 pooled), or at the
+    backend's default range when it was never measured, plus the engine's own work."""
+    engine = ENGINE_S_BASE + ENGINE_S_PER_ITEM * items
+    if needed == 0:
+        return WallTime(engine, engine, "all cached: the engine's own work only")
+    if measured:
+        rates = [t.per_second for t in measured]
+        fast, slow = max(rates), min(rates)
+        latest = measured[0]
+        basis = (f"measured: {latest.per_second:.3g} requests/s in the latest run"
+                 + (f", {measured[-1].per_second:.3g} over the last {measured[-1].measurements} runs"
+                    if len(measured) > 1 and measured[-1].measurements > 1 else "")
+                 + f" ({kind} calls)")
+    else:
+        slow, fast = DEFAULT_RATES.get(backend, _DEFAULT_RATE)
+        basis = f"estimate: default, not measured ({backend}: {slow:g} to {fast:g} requests/s)"
+    return WallTime(engine + needed / fast, engine + needed / slow,
+                    basis + f"; plus {ENGINE_S_PER_ITEM * 1e3:.1f} ms a plan item for the engine's own work")
+
+
 def time_text(job: JobEstimate) -> str:
+    w = job.wall
     if job.needed == 0:
-        return "0 s (all cached)"
-    if job.rate is None:
-        return "no measurement yet (run once to measure this model's throughput)"
-    r = job.rate
-    return (f"~{fmt_duration(job.seconds or 0.0)} at {r.per_second:.1f} requests/s "
-            f"(measured over {r.calls} {job.counts.kind} calls in {r.measurements} earlier run(s))")
+        return f"~{fmt_duration(w.high_s)} (all cached: the engine's own work)"
+    span = (f"~{fmt_duration(w.low_s)}" if fmt_duration(w.low_s) == fmt_duration(w.high_s)
+            else f"{fmt_duration(w.low_s)} to {fmt_duration(w.high_s)}")
+    return f"{span} ({w.basis})"
+
+
+def footprint_rows(job: JobEstimate) -> list[tuple[str, str]]:
+    """The plan's disk and memory rows."""
+    f = job.footprint
+    return [
+        ("run folder (est.)", f"{fmt_bytes(f.run_folder)} (responses.jsonl {fmt_bytes(f.responses)}, codes.jsonl "
+                              f"{fmt_bytes(f.codes)}, item rows at most {fmt_bytes(f.items)}, reports {fmt_bytes(f.report)}; "
+                              f"{f.answer_basis})"),
+        ("cache growth (est.)", f"{fmt_bytes(f.cache)} in {job.composed.config.runtime.cache}"),
+        ("peak memory (est.)", f"{fmt_bytes(f.peak_rss)} (the stages after the model calls hold the run; "
+                               "a local model's weights come on top)"),
+    ]
+
+
+def plan_json(job: JobEstimate) -> JSONObject:
+    """A single job's plan as JSON (`biasaudit plan --json`)."""
+    m, f, w = job.model, job.footprint, job.wall
+    price = job.price
+    return {
+        "spec": str(job.composed.spec_file), "model": job.composed.config.model.name,
+        "backend": job.composed.config.model.backend, "probe": job.counts.kind, "cells": len(job.counts.cells),
+        "plan_items": m.items, "subject_requests": m.unique, "cached": m.cached, "calls_needed": job.needed,
+        "input_tokens": m.input_tokens, "output_tokens_max": m.output_tokens,
+        "wall_s": {"low": round(w.low_s, 1), "high": round(w.high_s, 1), "basis": w.basis},
+        "cost": None if price is None or job.cost is None else
+        {"amount": job.cost, "currency": price.currency, "input_per_million": price.input_per_million,
+         "output_per_million": price.output_per_million},
+        "disk_bytes": {"run_folder": f.run_folder, "responses_jsonl": f.responses, "codes_jsonl": f.codes,
+                       "item_rows_max": f.items, "reports": f.report, "cache_growth": f.cache, "basis": f.answer_basis},
+        "peak_memory_bytes": f.peak_rss,
+    }

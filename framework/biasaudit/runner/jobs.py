@@ -18,14 +18,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from biasaudit._util.progress import held
+from biasaudit._util.progress import held, stage
 from biasaudit.records.summary import RunSummary
 from biasaudit.runner.pipeline import Prepared, prepare, run
-from biasaudit.runner.preflight import check_outputs
+from biasaudit.runner.preflight import check_outputs, check_resources
 from biasaudit.spec.compose import Composed, compose_many, compose_with_hydra
 
 if TYPE_CHECKING:
     from omegaconf import DictConfig
+
+    from biasaudit.plan.footprint import Footprint
 
 
 @dataclass
@@ -44,7 +46,7 @@ class AuditJob:
 def prepare_jobs(combos: Sequence[Sequence[str]]) -> list[AuditJob]:
     """Every job composed and checked before anything runs: its cache and reports folder
     writable, its spec, data and templates valid (a single job planned, a sweep's counted)."""
-    from biasaudit.runner.cost import estimate_jobs
+    from biasaudit.runner.cost import estimate_jobs, prepared_footprint
 
     if len(combos) == 1:
         composed, hydra_config = compose_with_hydra(combos[0])
@@ -58,9 +60,25 @@ def prepare_jobs(combos: Sequence[Sequence[str]]) -> list[AuditJob]:
     if len(jobs) == 1:
         with held():  # a spec that fails to plan gets its one error line, not "planning ..." first
             jobs[0].prepared = prepare(jobs[0].composed)
+            _check_resources(jobs[0].composed, [prepared_footprint(jobs[0].prepared)])
     else:
-        estimate_jobs([(j.label, j.composed) for j in jobs], lookup_cache=False)
+        estimates = estimate_jobs([(j.label, j.composed) for j in jobs], lookup_cache=False)
+        _check_resources(jobs[0].composed, [e.footprint for e in estimates])
     return jobs
+
+
+def _check_resources(composed: Composed, feet: list[Footprint]) -> None:
+    """Before any model call: the jobs' run folders and cache growth together on disk,
+    and the largest job's peak memory (jobs run one after another), fit the machine."""
+    from biasaudit.plan.footprint import Footprint
+
+    rt = composed.config.runtime
+    total = Footprint(responses=sum(f.responses for f in feet), codes=sum(f.codes for f in feet),
+                      items=sum(f.items for f in feet), report=sum(f.report for f in feet),
+                      cache=sum(f.cache for f in feet),
+                      peak_rss=max(f.peak_rss for f in feet), answer_basis=feet[0].answer_basis)
+    for line in check_resources(total, rt.reports_dir, rt.cache, rt.preflight.resources):
+        stage("%s", line)
 
 
 def run_job(composed: Composed, run_dir: Path, command: list[str], prepared: Prepared | None = None) -> RunSummary:

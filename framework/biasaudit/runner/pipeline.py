@@ -19,11 +19,17 @@ from typing import TYPE_CHECKING, NamedTuple
 from pydantic import BaseModel
 
 from biasaudit._util.fileio import atomic_write
-from biasaudit._util.progress import load_note, stage
+from biasaudit._util.progress import stage
 from biasaudit._util.secrets import guard_logging, watch_config
 from biasaudit._util.trail import write_json_lines
 from biasaudit._version import __version__
-from biasaudit.backends import audit_identity, audit_subject, build_audit_backend, check_stimuli
+from biasaudit.backends import (
+    audit_identity,
+    audit_subject,
+    build_audit_backend,
+    check_stimuli,
+    kind_of,
+)
 from biasaudit.coding.base import LayerCalls
 from biasaudit.coding.calibration_record import calibration_problems
 from biasaudit.coding.human_review import below_chance_flags
@@ -63,6 +69,7 @@ from biasaudit.runner.checks import (
     coding_plan,
     level_groups,
 )
+from biasaudit.spec import AuditConfig
 from biasaudit.spec.compose import Composed
 from biasaudit.store import Store
 from biasaudit.verdicts.thresholds import VerdictRecord, evaluate
@@ -476,13 +483,22 @@ def _close_stale_runs(store: Store) -> None:
         note_interrupted(run_dir, f"its process ({r['pid']}) ended before the run finished", str(store.path), command)
 
 
+def load_note(cfg: AuditConfig) -> str:
+    """What the first load of the audited model will do, said before it starts (its
+    backend kind says, e.g. a GGUF file dequantized on first use)."""
+    if cfg.probe.kind == "classify_nli" and cfg.nli is not None and cfg.nli.backend != "llm_nli":
+        return ""
+    kind = kind_of(cfg.model)
+    return kind.first_load_note(kind.config_of(cfg.model)) if kind.first_load_note else ""
+
+
 def run(prep: Prepared, run_dir: Path, command: list[str]) -> RunSummary:
     cfg = prep.composed.config
-    if cfg.model.backend == "oracle":
+    if kind_of(cfg.model).selftest_only:
         # the self-test's stand-in answers no real request: refused before any folder is made
         from biasaudit.errors import BackendError
 
-        raise BackendError("the `oracle` model answers only inside `biasaudit selftest`", key="model.backend",
+        raise BackendError(f"the `{cfg.model.backend}` model answers only inside `biasaudit selftest`", key="model.backend",
                            hint="choose a real model config for `biasaudit run` (`biasaudit list models`)")
     guard_logging()
     # Multirun jobs live in subfolders of reports/sweeps/<time>/: name them by both.

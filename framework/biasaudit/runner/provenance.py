@@ -7,6 +7,7 @@ from __future__ import annotations
 import shlex
 from collections import Counter
 
+from biasaudit.backends import kind_of
 from biasaudit.plan import Plan
 from biasaudit.plan.requests import estimated_tokens
 from biasaudit.records.execution import ExecutionStats
@@ -15,7 +16,7 @@ from biasaudit.records.manifest import RunManifest
 from biasaudit.records.responses import Response, ScoredTokens, parse_output, reported_usage
 from biasaudit.records.summary import Cover, Reproducibility, TokenCost, Trail
 from biasaudit.report.sections import signoff
-from biasaudit.spec import AnthropicConfig, AuditConfig, OpenAICompatConfig
+from biasaudit.spec import AuditConfig
 from biasaudit.spec.model_configs import fmt_money
 
 
@@ -78,7 +79,8 @@ def token_costs(cfg: AuditConfig, stats: ExecutionStats) -> list[TokenCost]:
     token (behind an API); none for a model run on this machine."""
     m = cfg.model
     answers = stats.usage_reported + stats.usage_missing
-    if not isinstance(m, OpenAICompatConfig | AnthropicConfig) or answers == 0:
+    kind = kind_of(m)
+    if not kind.billed or answers == 0:
         return []
     tin = stats.input_tokens + stats.estimated_input_tokens
     tout = stats.output_tokens + stats.estimated_output_tokens
@@ -93,7 +95,7 @@ def token_costs(cfg: AuditConfig, stats: ExecutionStats) -> list[TokenCost]:
     if nb:
         shown = ", ".join(stats.batch_ids[:4]) + (f" and {len(stats.batch_ids) - 4} more" if len(stats.batch_ids) > 4 else "")
         text += f"; {nb} of {answers} answers through the provider's batch API (batch{'es' if len(stats.batch_ids) > 1 else ''} {shown})"
-    price = m.price
+    price = kind.stated_price(kind.config_of(m)) if kind.stated_price else None
     cost = None if price is None else price.cost(tin, tout)
     if price is None or cost is None:
         text += f"; no price given for {m.name} (model.price)"

@@ -36,6 +36,7 @@ from biasaudit.records.metric_result import MetricResult
 from biasaudit.registry import ORACLES
 from biasaudit.runner.pipeline import Coded, Prepared, prepare
 from biasaudit.runner.selftest_content import content_rows, counted_label_problems
+from biasaudit.runner.selftest_groups import group_rows
 from biasaudit.runner.selftest_oracles import (
     Meanings,
     Row,
@@ -126,6 +127,7 @@ def selftest(composed: Composed) -> SelfTestResult:
             out.problems += refusals_read_as_answers(prep, coded, answer_labels)
         _add_rows(out, prep, oracle, params, kind, results, verdicts)
     content_rows(out, prep, oracle, params)
+    group_rows(out, prep, oracle, params)
     out.problems += counted_label_problems(prep, oracle, meanings)
     if cfg.thresholds and not out.detected:
         out.problems.append("no threshold detects the planted bias: the thresholds cannot reach the planted value, "
@@ -159,6 +161,7 @@ HINTS = {
     "content": "the bias planted by the data's own content came out on the wrong side (see the problem below)",
     "content_anti": "the other side, planted by the data's own content, came out on the wrong side",
     "mirror": "swapping the sides does not mirror the score around its no-bias value",
+    "permute": "the gap planted by content on one group's levels did not come out on that group (see the problem)",
 }
 
 

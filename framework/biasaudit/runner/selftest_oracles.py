@@ -68,8 +68,10 @@ class SelfTestResult:
         return self.detected and not self.problems and all(r.ok for r in self.rows)
 
 
-def oracle_responses(prep: Prepared, oracle: OracleDef, params: Any, kind: str) -> dict[str, Response]:
-    """Every plan request answered as the oracle `kind` would."""
+def oracle_responses(prep: Prepared, oracle: OracleDef, params: Any, kind: str,
+                     planted: frozenset[str] = frozenset()) -> dict[str, Response]:
+    """Every plan request answered as the oracle `kind` would (`gap`: the permutation
+    row's oracle, planting on the requests that name one of the `planted` texts)."""
     cfg = prep.composed.config
     fields = {s.id: s.fields for s in prep.stimuli.stimuli}
     sides = (stratified_sides(fields, oracle.strata, cfg.runtime.seed) if oracle.strata is not None
@@ -85,10 +87,11 @@ def oracle_responses(prep: Prepared, oracle: OracleDef, params: Any, kind: str) 
                            else Response(key=it.key, status="failed", error="the self-test's refuse-all oracle",
                                          error_kind="refused"))
             continue
-        respond = oracle.content if kind in CONTENT_KINDS and oracle.content is not None else oracle.respond
+        respond = (oracle.content if kind in CONTENT_KINDS and oracle.content is not None else
+                   oracle.gap if kind == "gap" and oracle.gap is not None else oracle.respond)
         got = respond(OracleCase(kind=kind, item=it, request=req, fields=fields[it.stimulus],
-                                        vars=level_vars.get(it.cell, {}), params=params, side=sides[it.stimulus],
-                                        stimuli=fields))
+                                 vars=level_vars.get(it.cell, {}), params=params, side=sides[it.stimulus],
+                                 stimuli=fields, planted=planted))
         out[it.key] = (Response(key=it.key, status="ok", output=got) if got is not None
                        else Response(key=it.key, status="failed", error="no oracle answer", error_kind="oracle"))
     return out
@@ -122,8 +125,8 @@ def truth_of(oracle: OracleDef, kind: str, params: Any, res: MetricResult, name:
 
 def run_oracle(prep: Prepared, oracle: OracleDef, params: Any, kind: str,
                accept_dominant: frozenset[str] = frozenset(), meanings: Meanings | None = None,
-               ) -> tuple[dict[str, MetricResult], list[VerdictRecord], Coded]:
-    responses = oracle_responses(prep, oracle, params, kind)
+               planted: frozenset[str] = frozenset()) -> tuple[dict[str, MetricResult], list[VerdictRecord], Coded]:
+    responses = oracle_responses(prep, oracle, params, kind, planted)
     if prep.coding.layers:
         units = units_of(prep)
         texts = {u.id: generated_text(responses[u.key]) or "" for u in units if u.key in responses}

@@ -8,6 +8,7 @@ import typing
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
+from pydantic.fields import FieldInfo
 
 
 def _model_at(root: type[BaseModel], loc: tuple[Any, ...]) -> type[BaseModel] | None:
@@ -25,7 +26,7 @@ def _model_at(root: type[BaseModel], loc: tuple[Any, ...]) -> type[BaseModel] | 
             field = current.model_fields.get(str(part))
             if field is None:
                 return None
-            current = field.annotation
+            current = _declared(field)
         else:
             origin = typing.get_origin(current)
             args = typing.get_args(current)
@@ -45,13 +46,39 @@ def _strip_annotated(tp: Any) -> Any:
     return typing.get_args(tp)[0] if typing.get_origin(tp) is typing.Annotated else tp
 
 
+def _declared(field: FieldInfo) -> Any:
+    """A field's type as declared: Pydantic moves the metadata of a top-level `Annotated`
+    (a registry-built union's validator) out of `annotation`; put it back."""
+    if field.metadata:
+        return typing.Annotated[(field.annotation, *field.metadata)]
+    return field.annotation
+
+
+def _registered(tp: Any) -> list[type[BaseModel]] | None:
+    """The members of a union assembled from a registry when it validates (an `Annotated`
+    whose metadata has `members()`, as `ModelConfig`'s), or None."""
+    if typing.get_origin(tp) is typing.Annotated:
+        for meta in getattr(tp, "__metadata__", ()):
+            if callable(getattr(meta, "members", None)):
+                return list(meta.members())
+    return None
+
+
 def _members(tp: Any) -> list[type[BaseModel]]:
     """The model classes of a union (nested unions and `Annotated` flattened)."""
+    registered = _registered(tp)
+    if registered is not None:
+        return registered
     tp = _strip_annotated(tp)
     if typing.get_origin(tp) not in (typing.Union, types.UnionType):
         return []
     out: list[type[BaseModel]] = []
-    for a in map(_strip_annotated, typing.get_args(tp)):
+    for arg in typing.get_args(tp):
+        registered = _registered(arg)
+        if registered is not None:
+            out += registered
+            continue
+        a = _strip_annotated(arg)
         if typing.get_origin(a) in (typing.Union, types.UnionType):
             out += _members(a)
         elif isinstance(a, type) and issubclass(a, BaseModel):
@@ -83,7 +110,7 @@ def _without_tags(root: type[BaseModel], loc: tuple[Any, ...]) -> tuple[Any, ...
         if i and isinstance(part, str):
             holder = _model_at(root, loc[:i])
             field = holder.model_fields.get(str(loc[i - 1])) if holder is not None else None
-            if field is not None and _tagged(field.annotation, part) is not None:
+            if field is not None and _tagged(_declared(field), part) is not None:
                 continue
         out.append(part)
     return tuple(out)
@@ -106,7 +133,7 @@ def _unwrap(tp: Any) -> Any:
 def _tags(root: type[BaseModel], loc: tuple[Any, ...], field: str) -> list[str]:
     """The tags of the discriminated union at `loc` (its members' `field` literals)."""
     holder = _model_at(root, loc) if loc else None
-    annotation = holder.model_fields[str(loc[-1])].annotation if holder and str(loc[-1]) in holder.model_fields else None
+    annotation = _declared(holder.model_fields[str(loc[-1])]) if holder and str(loc[-1]) in holder.model_fields else None
     out: list[str] = []
     for m in _members(annotation):
         f = m.model_fields.get(field)

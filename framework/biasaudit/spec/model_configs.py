@@ -1,6 +1,7 @@
 """The model configs (conf group `model/`, and the chat models of judges and `nli=llm`):
-one Pydantic model per backend, joined into `ModelConfig`, a union discriminated by
-`backend`. Each holds only the settings its backend reads, so a setting given to a
+one Pydantic model per backend, registered with its backend (`BACKENDS`), and
+`ModelConfig`, the union of the registered ones discriminated by `backend`, assembled
+from the registry when a config is validated (a plug-in backend brings its own model). Each holds only the settings its backend reads, so a setting given to a
 backend that would ignore it is refused by validation (one line: the key path, the
 backends it belongs to, `remove it`), never silently dropped: an audit must not look as
 if it ran with a dtype, a chat format or an engine that it did not.
@@ -13,9 +14,18 @@ from __future__ import annotations
 
 import functools
 import re
-from typing import Annotated, Any, ClassVar, Literal
+from typing import Annotated, Any, ClassVar, Literal, Union
 
-from pydantic import Field, TypeAdapter, field_validator, model_validator
+from pydantic import (
+    Field,
+    GetCoreSchemaHandler,
+    GetJsonSchemaHandler,
+    TypeAdapter,
+    field_validator,
+    model_validator,
+)
+from pydantic.json_schema import JsonSchemaValue
+from pydantic_core import core_schema
 
 from biasaudit.spec.strict import Strict
 
@@ -468,13 +478,54 @@ class RecordedConfig(BaseModelConfig):
 MODEL_CONFIGS: tuple[type[BaseModelConfig], ...] = (
     HFCausalConfig, HFMaskedConfig, OpenAICompatConfig, AnthropicConfig, ReplayConfig, ScriptedConfig, OracleConfig,
     HTTPAppConfig, RecordedConfig)
+"""The shipped backends' configs, in the order messages list backends. Not the set a spec
+may name: that is whatever is registered in `BACKENDS` (the shipped backends register
+these from `backends/`, a plug-in its own), read when a config is validated."""
 
-ModelConfig = Annotated[
-    HFCausalConfig | HFMaskedConfig | OpenAICompatConfig | AnthropicConfig | ReplayConfig | ScriptedConfig | OracleConfig
-    | HTTPAppConfig | RecordedConfig,
-    Field(discriminator="backend"),
-]
-"""The config of a model, one of the per-backend models by its `backend` key."""
+
+def registered_configs() -> tuple[type[BaseModelConfig], ...]:
+    """The config model of every registered backend: the shipped ones in `MODEL_CONFIGS`
+    order, then the plug-ins' by name."""
+    from biasaudit.registry import BACKENDS
+
+    configs = [kind.config for _, kind in BACKENDS.items()]
+    rank = {c: i for i, c in enumerate(MODEL_CONFIGS)}
+    return tuple(sorted(configs, key=lambda c: (rank.get(c, len(rank)), backend_tag(c))))
+
+
+@functools.lru_cache(maxsize=8)
+def _union(configs: tuple[type[BaseModelConfig], ...]) -> TypeAdapter[Any]:
+    union: Any = Annotated[Union[configs], Field(discriminator="backend")]  # noqa: UP007 (a runtime tuple)
+    return TypeAdapter(union)
+
+
+def _adapter() -> TypeAdapter[Any]:
+    """The discriminated union of the registered configs (rebuilt when a backend registers)."""
+    return _union(registered_configs())
+
+
+class RegisteredConfigs:
+    """The `ModelConfig` validator: a config is validated into the class its `backend`
+    registered, with that class's own fields and errors, as a member of a discriminated
+    union assembled from the registry when the config is validated (so a plug-in backend
+    needs no edit here, and the error locations carry the tag as a written union's do)."""
+
+    @staticmethod
+    def members() -> tuple[type[BaseModelConfig], ...]:
+        """The union's members (`spec.errors_format` reads the tags from them)."""
+        return registered_configs()
+
+    def __get_pydantic_core_schema__(self, source: Any, handler: GetCoreSchemaHandler) -> core_schema.CoreSchema:
+        return core_schema.no_info_plain_validator_function(lambda v: _adapter().validate_python(v))
+
+    def __get_pydantic_json_schema__(self, schema: core_schema.CoreSchema,
+                                     handler: GetJsonSchemaHandler) -> JsonSchemaValue:
+        return handler(_adapter().core_schema)
+
+
+ModelConfig = Annotated[BaseModelConfig, RegisteredConfigs()]
+"""The config of a model: the registered backend's own config model, chosen by its
+`backend` key."""
 
 
 def backend_tag(cls: type[BaseModelConfig]) -> str:
@@ -484,19 +535,16 @@ def backend_tag(cls: type[BaseModelConfig]) -> str:
 
 def backends_with(key: str) -> list[str]:
     """The backends whose config has the setting `key`."""
-    return [backend_tag(c) for c in MODEL_CONFIGS if key in c.model_fields]
+    return [backend_tag(c) for c in registered_configs() if key in c.model_fields]
 
 
-@functools.cache
-def _adapter() -> TypeAdapter[ModelConfig]:
-    return TypeAdapter(ModelConfig)
-
-
-def model_config(data: dict[str, Any]) -> ModelConfig:
+def model_config(data: dict[str, Any]) -> BaseModelConfig:
     """Validate one model config given as a mapping (as in conf/model/*.yaml)."""
-    return _adapter().validate_python(data)
+    out: BaseModelConfig = _adapter().validate_python(data)
+    return out
 
 
 __all__ = ["MODEL_CONFIGS", "AnthropicConfig", "AppRequest", "BaseModelConfig", "HFCausalConfig", "HFMaskedConfig",
            "HTTPAppConfig", "RecordedConfig", "ModelConfig", "ModelPrice", "OpenAICompatConfig",
-           "OracleConfig", "ReplayConfig", "ScriptedConfig", "backends_with", "model_config"]
+           "OracleConfig", "RegisteredConfigs", "ReplayConfig", "ScriptedConfig", "backend_tag", "backends_with", "model_config",
+           "registered_configs"]

@@ -581,7 +581,7 @@ class SubmititConfig(Strict):
     """`slurm`: one array job per shard; `local`: subprocesses on this machine."""
     folder: str | None = None
     """submitit's folder for the jobs' inputs, logs and results, on a file system the nodes
-    share (null: `<cache>.shard-jobs/` beside the cache)."""
+    share (null: `<cache>.<plan>.shard-jobs/` beside the cache)."""
     timeout_min: int = Field(default=1440, ge=1)
     """Minutes a shard job may run."""
     partition: str | None = None
@@ -592,6 +592,16 @@ class SubmititConfig(Strict):
     """GPUs per shard job (1: one local model per GPU)."""
     mem_gb: float | None = Field(default=None, gt=0, allow_inf_nan=False)
     """Memory per shard job in GB (null: the cluster's default)."""
+
+
+class PreflightConfig(Strict):
+    """Checks made before a run's first model call (docs/planning-an-audit.md, "What a run
+    will cost")."""
+
+    resources: Literal["refuse", "warn"] = "refuse"
+    """A run whose estimated disk (run folder, cache growth) or peak memory exceeds what
+    the machine has free: `refuse` stops it with the number and the setting that reduces
+    it (exit 2); `warn` says so and runs anyway (the operator knows better)."""
 
 
 class RuntimeConfig(Strict):
@@ -654,6 +664,8 @@ class RuntimeConfig(Strict):
     """The Ray cluster the shards run on (see `RayConfig`)."""
     submitit: SubmititConfig = Field(default_factory=SubmititConfig)
     """The SLURM array the shards run as with `shard_backend: submitit` (see `SubmititConfig`)."""
+    preflight: PreflightConfig = Field(default_factory=PreflightConfig)
+    """Checks before the first model call (see `PreflightConfig`)."""
 
 
 class ValiditySpec(Strict):

@@ -27,6 +27,7 @@ IDS = {
     "spec": "urn:biasaudit:schema:spec:1",
     "suite": "urn:biasaudit:schema:suite:1",
     "config": "urn:biasaudit:schema:config:1",
+    "plots": "urn:biasaudit:schema:plots:1",
 }
 KINDS = tuple(IDS)
 SCHEMA_FILES = {"spec": "spec.schema.json", "suite": "suite.schema.json"}
@@ -68,6 +69,18 @@ def _coder_models() -> list[type[BaseModel]]:
         }
         out.append(create_model(f"Coding_{name}", __base__=opts,
                                 __doc__=f"A coding layer with coder `{name}`: {cdef.title}.", **fields))
+    return out
+
+
+def _plot_models() -> list[type[BaseModel]]:
+    """Each registered plot kind's data model, tagged by its `kind` (what a method's report
+    section may put in a `PlotSpec`)."""
+    from biasaudit.registry import PLOTS
+
+    out = []
+    for name, pk in PLOTS.items():
+        fields: dict[str, Any] = {"kind": (Literal[name], Field(description="The registered plot kind."))}
+        out.append(create_model(f"Plot_{name}", __base__=pk.data, __doc__=f"Plot kind `{name}`: {pk.title}.", **fields))
     return out
 
 
@@ -129,10 +142,18 @@ def _allow_interpolation(node: Any) -> Any:
 
 
 def json_schema(kind: str = "spec") -> dict[str, Any]:
-    """The JSON Schema of `kind`: `spec` (a spec file), `suite` (a suite file) or
-    `config` (the composed configuration of a run, operator groups included)."""
+    """The JSON Schema of `kind`: `spec` (a spec file), `suite` (a suite file), `config`
+    (the composed configuration of a run, operator groups included: the registered
+    backends' model configs) or `plots` (the registered plot kinds' data)."""
     if kind not in IDS:
         raise ValueError(f"kind must be one of {KINDS}, not {kind!r}")
+    if kind == "plots":
+        # the plot kinds' data: not a file anyone writes, but what a plug-in's or a method's
+        # report section may ask the report to draw
+        from pydantic import TypeAdapter
+
+        body = TypeAdapter(_one_of(_plot_models(), "kind")).json_schema(mode="validation")
+        return {"$schema": DIALECT, "$id": IDS[kind], "title": "biasaudit plot kinds", **body}
     if kind == "config":
         from biasaudit.spec import AuditConfig
 

@@ -75,3 +75,18 @@ def test_the_documented_price_recipe_runs_as_written(workdir: Path, cli: Any) ->
         assert line in out.splitlines(), line
     # 350 x 0.15 / 1e6 + 960 x 0.60 / 1e6 = 0.0000525 + 0.000576 = 0.0006285
     assert "~0.000629 USD for 16 calls needed" in out
+
+
+def test_the_documented_cost_recipe_runs_as_written(workdir: Path, cli: Any) -> None:
+    """docs/planning-an-audit.md, "What a run will cost": the plan lines shown are printed."""
+    text = (REPO / "docs" / "planning-an-audit.md").read_text(encoding="utf-8")
+    m = re.search(r"<!-- recipe: cost -->\n```\n(.*?)\n```\n\n<!-- docblock: [^\n]*-->\n```\n(.*?)\n```", text, re.S)
+    assert m, "docs/planning-an-audit.md has no cost recipe followed by its output"
+    command, shown = m.group(1).split(), m.group(2).splitlines()
+    assert command[:2] == ["biasaudit", "plan"]
+    code, out, err = cli(*command[1:], *isolation(workdir))
+    assert code == 0, err
+    for line in shown:
+        assert line in out.splitlines(), line
+    # by hand: 174474 x 0.15 / 1e6 + 10800 x 0.60 / 1e6 = 0.0261711 + 0.00648 = 0.0326511
+    assert "~0.0327 USD for 1800 calls needed" in out

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from biasaudit.report.plots import histogram, multi_histogram
+from biasaudit.report.plots import HistogramData, MultiHistogramData, histogram, multi_histogram
 
 ROUNDED = [-3.0, -3.0000000000000004, -3.0, -3.0000000000000004, -3.0]
 
@@ -20,10 +20,10 @@ def test_numpy_refuses_these_bins() -> None:
 
 @pytest.mark.parametrize("vals", [ROUNDED, [0.0] * 4, [1e12, 1e12 + 1e-4], [7.5]])
 def test_histogram_draws_values_equal_up_to_rounding(vals: list[float]) -> None:
-    svg = histogram({"title": "t", "values": vals})
+    svg = histogram(HistogramData(title="t", values=vals))
     assert "<svg" in svg
 
 
 def test_multi_histogram_draws_values_equal_up_to_rounding() -> None:
-    svg = multi_histogram({"title": "t", "series": {"a": ROUNDED, "b": [-3.0]}})
+    svg = multi_histogram(MultiHistogramData(title="t", series={"a": ROUNDED, "b": [-3.0]}))
     assert "<svg" in svg

@@ -40,7 +40,7 @@ def test_every_shipped_spec_has_broken_variants() -> None:
     per_class: dict[str, int] = {}
     for v in VARIANTS:
         per_class[v.cls] = per_class.get(v.cls, 0) + 1
-    assert len(per_class) == 6 and min(per_class.values()) >= 2, per_class
+    assert len(per_class) == 7 and min(per_class.values()) >= 2, per_class
 
 
 def test_validate_warns_on_a_parity_band_without_the_no_bias_value(tmp_path: Path, cli) -> None:  # type: ignore[no-untyped-def]

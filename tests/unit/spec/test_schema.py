@@ -148,3 +148,16 @@ def test_init_project_spec_validates_against_its_schema(workdir: Path, cli) -> N
     assert text.splitlines()[0] == "# yaml-language-server: $schema=spec.schema.json"
     schema = json.loads((workdir / "proj" / "spec.schema.json").read_text())
     assert _errors(jsonschema.Draft202012Validator(schema), yaml.safe_load(text)) == []
+
+
+def test_plots_schema_lists_every_registered_plot_kind_with_its_typed_data() -> None:
+    # issue 40: plot kinds register with a typed data model (a method's own too: BiAxisAudit's map)
+    from biasaudit.registry import PLOTS
+    from biasaudit.spec.schema import json_schema
+
+    schema = json_schema("plots")
+    mapping = schema["discriminator"]["mapping"]
+    assert set(mapping) == set(PLOTS.names()) >= {"interval_bars", "histogram", "heatmap", "reliability_map"}
+    bars = schema["$defs"]["Plot_interval_bars"]
+    assert bars["additionalProperties"] is False and {"labels", "estimates", "reference"} <= set(bars["properties"])
+    assert "matrix" not in bars["properties"]  # each kind only the fields it draws

@@ -14,6 +14,7 @@ from pydantic import BaseModel
 from biasaudit.coding.label_check import config_labels
 from biasaudit.errors import SpecError
 from biasaudit.methods.base import MethodDef, MethodText
+from biasaudit.methods.biaxis import plot as _plot  # noqa: F401  (registers the reliability_map plot kind)
 from biasaudit.methods.biaxis.metric import BiaxisParams, check, compute
 from biasaudit.methods.biaxis.oracle import ORACLE
 from biasaudit.methods.biaxis.report import present

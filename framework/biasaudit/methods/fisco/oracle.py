@@ -41,10 +41,13 @@ from biasaudit.methods.fisco.metric import FiscoParams
 from biasaudit.methods.fisco.names import GENDER_WORDS, NAME_GENDER
 from biasaudit.methods.oracle_kit import (
     REFUSAL_TEXT,
+    GroupDesign,
+    GroupLevel,
     OracleCase,
     OracleDef,
     generated,
     keyed_embedding,
+    request_text,
 )
 
 if TYPE_CHECKING:
@@ -147,4 +150,65 @@ def name_groups(prep: Prepared, params: BaseModel) -> tuple[list[str], list[str]
              "level -> group table to check them by eye)"] if unchecked else []
     return problems, notes
 
-ORACLE = OracleDef(checks=name_groups, respond=respond, truth=truth, code=code)
+def _text(vars_: Mapping[str, Any], level: str, group_var: str) -> str:
+    """The words that name a level in a prompt: its `value` (what the shipped specs put in
+    the question), else its first other text variable, else the level's key."""
+    texts = [str(v) for k, v in vars_.items() if k != group_var and isinstance(v, str) and v.strip()]
+    return str(vars_["value"]) if isinstance(vars_.get("value"), str) else texts[0] if texts else level
+
+
+def _content_label(text: str, labels: set[str]) -> str | None:
+    """The spec's group label for the gender the BBQ name list gives `text` (None: the list
+    lacks the name, or no label, or more than one, names that gender)."""
+    gender = NAME_GENDER.get(text.strip().lower())
+    said = [g for g in labels if GENDER_WORDS.get(g.strip().lower()) == gender]
+    return said[0] if gender is not None and len(said) == 1 else None
+
+
+def groups(prep: Prepared, params: BaseModel) -> GroupDesign | None:
+    """The levels that carry the metric's group variable, each named by its text and
+    given its group by the BBQ authors' name list (names.py)."""
+    assert isinstance(params, FiscoParams)
+    found = [(f, lv, spec.vars) for f, levels in prep.composed.config.factors.items()
+             for lv, spec in levels.items() if params.group_var in spec.vars]
+    if not found:
+        return None
+    labels = {str(v[params.group_var]) for _, _, v in found}
+    levels = []
+    for f, lv, vars_ in found:
+        text = _text(vars_, lv, params.group_var)
+        levels.append(GroupLevel(factor=f, level=lv, group=str(vars_[params.group_var]), text=text,
+                                 content=_content_label(text, labels)))
+    return GroupDesign(var=params.group_var, levels=tuple(levels), source="the BBQ authors' name list",
+                       truth=gap_truth)
+
+
+def gap_truth(assignment: Mapping[tuple[str, str], str], planted: frozenset[tuple[str, str]]) -> Mapping[str, float]:
+    """Under the `gap` oracle, every question's answers differ exactly between the planted
+    levels and the others (content claims of two profiles, as under `planted`): when the
+    planted levels are exactly one group, every inter-group pair involving that group
+    shares 1 claim and every intra-group pair 3, so every question is flagged (share 1,
+    overall and in every `by` group). Any other grouping mixes the profiles within a group:
+    no true value is claimed."""
+    members: dict[str, set[tuple[str, str]]] = {}
+    for k, g in assignment.items():
+        members.setdefault(g, set()).add(k)
+    if not any(m == set(planted) for m in members.values()):
+        return {}
+    return {"flagged_share": 1.0, "flagged_share.*": 1.0}
+
+
+_WORD = r"(?<![\w]){}(?![\w])"
+
+
+def gap(case: OracleCase) -> dict[str, Any] | None:
+    """The `gap` oracle: the answer of profile "gap" to a request that names one of the
+    planted texts (a whole word of the prompt), of profile "rest" otherwise; the group
+    variable of the cell is not read."""
+    text = request_text(case.request)
+    hit = any(re.search(_WORD.format(re.escape(t)), text) for t in case.planted)
+    value = str(case.vars.get("value", case.item.cell))
+    return generated(" ".join([COMMON, *content("gap" if hit else "rest"), *personal(value, case.item.sample)]))
+
+
+ORACLE = OracleDef(checks=name_groups, respond=respond, truth=truth, code=code, groups=groups, gap=gap)

@@ -8,31 +8,8 @@
   var entries = data.entries;
   var state = {metric: "", cell: "", group: "", label: "", show: "", sort: "differs", q: "", page: 0};
   var controls = {};
-  var has = function (o, k) { return Object.prototype.hasOwnProperty.call(o, k); };
+  var dom = biasauditDom, has = dom.has, el = dom.el, add = dom.add, fmt = dom.fmt, uniq = dom.uniq;
 
-  function el(tag, cls, text) {
-    var e = document.createElement(tag);
-    if (cls) { e.className = cls; }
-    if (text !== undefined && text !== null) { e.textContent = String(text); }
-    return e;
-  }
-  function add(parent) {
-    for (var i = 1; i < arguments.length; i++) {
-      var c = arguments[i];
-      if (c === null || c === undefined) { continue; }
-      parent.appendChild(typeof c === "string" ? document.createTextNode(c) : c);
-    }
-    return parent;
-  }
-  function fmt(x) {
-    if (x === null || x === undefined) { return "n/a"; }
-    return Math.abs(x) >= 1000 || (x !== 0 && Math.abs(x) < 0.001) ? x.toExponential(3) : x.toFixed(4);
-  }
-  function uniq(list) {
-    var seen = {}, out = [];
-    list.forEach(function (x) { if (!has(seen, x)) { seen[x] = 1; out.push(x); } });
-    return out;
-  }
   function flat(lists) { return [].concat.apply([], lists); }
   function answersOf(e) { return flat(e.units.map(function (u) { return u.answers; })); }
   function codeOf(c) { return c.code || c.status; }
@@ -40,19 +17,9 @@
   function runName(i) { return runs[i].letter + " \u00b7 " + runs[i].label; }
 
   function select(name, label, options) {
-    var wrap = el("label", "filter");
-    add(wrap, el("span", null, label));
-    var s = el("select");
-    s.name = name;
-    s.id = "f-" + name;
-    options.forEach(function (o) {
-      var opt = el("option", null, o[1]);
-      opt.value = o[0];
-      s.appendChild(opt);
-    });
-    s.addEventListener("change", function () { state[name] = s.value; state.page = 0; update(); });
-    controls[name] = s;
-    return add(wrap, s);
+    var made = dom.select(name, label, options, function (key, value) { state[key] = value; state.page = 0; update(); });
+    controls[name] = made.select;
+    return made.wrap;
   }
 
   function spreadOf(e) {

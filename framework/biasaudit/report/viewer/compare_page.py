@@ -5,36 +5,19 @@ allows only the page's own script and style by their sha256)."""
 
 from __future__ import annotations
 
-from importlib.resources import files
 from pathlib import Path
 
 from biasaudit.report.viewer.compare import COMPARE_FILE, CompareData, load_compare
 from biasaudit.report.viewer.load import MAX_ROWS
-from biasaudit.report.viewer.page import csp, embed_json
-
-
-def _asset(name: str) -> str:
-    return files("biasaudit.report.viewer").joinpath(name).read_text(encoding="utf-8")
+from biasaudit.report.viewer.page import embed_json, html_page
 
 
 def render_compare(data: CompareData) -> str:
     # the viewer's style, then the compare page's own: one <style>, one hash
-    script, style = _asset("compare.js"), _asset("viewer.css") + _asset("compare.css")
-    payload = embed_json(data.model_dump(mode="json"))
-    return (
-        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
-        f"<meta http-equiv=\"Content-Security-Policy\" content=\"{csp(script, style)}\">\n"
-        "<meta name=\"referrer\" content=\"no-referrer\">\n"
-        "<meta name=\"generator\" content=\"biasaudit\">\n"
-        "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
-        "<title>biasaudit compare</title>\n"
-        f"<style>{style}</style>\n</head>\n<body>\n"
-        "<noscript>The compare page needs JavaScript; each run's viewer.html, items.csv and responses.jsonl hold "
-        "the same content without it.</noscript>\n"
-        "<main id=\"app\"></main>\n"
-        f"<script type=\"application/json\" id=\"viewer-data\">{payload}</script>\n"
-        f"<script>{script}</script>\n</body>\n</html>\n"
-    )
+    return html_page(title="biasaudit compare", scripts=("dom.js", "compare.js"),
+                     styles=("viewer.css", "compare.css"), payload=embed_json(data.model_dump(mode="json")),
+                     noscript="The compare page needs JavaScript; each run's viewer.html, items.csv and responses.jsonl "
+                              "hold the same content without it.")
 
 
 def write_compare(folders: list[Path], out: Path, *, max_rows: int = MAX_ROWS, force: bool = False,

@@ -61,30 +61,38 @@ def csp(script: str, style: str) -> str:
             "base-uri 'none'; form-action 'none'")
 
 
-SCRIPTS = ("review.js", "viewer.js")
-"""One inline script, so one hash in the CSP: review.js defines what viewer.js calls to
-label, flag and comment on responses and download the review sheet."""
+SCRIPTS = ("dom.js", "review.js", "viewer.js")
+"""One inline script, so one hash in the CSP: dom.js holds the DOM helpers every page
+shares, review.js defines what viewer.js calls to label, flag and comment on responses
+and download the review sheet."""
 STYLES = ("viewer.css", "review.css")
 
 
-def render_page(data: ViewData) -> str:
-    script = "\n".join(_asset(n) for n in SCRIPTS)
-    style = "\n".join(_asset(n) for n in STYLES)
-    payload = embed_json(data.model_dump(mode="json"))
+def html_page(*, title: str, scripts: tuple[str, ...], styles: tuple[str, ...], payload: str, noscript: str) -> str:
+    """The one shape of every biasaudit page: the named assets inline (one script, one
+    style, so one hash each in the CSP), the data in a non-executable element."""
+    script = "\n".join(_asset(n) for n in scripts)
+    style = "\n".join(_asset(n) for n in styles)
     return (
         "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
         f"<meta http-equiv=\"Content-Security-Policy\" content=\"{csp(script, style)}\">\n"
         "<meta name=\"referrer\" content=\"no-referrer\">\n"
         "<meta name=\"generator\" content=\"biasaudit\">\n"
         "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
-        "<title>biasaudit viewer</title>\n"
+        f"<title>{title}</title>\n"
         f"<style>{style}</style>\n</head>\n<body>\n"
-        "<noscript>The viewer needs JavaScript; report.html, items.csv and responses.jsonl hold the same "
-        "content without it.</noscript>\n"
+        f"<noscript>{noscript}</noscript>\n"
         "<main id=\"app\"></main>\n"
         f"<script type=\"application/json\" id=\"viewer-data\">{payload}</script>\n"
         f"<script>{script}</script>\n</body>\n</html>\n"
     )
 
 
-__all__ = ["SCRIPTS", "STYLES", "csp", "embed_json", "render_page"]
+def render_page(data: ViewData) -> str:
+    return html_page(title="biasaudit viewer", scripts=SCRIPTS, styles=STYLES,
+                     payload=embed_json(data.model_dump(mode="json")),
+                     noscript="The viewer needs JavaScript; report.html, items.csv and responses.jsonl hold the same "
+                              "content without it.")
+
+
+__all__ = ["SCRIPTS", "STYLES", "csp", "embed_json", "html_page", "render_page"]

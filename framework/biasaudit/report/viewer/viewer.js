@@ -11,46 +11,14 @@
   // an estimate's link shows exactly the responses it names (`rows`: the responses of its items)
   rows.forEach(function (r, i) { r._i = i; });
   var controls = {};
+  var dom = biasauditDom, el = dom.el, add = dom.add, fmt = dom.fmt, uniq = dom.uniq;
   // review in the page (review.js): labels, flags and comments, downloaded as a review sheet
   var review = typeof biasauditReview === "function" ? biasauditReview(data, {el: el, add: add, refresh: function () { update(); }}) : null;
 
-  function el(tag, cls, text) {
-    var e = document.createElement(tag);
-    if (cls) { e.className = cls; }
-    if (text !== undefined && text !== null) { e.textContent = String(text); }
-    return e;
-  }
-  function add(parent) {
-    for (var i = 1; i < arguments.length; i++) {
-      var c = arguments[i];
-      if (c === null || c === undefined) { continue; }
-      parent.appendChild(typeof c === "string" ? document.createTextNode(c) : c);
-    }
-    return parent;
-  }
-  function fmt(x) {
-    if (x === null || x === undefined) { return "n/a"; }
-    return Math.abs(x) >= 1000 || (x !== 0 && Math.abs(x) < 0.001) ? x.toExponential(3) : x.toFixed(4);
-  }
-  function uniq(list) {
-    var seen = {}, out = [];
-    list.forEach(function (x) { if (!Object.prototype.hasOwnProperty.call(seen, x)) { seen[x] = 1; out.push(x); } });
-    return out;
-  }
   function select(name, label, options) {
-    var wrap = el("label", "filter");
-    add(wrap, el("span", null, label));
-    var s = el("select");
-    s.name = name;
-    s.id = "f-" + name;
-    options.forEach(function (o) {
-      var opt = el("option", null, o[1]);
-      opt.value = o[0];
-      s.appendChild(opt);
-    });
-    s.addEventListener("change", function () { state[name] = s.value; state.page = 0; update(); });
-    controls[name] = s;
-    return add(wrap, s);
+    var made = dom.select(name, label, options, function (key, value) { state[key] = value; state.page = 0; update(); });
+    controls[name] = made.select;
+    return made.wrap;
   }
   function codeKey(c) { return c.layer + "=" + (c.code || c.status); }
   function maxDiff(r) {

@@ -1,0 +1,105 @@
+"""A backend and a plot kind added by a package outside `framework/` (issue 40, section 2,
+acceptance 1): tests/fixtures/plugin_example is found through its dist-info's
+`biasaudit.plugins` entry point when its folder is on PYTHONPATH (no pip install, no core
+edit). Its backend `echo` is configured with its own config model (validated with its own
+fields and errors), its plot kind `echo_lengths` is drawn in the report, the run packs and
+verifies, and `biasaudit schema` shows both."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import isolation, run_dirs
+from tests.helpers import spec_and_operator
+
+REPO = Path(__file__).resolve().parents[3]
+PLUGIN = REPO / "tests" / "fixtures" / "plugin_example"
+
+SPEC = """
+audit: {name: echo-run, method: echo_example}
+stimuli:
+  inline:
+    - {id: s1, statement: "Group X is lazy."}
+    - {id: s2, statement: "Group Y is rude."}
+  id_field: id
+factors:
+  tone:
+    calm: {template: "Tell me about: {{ statement }}"}
+    short: {template: "Briefly: {{ statement }}"}
+probe: {kind: generate, max_tokens: 20}
+model: {backend: echo, name: echo-subject, prefix: "you said: "}
+metrics:
+  - {name: answer_chars}
+thresholds:
+  - {metric: answer_chars, max: 1000}
+"""
+
+
+def _env(with_plugin: bool = True) -> dict[str, str]:
+    parts = [str(REPO / "framework"), str(REPO)]
+    if with_plugin:
+        parts.insert(0, str(PLUGIN))
+    return {**os.environ, "PYTHONPATH": os.pathsep.join(parts), "HF_HUB_OFFLINE": "1"}
+
+
+def _biasaudit(cwd: Path, *args: str, with_plugin: bool = True) -> subprocess.CompletedProcess[str]:
+    # `-c`, not `-m biasaudit.cli.app`: runpy's warning about the re-imported module would
+    # be a second line on stderr, and the one-line error is part of what is checked
+    code = "import sys; from biasaudit.cli.app import main; sys.exit(main(sys.argv[1:]))"
+    return subprocess.run([sys.executable, "-c", code, *args], cwd=cwd, env=_env(with_plugin),
+                          capture_output=True, text=True, timeout=600)
+
+
+@pytest.mark.slow  # `biasaudit run`, `pack` and `verify` in fresh processes
+def test_plugin_backend_and_plot_kind_run_report_and_pack(workdir: Path) -> None:
+    spec, ops = spec_and_operator(workdir / "echo.yaml", SPEC)
+    done = _biasaudit(workdir, "run", f"spec={spec}", *ops, *isolation(workdir))
+    assert done.returncode == 0, done.stderr
+    [d] = run_dirs(workdir)
+    s = json.loads((d / "summary.json").read_text())
+    # the echo backend answered: "you said: " (10 chars) + the prompt, e.g. "Tell me about: Group X is lazy." (31)
+    cells = s["metrics"]["answer_chars"]["cells"]["mean"]
+    assert cells["tone=calm"]["value"] == 10 + 31 and cells["tone=short"]["value"] == 10 + 25
+    responses = [json.loads(line) for line in (d / "responses.jsonl").read_text().splitlines()]
+    assert any(str(r["output"]["text"]).startswith("you said: Tell me about:") for r in responses)
+    # the plug-in's plot kind is drawn in the report (its alt text on the inline SVG)
+    html = (d / "report.html").read_text()
+    assert '<svg role="img" aria-label="Mean answer length in characters for each cell (example plug-in' in html
+    [plot] = s["metrics"]["answer_chars"]["plots"]
+    assert plot["kind"] == "echo_lengths"
+    pack = workdir / "echo.zip"
+    packed = _biasaudit(workdir, "pack", str(d), "-o", str(pack))
+    assert packed.returncode == 0, packed.stderr
+    verified = _biasaudit(workdir, "verify", str(pack))
+    assert verified.returncode == 0 and "verified:" in verified.stdout, verified.stdout + verified.stderr
+
+
+@pytest.mark.slow  # `biasaudit validate` and `schema` in fresh processes
+def test_plugin_config_errors_and_schema(workdir: Path) -> None:
+    spec, ops = spec_and_operator(workdir / "echo.yaml", SPEC.replace("prefix:", "prefx:"))
+    bad = _biasaudit(workdir, "validate", f"spec={spec}", *ops)
+    # the echo config's own model refuses the misspelt option: one line, its key path, exit 2
+    assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "Traceback" not in bad.stderr, bad.stderr
+    assert "model.prefx: unknown key 'prefx' (hint: did you mean 'prefix'?" in bad.stderr
+    spec, ops = spec_and_operator(workdir / "echo2.yaml", SPEC.replace('prefix: "you said: "', "upper: maybe"))
+    wrong = _biasaudit(workdir, "validate", f"spec={spec}", *ops)
+    assert wrong.returncode == 2 and "model.upper:" in wrong.stderr and ".echo" not in wrong.stderr, wrong.stderr
+    # without the plug-in the backend is unknown (the core knows nothing of it)
+    bare = _biasaudit(workdir, "validate", f"spec={spec}", *ops, with_plugin=False)
+    assert bare.returncode == 2 and "unknown backend 'echo'" in bare.stderr, bare.stderr
+    config = json.loads(_biasaudit(workdir, "schema", "config").stdout)
+    echo = config["$defs"]["EchoConfig"]
+    assert echo["properties"]["backend"]["const"] == "echo" and "prefix" in echo["properties"]
+    assert config["properties"]["model"]["discriminator"]["mapping"]["echo"] == "#/$defs/EchoConfig"
+    plots = json.loads(_biasaudit(workdir, "schema", "plots").stdout)
+    assert plots["discriminator"]["mapping"]["echo_lengths"] == "#/$defs/Plot_echo_lengths"
+    assert set(plots["$defs"]["Plot_echo_lengths"]["properties"]) >= {"kind", "labels", "values", "title"}
+    core = [p for p in (REPO / "framework").rglob("*") if p.is_file() and p.suffix in (".py", ".yaml", ".j2")]
+    assert not any("echo_lengths" in p.read_text(encoding="utf-8") or "EchoConfig" in p.read_text(encoding="utf-8")
+                   for p in core)
