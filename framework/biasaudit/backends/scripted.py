@@ -5,7 +5,10 @@ reply), `choices` (substring -> chosen answer word for `choice` requests), `fail
 1: every call, a run that cannot measure), `die_after` (SIGKILL this process on the
 call after n calls, to test crash safety; once a backend with it is built, it holds for
 every scripted backend of the process and counts their calls together, so the kill can
-land in judge calls made after the subject's), `delay` (seconds per call), `token_delay`
+land in judge calls made after the subject's; with `die_shard: i` it counts this
+backend's calls and kills only inside shard i's task of a sharded run, with
+`die_marker: <file>` only while that file does not exist, creating it first, so the same
+command run again goes through), `delay` (seconds per call), `token_delay`
 (seconds per generated token: `generate` requests then run in batches of
 `runtime.batch_size` rows, one token step for all rows at a time, a row ending after as
 many steps as its reply has words, like a local model's batched generation: progress per
@@ -23,10 +26,11 @@ import os
 import signal
 import time
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from biasaudit._util import interrupt
-from biasaudit._util.fileio import open_append
+from biasaudit._util.fileio import atomic_write, open_append
 from biasaudit.backends.base import BACKENDS, BackendKind, BatchWatch, Emit, Response
 from biasaudit.plan import Request
 from biasaudit.records.json import JSONObject, JSONValue
@@ -51,8 +55,11 @@ class ScriptedBackend:
         self.script = script
         self.batch_size = max(1, batch_size)
         self.calls = 0
-        if script.get("die_after") is not None:
-            _die_after = int(script["die_after"])
+        # with `die_shard`, the limit is this backend's alone: a Ray worker runs later
+        # shards and runs with the same process
+        self.die_after = int(script["die_after"]) if script.get("die_after") is not None else None
+        if self.die_after is not None and script.get("die_shard") is None:
+            _die_after = self.die_after
 
     def _answer(self, req: Request) -> Response:
         s = self.script
@@ -136,7 +143,7 @@ class ScriptedBackend:
         global _process_calls
         s = self.script
         for req in requests:
-            if _die_after is not None and _process_calls >= _die_after:
+            if self._dies():
                 os.kill(os.getpid(), signal.SIGKILL)
             if s.get("delay"):
                 time.sleep(float(s["delay"]))
@@ -153,6 +160,23 @@ class ScriptedBackend:
                 with open_append(s["calls_log"], key="model.script.calls_log", what="calls log") as f:
                     f.write(req.key + "\n")
             emit(resp)
+
+    def _dies(self) -> bool:
+        """Whether `die_after` kills this process before its next call."""
+        s = self.script
+        if s.get("die_shard") is not None:
+            # the shard task sets the variable (runner/shards.py); counted per shard's backend
+            if (self.die_after is None or os.environ.get("BIASAUDIT_SHARD") != str(s["die_shard"])
+                    or self.calls < self.die_after):
+                return False
+        elif _die_after is None or _process_calls < _die_after:
+            return False
+        if s.get("die_marker"):
+            marker = str(s["die_marker"])
+            if os.path.exists(marker):
+                return False
+            atomic_write(Path(marker), "killed\n", key="model.script.die_marker", what="kill marker")
+        return True
 
     def _usage(self, req: Request, resp: Response) -> JSONObject:
         """The usage this answer reports (`script.usage`)."""

@@ -126,6 +126,9 @@ def prepare(composed: Composed) -> Prepared:
     from biasaudit.runner.budget import check_budget
 
     check_budget(composed.config, str(composed.spec_file), composed.choices.get("model"), coding)  # refused now
+    from biasaudit.runner.shards import check_shards
+
+    check_shards(composed.config, str(composed.spec_file))  # e.g. shards with a budget: refused now
     if composed.config.runtime.sequential.look_every is not None:
         from biasaudit.runner.sequential import schedule
 
@@ -532,13 +535,20 @@ def run(prep: Prepared, run_dir: Path, command: list[str]) -> RunSummary:
                                     who=audit_subject(cfg), load_note=load_note(cfg))
             prep, responses, stats = looked.prep, looked.responses, looked.stats
         else:
+            sharded = None
+            if cfg.runtime.shards > 1:  # the model calls in Ray tasks, merged into this cache first
+                from biasaudit.runner.shards import run_shards
+
+                sharded = run_shards(prep, store)
             responses, stats = execute_plan(
                 prep.plan if budget is None else budget_plan(prep), store,
                 lambda: build_audit_backend(cfg),
-                retry_failed=cfg.runtime.retry_failed,
+                retry_failed=cfg.runtime.retry_failed and sharded is None,
                 progress=cfg.runtime.progress,
                 who=audit_subject(cfg), load_note=load_note(cfg), budget=budget,
             )
+            if sharded is not None:
+                sharded.fold(stats)
             if budget is not None and budget.stopped:
                 run_manifest.stopped = "budget"
                 try:

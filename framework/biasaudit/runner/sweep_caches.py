@@ -15,7 +15,10 @@ import logging
 import os
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from biasaudit.store import Store
 
 log = logging.getLogger(__name__)
 
@@ -62,15 +65,10 @@ def merge_job_caches(main: Path, folder: Path) -> tuple[int, int]:
     if not files:
         return 0, 0
     store = Store(main)
-    added = 0
     try:
-        for f in files:
-            added += store.merge_from(f)
+        added = merge_and_remove(store, files)
     finally:
         store.close()
-    for f in files:
-        for extra in (f, f.with_name(f.name + "-wal"), f.with_name(f.name + "-shm")):
-            extra.unlink(missing_ok=True)
     try:
         folder.rmdir()
         folder.parent.rmdir()  # only when no other sweep's folder is left
@@ -78,6 +76,19 @@ def merge_job_caches(main: Path, folder: Path) -> tuple[int, int]:
         pass
     log.info("merged %d job caches into %s (%d responses added)", len(files), main, added)
     return len(files), added
+
+
+def merge_and_remove(store: Store, files: list[Path]) -> int:
+    """Merge each cache file into the open `store` (as `biasaudit merge-cache` does: new
+    keys added, an answer replaces a stored failure, never the other way round), then
+    remove the merged files and their SQLite sidecars; returns the responses added."""
+    added = 0
+    for f in files:
+        added += store.merge_from(f)
+    for f in files:
+        for extra in (f, f.with_name(f.name + "-wal"), f.with_name(f.name + "-shm")):
+            extra.unlink(missing_ok=True)
+    return added
 
 
 def _same_file(a: Path, b: Path) -> bool:

@@ -549,6 +549,51 @@ class BudgetConfig(Strict):
         return any(v is not None for v in (self.money, self.tokens, self.input_tokens, self.output_tokens))
 
 
+class RayConfig(Strict):
+    """Where the shards of one sharded audit (`runtime.shards`) run on Ray, and with what.
+    Operator-only like all of `runtime` (a spec cannot set it): `address` says which
+    cluster runs the audit's model calls."""
+
+    address: str | None = None
+    """An existing cluster (`auto`, `ray://head:10001`, `head:6379`); null starts a local
+    one on this machine (dashboard off, `object_store_memory` bytes of object store)."""
+    num_cpus: int | None = Field(default=None, ge=1)
+    """CPUs of the local cluster (null: Ray's default, every core); ignored with `address`."""
+    object_store_memory: int = Field(default=200_000_000, ge=78_643_200)
+    """Bytes of the local cluster's object store (shards pass only request keys and
+    counts through it; Ray's floor is 75 MiB); ignored with `address`."""
+    shard_cpus: float = Field(default=1.0, gt=0, allow_inf_nan=False)
+    """CPUs Ray reserves for each shard task."""
+    shard_gpus: float = Field(default=0.0, ge=0, allow_inf_nan=False)
+    """GPUs Ray reserves for each shard task (1: one local model per GPU)."""
+    max_retries: int = Field(default=0, ge=0, le=10)
+    """Times Ray restarts a shard whose worker died; a restarted shard resumes from its own
+    cache file. 0: the run fails once the other shards have finished, and the same command
+    resumes the dead shard alone."""
+
+
+class SubmititConfig(Strict):
+    """Where the shards of one sharded audit run with `runtime.shard_backend=submitit`: a
+    SLURM array through submitit (or submitit's local executor: one process per shard on
+    this machine, SLURM's code path without SLURM). Operator-only, like all of `runtime`."""
+
+    cluster: Literal["slurm", "local"] = "slurm"
+    """`slurm`: one array job per shard; `local`: subprocesses on this machine."""
+    folder: str | None = None
+    """submitit's folder for the jobs' inputs, logs and results, on a file system the nodes
+    share (null: `<cache>.<plan>.shard-jobs/` beside the cache)."""
+    timeout_min: int = Field(default=1440, ge=1)
+    """Minutes a shard job may run."""
+    partition: str | None = None
+    """SLURM partition (null: the cluster's default)."""
+    cpus_per_task: int = Field(default=1, ge=1)
+    """CPUs per shard job."""
+    gpus_per_node: int = Field(default=0, ge=0)
+    """GPUs per shard job (1: one local model per GPU)."""
+    mem_gb: float | None = Field(default=None, gt=0, allow_inf_nan=False)
+    """Memory per shard job in GB (null: the cluster's default)."""
+
+
 class PreflightConfig(Strict):
     """Checks made before a run's first model call (docs/planning-an-audit.md, "What a run
     will cost")."""
@@ -607,6 +652,18 @@ class RuntimeConfig(Strict):
     """Provider batch APIs (see `BatchConfig`); off by default."""
     budget: BudgetConfig = Field(default_factory=BudgetConfig)
     """A limit on money and/or tokens spent on the model under test (see `BudgetConfig`)."""
+    shards: int = Field(default=1, ge=1, le=1024)
+    """Split the model under test's requests by a hash of their key into this many shards,
+    each run as a task on `shard_backend` with its own cache file, merged into `cache`
+    before the run codes, measures and reports once (docs/running-at-scale.md, "Sharding
+    one audit on Ray"). 1: one process, no Ray."""
+    shard_backend: Literal["ray", "submitit"] = "ray"
+    """What runs the shards: `ray` (a local cluster, or `ray.address`) or `submitit` (a
+    SLURM array, or submitit's local executor)."""
+    ray: RayConfig = Field(default_factory=RayConfig)
+    """The Ray cluster the shards run on (see `RayConfig`)."""
+    submitit: SubmititConfig = Field(default_factory=SubmititConfig)
+    """The SLURM array the shards run as with `shard_backend: submitit` (see `SubmititConfig`)."""
     preflight: PreflightConfig = Field(default_factory=PreflightConfig)
     """Checks before the first model call (see `PreflightConfig`)."""
 
