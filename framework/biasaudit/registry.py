@@ -19,6 +19,7 @@ from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from biasaudit.errors import SpecError
+from biasaudit.records.codes import CodeDetail, set_evidence_resolver
 
 if TYPE_CHECKING:
     from biasaudit.backends.base import BackendKind
@@ -107,13 +108,34 @@ class Registry(Generic[T]):
 
 METHODS: Registry[MethodDef] = Registry("method")
 METRICS: Registry[MetricDef] = Registry("metric", check=strict_model("params"))
-CODERS: Registry[CoderDef] = Registry("coder", check=strict_model("options"))
+def _strict_coder(name: str, obj: CoderDef) -> None:
+    """A coder's options and its evidence record both refuse unknown keys."""
+    strict_model("options")(name, obj)
+    strict_model("evidence")(name, obj)
+
+
+CODERS: Registry[CoderDef] = Registry("coder", check=_strict_coder)
 BACKENDS: Registry[BackendKind[Any]] = Registry("model backend")
 ADAPTERS: Registry[Adapter] = Registry("stimulus format")
 RECORDINGS: Registry[RecordingFormat] = Registry("recorded-response format")
 TEMPLATE_FUNCTIONS: Registry[Callable[..., Any]] = Registry("template function")
 ORACLES: Registry[OracleDef] = Registry("self-test oracle")
 """Metric name -> its oracle responders for `biasaudit selftest` (methods/oracle_kit.py)."""
+
+
+def _resolve_evidence(source: str, keys: frozenset[str]) -> type[CodeDetail]:
+    """The evidence record of the coder that wrote a stored code: its `source` names it;
+    a fallback's code (`fallback:<layer>`) or a line without a source reads into the first
+    registered record (by coder name) that declares all of its keys."""
+    if source in CODERS:
+        return CODERS.get(source).evidence
+    for _, cdef in CODERS.items():
+        if keys <= frozenset(cdef.evidence.model_fields):
+            return cdef.evidence
+    return CodeDetail  # refuses the unknown keys, naming them
+
+
+set_evidence_resolver(_resolve_evidence)
 
 
 def load_plugin(module: str) -> None:

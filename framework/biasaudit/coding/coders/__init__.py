@@ -1,21 +1,7 @@
-"""The shipped coders: rules, choice, judge_panel, classifier, claims, embedding, human."""
+"""The coders shipped with biasaudit: rules, choice, judge_panel, classifier, claims,
+embedding, human. Each module registers its coder (`CODERS.add`) when imported, as a
+plug-in's module does; core code reads a coder only through its `CoderDef`."""
 
-from biasaudit.coding.coders.choice import CHOICE
-from biasaudit.coding.coders.claims import CLAIMS
-from biasaudit.coding.coders.classifier import CLASSIFIER
-from biasaudit.coding.coders.embedding import EMBEDDING
-from biasaudit.coding.coders.human import HUMAN
-from biasaudit.coding.coders.judge_panel import JUDGE_PANEL
-from biasaudit.coding.coders.rules import RULES
+from biasaudit.coding.coders import choice, claims, classifier, embedding, human, judge_panel, rules
 
-SHIPPED = {
-    "rules": RULES,
-    "choice": CHOICE,
-    "judge_panel": JUDGE_PANEL,
-    "classifier": CLASSIFIER,
-    "claims": CLAIMS,
-    "embedding": EMBEDDING,
-    "human": HUMAN,
-}
-
-__all__ = ["SHIPPED"]
+__all__ = ["choice", "claims", "classifier", "embedding", "human", "judge_panel", "rules"]

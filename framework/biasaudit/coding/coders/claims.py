@@ -35,6 +35,7 @@ from biasaudit.data.load import resolve_source
 from biasaudit.errors import SpecError
 from biasaudit.records.codes import Code, CodeDetail, Unit
 from biasaudit.records.responses import GenerateOutput, NLIOutput, parse_output
+from biasaudit.registry import CODERS
 from biasaudit.spec.templates import check_variables, render
 
 _SENT = re.compile(r"(?<=[.!?])\s+|\n+")
@@ -105,6 +106,19 @@ def mask_values(text: str, values: Sequence[str], placeholder: str) -> str:
     for v in sorted(set(values), key=len, reverse=True):
         text = re.sub(r"(?<!\w)" + re.escape(v) + r"(?!\w)", placeholder, text, flags=re.I)
     return text
+
+
+class ClaimsEvidence(CodeDetail):
+    """The unit's claims and each one's NLI label against every reference."""
+
+    claims: list[str] | None = None
+    """The unit's claims (extracted, or as recorded)."""
+    fell_back: bool | None = None
+    """The LLM's claim list did not parse and the sentence splitter gave the claims."""
+    checks: dict[str, list[str | None]] | None = None
+    """Reference -> the NLI label (E, N, C; None: the check failed) of each claim."""
+    recorded: bool | None = None
+    """The checks are the published labels (`extract: recorded`), not model calls."""
 
 
 class ClaimsCoder:
@@ -215,14 +229,14 @@ class ClaimsCoder:
             if i is None or table is None:
                 why = ("no recorded answer for this level (name and group) in the file" if i is None
                        else "the entry records no labels")
-                out.append(Code(unit=u.id, status="not_applicable", source="claims", detail=CodeDetail(reason=why)))
+                out.append(Code(unit=u.id, status="not_applicable", source="claims", detail=ClaimsEvidence(reason=why)))
                 continue
             # the label of u's claim c against answer j, wherever the file's layout keeps it
             checks: dict[str, list[str | None]] = {
                 v: list(table.checks(i, j)) for v, j in by_stim[u.stimulus].items() if v != u.id}
             given = [x for ls in checks.values() for x in ls if x is not None]
             out.append(Code(unit=u.id, status="coded", text=self.masked(inputs.get(u.id, "")), source="claims",
-                            detail=CodeDetail(claims=claims, fell_back=False, checks=checks, recorded=True),
+                            detail=ClaimsEvidence(claims=claims, fell_back=False, checks=checks, recorded=True),
                             value=(given.count("E") / len(given)) if given else None))
         return out
 
@@ -236,7 +250,7 @@ class ClaimsCoder:
         for u in units:
             if u.id not in masked:
                 out[u.id] = Code(unit=u.id, status="not_applicable", source="claims",
-                                 detail=CodeDetail(reason=f"shorter than {self.o.min_words} words"))
+                                 detail=ClaimsEvidence(reason=f"shorter than {self.o.min_words} words"))
                 continue
             claims, fell_back = self.claims(u, masked[u.id], answers)
             checks: dict[str, list[str | None]] = {}
@@ -248,7 +262,7 @@ class ClaimsCoder:
                     labels.append(n.label() if n is not None else None)
                 checks[name] = labels
             given = [x for ls in checks.values() for x in ls if x is not None]
-            detail = CodeDetail(claims=claims or [], fell_back=fell_back, checks=checks)
+            detail = ClaimsEvidence(claims=claims or [], fell_back=fell_back, checks=checks)
             out[u.id] = Code(unit=u.id, status="coded", text=masked[u.id], source="claims", detail=detail,
                              value=(given.count("E") / len(given)) if given else None)
         return [out[u.id] for u in units]
@@ -282,8 +296,9 @@ def _estimate(env: CoderEnv, o: ClaimsOptions, n: int) -> CallEstimate:
 
 
 CLAIMS = CoderDef(
-    options=ClaimsOptions, build=ClaimsCoder, title="Claims checked by NLI",
+    options=ClaimsOptions, build=ClaimsCoder, title="Claims checked by NLI", evidence=ClaimsEvidence,
     routes=lambda env, o: [*([("nli", "classify_nli")] if o.extract != "recorded" else []),
                            *([("nli_chat", "generate")] if o.extract == "llm" else [])],
     check=_check, estimate=_estimate, value_type=lambda env, o: "number",
 )
+CODERS.add("claims", CLAIMS)
