@@ -24,6 +24,7 @@ from biasaudit.records.codes import CodeDetail, set_evidence_resolver
 if TYPE_CHECKING:
     from biasaudit.backends.base import BackendKind
     from biasaudit.coding.base import CoderDef
+    from biasaudit.coding.coders.claims import ClaimRecords
     from biasaudit.data.adapters import Adapter
     from biasaudit.methods.base import MethodDef, RecordingFormat
     from biasaudit.methods.oracle_kit import OracleDef
@@ -119,6 +120,8 @@ BACKENDS: Registry[BackendKind[Any]] = Registry("model backend")
 ADAPTERS: Registry[Adapter] = Registry("stimulus format")
 RECORDINGS: Registry[RecordingFormat] = Registry("recorded-response format")
 TEMPLATE_FUNCTIONS: Registry[Callable[..., Any]] = Registry("template function")
+CLAIM_RECORDS: Registry[ClaimRecords] = Registry("recorded-claims format")
+"""Published claims (and labels) a `claims` layer reads with `extract: recorded`."""
 ORACLES: Registry[OracleDef] = Registry("self-test oracle")
 """Metric name -> its oracle responders for `biasaudit selftest` (methods/oracle_kit.py)."""
 
@@ -171,6 +174,7 @@ def load_providers() -> None:
 
 __all__ = [
     "ADAPTERS",
+    "CLAIM_RECORDS",
     "BACKENDS",
     "CODERS",
     "METHODS",

@@ -1,7 +1,10 @@
-"""The coders shipped with biasaudit: rules, choice, judge_panel, classifier, claims,
-embedding, human. Each module registers its coder (`CODERS.add`) when imported, as a
-plug-in's module does; core code reads a coder only through its `CoderDef`."""
+"""The coders shipped with biasaudit (rules, choice, judge_panel, classifier, claims,
+embedding, human): every module of this package is imported here and registers its
+coder (`CODERS.add`) as a plug-in's module does, so a new shipped coder is one new
+module and no other edit; core code reads a coder only through its `CoderDef`."""
 
-from biasaudit.coding.coders import choice, claims, classifier, embedding, human, judge_panel, rules
+import importlib
+import pkgutil
 
-__all__ = ["choice", "claims", "classifier", "embedding", "human", "judge_panel", "rules"]
+for _module in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name):
+    importlib.import_module(f"{__name__}.{_module.name}")
