@@ -160,8 +160,9 @@ def judge_word_rows(composed: Composed) -> tuple[list[Row], list[str], list[str]
 
 
 def _asks_a_model(layer: Layer) -> bool:
-    """A layer whose coder asks a model for a word (a judge panel, a choice question)."""
-    return layer.coder_name in ("judge_panel", "choice")
+    """A layer whose coder asks a model for a word (a judge panel, a choice question): one
+    whose routes include a `choice` request (`CoderDef.routes`), whatever its name."""
+    return any(kind == "choice" for _, kind in layer.coder_def.routes(layer.env, layer.options))
 
 
 __all__ = ["ENDORSING", "MIN_GAP", "REJECTING", "STATEMENTS", "judge_word_rows"]
