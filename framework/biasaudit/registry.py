@@ -20,10 +20,12 @@ from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from biasaudit.errors import SpecError
+from biasaudit.records.codes import CodeDetail, set_evidence_resolver
 
 if TYPE_CHECKING:
     from biasaudit.backends.base import BackendKind
     from biasaudit.coding.base import CoderDef
+    from biasaudit.coding.coders.claims import ClaimRecords
     from biasaudit.data.adapters import Adapter
     from biasaudit.methods.base import MethodDef, RecordingFormat
     from biasaudit.methods.oracle_kit import OracleDef
@@ -134,15 +136,40 @@ class Registry(Generic[T]):
 
 METHODS: Registry[MethodDef] = Registry("method")
 METRICS: Registry[MetricDef] = Registry("metric", check=strict_model("params"))
-CODERS: Registry[CoderDef] = Registry("coder", check=strict_model("options"))
+
+
+def _strict_coder(name: str, obj: CoderDef) -> None:
+    """A coder's options and its evidence record both refuse unknown keys."""
+    strict_model("options")(name, obj)
+    strict_model("evidence")(name, obj)
+
+
+CODERS: Registry[CoderDef] = Registry("coder", check=_strict_coder)
 BACKENDS: Registry[BackendKind[Any]] = Registry("model backend", check=backend_check)
 ADAPTERS: Registry[Adapter] = Registry("stimulus format")
 RECORDINGS: Registry[RecordingFormat] = Registry("recorded-response format")
 TEMPLATE_FUNCTIONS: Registry[Callable[..., Any]] = Registry("template function")
 PLOTS: Registry[PlotKind[Any]] = Registry("plot kind", check=plot_check)
 """Plot kind -> its data model and renderer (metrics/plotting.py)."""
+CLAIM_RECORDS: Registry[ClaimRecords] = Registry("recorded-claims format")
+"""Published claims (and labels) a `claims` layer reads with `extract: recorded`."""
 ORACLES: Registry[OracleDef] = Registry("self-test oracle")
 """Metric name -> its oracle responders for `biasaudit selftest` (methods/oracle_kit.py)."""
+
+
+def _resolve_evidence(source: str, keys: frozenset[str]) -> type[CodeDetail]:
+    """The evidence record of the coder that wrote a stored code: its `source` names it;
+    a fallback's code (`fallback:<layer>`) or a line without a source reads into the first
+    registered record (by coder name) that declares all of its keys."""
+    if source in CODERS:
+        return CODERS.get(source).evidence
+    for _, cdef in CODERS.items():
+        if keys <= frozenset(cdef.evidence.model_fields):
+            return cdef.evidence
+    return CodeDetail  # refuses the unknown keys, naming them
+
+
+set_evidence_resolver(_resolve_evidence)
 
 
 def load_plugin(module: str) -> None:
@@ -178,6 +205,7 @@ def load_providers() -> None:
 
 __all__ = [
     "ADAPTERS",
+    "CLAIM_RECORDS",
     "BACKENDS",
     "CODERS",
     "METHODS",

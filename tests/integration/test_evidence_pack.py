@@ -163,9 +163,10 @@ def test_a_rehashed_store_or_trail_is_caught_by_the_recomputation(run: Path, wor
     assert packed  # the packed estimates were there to compare with
     # the audit trail alone changed (and rehashed): it no longer says what the estimates were computed from
     trail = files[f"{r}/trail/responses.jsonl"].decode().splitlines()
-    first = json.loads(trail[0])
+    # trail[0] is the trail's header (its kind and format version), trail[1] the first response
+    first = json.loads(trail[1])
     first["output"]["logprobs"][1] = -99.0
-    trail[0] = json.dumps(first)
+    trail[1] = json.dumps(first)
     forged = {**files, f"{r}/trail/responses.jsonl": ("\n".join(trail) + "\n").encode()}
     code, out, _ = cli("verify", str(_rezip(pack, workdir / "trail.zip", forged, rehash=(f"{r}/trail/responses.jsonl",))))
     assert code == 1 and out.count("FAILED") == 1

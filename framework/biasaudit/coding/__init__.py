@@ -1,13 +1,10 @@
 """The coding stage: named layers turn responses into codes (labels or values), each by
 a registered coder; reliability pairs compare layers. See docs/architecture.md."""
 
+from biasaudit.coding import coders as _shipped  # noqa: F401  (each shipped coder registers itself)
 from biasaudit.coding.base import Answers, CallEstimate, Coder, CoderDef, CoderEnv, CodingRequest
-from biasaudit.coding.coders import SHIPPED
-from biasaudit.records.codes import ABSTAIN, Code, CodeStatus, Unit
+from biasaudit.records.codes import ABSTAIN, Code, CodeDetail, CodeStatus, Unit
 from biasaudit.registry import CODERS
-
-for _name, _coder in SHIPPED.items():
-    CODERS.add(_name, _coder)
 
 __all__ = [
     "ABSTAIN",
@@ -15,6 +12,7 @@ __all__ = [
     "CODERS",
     "CallEstimate",
     "Code",
+    "CodeDetail",
     "CodeStatus",
     "Coder",
     "CoderDef",

@@ -16,10 +16,12 @@ from typing import Any, Literal, Protocol
 from pydantic import BaseModel
 
 from biasaudit.plan import Decoding
-from biasaudit.records.codes import ABSTAIN, Code, CodeStatus, Unit
+from biasaudit.records.codes import ABSTAIN, Code, CodeDetail, CodeStatus, Unit
+from biasaudit.records.coding import PanelReport, PositionReport
 from biasaudit.records.json import JSONObject
+from biasaudit.records.metric_result import ValidityFlag
 from biasaudit.records.responses import Response
-from biasaudit.spec import AuditConfig, CodingLayerSpec
+from biasaudit.spec import AuditConfig, CodingLayerSpec, ValiditySpec
 
 
 @dataclass(frozen=True)
@@ -111,12 +113,17 @@ class CallEstimate:
 
 @dataclass(frozen=True)
 class CoderDef:
-    """A registered coder: its options model and how to build it."""
+    """A registered coder: its options model, its evidence record and how to build it.
+    Core code reads what a coder is only from here (the capabilities and hooks below),
+    never from its name."""
 
     options: type[BaseModel]
     """Validates the layer's coder-specific keys (extra keys are errors)."""
     build: Callable[[CoderEnv, Any], Coder]
     title: str
+    evidence: type[CodeDetail] = CodeDetail
+    """The record of the coder's evidence for one code (`Code.detail`): a subclass of
+    `CodeDetail` that refuses unknown keys. A stored code is read back into it."""
     routes: Callable[[CoderEnv, Any], list[tuple[str, str]]] = field(default=lambda env, o: [])
     """(route, request kind) pairs the layer will use, checked against the config."""
     labels: Callable[[CoderEnv, Any], list[str] | None] = field(default=lambda env, o: None)
@@ -128,6 +135,19 @@ class CoderDef:
     """Coding calls for `n` units, before any response exists."""
     value_type: Callable[[CoderEnv, Any], Literal["label", "number"]] = field(default=lambda env, o: "label")
     """Whether the layer gives labels or numbers."""
+    is_human: bool = False
+    """The layer's labels are people's (an annotation sheet): a reliability pair with one
+    such layer is a gold report, and the viewer's review does not re-label it."""
+    check_plan: Callable[[CoderEnv, Any, Mapping[str, str]], None] | None = None
+    """Checked when a run is prepared, before any model call, with unit id -> request
+    key of the plan (a human sheet drawn from another run is refused); raises."""
+    reliability: Callable[[str, Any, Sequence[Unit], Mapping[str, Code], int],
+                          list[PanelReport | PositionReport]] | None = None
+    """The layer's own reliability reports (layer name, options, its units, its codes,
+    seed): the agreement of a panel's raters, the option-order effect of a choice."""
+    validity: Callable[[CoderEnv, Any, Sequence[Code], ValiditySpec], list[ValidityFlag]] | None = None
+    """Validity flags only this coder can raise, from the layer's coded units (the rules'
+    `otherwise` share)."""
 
 
 @dataclass
@@ -145,6 +165,7 @@ __all__ = [
     "Answers",
     "CallEstimate",
     "Code",
+    "CodeDetail",
     "CodeStatus",
     "Coder",
     "CoderDef",

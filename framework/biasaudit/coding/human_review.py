@@ -38,6 +38,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+from biasaudit.coding.human_sheet import SheetEvidence
 from biasaudit.coding.layers import CodingPlan, Layer, ReliabilityPair
 from biasaudit.coding.reliability import kappa_alpha
 from biasaudit.records.codes import Code, Unit
@@ -131,7 +132,7 @@ def _pairing(pair: ReliabilityPair, layers: Mapping[str, Layer], codes: Mapping[
              ) -> tuple[str, str, dict[str, str], dict[str, str]] | None:
     """(human layer, machine layer, unit -> human label, unit -> machine label), each
     layer's `map` applied; None unless the pair has exactly one human layer."""
-    humans = [n for n in (pair.a, pair.b) if layers[n].coder_name == "human"]
+    humans = [n for n in (pair.a, pair.b) if layers[n].coder_def.is_human]
     if len(humans) != 1:
         return None
     h = humans[0]
@@ -186,28 +187,33 @@ def gold_report(pair: ReliabilityPair, layers: Mapping[str, Layer], units: Seque
     h, m, human, machine = got
     map_h, map_m = (pair.map_a, pair.map_b) if h == pair.a else (pair.map_b, pair.map_a)
     hc, mc = codes.get(h, {}), codes.get(m, {})
-    strata = {u: c.detail.stratum if c.detail.stratum is not None else "?" for u, c in hc.items()}
-    sampled = [c for c in hc.values() if c.detail.sampled]
+    # the sheet's sampling design, from the human layer's evidence (a code without it: a failed response)
+    ev = {u: c.detail for u, c in hc.items() if isinstance(c.detail, SheetEvidence)}
+    stratum_of = {u: d.stratum for u, d in ev.items() if d.stratum is not None}
+    strata = {u: stratum_of.get(u, "?") for u in hc}
+    sampled_ids = [u for u, d in ev.items() if d.sampled]
+    sampled = [hc[u] for u in sampled_ids]
     blank = sum(1 for c in sampled if not c.coded)
-    sampled_from = next((c.detail.sampled_from for c in hc.values() if c.detail.sampled_from is not None), None)
+    sampled_from = next((d.sampled_from for d in ev.values() if d.sampled_from is not None), None)
     labels = list(dict.fromkeys([*(map_h.get(x, x) for x in layers[h].labels or []), *sorted(set(machine.values()))]))
     by_id = {u.id: u for u in units}
     rows = [(by_id[u], human[u], machine[u]) for u in human if u in machine and u in by_id]
     raters = [_rater(m, rows, labels, seed)]
-    judges = list(dict.fromkeys(j for c in mc.values() for j in c.detail.votes or {}))
+    judges = list(dict.fromkeys(j for c in mc.values() for j in c.detail.rater_votes() or {}))
     for j in judges:
-        votes = [(by_id[u], human[u], (mc[u].detail.votes or {}).get(j)) for u in human if u in mc and u in by_id]
+        votes = [(by_id[u], human[u], (mc[u].detail.rater_votes() or {}).get(j)) for u in human
+                 if u in mc and u in by_id]
         raters.append(_rater(f"{m}: {j}", [(u, x, map_m.get(v, v)) for u, x, v in votes if v is not None],
                              labels, seed))
     ppi_ok = None
-    chosen = any(c.detail.chosen for c in sampled)
+    chosen = any(ev[u].chosen for u in sampled_ids)
     if chosen:
         ppi_ok = CHOSEN
     elif sampled_from is not None and sampled_from != m:
         ppi_ok = (f"the sheet sampled the units layer {sampled_from!r} coded; a PPI estimate of {m!r} needs a sample "
                   f"of {m!r}'s units (export with --layer {m})")
     return GoldReport(human=h, layer=m, labels=labels, sampled_layer=sampled_from,
-                      stratify=next((c.detail.stratify for c in hc.values() if c.detail.has("stratify")), None),
+                      stratify=next((d.stratify for d in ev.values() if d.has("stratify")), None),
                       selection="chosen" if chosen else "random",
                       population=len(machine), sampled=len(sampled), annotated=len(human), blank=blank,
                       raters=raters, rates=_rates(labels, units, machine, human, strata, blank, ppi_ok, seed, chosen))

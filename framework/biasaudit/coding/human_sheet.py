@@ -42,7 +42,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from biasaudit._util.fileio import names_excerpt, read_capped, resolved
 from biasaudit._util.trail import json_lines
 from biasaudit.errors import DataError
-from biasaudit.records.codes import Unit
+from biasaudit.records.codes import CodeDetail, Unit
 from biasaudit.spec import RuntimeLimits
 
 FORMAT = "biasaudit-annotation-sheet/1"
@@ -371,7 +371,28 @@ def check_run(sheet: FilledSheet, units: Sequence[Unit], inputs: Mapping[str, st
     _refuse_changed(changed, sheet.path, UNIT, old=False, against="the answer this run gave it")
 
 
+class SheetEvidence(CodeDetail):
+    """Where a unit stands on an annotation sheet's sample, and the annotator's note: the
+    evidence of a layer of human labels (`CoderDef.is_human`), which the gold report
+    (coding/human_review.py) reads the sampling design from."""
+
+    stratum: str | None = None
+    """The stratum the unit belongs to on the annotation sheet's sampling design."""
+    sampled: bool | None = None
+    """The unit was drawn for human review."""
+    sampled_from: str | None = None
+    """The layer the sheet's sample was drawn from."""
+    stratify: str | None = None
+    """What the sample was stratified by (null: not stratified)."""
+    chosen: bool | None = None
+    """The unit was chosen by a reviewer in the viewer, not drawn at random (the sheet's
+    `selection` is `chosen`): a convenience sample."""
+    note: str | None = None
+    """The annotator's note."""
+
+
 __all__ = ["ALL", "ANSWER", "CODE_COLUMNS", "COLUMNS", "FORMAT", "FilledSheet", "LABEL", "PROMPT", "SampleRecord",
+           "SheetEvidence",
            "SampledUnit", "SheetLabel", "UNIT", "answer_hash", "label_legend", "check_keys", "check_run", "read_record", "read_sheet",
            "record_path", "safe_cell", "sheet_path", "sheet_text", "shown_hash", "shown_text", "stratum_of",
            "unsafe_cell"]

@@ -28,7 +28,7 @@ from biasaudit.coding.layers import CodingPlan, Layer, ReliabilityPair
 from biasaudit.records.codes import Code, Unit
 from biasaudit.records.coding import Agreement, PairReport, PanelReport, PositionReport
 from biasaudit.records.estimate import Estimate
-from biasaudit.stats import cohen_kappa, fleiss_kappa, krippendorff_alpha_nominal, wilson
+from biasaudit.stats import cohen_kappa, fleiss_kappa, krippendorff_alpha_nominal
 from biasaudit.stats.bootstrap import resample_weights
 from biasaudit.stats.disaggregate import Obs, pooled, proportion
 
@@ -178,8 +178,9 @@ def pair_report(pair: ReliabilityPair, layers: Mapping[str, Layer], units: Seque
 
 
 def panel_report(layer: str, units: Sequence[Unit], codes: Mapping[str, Code], seed: int = 0) -> PanelReport | None:
-    """Inter-judge agreement of a judge_panel layer, from each unit's votes."""
-    votes = [(u, dict(codes[u.id].detail.votes or {})) for u in units if u.id in codes]
+    """Inter-rater agreement of a layer whose codes pool several raters (a judge panel),
+    from each unit's votes (`detail.rater_votes()`)."""
+    votes = [(u, dict(codes[u.id].detail.rater_votes() or {})) for u in units if u.id in codes]
     judges = list(dict.fromkeys(j for _, v in votes for j in v))
     if len(judges) < 2:
         return None
@@ -195,41 +196,23 @@ def panel_report(layer: str, units: Sequence[Unit], codes: Mapping[str, Code], s
                        alpha=alpha, pairwise=pairwise)
 
 
-def position_report(layer: str, order: str, codes: Mapping[str, Code]) -> PositionReport | None:
-    """The option-order effect of a counterbalanced `choice` layer."""
-    coded = [c for c in codes.values() if c.coded and c.source == "choice"]
-    if order not in ("both", "rotate"):
-        return None
-    # the first-option rate of every answer asked, against its no-position-effect value
-    firsts = [x for c in coded for x in c.detail.picked_first or []]
-    expected = float(np.mean([1 / (c.detail.n_options or 1) for c in coded])) if coded else None
-    first = wilson(sum(firsts), len(firsts))
-    if order == "both":
-        flips = [bool(c.detail.flipped) for c in coded]
-        return PositionReport(layer=layer, order=order, flips=wilson(sum(flips), len(flips)), first=first,
-                              expected_first=expected)
-    return PositionReport(layer=layer, order=order, first=first, expected_first=expected)
-
-
 def reliability(plan: CodingPlan, units: Sequence[Unit], codes: Mapping[str, Mapping[str, Code]], seed: int = 0
                 ) -> tuple[list[PairReport], list[PanelReport], list[PositionReport]]:
     pairs = [pair_report(p, plan.layers, units, codes, seed) for p in plan.pairs]
     panels = []
     positions = []
     for name, lay in plan.layers.items():
+        hook = lay.coder_def.reliability  # the coder's own reports (a panel's raters, a choice's order effect)
+        if hook is None:
+            continue
         layer_codes = codes.get(name, {})
-        if lay.coder_name == "judge_panel":
-            coded_units = [u for u in units if u.id in layer_codes]
-            rep = panel_report(name, coded_units, layer_codes, seed)
-            if rep is not None:
+        for rep in hook(name, lay.options, [u for u in units if u.id in layer_codes], layer_codes, seed):
+            if isinstance(rep, PanelReport):
                 panels.append(rep)
-        order = getattr(lay.options, "order", None)
-        if lay.coder_name == "choice" and isinstance(order, str):
-            pos = position_report(name, order, layer_codes)
-            if pos is not None:
-                positions.append(pos)
+            else:
+                positions.append(rep)
     return pairs, panels, positions
 
 
 __all__ = ["Agreement", "PairReport", "PanelReport", "PositionReport", "kappa_alpha", "pair_report", "panel_alpha",
-           "panel_report", "position_report", "reliability"]
+           "panel_report", "reliability"]

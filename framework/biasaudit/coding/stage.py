@@ -17,7 +17,6 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from biasaudit.coding.base import CodingRequest
-from biasaudit.coding.coders.rules import strip_span
 from biasaudit.coding.layers import CodingPlan, Layer
 from biasaudit.errors import BiasAuditError
 from biasaudit.plan import PlanItem
@@ -53,6 +52,16 @@ def response_text(response: Response) -> str | None:
     return text if text is not None else json.dumps(response.output, sort_keys=True)
 
 
+def strip_span(text: str, span: Sequence[int] | None) -> str:
+    """The text with a span another layer matched (e.g. the selected answer, its code's
+    `detail.matched_span()`) removed, for a later layer that should read only the rest
+    (BiAxisAudit's elaboration judges)."""
+    if not span:
+        return text
+    s, e = int(span[0]), int(span[1])
+    return (text[:s] + text[e:]).lstrip(" \t\n.,:;-)")
+
+
 def resolve_inputs(layer: Layer, units: Sequence[Unit], responses: Mapping[str, Response],
                    codes: Mapping[str, Mapping[str, Code]],
                    cut: dict[str, int] | None = None) -> tuple[dict[str, str], dict[str, Code]]:
@@ -85,7 +94,7 @@ def resolve_inputs(layer: Layer, units: Sequence[Unit], responses: Mapping[str, 
             continue
         if layer.spec.strip is not None:
             marker = codes[layer.spec.strip].get(u.id)
-            text = strip_span(text, marker.detail.span if marker is not None else None)
+            text = strip_span(text, marker.detail.matched_span() if marker is not None else None)
         if len(text) > limit:
             if cut is not None:
                 cut[u.id] = len(text)
@@ -160,4 +169,4 @@ def make_units(items: Sequence[PlanItem], cells: Mapping[str, Mapping[str, str]]
     return out
 
 
-__all__ = ["Answerer", "CodingResult", "MAX_ROUNDS", "make_units", "resolve_inputs", "response_text", "run_coding"]
+__all__ = ["Answerer", "CodingResult", "MAX_ROUNDS", "make_units", "resolve_inputs", "response_text", "run_coding", "strip_span"]

@@ -26,16 +26,16 @@ def units_of(prep: Prepared) -> list[Unit]:
                       {s.id: s.fields for s in prep.stimuli.stimuli}, level_vars)
 
 
-def check_human_sheets(prep: Prepared) -> None:
-    """Each `human` layer's sheet sampled this plan's requests: a sheet from another run is
-    refused when the run is prepared, before any model call (its answers are compared
-    again when the layer codes)."""
-    from biasaudit.coding.coders.human import HumanOptions, check_plan
-
-    layers = [lay for lay in prep.coding.layers.values() if lay.coder_name == "human"]
+def check_plans(prep: Prepared) -> None:
+    """Each layer whose coder checks the plan (`CoderDef.check_plan`: a human layer's sheet
+    sampled this plan's requests) is checked when the run is prepared, before any model
+    call: a sheet from another run is refused (its answers are compared again when the
+    layer codes)."""
+    layers = [lay for lay in prep.coding.layers.values() if lay.coder_def.check_plan is not None]
     if not layers or prep.composed.config.model.backend == "oracle":
         return
     keys = {u.id: u.key for u in units_of(prep)}
     for lay in layers:
-        assert isinstance(lay.options, HumanOptions)
-        check_plan(lay.env, lay.options, keys)
+        check = lay.coder_def.check_plan
+        if check is not None:
+            check(lay.env, lay.options, keys)

@@ -121,21 +121,8 @@ def _layer_flags(lay: Layer, units: Sequence[Unit], codes: Mapping[str, Code], v
                         f"({100 * k / len(coded):.0f}%): it does not discriminate"
                         + (" (accepted: expect_dominant)" if lay.spec.expect_dominant else
                            "; if that is expected, set coding." + lay.name + ".expect_dominant: true")))
-    otherwise = getattr(lay.options, "otherwise", None)
-    if lay.coder_name == "rules" and otherwise and coded:
-        # the rules' default label: units no rule matched (not those a fallback coded)
-        k = sum(1 for c in coded if c.source == "rules" and c.detail.rule == "otherwise")
-        if k / len(coded) > v.max_otherwise_share:
-            # a detector (refusal or not) leaves most units to `otherwise` by design: the
-            # layer says so with expect_dominant, and the share stays a warning
-            out.append(ValidityFlag(
-                kind="otherwise_share", layer=lay.name, blocking=not lay.spec.expect_dominant,
-                message=f"layer {lay.name!r}: no rule matched {k}/{len(coded)} units, which took its "
-                        f"`otherwise` label {otherwise!r} ({100 * k / len(coded):.0f}%, above "
-                        f"validity.max_otherwise_share {100 * v.max_otherwise_share:.0f}%)"
-                        + (" (accepted: expect_dominant)" if lay.spec.expect_dominant else
-                           f"; if the layer is a detector meant to leave most units to {otherwise!r}, set "
-                           f"coding.{lay.name}.expect_dominant: true")))
+    if lay.coder_def.validity is not None:  # flags only the coder can raise (the rules' `otherwise` share)
+        out += lay.coder_def.validity(lay.env, lay.options, coded, v)
     return out
 
 

@@ -2,11 +2,20 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import importlib
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Literal
+from typing import ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializeAsAny,
+    SerializerFunctionWrapHandler,
+    model_serializer,
+    model_validator,
+)
 
 from biasaudit.records.json import JSONObject, JSONValue
 
@@ -46,97 +55,40 @@ class Unit:
         return {**self.fields, **self.vars, "levels": levels, "stimulus_id": self.stimulus, **extra}
 
 
-class ChoiceAsked(BaseModel):
-    """One order a `choice` question was asked in, and the option the model chose."""
-
-    model_config = ConfigDict(frozen=True)
-    order: list[str]
-    choice: str
-
-
 class Truncation(BaseModel):
     """An input cut to `runtime.limits.max_coding_chars` before the coder read it."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, extra="forbid")
     chars: int
     """The input's full length."""
     kept: int
     """The characters the coder read."""
 
 
+_BASE_KEYS = ("reason", "input_truncated")
+
+
 class CodeDetail(BaseModel):
     """A coder's evidence for one code: what it matched, what each judge said, which
-    claims it checked, or why it could not code. Each coder sets the fields of its own
-    kind and leaves the rest unset.
+    claims it checked, or why it could not code. This base holds only what any code may
+    carry (`reason`, and `input_truncated`, set by the coding stage); each coder declares
+    its own evidence record as a subclass (`CoderDef.evidence`), which refuses unknown
+    keys, and the record a stored line is read into is the one its coder registered
+    (`Code.source`, resolved through the registry).
 
     Serialised (codes.jsonl, the viewer, the evidence pack) as the fields a coder set and
-    nothing else, in the order declared here, so a line reads as it did when `detail` was
-    a plain mapping: `{"span": [0, 3], "token": "A", "rule": 1}`, `{"votes": {...}}`,
-    `{}`. The declaration order is the order every coder wrote its keys in (`reason`
-    after the human coder's fields, `input_truncated`, added by the coding stage, last);
-    a field explicitly set to null (`stratify` of an unstratified sheet) is kept. An unknown
-    key is refused: a line this version did not write (records/upgrade/codes.py reads the
-    older layouts)."""
+    nothing else: the coder's own fields in the order its record declares them, then
+    `reason`, then `input_truncated`, so a line reads byte for byte as it did when
+    `detail` was a plain mapping (`{"span": [0, 3], "token": "A", "rule": 1}`,
+    `{"votes": {...}}`, `{}`). A field explicitly set to null (`stratify` of an
+    unstratified sheet) is kept. An unknown key is refused: a line this version did not
+    write (records/upgrade/codes.py reads the older layouts)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    # rules
-    span: tuple[int, int] | None = None
-    """The character span the rule matched (a later layer's `strip` removes it)."""
-    token: str | None = None
-    """The text the rule read the label from (its first group, or the whole match)."""
-    rule: int | Literal["otherwise"] | None = None
-    """The index of the rule that fired among the rules of the unit's level, or
-    `otherwise` when none did and the layer's `otherwise` label was given."""
-    # judge_panel
-    votes: dict[str, str | None] | None = None
-    """Judge name -> its label (None: its answer could not be read)."""
-    # choice, classifier
-    asked: list[ChoiceAsked] | None = None
-    """`choice`: each option order asked, and the option chosen."""
-    top: str | None = None
-    """`classifier`: the model's most probable label (before the layer's label map)."""
-    probs: dict[str, float] | None = None
-    """Option (choice: mean over the orders asked) or model label (classifier) ->
-    probability."""
-    flipped: bool | None = None
-    """`choice`: the chosen option changed with the option order."""
-    picked_first: list[bool] | None = None
-    """`choice`: per order asked, whether the option listed first was chosen."""
-    n_options: int | None = None
-    """`choice`: the number of options."""
-    # claims
-    claims: list[str] | None = None
-    """The unit's claims (extracted, or as recorded)."""
-    fell_back: bool | None = None
-    """The LLM's claim list did not parse and the sentence splitter gave the claims."""
-    checks: dict[str, list[str | None]] | None = None
-    """Reference -> the NLI label (E, N, C; None: the check failed) of each claim."""
-    recorded: bool | None = None
-    """The checks are the published labels (`extract: recorded`), not model calls."""
-    # embedding
-    similarity: dict[str, float] | None = None
-    """Other unit of the same stimulus -> cosine similarity of the two inputs."""
-    # embedding vectors (TFDP's tfdp_vectors)
-    predictions: list[tuple[str | None, float]] | None = None
-    """The answer's predicted words (None: unreadable) and their weights."""
-    vectors: dict[str, list[float]] | None = None
-    """Text -> its embedding (kept in the store, left out of codes.jsonl)."""
-    # human
-    stratum: str | None = None
-    """The stratum the unit belongs to on the annotation sheet's sampling design."""
-    sampled: bool | None = None
-    """The unit was drawn for human review."""
-    sampled_from: str | None = None
-    """The layer the sheet's sample was drawn from."""
-    stratify: str | None = None
-    """What the sample was stratified by (null: not stratified)."""
-    chosen: bool | None = None
-    """The unit was chosen by a reviewer in the viewer, not drawn at random (the sheet's
-    `selection` is `chosen`): a convenience sample."""
-    note: str | None = None
-    """The annotator's note."""
-    # any coder
+    trail_exclude: ClassVar[frozenset[str]] = frozenset()
+    """Fields kept in memory for a metric but left out of codes.jsonl (too large to show)."""
+
     reason: str | None = None
     """Why the unit was not coded (not applicable, abstained or failed)."""
     input_truncated: Truncation | None = None
@@ -147,11 +99,47 @@ class CodeDetail(BaseModel):
         # (the return type tells pydantic how to serialise what this returns: `object`
         # leaves the handler's values as they are, python tuples included)
         out: dict[str, object] = handler(self)
-        return {k: v for k, v in out.items() if k in self.model_fields_set}
+        own = {k: v for k, v in out.items() if k in self.model_fields_set and k not in _BASE_KEYS}
+        own.update((k, out[k]) for k in _BASE_KEYS if k in out and k in self.model_fields_set)
+        return own
 
     def has(self, name: str) -> bool:
         """The coder set this field (even to null), or the file read had this key."""
         return name in self.model_fields_set
+
+    def matched_span(self) -> tuple[int, int] | None:
+        """The character span this code matched in its input, which a later layer's
+        `strip` removes (None: the coder matches no span)."""
+        return None
+
+    def rater_votes(self) -> Mapping[str, str | None] | None:
+        """Rater name -> its label, for coders that pool several raters (None: one rater).
+        Calibration, self-tests and the gold report score each rater from this."""
+        return None
+
+    def trail(self) -> dict[str, object]:
+        """The record as codes.jsonl writes it (without `trail_exclude`)."""
+        out: dict[str, object] = self.model_dump(mode="json", exclude=set(self.trail_exclude))
+        return out
+
+
+EvidenceResolver = Callable[[str, frozenset[str]], type[CodeDetail]]
+"""(the code's source, the detail's keys) -> the evidence record to read them into."""
+_resolver: list[EvidenceResolver] = []
+
+
+def set_evidence_resolver(resolve: EvidenceResolver) -> None:
+    """Install how a stored detail finds its coder's record (the registry does, on import)."""
+    _resolver[:] = [resolve]
+
+
+def evidence_model(source: str, keys: frozenset[str]) -> type[CodeDetail]:
+    """The evidence record a stored detail with these keys, written by `source`, reads into."""
+    if keys <= frozenset(_BASE_KEYS):
+        return CodeDetail
+    if not _resolver:  # the registry installs the resolver when it is imported
+        importlib.import_module("biasaudit.registry")
+    return _resolver[0](source, keys) if _resolver else CodeDetail
 
 
 class Code(BaseModel):
@@ -169,8 +157,25 @@ class Code(BaseModel):
     take this layer as their input."""
     source: str = ""
     """Which coder gave the code (`rules`, `fallback:<layer>`...)."""
-    detail: CodeDetail = Field(default_factory=CodeDetail)
-    """Coder-specific evidence: the matched span, each judge's vote, the checked claims."""
+    detail: SerializeAsAny[CodeDetail] = Field(default_factory=CodeDetail)
+    """Coder-specific evidence (the coder's own record): the matched span, each judge's
+    vote, the checked claims."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _typed_detail(cls, data: object) -> object:
+        # a stored line's detail is a mapping: read it into its coder's evidence record
+        if isinstance(data, Mapping) and isinstance(data.get("detail"), Mapping):
+            raw = data["detail"]
+            model = evidence_model(str(data.get("source") or ""), frozenset(str(k) for k in raw))
+            return {**data, "detail": model.model_validate(raw)}
+        return data
+
+    def trail(self) -> dict[str, object]:
+        """The code as a codes.jsonl line writes it (the detail without its in-memory-only fields)."""
+        out: dict[str, object] = self.model_dump(mode="json", exclude={"detail"})
+        out["detail"] = self.detail.trail()
+        return out
 
     @property
     def coded(self) -> bool:

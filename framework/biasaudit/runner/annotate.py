@@ -130,7 +130,7 @@ def _check_stratify(prep: Prepared, by: str | None, fields: set[str]) -> None:
 
 
 def _rationale(code: Code) -> str:
-    detail = code.detail.model_dump(mode="json", exclude={"vectors"})
+    detail = code.detail.trail()
     text = f"{code.source}: {json.dumps(detail, ensure_ascii=False, sort_keys=True)}" if detail else code.source
     return text if len(text) <= RATIONALE_CHARS else text[:RATIONALE_CHARS] + " [...]"
 

@@ -89,9 +89,9 @@ def calibrate_layer(composed: Composed, plan: CodingPlan, name: str) -> dict[str
     codes: dict[str, Code] = result.codes[name]
     labels = [codes[u.id].label if codes[u.id].coded else None for u in units]
     raters = []
-    judges = list(dict.fromkeys(j for c in codes.values() for j in c.detail.votes or {}))
+    judges = list(dict.fromkeys(j for c in codes.values() for j in c.detail.rater_votes() or {}))
     for j in judges:
-        raters.append(rater_score(j, [(codes[u.id].detail.votes or {}).get(j) for u in units], gold,
+        raters.append(rater_score(j, [(codes[u.id].detail.rater_votes() or {}).get(j) for u in units], gold,
                                   seed=cfg.runtime.seed))
     raters.append(rater_score("panel majority" if judges else name, labels, gold, seed=cfg.runtime.seed))
     out: dict[str, Any] = {"layer": name, "control_set": str(path), "n": len(rows), "unlabelled": unlabelled,

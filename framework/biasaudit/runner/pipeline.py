@@ -37,7 +37,7 @@ from biasaudit.coding.layers import CodingPlan
 from biasaudit.coding.routes import StoreAnswerer
 from biasaudit.coding.stage import CodingResult, run_coding
 from biasaudit.coding.summary import coding_report
-from biasaudit.coding.units import check_human_sheets, units_of
+from biasaudit.coding.units import check_plans, units_of
 from biasaudit.data import StimulusSet, file_sha256, load_stimuli
 from biasaudit.engine import execute_plan
 from biasaudit.errors import BiasAuditError, SpecError
@@ -146,7 +146,7 @@ def prepare(composed: Composed) -> Prepared:
           len(plan.cells), len(stimuli.stimuli), plan.n_items, len(plan.requests), plan.kind,
           f"; coding layers: {', '.join(coding.layers)}" if coding.layers else "")
     prep = Prepared(composed=composed, stimuli=stimuli, plan=plan, params=params, identity=identity, coding=coding)
-    check_human_sheets(prep)  # a review sheet from another run: refused before any model call
+    check_plans(prep)  # a review sheet from another run: refused before any model call
     return prep
 
 
@@ -302,7 +302,7 @@ def _write(path: Path, text: str) -> None:
 def write_codes(path: Path, coded: Coded) -> None:
     """codes.jsonl: one line per layer and unit, with what the layer said and why
     (embedding vectors are left out: they are in the store)."""
-    write_json_lines(path, ({"layer": layer, **c.model_dump(mode="json", exclude={"detail": {"vectors"}})}
+    write_json_lines(path, ({"layer": layer, **c.trail()}
                             for layer, codes in coded.result.codes.items() for c in codes.values()), kind="codes")
 
 

@@ -142,9 +142,9 @@ def judge_word_rows(composed: Composed) -> tuple[list[Row], list[str], list[str]
         finally:
             answerer.close()
         words = _words(composed, layer)
-        judges = list(dict.fromkeys(j for c in codes.values() for j in c.detail.votes or {}))
+        judges = list(dict.fromkeys(j for c in codes.values() for j in c.detail.rater_votes() or {}))
         raters: list[tuple[str, dict[str, Any]]] = [
-            (f"judge {j}", {u.id: (codes[u.id].detail.votes or {}).get(j) for u in units}) for j in judges]
+            (f"judge {j}", {u.id: (codes[u.id].detail.rater_votes() or {}).get(j) for u in units}) for j in judges]
         raters.append(("panel" if judges else "layer",
                        {u.id: codes[u.id].label if codes[u.id].coded else None for u in units}))
         backwards = []
@@ -160,8 +160,9 @@ def judge_word_rows(composed: Composed) -> tuple[list[Row], list[str], list[str]
 
 
 def _asks_a_model(layer: Layer) -> bool:
-    """A layer whose coder asks a model for a word (a judge panel, a choice question)."""
-    return layer.coder_name in ("judge_panel", "choice")
+    """A layer whose coder asks a model for a word (a judge panel, a choice question): one
+    whose routes include a `choice` request (`CoderDef.routes`), whatever its name."""
+    return any(kind == "choice" for _, kind in layer.coder_def.routes(layer.env, layer.options))
 
 
 __all__ = ["ENDORSING", "MIN_GAP", "REJECTING", "STATEMENTS", "judge_word_rows"]

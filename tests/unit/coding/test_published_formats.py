@@ -170,7 +170,7 @@ def test_a_by_column_missing_from_the_data_is_refused_with_file_and_column(workd
 
 
 def test_recorded_claims_pick_the_kth_answer_of_a_repeated_name() -> None:
-    from biasaudit.coding.coders.recorded_claims import (
+    from biasaudit.methods.fisco.claim_records import (
         EntryKeys,
         _claim_counts,
         claim_text,

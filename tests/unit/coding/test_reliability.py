@@ -8,13 +8,13 @@ import numpy as np
 import pytest
 from sklearn.metrics import cohen_kappa_score
 
+from biasaudit.coding.coders.choice import position_report
 from biasaudit.coding.layers import ReliabilityPair
 from biasaudit.coding.reliability import (
     kappa_alpha,
     pair_report,
     panel_alpha,
     panel_report,
-    position_report,
 )
 from biasaudit.records.codes import Code
 from biasaudit.stats import krippendorff_alpha_nominal

@@ -7,8 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from biasaudit.coding.coders.rules import strip_span
-from biasaudit.coding.stage import run_coding
+from biasaudit.coding.stage import run_coding, strip_span
 from biasaudit.methods.biaxis import shipped_coding
 from tests.coding_helpers import answered, config, plan, unit
 
@@ -77,7 +76,7 @@ def test_marker_removed_before_judging() -> None:
     text = "Yes. Women are often seen as more caring."
     c = code("bj", text)
     assert c.detail.span == (0, 3) and c.detail.token == "Yes"
-    assert strip_span(text, c.detail.span) == "Women are often seen as more caring."
+    assert strip_span(text, c.detail.matched_span()) == "Women are often seen as more caring."
     assert strip_span(text, None) == text
 
 

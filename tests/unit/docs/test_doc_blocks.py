@@ -222,6 +222,26 @@ AFTER_RUN = {
             print("refused", exc)
         else:
             raise SystemExit("a misspelt coder option validated")
+        # the coder's evidence is its own record, and a stored line reads back into it
+        import json
+        from biasaudit.records.codes import Code
+        line = {"unit": "u", "status": "coded", "label": "long", "source": "my_coder", "detail": {"words": 31}}
+        back = Code.model_validate(line)
+        assert type(back.detail) is MyEvidence and back.detail.words == 31, back
+        assert back.trail()["detail"] == {"words": 31}
+        # registration refuses an evidence record or an options model that accepts unknown keys
+        from pydantic import ConfigDict
+        class LooseEvidence(CodeDetail):
+            model_config = ConfigDict(extra="allow")
+        class LooseOptions(BaseModel):
+            threshold: int = 20
+        for kw in ({"options": MyOptions, "evidence": LooseEvidence}, {"options": LooseOptions}):
+            try:
+                CODERS.add("loose", CoderDef(build=MyCoder, title="loose", **kw))
+            except ValueError as exc:
+                print("refused", exc)
+            else:
+                raise SystemExit(f"a coder with {kw} registered")
         """),
 }
 

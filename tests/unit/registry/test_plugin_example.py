@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import isolation, run_dirs
-from tests.helpers import spec_and_operator
+from tests.helpers import read_jsonl, spec_and_operator
 
 REPO = Path(__file__).resolve().parents[3]
 PLUGIN = REPO / "tests" / "fixtures" / "plugin_example"
@@ -66,7 +66,7 @@ def test_plugin_backend_and_plot_kind_run_report_and_pack(workdir: Path) -> None
     # the echo backend answered: "you said: " (10 chars) + the prompt, e.g. "Tell me about: Group X is lazy." (31)
     cells = s["metrics"]["answer_chars"]["cells"]["mean"]
     assert cells["tone=calm"]["value"] == 10 + 31 and cells["tone=short"]["value"] == 10 + 25
-    responses = [json.loads(line) for line in (d / "responses.jsonl").read_text().splitlines()]
+    responses = read_jsonl(d / "responses.jsonl")
     assert any(str(r["output"]["text"]).startswith("you said: Tell me about:") for r in responses)
     # the plug-in's plot kind is drawn in the report (its alt text on the inline SVG)
     html = (d / "report.html").read_text()

@@ -1,21 +1,10 @@
-"""The shipped coders: rules, choice, judge_panel, classifier, claims, embedding, human."""
+"""The coders shipped with biasaudit (rules, choice, judge_panel, classifier, claims,
+embedding, human): every module of this package is imported here and registers its
+coder (`CODERS.add`) as a plug-in's module does, so a new shipped coder is one new
+module and no other edit; core code reads a coder only through its `CoderDef`."""
 
-from biasaudit.coding.coders.choice import CHOICE
-from biasaudit.coding.coders.claims import CLAIMS
-from biasaudit.coding.coders.classifier import CLASSIFIER
-from biasaudit.coding.coders.embedding import EMBEDDING
-from biasaudit.coding.coders.human import HUMAN
-from biasaudit.coding.coders.judge_panel import JUDGE_PANEL
-from biasaudit.coding.coders.rules import RULES
+import importlib
+import pkgutil
 
-SHIPPED = {
-    "rules": RULES,
-    "choice": CHOICE,
-    "judge_panel": JUDGE_PANEL,
-    "classifier": CLASSIFIER,
-    "claims": CLAIMS,
-    "embedding": EMBEDDING,
-    "human": HUMAN,
-}
-
-__all__ = ["SHIPPED"]
+for _module in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name):
+    importlib.import_module(f"{__name__}.{_module.name}")

@@ -23,13 +23,17 @@ import hashlib
 from collections.abc import Mapping, Sequence
 from typing import Literal
 
+import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from biasaudit.coding.base import Answers, CallEstimate, CoderDef, CoderEnv, CodingRequest
 from biasaudit.errors import SpecError
-from biasaudit.records.codes import ChoiceAsked, Code, CodeDetail, Unit
+from biasaudit.records.codes import Code, CodeDetail, Unit
+from biasaudit.records.coding import PanelReport, PositionReport
 from biasaudit.records.responses import ChoiceOutput, parse_output
+from biasaudit.registry import CODERS
 from biasaudit.spec.templates import check_variables, render
+from biasaudit.stats import wilson
 
 
 class Question(BaseModel):
@@ -99,6 +103,29 @@ def _route(env: CoderEnv, o: ChoiceOptions) -> str:
     return f"judge:{panel.judges[0].name}" if panel is not None else "subject"
 
 
+class ChoiceAsked(BaseModel):
+    """One order a `choice` question was asked in, and the option the model chose."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    order: list[str]
+    choice: str
+
+
+class ChoiceEvidence(CodeDetail):
+    """Each option order asked, what the model chose, and how the order moved it."""
+
+    asked: list[ChoiceAsked] | None = None
+    """Each option order asked, and the option chosen."""
+    probs: dict[str, float] | None = None
+    """Option -> its probability, the mean over the orders asked."""
+    flipped: bool | None = None
+    """The chosen option changed with the option order."""
+    picked_first: list[bool] | None = None
+    """Per order asked, whether the option listed first was chosen."""
+    n_options: int | None = None
+    """The number of options."""
+
+
 class ChoiceCoder:
     def __init__(self, env: CoderEnv, options: ChoiceOptions) -> None:
         self.env = env
@@ -140,7 +167,7 @@ class ChoiceCoder:
             q = self._question(u)
             if q is None:
                 out.append(Code(unit=u.id, status="not_applicable", source="choice",
-                                detail=CodeDetail(reason=f"no question for {self.o.by}={u.levels.get(self.o.by or '')}")))
+                                detail=ChoiceEvidence(reason=f"no question for {self.o.by}={u.levels.get(self.o.by or '')}")))
                 continue
             asked = []
             for words in self.orders(u, q):
@@ -150,12 +177,12 @@ class ChoiceCoder:
                     break
                 asked.append((words, got))
             if len(asked) < len(self.orders(u, q)):
-                out.append(Code(unit=u.id, status="failed", source="choice", detail=CodeDetail(reason="a choice request failed")))
+                out.append(Code(unit=u.id, status="failed", source="choice", detail=ChoiceEvidence(reason="a choice request failed")))
                 continue
             # mean probability of each option over the orders asked; ties go to the listed order
             mean = {w: sum(a.probs.get(w, 0.0) for _, a in asked) / len(asked) for w in q.options}
             best = max(q.options, key=lambda w: mean[w])
-            out.append(Code(unit=u.id, status="coded", label=q.options[best], source="choice", detail=CodeDetail(
+            out.append(Code(unit=u.id, status="coded", label=q.options[best], source="choice", detail=ChoiceEvidence(
                 asked=[ChoiceAsked(order=words, choice=a.choice) for words, a in asked],
                 probs=mean,
                 flipped=len({a.choice for _, a in asked}) > 1,
@@ -191,5 +218,29 @@ def _estimate(env: CoderEnv, o: ChoiceOptions, n: int) -> CallEstimate:
                         note=f"{per} per unit ({o.order} order)")
 
 
-CHOICE = CoderDef(options=ChoiceOptions, build=ChoiceCoder, title="Single-token multiple choice",
-                  routes=lambda env, o: [(_route(env, o), "choice")], labels=_labels, check=_check, estimate=_estimate)
+def position_report(layer: str, order: str, codes: Mapping[str, Code]) -> PositionReport | None:
+    """The option-order effect of a counterbalanced `choice` layer."""
+    if order not in ("both", "rotate"):
+        return None
+    ev = [c.detail for c in codes.values() if c.coded and c.source == "choice" and isinstance(c.detail, ChoiceEvidence)]
+    # the first-option rate of every answer asked, against its no-position-effect value
+    firsts = [x for d in ev for x in d.picked_first or []]
+    expected = float(np.mean([1 / (d.n_options or 1) for d in ev])) if ev else None
+    first = wilson(sum(firsts), len(firsts))
+    if order == "both":
+        flips = [bool(d.flipped) for d in ev]
+        return PositionReport(layer=layer, order=order, flips=wilson(sum(flips), len(flips)), first=first,
+                              expected_first=expected)
+    return PositionReport(layer=layer, order=order, first=first, expected_first=expected)
+
+
+def _reliability(layer: str, o: ChoiceOptions, units: Sequence[Unit], codes: Mapping[str, Code],
+                 seed: int) -> list[PanelReport | PositionReport]:
+    rep = position_report(layer, o.order, codes)
+    return [rep] if rep is not None else []
+
+
+CHOICE = CoderDef(options=ChoiceOptions, build=ChoiceCoder, title="Single-token multiple choice", evidence=ChoiceEvidence,
+                  routes=lambda env, o: [(_route(env, o), "choice")], labels=_labels, check=_check, estimate=_estimate,
+                  reliability=_reliability)
+CODERS.add("choice", CHOICE)

@@ -17,24 +17,20 @@ reference to the labels (E, N, C; None for a failed check) of the unit's claims.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from biasaudit.coding.base import Answers, CallEstimate, CoderDef, CoderEnv, CodingRequest
-from biasaudit.coding.coders.recorded_claims import (
-    EntryKeys,
-    RecordLabels,
-    recorded_claims,
-    recorded_labels,
-    resolve_entries,
-)
 from biasaudit.data.load import resolve_source
 from biasaudit.errors import SpecError
 from biasaudit.records.codes import Code, CodeDetail, Unit
+from biasaudit.records.json import JSONValue
 from biasaudit.records.responses import GenerateOutput, NLIOutput, parse_output
+from biasaudit.registry import CLAIM_RECORDS, CODERS
 from biasaudit.spec.templates import check_variables, render
 
 _SENT = re.compile(r"(?<=[.!?])\s+|\n+")
@@ -56,6 +52,10 @@ class ClaimsOptions(BaseModel):
     or `recorded_claims`. `recorded`: the claims and entailment labels of FiSCo's published labels.json, from
     the stimulus field `recorded_field` (see `recorded_claims`): a label-level replay,
     no NLI check. `recorded_claims`: the claims of claims.json, checked by NLI."""
+    recorded_format: str | None = None
+    """`extract: recorded*`: the registered recorded-claims format that reads the
+    records (`CLAIM_RECORDS`, registered by the method that knows the files); by default
+    the only one registered."""
     recorded_field: str = "attributes"
     """`extract: recorded`: the stimulus field holding the recorded answers (`fisco_raw`)."""
     recorded_var: str = "value"
@@ -107,6 +107,55 @@ def mask_values(text: str, values: Sequence[str], placeholder: str) -> str:
     return text
 
 
+class LabelTable(Protocol):
+    """One record's published labels, whatever layout the file keeps them in."""
+
+    def checks(self, i: int, j: int) -> list[str]:
+        """The labels of answer i's claims checked against answer j."""
+        ...
+
+
+@dataclass(frozen=True)
+class ClaimRecords:
+    """A method's published claims (and entailment labels), read as a claims layer's
+    claims (`extract: recorded` / `recorded_claims`). Registered in `CLAIM_RECORDS` by the
+    method package that knows the files' layout; the coder knows none."""
+
+    entries: Callable[[Sequence[Unit], ClaimsOptions, str | None, Sequence[tuple[str, Mapping[str, JSONValue]]], int],
+                      dict[str, int | None]]
+    """(units, options, the stimuli file named in errors, every level naming an entry as
+    (name, vars), samples per prompt) -> unit id -> its entry in its record (None: none)."""
+    claims: Callable[[Unit, str, int | None], tuple[int | None, list[str], Any]]
+    """(unit, the stimulus field holding the record, its entry) -> (entry, claims, labels)."""
+    labels: Callable[[Mapping[str, Sequence[Any]], str | None], Mapping[str, LabelTable | None]]
+    """(record id -> its entries, file) -> each record's labels (None: it records none)."""
+
+
+def claim_records(env: CoderEnv, o: ClaimsOptions) -> ClaimRecords:
+    """The recorded-claims format the layer names, or the only one registered."""
+    if o.recorded_format is not None:
+        return CLAIM_RECORDS.get(o.recorded_format, file=env.spec_file, key=env.key("recorded_format"))
+    names = CLAIM_RECORDS.names()
+    if len(names) != 1:
+        raise SpecError(f"extract: {o.extract} needs a recorded-claims format; {len(names)} are registered",
+                        file=env.spec_file, key=env.key("recorded_format"),
+                        hint=f"name one of: {', '.join(names)}" if names else "install the method that reads them")
+    return CLAIM_RECORDS.get(names[0])
+
+
+class ClaimsEvidence(CodeDetail):
+    """The unit's claims and each one's NLI label against every reference."""
+
+    claims: list[str] | None = None
+    """The unit's claims (extracted, or as recorded)."""
+    fell_back: bool | None = None
+    """The LLM's claim list did not parse and the sentence splitter gave the claims."""
+    checks: dict[str, list[str | None]] | None = None
+    """Reference -> the NLI label (E, N, C; None: the check failed) of each claim."""
+    recorded: bool | None = None
+    """The checks are the published labels (`extract: recorded`), not model calls."""
+
+
 class ClaimsCoder:
     def __init__(self, env: CoderEnv, options: ClaimsOptions) -> None:
         self.env = env
@@ -134,7 +183,7 @@ class ClaimsCoder:
         if self.o.extract == "sentences":
             return split_claims(masked, self.o.min_claim_words), False
         if self.o.extract == "recorded_claims":
-            return recorded_claims(unit, self.o.recorded_field, self._entries.get(unit.id))[1], False
+            return self.records().claims(unit, self.o.recorded_field, self._entries.get(unit.id))[1], False
         r = answers.get(self.extraction(unit, masked))
         if r is None:
             return None, False
@@ -162,15 +211,14 @@ class ClaimsCoder:
     def _resolve(self, units: Sequence[Unit]) -> None:
         """Each unit's entry in its record (read by name, group and the level's other vars)."""
         if self.o.extract in ("recorded", "recorded_claims"):
-            keys = EntryKeys(field=self.o.recorded_field, var=self.o.recorded_var,
-                             group_var=self.o.recorded_group_var, group_field=self.o.recorded_group_field)
             levels = [(f"{factor}={name}", lv.vars) for factor, lvs in self.env.config.factors.items()
                       for name, lv in lvs.items() if self.o.recorded_var in lv.vars]
-            self._entries = resolve_entries(units, keys, self._labels_file(), levels, self.env.config.probe.samples)
+            self._entries = self.records().entries(units, self.o, self._labels_file(), levels,
+                                                   self.env.config.probe.samples)
 
     def _recorded(self, units: Sequence[Unit]) -> dict[str, tuple[int | None, list[str], Any]]:
         self._resolve(units)
-        return {u.id: recorded_claims(u, self.o.recorded_field, self._entries.get(u.id)) for u in units}
+        return {u.id: self.records().claims(u, self.o.recorded_field, self._entries.get(u.id)) for u in units}
 
     def plan(self, units: Sequence[Unit], inputs: Mapping[str, str], answers: Answers) -> list[CodingRequest]:
         if self.o.extract == "recorded":
@@ -191,14 +239,17 @@ class ClaimsCoder:
         source = resolve_source(self.env.config.stimuli, Path(spec_file) if spec_file else None)
         return str(source) if source is not None else spec_file
 
-    def _record_labels(self, units: Sequence[Unit]) -> dict[str, RecordLabels | None]:
+    def records(self) -> ClaimRecords:
+        return claim_records(self.env, self.o)
+
+    def _record_labels(self, units: Sequence[Unit]) -> Mapping[str, LabelTable | None]:
         """Each stimulus's published labels, read in the layout the file's shape fits."""
         records: dict[str, list[Any]] = {}
         for u in units:
             attrs = u.fields.get(self.o.recorded_field)
             if isinstance(attrs, list):
                 records.setdefault(u.stimulus, attrs)
-        return recorded_labels(records, self._labels_file())
+        return self.records().labels(records, self._labels_file())
 
     def code_recorded(self, units: Sequence[Unit], inputs: Mapping[str, str]) -> list[Code]:
         """Codes from the published labels (label-level replay; no request)."""
@@ -215,14 +266,14 @@ class ClaimsCoder:
             if i is None or table is None:
                 why = ("no recorded answer for this level (name and group) in the file" if i is None
                        else "the entry records no labels")
-                out.append(Code(unit=u.id, status="not_applicable", source="claims", detail=CodeDetail(reason=why)))
+                out.append(Code(unit=u.id, status="not_applicable", source="claims", detail=ClaimsEvidence(reason=why)))
                 continue
             # the label of u's claim c against answer j, wherever the file's layout keeps it
             checks: dict[str, list[str | None]] = {
                 v: list(table.checks(i, j)) for v, j in by_stim[u.stimulus].items() if v != u.id}
             given = [x for ls in checks.values() for x in ls if x is not None]
             out.append(Code(unit=u.id, status="coded", text=self.masked(inputs.get(u.id, "")), source="claims",
-                            detail=CodeDetail(claims=claims, fell_back=False, checks=checks, recorded=True),
+                            detail=ClaimsEvidence(claims=claims, fell_back=False, checks=checks, recorded=True),
                             value=(given.count("E") / len(given)) if given else None))
         return out
 
@@ -236,7 +287,7 @@ class ClaimsCoder:
         for u in units:
             if u.id not in masked:
                 out[u.id] = Code(unit=u.id, status="not_applicable", source="claims",
-                                 detail=CodeDetail(reason=f"shorter than {self.o.min_words} words"))
+                                 detail=ClaimsEvidence(reason=f"shorter than {self.o.min_words} words"))
                 continue
             claims, fell_back = self.claims(u, masked[u.id], answers)
             checks: dict[str, list[str | None]] = {}
@@ -248,7 +299,7 @@ class ClaimsCoder:
                     labels.append(n.label() if n is not None else None)
                 checks[name] = labels
             given = [x for ls in checks.values() for x in ls if x is not None]
-            detail = CodeDetail(claims=claims or [], fell_back=fell_back, checks=checks)
+            detail = ClaimsEvidence(claims=claims or [], fell_back=fell_back, checks=checks)
             out[u.id] = Code(unit=u.id, status="coded", text=masked[u.id], source="claims", detail=detail,
                              value=(given.count("E") / len(given)) if given else None)
         return [out[u.id] for u in units]
@@ -259,7 +310,9 @@ def _check(env: CoderEnv, o: ClaimsOptions) -> None:
         if o.recorded_field not in env.variables:
             raise SpecError(f"extract: recorded reads the stimulus field {o.recorded_field!r}, which the stimuli lack",
                             file=env.spec_file, key=env.key("recorded_field"),
-                            hint="read FiSCo's claims.json / labels.json with stimuli.format: fisco_raw")
+                            hint="read the published claims / labels with the stimulus format that holds them "
+                                 f"(recorded-claims formats: {', '.join(CLAIM_RECORDS.names()) or 'none installed'})")
+        claim_records(env, o)  # the format that reads them is registered
     if o.extract == "recorded":
         return  # labels.json: the published labels are the checks, no NLI
     if env.config.nli is None:
@@ -282,8 +335,9 @@ def _estimate(env: CoderEnv, o: ClaimsOptions, n: int) -> CallEstimate:
 
 
 CLAIMS = CoderDef(
-    options=ClaimsOptions, build=ClaimsCoder, title="Claims checked by NLI",
+    options=ClaimsOptions, build=ClaimsCoder, title="Claims checked by NLI", evidence=ClaimsEvidence,
     routes=lambda env, o: [*([("nli", "classify_nli")] if o.extract != "recorded" else []),
                            *([("nli_chat", "generate")] if o.extract == "llm" else [])],
     check=_check, estimate=_estimate, value_type=lambda env, o: "number",
 )
+CODERS.add("claims", CLAIMS)

@@ -19,6 +19,7 @@ from biasaudit.coding.base import Answers, CallEstimate, CoderDef, CoderEnv, Cod
 from biasaudit.errors import SpecError
 from biasaudit.records.codes import Code, CodeDetail, Unit
 from biasaudit.records.responses import ClassifyOutput, NLIOutput, parse_output
+from biasaudit.registry import CODERS
 from biasaudit.spec.templates import check_variables, render
 
 RELATION_OF = {"E": "entailment", "N": "neutral", "C": "contradiction"}
@@ -33,6 +34,15 @@ class ClassifierOptions(BaseModel):
     empty: the model's labels are the layer's labels."""
     min_prob: float = Field(default=0.0, ge=0.0, le=1.0)
     """Below this top probability the unit is an abstention."""
+
+
+class ClassifierEvidence(CodeDetail):
+    """The classifier's own label and its probabilities."""
+
+    top: str | None = None
+    """The model's most probable label (before the layer's label map)."""
+    probs: dict[str, float] | None = None
+    """Model label -> probability."""
 
 
 class ClassifierCoder:
@@ -61,15 +71,15 @@ class ClassifierCoder:
                 n = parse_output(NLIOutput, r)
                 probs = {str(k): float(v) for k, v in n.probs.items()} if n is not None else None
             if probs is None:
-                out.append(Code(unit=u.id, status="failed", source="classifier", detail=CodeDetail(reason="request failed")))
+                out.append(Code(unit=u.id, status="failed", source="classifier", detail=ClassifierEvidence(reason="request failed")))
                 continue
             top = max(probs, key=lambda k: probs[k])
             label = self.o.map.get(top, None) if self.o.map else top
             if label is None or probs[top] < self.o.min_prob:
-                out.append(Code(unit=u.id, status="abstain", source="classifier", detail=CodeDetail(top=top, probs=probs)))
+                out.append(Code(unit=u.id, status="abstain", source="classifier", detail=ClassifierEvidence(top=top, probs=probs)))
                 continue
             out.append(Code(unit=u.id, status="coded", label=label, value=probs[top], source="classifier",
-                            detail=CodeDetail(top=top, probs=probs)))
+                            detail=ClassifierEvidence(top=top, probs=probs)))
         return out
 
 
@@ -96,8 +106,9 @@ def _estimate(env: CoderEnv, o: ClassifierOptions, n: int) -> CallEstimate:
 
 
 CLASSIFIER = CoderDef(
-    options=ClassifierOptions, build=ClassifierCoder, title="Classifier (nli group)",
+    options=ClassifierOptions, build=ClassifierCoder, title="Classifier (nli group)", evidence=ClassifierEvidence,
     routes=lambda env, o: [("classifier", "classify") if o.hypothesis is None else ("nli", "classify_nli")],
     labels=lambda env, o: sorted(set(o.map.values())) if o.map else None,
     check=_check, estimate=_estimate,
 )
+CODERS.add("classifier", CLASSIFIER)

@@ -19,6 +19,7 @@ from biasaudit.coding.base import Answers, CallEstimate, CoderDef, CoderEnv, Cod
 from biasaudit.errors import SpecError
 from biasaudit.records.codes import Code, CodeDetail, Unit
 from biasaudit.records.responses import EmbeddingOutput, parse_output
+from biasaudit.registry import CODERS
 from biasaudit.spec.templates import check_variables, render
 
 
@@ -43,6 +44,13 @@ def cosine(u: Sequence[float], v: Sequence[float]) -> float:
 
 def embed_request(text: str) -> CodingRequest:
     return CodingRequest(route="embedder", kind="embed", text=text)
+
+
+class EmbeddingEvidence(CodeDetail):
+    """The input's similarity to the other units of its stimulus."""
+
+    similarity: dict[str, float] | None = None
+    """Other unit of the same stimulus -> cosine similarity of the two inputs."""
 
 
 class EmbeddingCoder:
@@ -73,12 +81,12 @@ class EmbeddingCoder:
         for u in units:
             v = self._vec(inputs[u.id], answers)
             if v is None:
-                out.append(Code(unit=u.id, status="failed", source="embedding", detail=CodeDetail(reason="embedding failed")))
+                out.append(Code(unit=u.id, status="failed", source="embedding", detail=EmbeddingEvidence(reason="embedding failed")))
                 continue
             if self.o.reference is not None:
                 ref = self._vec(self._reference(u), answers)
                 if ref is None:
-                    out.append(Code(unit=u.id, status="failed", source="embedding", detail=CodeDetail(reason="embedding failed")))
+                    out.append(Code(unit=u.id, status="failed", source="embedding", detail=EmbeddingEvidence(reason="embedding failed")))
                     continue
                 out.append(Code(unit=u.id, status="coded", value=cosine(v, ref), source="embedding"))
                 continue
@@ -88,7 +96,7 @@ class EmbeddingCoder:
                 if w is not None:
                     sims[other.id] = cosine(v, w)
             out.append(Code(unit=u.id, status="coded", value=float(np.mean(list(sims.values()))) if sims else None,
-                            source="embedding", detail=CodeDetail(similarity=sims)))
+                            source="embedding", detail=EmbeddingEvidence(similarity=sims)))
         return out
 
 
@@ -101,9 +109,10 @@ def _check(env: CoderEnv, o: EmbeddingOptions) -> None:
 
 
 EMBEDDING = CoderDef(
-    options=EmbeddingOptions, build=EmbeddingCoder, title="Embedding similarity",
+    options=EmbeddingOptions, build=EmbeddingCoder, title="Embedding similarity", evidence=EmbeddingEvidence,
     routes=lambda env, o: [("embedder", "embed")], check=_check,
     estimate=lambda env, o, n: CallEstimate(calls=n * (2 if o.reference else 1), bound="at most",
                                             note="strings embedded (cached per text)"),
     value_type=lambda env, o: "number",
 )
+CODERS.add("embedding", EMBEDDING)

@@ -26,6 +26,7 @@ from pydantic import BaseModel, ConfigDict
 from biasaudit.coding.base import Answers, CoderDef, CoderEnv, CodingRequest
 from biasaudit.coding.human_sheet import (
     FilledSheet,
+    SheetEvidence,
     check_keys,
     check_run,
     read_record,
@@ -33,7 +34,8 @@ from biasaudit.coding.human_sheet import (
     sheet_path,
     stratum_of,
 )
-from biasaudit.records.codes import Code, CodeDetail, Unit
+from biasaudit.records.codes import Code, Unit
+from biasaudit.registry import CODERS
 
 
 class HumanOptions(BaseModel):
@@ -48,6 +50,10 @@ def _load(env: CoderEnv, options: HumanOptions) -> FilledSheet:
     return read_sheet(path, env.config.runtime.limits, key=env.key("sheet"))
 
 
+HumanEvidence = SheetEvidence
+"""The human coder's evidence: where the unit stands on the sheet's sample (coding/human_sheet.py)."""
+
+
 class HumanCoder:
     def __init__(self, env: CoderEnv, options: HumanOptions) -> None:
         self.env = env
@@ -59,13 +65,13 @@ class HumanCoder:
     def code(self, units: Sequence[Unit], inputs: Mapping[str, str], answers: Answers) -> list[Code]:
         if self.env.config.model.backend == "oracle":  # `biasaudit selftest`: nobody labelled the oracle's answers
             return [Code(unit=u.id, status="not_applicable", source="human",
-                         detail=CodeDetail(reason="the self-test's oracle answers have no human labels")) for u in units]
+                         detail=HumanEvidence(reason="the self-test's oracle answers have no human labels")) for u in units]
         check_run(self.sheet, units, inputs, self.env.config.runtime.limits.max_coding_chars)
         rec = self.sheet.record
         by = rec.stratify
         sampled = {s.id: s.stratum for s in rec.units}
         # what the gold report needs to read the sample (coding/human_review.py)
-        drawn = CodeDetail(sampled=True, sampled_from=rec.layer, stratify=by)
+        drawn = HumanEvidence(sampled=True, sampled_from=rec.layer, stratify=by)
         if rec.selection == "chosen":  # picked in the viewer: the gold report must not read it as a random draw
             drawn = drawn.model_copy(update={"chosen": True})
         out = []
@@ -74,7 +80,7 @@ class HumanCoder:
             row = self.sheet.rows.get(u.id)
             if u.id not in sampled:
                 out.append(Code(unit=u.id, status="not_applicable", source="human",
-                                detail=CodeDetail(stratum=stratum, reason="not sampled for human review")))
+                                detail=HumanEvidence(stratum=stratum, reason="not sampled for human review")))
                 continue
             # `stratify` is written even when null (unstratified): set fields are what a code's detail says
             evidence = drawn.model_copy(update={"stratum": stratum})
@@ -103,7 +109,8 @@ def _check(env: CoderEnv, options: HumanOptions) -> None:
     _load(env, options)  # every row checked when the spec is validated, before any model call
 
 
-HUMAN = CoderDef(options=HumanOptions, build=HumanCoder, title="Human review (annotation sheet)", labels=_labels,
-                 check=_check)
+HUMAN = CoderDef(options=HumanOptions, build=HumanCoder, title="Human review (annotation sheet)", evidence=HumanEvidence,
+                 labels=_labels, check=_check, is_human=True, check_plan=check_plan)
+CODERS.add("human", HUMAN)
 
-__all__ = ["HUMAN", "HumanCoder", "HumanOptions", "check_plan"]
+__all__ = ["HUMAN", "HumanCoder", "HumanEvidence", "HumanOptions", "check_plan"]

@@ -22,7 +22,9 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from biasaudit.coding.base import Answers, CallEstimate, CoderDef, CoderEnv, CodingRequest
 from biasaudit.errors import SpecError
 from biasaudit.records.codes import Code, CodeDetail, Unit
+from biasaudit.records.coding import PanelReport, PositionReport
 from biasaudit.records.responses import ChoiceOutput, parse_output
+from biasaudit.registry import CODERS
 from biasaudit.spec import JudgePanelConfig, JudgeSpec
 from biasaudit.spec.templates import check_variables, render
 
@@ -87,6 +89,16 @@ def _answers(env: CoderEnv, o: JudgePanelOptions) -> dict[str, str]:
     return dict(o.answers) if o.answers is not None else dict(_panel(env).labels)
 
 
+class JudgePanelEvidence(CodeDetail):
+    """What each judge of the panel said."""
+
+    votes: dict[str, str | None] | None = None
+    """Judge name -> its label (None: its answer could not be read)."""
+
+    def rater_votes(self) -> Mapping[str, str | None] | None:
+        return self.votes
+
+
 class JudgePanelCoder:
     def __init__(self, env: CoderEnv, options: JudgePanelOptions) -> None:
         self.env = env
@@ -132,7 +144,7 @@ class JudgePanelCoder:
                     vote_of[req] = self.label_of.get(got.choice) if got is not None else None
                 votes[j.name] = vote_of[req]
             labels = list(votes.values())
-            detail = CodeDetail(votes=votes)
+            detail = JudgePanelEvidence(votes=votes)
             if self.o.aggregate == "mean":
                 v = mean_vote(labels)
                 out.append(Code(unit=u.id, status="coded" if v is not None else "abstain", value=v,
@@ -178,9 +190,22 @@ def _estimate(env: CoderEnv, o: JudgePanelOptions, n: int) -> CallEstimate:
                         note=f"{len(judges)} judge(s) per unit; identical inputs are asked once")
 
 
+def _reliability(layer: str, o: JudgePanelOptions, units: Sequence[Unit], codes: Mapping[str, Code],
+                 seed: int) -> list[PanelReport | PositionReport]:
+    """The judges' agreement with each other (`coding.reliability.panel_report`)."""
+    from biasaudit.coding.reliability import (
+        panel_report,  # (it imports the layers, which import the registry)
+    )
+
+    rep = panel_report(layer, units, codes, seed)
+    return [rep] if rep is not None else []
+
+
 JUDGE_PANEL = CoderDef(
-    options=JudgePanelOptions, build=JudgePanelCoder, title="Judge panel",
+    options=JudgePanelOptions, build=JudgePanelCoder, title="Judge panel", evidence=JudgePanelEvidence,
     routes=lambda env, o: [(f"judge:{j.name}", "choice") for j in _judges(env, o)],
     labels=lambda env, o: None if o.aggregate == "mean" else list(_answers(env, o)),
-    check=_check, estimate=_estimate, value_type=lambda env, o: "number" if o.aggregate == "mean" else "label",
+    check=_check, estimate=_estimate, reliability=_reliability,
+    value_type=lambda env, o: "number" if o.aggregate == "mean" else "label",
 )
+CODERS.add("judge_panel", JUDGE_PANEL)

@@ -23,7 +23,7 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 import regex
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -31,6 +31,9 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from biasaudit.coding.base import Answers, CallEstimate, CoderDef, CoderEnv, CodingRequest
 from biasaudit.errors import SpecError
 from biasaudit.records.codes import Code, CodeDetail, Unit
+from biasaudit.records.metric_result import ValidityFlag
+from biasaudit.registry import CODERS
+from biasaudit.spec import ValiditySpec
 
 MATCH_TIMEOUT_S = 1.0
 """Seconds all of a layer's rules may take on one input."""
@@ -204,6 +207,21 @@ def _compile(rule: Rule, key: str, env: CoderEnv) -> _Compiled:
     return _Compiled(rule, pat)
 
 
+class RulesEvidence(CodeDetail):
+    """What a rule matched: its span, the text it read the label from, which rule."""
+
+    span: tuple[int, int] | None = None
+    """The character span the rule matched (a later layer's `strip` removes it)."""
+    token: str | None = None
+    """The text the rule read the label from (its first group, or the whole match)."""
+    rule: int | Literal["otherwise"] | None = None
+    """The index of the rule that fired among the rules of the unit's level, or
+    `otherwise` when none did and the layer's `otherwise` label was given."""
+
+    def matched_span(self) -> tuple[int, int] | None:
+        return self.span
+
+
 class RulesCoder:
     def __init__(self, env: CoderEnv, options: RulesOptions) -> None:
         self.env = env
@@ -224,7 +242,7 @@ class RulesCoder:
             level = unit.levels.get(self.o.by)
             if level not in self.by_level:
                 return Code(unit=unit.id, status="not_applicable", source="rules",
-                            detail=CodeDetail(reason=f"no rules for {self.o.by}={level}"))
+                            detail=RulesEvidence(reason=f"no rules for {self.o.by}={level}"))
             rules = [*self.common, *self.by_level[level]]
         else:
             rules = self.common
@@ -244,11 +262,11 @@ class RulesCoder:
             if label is None:
                 continue
             return Code(unit=unit.id, status="coded", label=label, source="rules",
-                        detail=CodeDetail(span=(m.start(), m.end()), token=token, rule=i))
+                        detail=RulesEvidence(span=(m.start(), m.end()), token=token, rule=i))
         if self.o.otherwise is not None:
             return Code(unit=unit.id, status="coded", label=self.o.otherwise, source="rules",
-                        detail=CodeDetail(rule="otherwise"))
-        return Code(unit=unit.id, status="abstain", source="rules", detail=CodeDetail(reason="no rule fired"))
+                        detail=RulesEvidence(rule="otherwise"))
+        return Code(unit=unit.id, status="abstain", source="rules", detail=RulesEvidence(reason="no rule fired"))
 
 
 def _labels(env: CoderEnv, o: RulesOptions) -> list[str]:
@@ -266,14 +284,29 @@ def _check(env: CoderEnv, o: RulesOptions) -> None:
     RulesCoder(env, o)  # compiles every pattern: syntax errors are found before any model call
 
 
-def strip_span(text: str, span: Sequence[int] | None) -> str:
-    """The text with a matched span (e.g. the selected answer) removed, for a later layer
-    that should read only the rest (BiAxisAudit's elaboration judges)."""
-    if not span:
-        return text
-    s, e = int(span[0]), int(span[1])
-    return (text[:s] + text[e:]).lstrip(" \t\n.,:;-)")
+def _validity(env: CoderEnv, o: RulesOptions, coded: Sequence[Code], v: ValiditySpec) -> list[ValidityFlag]:
+    """The share of units no rule matched, which took the layer's `otherwise` label."""
+    if not o.otherwise or not coded:
+        return []
+    # units no rule matched (not those a fallback coded)
+    k = sum(1 for c in coded if c.source == "rules" and isinstance(c.detail, RulesEvidence)
+            and c.detail.rule == "otherwise")
+    if k / len(coded) <= v.max_otherwise_share:
+        return []
+    # a detector (refusal or not) leaves most units to `otherwise` by design: the layer
+    # says so with expect_dominant, and the share stays a warning
+    name, accepted = env.layer, env.spec.expect_dominant
+    return [ValidityFlag(
+        kind="otherwise_share", layer=name, blocking=not accepted,
+        message=f"layer {name!r}: no rule matched {k}/{len(coded)} units, which took its "
+                f"`otherwise` label {o.otherwise!r} ({100 * k / len(coded):.0f}%, above "
+                f"validity.max_otherwise_share {100 * v.max_otherwise_share:.0f}%)"
+                + (" (accepted: expect_dominant)" if accepted else
+                   f"; if the layer is a detector meant to leave most units to {o.otherwise!r}, set "
+                   f"coding.{name}.expect_dominant: true"))]
 
 
 RULES = CoderDef(options=RulesOptions, build=RulesCoder, title="Rules (regular expressions / keywords)",
-                 labels=_labels, check=_check, estimate=lambda env, o, n: CallEstimate(calls=0))
+                 evidence=RulesEvidence, labels=_labels, check=_check,
+                 estimate=lambda env, o, n: CallEstimate(calls=0), validity=_validity)
+CODERS.add("rules", RULES)

@@ -134,7 +134,7 @@ def code_all(ctx: MetricContext, p: BiaxisParams) -> list[Coded]:
         sel, source = _selection(sel_codes.get(u.id))
         ec = elab_codes.get(u.id)
         elab = ec.label if ec is not None and ec.coded and ec.label is not None else ABSTAIN
-        votes = dict(ec.detail.votes or {}) if ec is not None else {}
+        votes = dict(ec.detail.rater_votes() or {}) if ec is not None else {}
         out.append(Coded(cell=u.cell, levels=u.levels, stimulus=u.stimulus, tokens=gen.output_tokens, sel=sel,
                          sel_source=source, elab=elab, judge_labels=votes,
                          a=1.0 if sel in endorse_a else 0.0, b=1.0 if elab in endorse_b else 0.0))

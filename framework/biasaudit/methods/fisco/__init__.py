@@ -1,17 +1,27 @@
 """FiSCo group counterfactual fairness: metric `fisco` (over a `claims` coding layer),
 and FiSCo's published raw.json as a recorded-response format for `replay`."""
 
+from collections.abc import Sequence
 from typing import Any
 
 from pydantic import BaseModel
 
+from biasaudit.coding.coders.claims import ClaimRecords, ClaimsOptions
 from biasaudit.methods.base import MethodDef, MethodText, RecordingFormat
 from biasaudit.methods.fisco import adapter, recorded  # noqa: F401  (adapter registers the stimulus format)
+from biasaudit.methods.fisco.claim_records import (
+    EntryKeys,
+    Level,
+    recorded_claims,
+    recorded_labels,
+    resolve_entries,
+)
 from biasaudit.methods.fisco.metric import FiscoParams, check, compute
 from biasaudit.methods.fisco.oracle import ORACLE
 from biasaudit.methods.fisco.report import present
 from biasaudit.metrics.base import DefaultCoding, MetricDef
-from biasaudit.registry import METHODS, METRICS, ORACLES, RECORDINGS
+from biasaudit.records.codes import Unit
+from biasaudit.registry import CLAIM_RECORDS, METHODS, METRICS, ORACLES, RECORDINGS
 from biasaudit.spec import AuditConfig
 
 
@@ -33,7 +43,16 @@ def _layers(p: BaseModel) -> dict[str, str]:
     return {"claims": p.claims, **({"cosine": p.cosine} if "ccosine" in p.baselines else {})}
 
 
+def _entries(units: Sequence[Unit], o: ClaimsOptions, file: str | None, levels: Sequence[Level],
+             samples: int) -> dict[str, int | None]:
+    keys = EntryKeys(field=o.recorded_field, var=o.recorded_var, group_var=o.recorded_group_var,
+                     group_field=o.recorded_group_field)
+    return resolve_entries(units, keys, file, levels, samples)
+
+
 RECORDINGS.add("fisco_raw", RecordingFormat(matches=recorded.matches, prompts=recorded.prompts))
+# the published claims.json / labels.json, read by a `claims` layer with `extract: recorded`
+CLAIM_RECORDS.add("fisco_raw", ClaimRecords(entries=_entries, claims=recorded_claims, labels=recorded_labels))
 METRICS.add("fisco", MetricDef(compute=compute, params=FiscoParams, probe_kinds=frozenset({"generate"}),
                                title="FiSCo", method="fisco", check=check, layers=_layers,
                                default_coding=default_coding,

@@ -28,6 +28,8 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, field_validator
 
+from biasaudit.coding.coders.claims import ClaimsEvidence
+from biasaudit.coding.coders.embedding import EmbeddingEvidence
 from biasaudit.methods.fisco.records import (
     BaselineAgreement,
     FieldDetail,
@@ -143,10 +145,15 @@ def collect(ctx: MetricContext, p: FiscoParams) -> list[QuestionData]:
         if not c.coded:
             q.rejected += 1
             continue
-        q.claim_fallbacks += bool(c.detail.fell_back)
+        q.claim_fallbacks += bool(_claims(c).fell_back)
         group = str(u.vars.get(p.group_var, "?"))
         q.groups.setdefault(group, []).append(Resp(unit=u.id, group=group, text=c.text or "", code=c))
     return list(qs.values())
+
+
+def _claims(code: Code) -> ClaimsEvidence:
+    """The claims layer's evidence (an empty record for a code another coder gave)."""
+    return code.detail if isinstance(code.detail, ClaimsEvidence) else ClaimsEvidence()
 
 
 def pairs_of(q: QuestionData) -> tuple[dict[tuple[str, str], list[tuple[Resp, Resp]]], dict[str, list[tuple[Resp, Resp]]]]:
@@ -163,8 +170,8 @@ def pair_labels(x: Resp, y: Resp) -> tuple[list[str], list[str], list[list[str]]
     evidence: list[list[str]] = []
     for a, b in ((x, y), (y, x)):
         labels: list[str] = []
-        claims = a.code.detail.claims or []
-        for claim, lab in zip(claims, (a.code.detail.checks or {}).get(b.unit, []), strict=False):
+        ev = _claims(a.code)
+        for claim, lab in zip(ev.claims or [], (ev.checks or {}).get(b.unit, []), strict=False):
             if lab is None:
                 continue
             labels.append(lab)
@@ -238,7 +245,7 @@ def _baseline_sim(kind: str, cosines: Mapping[str, Code]) -> Callable[[Resp, Res
     if kind == "ccosine":
         def cos(a: Resp, b: Resp) -> float | None:
             c = cosines.get(a.unit)
-            sims = (c.detail.similarity or {}) if c is not None else {}
+            sims = (c.detail.similarity or {}) if c is not None and isinstance(c.detail, EmbeddingEvidence) else {}
             v = sims.get(b.unit)
             return None if v is None else float(v)
         return cos

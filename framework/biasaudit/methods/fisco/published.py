@@ -20,8 +20,8 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from biasaudit.coding.coders.recorded_claims import GROUP_FIELDS
 from biasaudit.errors import DataError
+from biasaudit.methods.fisco.claim_records import GROUP_FIELDS
 
 LABEL_FILES = ("labels.json", "label.json")
 """The authors name the labelled file `labels.json` (dataset/, tiny_dataset case3, case4) or

@@ -15,8 +15,8 @@ import re
 from pathlib import Path
 from typing import Any
 
-from biasaudit.coding.coders.recorded_claims import identity
 from biasaudit.errors import DataError
+from biasaudit.methods.fisco.claim_records import identity
 
 _PLACEHOLDER = re.compile(r"\[([A-Za-z_]+)\]")
 

@@ -18,8 +18,9 @@ from pydantic import BaseModel, ConfigDict, Field
 from biasaudit.coding.base import Answers, CallEstimate, CoderDef, CoderEnv, CodingRequest
 from biasaudit.coding.coders.embedding import embed_request
 from biasaudit.errors import SpecError
+from biasaudit.methods.tfdp.evidence import TFDPVectorsEvidence
 from biasaudit.methods.tfdp.metric import Prediction, Scorer, TFDPParams, predictions_of
-from biasaudit.records.codes import Code, CodeDetail, Unit
+from biasaudit.records.codes import Code, Unit
 from biasaudit.records.json import JSONObject
 from biasaudit.records.responses import EmbeddingOutput, parse_output
 
@@ -62,7 +63,7 @@ class TFDPVectorsCoder:
         for u in units:
             if u.slot not in self.o.sentence:
                 out.append(Code(unit=u.id, status="not_applicable", source="tfdp_vectors",
-                                detail=CodeDetail(reason=f"slot {u.slot!r} has no sentence")))
+                                detail=TFDPVectorsEvidence(reason=f"slot {u.slot!r} has no sentence")))
                 continue
             vectors: dict[str, list[float]] = {}
             for t in self.texts(u, inputs[u.id]):
@@ -73,10 +74,10 @@ class TFDPVectorsCoder:
                 vectors[t] = e.vector
             else:
                 preds = self.predictions(inputs[u.id])
-                out.append(Code(unit=u.id, status="coded", source="tfdp_vectors", detail=CodeDetail(
+                out.append(Code(unit=u.id, status="coded", source="tfdp_vectors", detail=TFDPVectorsEvidence(
                     predictions=[(p.word, p.weight) for p in preds], vectors=vectors)))
                 continue
-            out.append(Code(unit=u.id, status="failed", source="tfdp_vectors", detail=CodeDetail(reason="embedding failed")))
+            out.append(Code(unit=u.id, status="failed", source="tfdp_vectors", detail=TFDPVectorsEvidence(reason="embedding failed")))
         return out
 
 
@@ -99,7 +100,7 @@ def _check(env: CoderEnv, o: TFDPVectorsOptions) -> None:
 
 
 TFDP_VECTORS = CoderDef(
-    options=TFDPVectorsOptions, build=TFDPVectorsCoder, title="TFDP alignment vectors",
+    options=TFDPVectorsOptions, build=TFDPVectorsCoder, title="TFDP alignment vectors", evidence=TFDPVectorsEvidence,
     routes=lambda env, o: [("embedder", "embed")], check=_check,
     estimate=lambda env, o, n: CallEstimate(calls=n * 6, bound="at most",
                                             note="strings embedded: truth and prediction at three scales"),

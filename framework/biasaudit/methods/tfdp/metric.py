@@ -31,6 +31,7 @@ from biasaudit.methods.tfdp.detail import (
     TFDPDetail,
     Unscorable,
 )
+from biasaudit.methods.tfdp.evidence import TFDPVectorsEvidence
 from biasaudit.metrics.base import MetricContext
 from biasaudit.plan import PlanItem
 from biasaudit.records.estimate import Estimate
@@ -249,7 +250,8 @@ def _scorer(ctx: MetricContext, p: TFDPParams) -> Scorer:
     """A scorer whose embeddings are looked up in the `tfdp_vectors` layer's codes."""
     vectors: dict[str, np.ndarray] = {}
     for code in ctx.layer_codes(p.layer).values():
-        vectors.update((t, np.asarray(v, dtype=np.float64)) for t, v in (code.detail.vectors or {}).items())
+        if isinstance(code.detail, TFDPVectorsEvidence):
+            vectors.update((t, np.asarray(v, dtype=np.float64)) for t, v in (code.detail.vectors or {}).items())
 
     def lookup(texts: list[str]) -> np.ndarray:
         missing = next((t for t in texts if t not in vectors), None)

@@ -37,12 +37,16 @@ from biasaudit.plan.requests import Request
 from biasaudit.records.manifest import RunManifest
 from biasaudit.records.responses import Response
 from biasaudit.records.summary import RunSummary
+from biasaudit.registry import CODERS
 from biasaudit.report.answers import prompt_text
 from biasaudit.report.viewer.model import ViewReviewLayer, ViewRow, ViewRowReview, ViewRunReview
 
 MAX_LINE = 16 * 2**20
-REVIEW_CODER_SKIPPED = frozenset({"human"})
-"""A layer of human labels is what a review writes, not what it labels."""
+
+
+def _human(coder: str) -> bool:
+    """A layer of human labels (`CoderDef.is_human`) is what a review writes, not what it labels."""
+    return coder in CODERS and CODERS.get(coder).is_human
 
 
 def unit_id(row: ViewRow) -> str:
@@ -57,7 +61,7 @@ def _layers(summary: RunSummary, config: Mapping[str, Any], coded: Mapping[str, 
     spec = spec if isinstance(spec, dict) else {}
     out = []
     for lay in summary.coding.layers:
-        if lay.value_type != "label" or lay.coder in REVIEW_CODER_SKIPPED:
+        if lay.value_type != "label" or _human(lay.coder):
             continue
         labels = list(lay.labels) if lay.labels is not None else sorted(coded.get(lay.name, set()))
         if not labels:

@@ -18,8 +18,8 @@ from typing import Any
 import pytest
 from scipy import stats as st
 
-from biasaudit.coding.coders.recorded_claims import layout_mismatch, recorded_labels
 from biasaudit.errors import DataError
+from biasaudit.methods.fisco.claim_records import layout_mismatch, recorded_labels
 from tests.conftest import isolation, run_dirs
 from tests.helpers import write_spec
 

@@ -1,4 +1,5 @@
-"""FiSCo's published `claims.json` / `labels.json`, read by the `claims` coder
+"""FiSCo's published `claims.json` / `labels.json`, read by the core `claims` coder through
+the hook this package registers (`CLAIM_RECORDS["fisco_raw"]`)
 (`extract: recorded`): the raw.json layout (per question `base_question` and
 `other_attributes`, one entry per answer with its `name` and `outputs`) where each entry
 also holds its `claims` (strings, or subject-relation-object triplets) and, in
