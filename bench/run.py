@@ -24,6 +24,7 @@ import peer_scoring  # noqa: E402
 import plan_scale  # noqa: E402
 import prefix_cache  # noqa: E402
 import pseudo_loglik  # noqa: E402
+import scale  # noqa: E402
 import scoring  # noqa: E402
 
 
@@ -33,6 +34,14 @@ def section_plan() -> None:
     print(f"  {r['jobs']} jobs, {r['items']:,} requests ({r['unique']:,} unique)")
     print(f"  compile time {r['seconds']:.1f} s wall, {r['cpu_seconds']:.1f} s CPU (target < 60 s); "
           f"peak memory {r['peak_mib']:.0f} MiB (target < 2048 MiB)")
+
+
+def section_scale() -> None:
+    r = scale.run()
+    print("(g) scale: the paper-scale BiAxisAudit grid (bench/scale_spec.py, 401 templates) end to end, "
+          "instant backend (model=scripted), one child process per size")
+    print("    targets (issue 42): 10^6 requests <= 600 s and <= 2048 MB peak RSS; peak RSS within 1.20 from 10^5 to 10^6")
+    scale.print_table(r)
 
 
 def section_peer() -> None:
@@ -123,7 +132,7 @@ def section_engines() -> None:
 
 
 # (d) first: its peak-memory figure is the maximum over child processes waited for so far
-SECTIONS = [section_plan, section_peer, section_scoring, section_prefix, section_generation, section_cache,
+SECTIONS = [section_plan, section_scale, section_peer, section_scoring, section_prefix, section_generation, section_cache,
             section_http, section_engines, section_bootstrap, section_pll]
 
 

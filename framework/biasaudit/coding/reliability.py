@@ -29,6 +29,7 @@ from biasaudit.records.codes import Code, Unit
 from biasaudit.records.coding import Agreement, PairReport, PanelReport, PositionReport
 from biasaudit.records.estimate import Estimate
 from biasaudit.stats import cohen_kappa, fleiss_kappa, krippendorff_alpha_nominal
+from biasaudit.stats.agreement import coincidences
 from biasaudit.stats.bootstrap import resample_weights
 from biasaudit.stats.disaggregate import Obs, pooled, proportion
 
@@ -96,15 +97,14 @@ def panel_alpha(units: Sequence[Sequence[str | None]], clusters: Sequence[str], 
     if not keep:
         return Estimate.no_data("cluster-bootstrap-percentile")
     cats = sorted({v for i in keep for v in values[i]})
-    idx = {c: j for j, c in enumerate(cats)}
     groups = sorted({clusters[i] for i in keep})
     gi = {g: j for j, g in enumerate(groups)}
     o = np.zeros((len(groups), len(cats), len(cats)))
+    of_group: dict[str, list[list[str]]] = {g: [] for g in groups}
     for i in keep:
-        counts = np.zeros(len(cats))
-        for v in values[i]:
-            counts[idx[v]] += 1
-        o[gi[clusters[i]]] += (np.outer(counts, counts) - np.diag(counts)) / (len(values[i]) - 1)
+        of_group[clusters[i]].append(values[i])
+    for g, us in of_group.items():  # each unit's coincidences, summed per stimulus
+        o[gi[g]] = coincidences(us, cats)
     mats = np.einsum("rg,gij->rij", _weights(len(groups), seed), o)
     big_n = mats.sum(axis=(1, 2))
     nc = mats.sum(axis=2)

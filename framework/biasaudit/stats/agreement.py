@@ -37,6 +37,46 @@ def fleiss_kappa(ratings: Sequence[Sequence[Any]]) -> float | None:
     return float(_fk(table, method="fleiss"))
 
 
+def _unit_matrix(counts: np.ndarray) -> np.ndarray:
+    """One unit's coincidences: each ordered pair of different raters' values, weighted 1/(m-1)."""
+    m = counts.sum()
+    out: np.ndarray = (np.outer(counts, counts) - np.diag(counts)) / (m - 1)
+    return out
+
+
+def coincidences(units: Sequence[Sequence[str]], cats: Sequence[str]) -> np.ndarray:
+    """The coincidence matrix of units that each hold two or more labels, summed over units.
+
+    Units are grouped by their label counts first (a million units have a handful of
+    distinct ones), so the matrix costs one pass over the labels, not one outer product
+    per unit. Where every unit's weight 1/(m-1) is a power of two (two, three, five raters
+    ...) each unit's matrix is exact in binary, so count x matrix is exactly the sum the
+    unit-by-unit loop gives; otherwise the loop runs, so the number is the same either way."""
+    from collections import Counter
+
+    index = {c: i for i, c in enumerate(cats)}
+    patterns = Counter(tuple(sorted(Counter(index[v] for v in u).items())) for u in units)
+
+    def counts_of(pattern: tuple[tuple[int, int], ...]) -> np.ndarray:
+        counts = np.zeros(len(cats))
+        for i, c in pattern:
+            counts[i] = c
+        return counts
+
+    o = np.zeros((len(cats), len(cats)))
+    exact = all(((m := sum(c for _, c in pat)) - 1) & (m - 2) == 0 for pat in patterns)
+    if exact:
+        for pat, times in patterns.items():
+            o += times * _unit_matrix(counts_of(pat))
+        return o
+    for u in units:
+        counts = np.zeros(len(cats))
+        for v in u:
+            counts[index[v]] += 1
+        o += _unit_matrix(counts)
+    return o
+
+
 def krippendorff_alpha_nominal(units: Sequence[Sequence[Any]]) -> float | None:
     """Krippendorff's alpha for nominal labels. `units` holds, per unit, the labels the
     raters gave (None for a missing label). alpha = 1 - D_o / D_e from the coincidence
@@ -50,15 +90,7 @@ def krippendorff_alpha_nominal(units: Sequence[Sequence[Any]]) -> float | None:
     if not values:
         return None
     cats = sorted({v for u in values for v in u})
-    index = {c: i for i, c in enumerate(cats)}
-    o = np.zeros((len(cats), len(cats)))
-    for u in values:
-        m = len(u)
-        counts = np.zeros(len(cats))
-        for v in u:
-            counts[index[v]] += 1
-        # each ordered pair of different raters' values in the unit, weighted 1/(m-1)
-        o += (np.outer(counts, counts) - np.diag(counts)) / (m - 1)
+    o = coincidences(values, cats)
     n_c = o.sum(axis=1)
     n = n_c.sum()
     if n <= 1:

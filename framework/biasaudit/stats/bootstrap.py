@@ -24,6 +24,11 @@ WeightedStat = Callable[[np.ndarray, np.ndarray], np.ndarray]
 
 DEFAULT_RESAMPLES = 10_000
 _BATCH = 1_000
+_CHUNK = 1 << 21
+"""Most row indices drawn at once (16 MiB of them): a batch of resamples of many rows is
+drawn in slices of whole resamples under this, so memory stays bounded whatever the
+number of rows. The generator's stream does not depend on how a draw is sliced, and the
+statistic is one value per resample, so the numbers are those of one whole batch."""
 
 
 def weighted_mean(col: int = 0) -> WeightedStat:
@@ -51,10 +56,24 @@ def resample_weights(counts: np.ndarray, n_resamples: int, rng: np.random.Genera
         # few distinct rows (binary tables): one multinomial draw per resample
         return rng.multinomial(n, counts / counts.sum(), size=n_resamples).astype(np.float64)
     # many distinct rows: draw row indices, count them with one flat bincount
-    rows = np.repeat(np.arange(u), counts.astype(np.int64))
-    idx = rows[rng.integers(0, n, size=(n_resamples, n))]
+    idx = rng.integers(0, n, size=(n_resamples, n))
+    if n != u:  # rows standing for several (with one row each, the index is the row)
+        idx = np.repeat(np.arange(u), counts.astype(np.int64))[idx]
     idx += (np.arange(n_resamples) * u)[:, None]
     return np.bincount(idx.ravel(), minlength=n_resamples * u).reshape(n_resamples, u).astype(np.float64)
+
+
+def resampled(stat: WeightedStat, values: np.ndarray, counts: np.ndarray, n_resamples: int,
+              rng: np.random.Generator) -> np.ndarray:
+    """`stat` of `n_resamples` resamples, as `stat(values, resample_weights(...))` gives it,
+    drawn in slices of at most `_CHUNK` row indices (a per-response bootstrap of a
+    million rows would otherwise hold gigabytes of indices and counts at once)."""
+    size = max(int(counts.sum()), len(counts))
+    step = max(1, _CHUNK // size)
+    if len(counts) <= 64 or step >= n_resamples:
+        return stat(values, resample_weights(counts, n_resamples, rng))
+    return np.concatenate([stat(values, resample_weights(counts, min(step, n_resamples - i), rng))
+                           for i in range(0, n_resamples, step)])
 
 
 def _jackknife(values: np.ndarray, counts: np.ndarray, stat: WeightedStat) -> tuple[np.ndarray, np.ndarray]:
@@ -125,7 +144,7 @@ def bootstrap(
                         level=level, note="one row: no interval")
     rng = np.random.default_rng(seed)
     boot = np.concatenate([
-        stat(values, resample_weights(counts, min(_BATCH, n_resamples - i), rng))
+        resampled(stat, values, counts, min(_BATCH, n_resamples - i), rng)
         for i in range(0, n_resamples, _BATCH)
     ])
     jack = _jackknife(values, counts, stat) if method == "bca" else None
@@ -167,7 +186,7 @@ def cluster_bootstrap(
     rng = np.random.default_rng(seed)
     ones = np.ones(g)
     boot = np.concatenate([
-        ratio(cl, resample_weights(ones, min(_BATCH, n_resamples - i), rng))
+        resampled(ratio, cl, ones, min(_BATCH, n_resamples - i), rng)
         for i in range(0, n_resamples, _BATCH)
     ])
     jack = _jackknife(cl, ones, ratio) if method == "bca" else None

@@ -79,3 +79,20 @@ def test_default_panel_config_composes() -> None:
     cfg = compose([]).config
     assert cfg.judge is not None and [j.name for j in cfg.judge.judges] == ["stance", "reader", "auditor"]
     assert cfg.judge.labels == {"E": "A", "QE": "B", "N": "C", "D": "D", "R": "E"}
+
+
+def test_equal_prompts_and_votes_share_one_object(tmp_path: Path) -> None:
+    # issue 42: units with the same statement and answer (another template, another
+    # sample) render equal prompts and get equal votes; at a million units one object
+    # per unit was gigabytes. Equal values, one object each; the codes are unchanged.
+    cfg = config(tmp_path, judge=PANEL, coding={"elaboration": {"coder": "judge_panel"}})
+    p = plan(cfg)
+    units = [unit(i, fields={"statement": "Women are bad drivers."}) for i in range(1, 6)]
+    text = "That rejects the stereotype entirely."
+    coder = p.layers["elaboration"].build()
+    reqs = coder.plan(units, {u.id: text for u in units}, {})
+    assert len(reqs) == 15 and len({id(r) for r in reqs}) == 3
+    out = run_coding(p, units, answered(units, [text] * 5), StoreAnswerer(cfg, stats=ExecutionStats()))
+    codes = [out.codes["elaboration"][u.id] for u in units]
+    assert all(c.detail.votes == {"a": "D", "b": "D", "c": "E"} and c.label == "D" for c in codes)
+    assert len({id(c.detail) for c in codes}) == 1

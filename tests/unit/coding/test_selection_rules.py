@@ -92,3 +92,15 @@ def test_shipped_specs_declare_the_default_layers(spec: str) -> None:
     shipped = shipped_coding()
     declared = {name: {k: v for k, v in layer.items() if k != "calibration"} for name, layer in data["coding"].items()}
     assert declared == shipped["coding"] and data["reliability"] == shipped["reliability"]
+
+
+def test_equal_rule_evidence_shares_one_record() -> None:
+    # issue 42: most answers match the same rule at the same place; one frozen evidence
+    # record serves them all (a million equal records were hundreds of MB)
+    cfg = config(coding={"sel": {"coder": "rules", "labels": ["E", "D"],
+                                 "rules": [{"pattern": r"^\s*(yes|no)\b", "map": {"yes": "E", "no": "D"}}]}})
+    units = [unit(i) for i in range(1, 4)]
+    out = run_coding(plan(cfg), units, answered(units, ["yes, I agree."] * 3), lambda name, reqs: {})
+    codes = [out.codes["sel"][u.id] for u in units]
+    assert [c.label for c in codes] == ["E", "E", "E"] and codes[0].detail.span == (0, 3)
+    assert len({id(c.detail) for c in codes}) == 1

@@ -112,6 +112,11 @@ class JudgePanelCoder:
         # unit id -> (its input, its requests): `plan` is asked again after the answers
         # come, and `code` reads the same requests, so each unit's prompts render once
         self._planned: dict[str, tuple[str, list[CodingRequest]]] = {}
+        # Units whose rendered prompts are equal (the same statement and answer under
+        # another template or sample) hold one request object and one vote record, not one
+        # each: at a million units the copies were gigabytes (issue 42).
+        self._same: dict[CodingRequest, CodingRequest] = {}
+        self._details: dict[tuple[tuple[str, str | None], ...], JudgePanelEvidence] = {}
 
     def requests(self, unit: Unit, text: str) -> list[CodingRequest]:
         got = self._planned.get(unit.id)
@@ -125,7 +130,8 @@ class JudgePanelCoder:
         for j in self.judges:
             key = self.env.key("rubric") if self.o.rubric else f"judge.judges.{j.name}.prompt"
             user = render(self.o.rubric or j.prompt, ctx, file=self.env.spec_file if self.o.rubric else None, key=key)
-            out.append(CodingRequest(route=f"judge:{j.name}", kind="choice", user=user, params=self.params))
+            req = CodingRequest(route=f"judge:{j.name}", kind="choice", user=user, params=self.params)
+            out.append(self._same.setdefault(req, req))
         self._planned[unit.id] = (full, out)
         return out
 
@@ -144,7 +150,10 @@ class JudgePanelCoder:
                     vote_of[req] = self.label_of.get(got.choice) if got is not None else None
                 votes[j.name] = vote_of[req]
             labels = list(votes.values())
-            detail = JudgePanelEvidence(votes=votes)
+            seen = tuple(votes.items())
+            detail = self._details.get(seen)
+            if detail is None:
+                detail = self._details[seen] = JudgePanelEvidence(votes=votes)
             if self.o.aggregate == "mean":
                 v = mean_vote(labels)
                 out.append(Code(unit=u.id, status="coded" if v is not None else "abstain", value=v,

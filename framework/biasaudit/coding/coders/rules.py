@@ -230,6 +230,7 @@ class RulesCoder:
         self.common = [_compile(r, env.key(f"rules[{i}]"), env) for i, r in enumerate(options.rules)]
         self.by_level = {lv: [_compile(r, env.key(f"levels.{lv}[{i}]"), env) for i, r in enumerate(rs)]
                          for lv, rs in options.levels.items()}
+        self._details: dict[tuple[tuple[str, Any], ...], RulesEvidence] = {}
 
     def plan(self, units: Sequence[Unit], inputs: Mapping[str, str], answers: Answers) -> list[CodingRequest]:
         return []
@@ -262,11 +263,20 @@ class RulesCoder:
             if label is None:
                 continue
             return Code(unit=unit.id, status="coded", label=label, source="rules",
-                        detail=RulesEvidence(span=(m.start(), m.end()), token=token, rule=i))
+                        detail=self._detail(span=(m.start(), m.end()), token=token, rule=i))
         if self.o.otherwise is not None:
             return Code(unit=unit.id, status="coded", label=self.o.otherwise, source="rules",
-                        detail=RulesEvidence(rule="otherwise"))
-        return Code(unit=unit.id, status="abstain", source="rules", detail=RulesEvidence(reason="no rule fired"))
+                        detail=self._detail(rule="otherwise"))
+        return Code(unit=unit.id, status="abstain", source="rules", detail=self._detail(reason="no rule fired"))
+
+    def _detail(self, **fields: Any) -> RulesEvidence:
+        """One (frozen) evidence record per distinct evidence: most answers match the same
+        rule at the same place, and a million units held a million equal records (issue 42)."""
+        key = tuple(fields.items())
+        got = self._details.get(key)
+        if got is None:
+            got = self._details[key] = RulesEvidence(**fields)
+        return got
 
 
 def _labels(env: CoderEnv, o: RulesOptions) -> list[str]:
