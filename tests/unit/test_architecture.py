@@ -43,7 +43,10 @@ def _strings_and_names(tree: ast.AST) -> list[tuple[int, str]]:
 
 
 def test_no_module_outside_a_method_package_names_a_method() -> None:
-    names = set(METHODS.names()) | set(METRICS.names())
+    # the shipped methods and their metrics (a plug-in another test registered in this
+    # process, e.g. tests/fixtures/plugin_example's `answer_chars`, is not core's business)
+    names = ({n for n in METHODS.names() if METHODS.get(n).__module__.startswith("biasaudit.methods")}
+             | {n for n in METRICS.names() if METRICS.get(n).compute.__module__.startswith("biasaudit.methods")})
     assert {"biaxis", "fisco", "tfdp", "nli_bias", "bias_score", "pivotal_perplexity", "token_probability"} <= names
     pat = re.compile(r"\b(" + "|".join(sorted(names)) + r")\b")
     hits = []

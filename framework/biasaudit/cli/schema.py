@@ -6,6 +6,7 @@ committed under docs/schemas/<kind>/v<N>.json)."""
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
 from biasaudit.cli.command import unexpected_arguments
 
@@ -34,18 +35,32 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> argp
     return sc
 
 
+def file_schema(kind: str, *, shipped_only: bool = False) -> dict[str, Any]:
+    """The schema of a file kind; a codes line's `detail` is one of the registered coders'
+    evidence records (`shipped_only`: biasaudit's own coders, not plug-ins', as committed
+    under docs/schemas/)."""
+    from biasaudit.records.formats import format_schema
+
+    if kind != "codes":
+        return format_schema(kind)
+    from biasaudit.registry import CODERS
+
+    evidence = [CODERS.get(n).evidence for n in CODERS.names()]
+    if shipped_only:
+        evidence = [e for e in evidence if e.__module__.startswith("biasaudit.")]
+    return format_schema(kind, evidence)
+
+
 def cmd_schema(args: argparse.Namespace, rest: list[str]) -> int:
     from biasaudit.spec.schema import json_schema, schema_text
 
     if (refused := unexpected_arguments("schema", rest)) is not None:
         return refused
     if args.kind in FILES:
-        from biasaudit.records.formats import format_schema
-
-        print(schema_text(format_schema(args.kind)), end="")
+        print(schema_text(file_schema(args.kind)), end="")
         return 0
     print(schema_text(json_schema(args.kind)), end="")
     return 0
 
 
-__all__ = ["add_parser", "cmd_schema"]
+__all__ = ["add_parser", "cmd_schema", "file_schema"]

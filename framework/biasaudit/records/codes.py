@@ -13,9 +13,11 @@ from pydantic import (
     Field,
     SerializeAsAny,
     SerializerFunctionWrapHandler,
+    ValidationError,
     model_serializer,
     model_validator,
 )
+from pydantic_core import ErrorDetails, InitErrorDetails
 
 from biasaudit.records.json import JSONObject, JSONValue
 
@@ -142,6 +144,13 @@ def evidence_model(source: str, keys: frozenset[str]) -> type[CodeDetail]:
     return _resolver[0](source, keys) if _resolver else CodeDetail
 
 
+def _under_detail(e: ErrorDetails) -> InitErrorDetails:
+    out = InitErrorDetails(type=e["type"], loc=("detail", *e["loc"]), input=e["input"])
+    if "ctx" in e:
+        out["ctx"] = e["ctx"]
+    return out
+
+
 class Code(BaseModel):
     """What a layer says about one unit."""
 
@@ -168,7 +177,10 @@ class Code(BaseModel):
         if isinstance(data, Mapping) and isinstance(data.get("detail"), Mapping):
             raw = data["detail"]
             model = evidence_model(str(data.get("source") or ""), frozenset(str(k) for k in raw))
-            return {**data, "detail": model.model_validate(raw)}
+            try:
+                return {**data, "detail": model.model_validate(raw)}
+            except ValidationError as exc:  # say where: `detail.<key>`, as a plain field's error would
+                raise ValidationError.from_exception_data(cls.__name__, [_under_detail(e) for e in exc.errors()]) from None
         return data
 
     def trail(self) -> dict[str, object]:

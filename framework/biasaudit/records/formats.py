@@ -12,10 +12,12 @@ the header (`TrailHeader`) written from version 2 on."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
+from pydantic.json_schema import models_json_schema
 
 from biasaudit.records.codes import Code
 from biasaudit.records.compare import CompareResult
@@ -112,11 +114,20 @@ def format_version(name: str) -> int:
     return default
 
 
-def format_schema(name: str) -> dict[str, Any]:
-    """The JSON Schema of file `name` at the version this biasaudit writes."""
+def format_schema(name: str, evidence: Sequence[type[BaseModel]] = ()) -> dict[str, Any]:
+    """The JSON Schema of file `name` at the version this biasaudit writes. `evidence`: the
+    registered coders' evidence records (`CoderDef.evidence`), which a codes line's
+    `detail` is one of (records/ does not import the registry: the caller passes them)."""
     f = FORMATS[name]
     version = format_version(name)
     body = f.record.model_json_schema(mode="validation")
+    if evidence and name == "codes":
+        models = sorted({*evidence}, key=lambda m: m.__name__)
+        _, extra = models_json_schema([(m, "validation") for m in models], ref_template="#/$defs/{model}")
+        body.setdefault("$defs", {}).update(extra.get("$defs", {}))
+        body["properties"]["detail"] = {
+            "anyOf": [{"$ref": f"#/$defs/{m.__name__}"} for m in models],
+            "description": "The evidence record of the coder that `source` names (one per registered coder)."}
     head: dict[str, Any] = {"$schema": DIALECT, "$id": f"urn:biasaudit:format:{name}:{version}",
                             "title": f"{f.title}: biasaudit file format {version}"}
     if not f.trail:

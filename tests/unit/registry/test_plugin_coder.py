@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import isolation, run_dirs
-from tests.helpers import spec_and_operator
+from tests.helpers import read_jsonl, spec_and_operator
 
 REPO = Path(__file__).resolve().parents[3]
 PLUGIN = REPO / "tests" / "fixtures" / "plugin_example"
@@ -80,7 +80,7 @@ def test_a_plugin_coder_with_its_own_evidence_runs_reports_and_packs(workdir: Pa
     assert layer["coder"] == "keyword" and layer["status"] == {"coded": 4}
     # 2 of the 4 answers name the stereotype ("Stereotype" matched case-insensitively)
     assert s["metrics"]["named"]["estimates"]["rate"]["value"] == pytest.approx(0.5)
-    codes = [json.loads(x) for x in (run / "codes.jsonl").read_text().splitlines()]
+    codes = read_jsonl(run / "codes.jsonl")
     mine = {c["unit"].split("|")[0] + "|" + c["unit"].split("|")[1]: c for c in codes if c["layer"] == "mention"}
     # the coder's own evidence record, as it set it (a null it set is kept)
     assert [c["detail"] for c in mine.values() if c["label"] == "names_it"] in (
