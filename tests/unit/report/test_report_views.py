@@ -105,4 +105,4 @@ def test_a_summary_read_back_leaves_the_views_out() -> None:
     doc = json.loads(json.dumps(sections.document(built, None)))
     assert doc["verdicts"][0]["over_text"] and doc["executive"]["n_thresholds"] == 2
     back = RunSummary.model_validate(doc)
-    assert back == built and back.model_extra == {} and back.verdicts[0].model_extra == {}
+    assert back == built and back.model_extra is None and back.verdicts[0].model_extra is None  # refused, not kept

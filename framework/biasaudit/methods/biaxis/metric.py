@@ -36,7 +36,7 @@ from biasaudit.methods.biaxis.records import (
 from biasaudit.metrics.base import MetricContext
 from biasaudit.plan import Cell
 from biasaudit.records.codes import Code
-from biasaudit.records.estimate import Estimate, Subset
+from biasaudit.records.estimate import Estimate, GroupRef, Subset
 from biasaudit.records.metric_result import MetricResult, ReliabilityItem
 from biasaudit.records.responses import GenerateOutput, parse_output
 from biasaudit.spec import CalibrationSpec
@@ -297,7 +297,8 @@ def factor_spread(ctx: MetricContext, fname: str, elig: list[Coded], p: BiaxisPa
         if sub:
             levels.append(lv)
             ests.append(pooled([Obs(cell=c.cell, cluster=c.stimulus, value=_union(c)) for c in sub],
-                               proportion, seed=p.seed).over(Subset(levels={fname: [lv], **_slice_levels(ctx, fname)})))
+                               proportion, seed=p.seed).over(Subset(levels={fname: [lv], **_slice_levels(ctx, fname)}))
+                        .of(GroupRef(factor=fname, levels=[lv])))
     contrasts = group_contrasts([Obs(cell=c.cell, cluster=c.stimulus, value=_union(c),
                                      fields={fname: c.levels.get(fname)}) for c in slice_ if fname in c.levels],
                                 fname, match=lambda o: o.cluster, paired_units="statement")
