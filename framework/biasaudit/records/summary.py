@@ -267,27 +267,13 @@ class RunSummary(_Record):
     @classmethod
     def _without_views(cls, data: Any) -> Any:
         """summary.json as written: the report's views are left out (the record read back
-        equals the one the run built). A summary written before the design carried its
-        factors and cell levels has them in its views (`method`, `conditions`): taken from
-        there, so its views are built again as they were."""
+        equals the one the run built). An earlier layout is first read into today's by its
+        upgrade steps (records/upgrade/summary.py)."""
         if not isinstance(data, dict):
             return data
         if data.get("format_version", 1) != CURRENT:
-            data = upgrade(data)  # an earlier layout, read into today's (records/upgrade/summary.py)
-        out = {k: v for k, v in data.items() if k not in VIEW_KEYS}
-        design = data.get("design")
-        if not isinstance(design, dict) or "probe" in design:
-            return out
-        design = dict(design)
-        method, cond = data.get("method"), data.get("conditions")
-        if isinstance(method, dict):
-            design.update(probe=method.get("probe") or "", kind=method.get("design") or "",
-                          factors=method.get("factors") or {})
-        if isinstance(cond, dict):
-            design["levels"] = {c["cell"]: c.get("levels") or {} for sp in cond.get("spreads") or []
-                                if isinstance(sp, dict) for c in sp.get("cells") or []
-                                if isinstance(c, dict) and "cell" in c}
-        return {**out, "design": design}
+            data = upgrade(data)
+        return {k: v for k, v in data.items() if k not in VIEW_KEYS}
 
     def to_json(self) -> str:
         return json.dumps(self.model_dump(mode="json"), indent=2, allow_nan=False, default=str)

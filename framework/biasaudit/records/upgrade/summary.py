@@ -52,21 +52,56 @@ def _v1_group(name: str, by: list[str], subset: JSONValue) -> JSONObject | None:
     return {"factor": field, "levels": levels, "reference": None}
 
 
+def _grouped(name: str, e: JSONValue, by: list[str]) -> JSONValue:
+    if not isinstance(e, dict) or "group" in e:
+        return e
+    group = _v1_group(name, by, e.get("subset"))
+    return {**e, "group": group} if group is not None else e
+
+
 def _with_groups(estimates: JSONValue, by: list[str]) -> JSONValue:
+    """Estimate name -> estimate, each with its group."""
     if not isinstance(estimates, dict):
         return estimates
-    out: JSONObject = {}
-    for name, e in estimates.items():
-        if isinstance(e, dict) and "group" not in e:
-            group = _v1_group(name, by, e.get("subset"))
-            e = {**e, "group": group} if group is not None else e
-        out[name] = e
-    return out
+    return {name: _grouped(name, e, by) for name, e in estimates.items()}
+
+
+def _cells_with_groups(cells: JSONValue, by: list[str]) -> JSONValue:
+    """Estimate name -> cell id -> estimate: a cell's estimate is about its name's group."""
+    if not isinstance(cells, dict):
+        return cells
+    return {name: {cell: _grouped(name, e, by) for cell, e in per.items()} if isinstance(per, dict) else per
+            for name, per in cells.items()}
+
+
+def _v1_design(raw: JSONObject) -> JSONObject:
+    """A format-1 summary written before its design carried the probe, the factors and the
+    cells' levels has them only in its report views (`method`, `conditions`): taken from
+    there, so its views are built again as they were."""
+    design = raw.get("design")
+    if not isinstance(design, dict) or "probe" in design:
+        return raw
+    design = dict(design)
+    method, cond = raw.get("method"), raw.get("conditions")
+    if isinstance(method, dict):
+        design.update(probe=method.get("probe") or "", kind=method.get("design") or "",
+                      factors=method.get("factors") or {})
+    if isinstance(cond, dict):
+        levels: JSONObject = {}
+        spreads = cond.get("spreads")
+        for sp in spreads if isinstance(spreads, list) else []:
+            cells = sp.get("cells") if isinstance(sp, dict) else None
+            for c in cells if isinstance(cells, list) else []:
+                if isinstance(c, dict) and "cell" in c:
+                    levels[str(c["cell"])] = c.get("levels") or {}
+        design["levels"] = levels
+    return {**raw, "design": design}
 
 
 def upgrade_1_to_2(raw: JSONObject) -> JSONObject:
-    """Format 1 -> 2: each metric's estimates (pooled and per cell) get their `group`."""
-    out = copy.deepcopy(raw)
+    """Format 1 -> 2: each metric's estimates (pooled and per cell) get their `group`; a
+    design written without its factors takes them from the views (`_v1_design`)."""
+    out = copy.deepcopy(_v1_design(raw))
     metrics = out.get("metrics")
     if isinstance(metrics, dict):
         for m in metrics.values():
@@ -74,9 +109,8 @@ def upgrade_1_to_2(raw: JSONObject) -> JSONObject:
                 continue
             by = _by_fields(m.get("params"))
             m["estimates"] = _with_groups(m.get("estimates"), by)
-            cells = m.get("cells")
-            if isinstance(cells, dict):
-                m["cells"] = {name: _with_groups(per, by) for name, per in cells.items()}
+            if "cells" in m:
+                m["cells"] = _cells_with_groups(m["cells"], by)
     out["format_version"] = 2
     return out
 
