@@ -33,7 +33,8 @@ if TYPE_CHECKING:
 
     from biasaudit.records.compare import CompareResult
     from biasaudit.records.suite import SuiteSummary
-    from biasaudit.records.summary import RunSummary, VerdictRow
+    from biasaudit.records.summary import RunSummary
+    from biasaudit.records.verdict import VerdictRecord
     from biasaudit.runner.power import PowerRow
     from biasaudit.spec.compose import Composed
 
@@ -133,7 +134,7 @@ class RunResult:
         return self.summary.overall
 
     @property
-    def verdicts(self) -> list[VerdictRow]:
+    def verdicts(self) -> list[VerdictRecord]:
         """One row per threshold: metric, bounds, estimate with its interval, verdict."""
         return list(self.summary.verdicts)
 
@@ -180,7 +181,7 @@ class RunResult:
                  "value": v.estimate.value, "ci_low": v.estimate.ci_low, "ci_high": v.estimate.ci_high,
                  "n": v.estimate.n, "level": v.estimate.level, "method": v.estimate.method, "verdict": v.verdict,
                  "blocked": v.blocked, "would_be": v.would_be, "reason": v.reason,
-                 "claim": claim_text(v.verdict, v.is_equivalence, v.min, v.max)} for v in self.summary.verdicts]
+                 "claim": claim_text(v.verdict, v.equivalence, v.min, v.max)} for v in self.summary.verdicts]
         return pd.DataFrame(rows, columns=VERDICT_COLUMNS)
 
     @property

@@ -52,6 +52,30 @@ class Subset(BaseModel):
                       stimuli=ids)
 
 
+class GroupRef(BaseModel):
+    """Which group of a breakdown an estimate is about, set where the estimate is made (the
+    breakdown helpers, a method's own groups), so a reader (estimates.csv's `group`
+    column, the viewer) reads it here and never parses it back out of the estimate's name
+    (a level may hold dots: "St. Louis", "v1.2"). Unlike `Subset` it names the group the
+    number is about, not every item it rests on: an impact ratio's subset holds the
+    reference group's items too."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    factor: str
+    """The stimulus field or design factor the groups are of; an intersection of fields:
+    their names joined by `+` (`gender+race`)."""
+    levels: list[str]
+    """The group (one level; of an intersection, its levels joined by `+`: `woman+Black`),
+    or a contrast's two groups `[a, b]` (the estimate is a - b)."""
+    reference: str | None = None
+    """The group a ratio divides by (an impact ratio's most favoured group)."""
+
+    @property
+    def label(self) -> str:
+        """`<factor>=<group>`, `<factor>=<a>-<b>` for a contrast (estimates.csv's `group`)."""
+        return f"{self.factor}={'-'.join(self.levels)}"
+
+
 class Estimate(BaseModel):
     """A number with its interval: `value` in [`ci_low`, `ci_high`] at `level`."""
 
@@ -89,12 +113,22 @@ class Estimate(BaseModel):
     and `.cells` in summary.json, when set): a copy in a plot, a table or a method's detail
     record is the number alone, as it always was."""
 
+    group: GroupRef | None = None
+    """The group (or a contrast's two groups) of a breakdown the estimate is about; None
+    for an estimate of no one group (a pooled value, `lowest`, a spread). Written, like
+    `subset`, only as a metric's own estimate."""
+
     @model_serializer(mode="wrap")
     def _without_subset(self, handler: SerializerFunctionWrapHandler) -> Any:
         out = handler(self)
         if isinstance(out, dict):
             out.pop("subset", None)
+            out.pop("group", None)
         return out
+
+    def of(self, group: GroupRef | None) -> Estimate:
+        """The same estimate, recorded as about `group` of a breakdown."""
+        return self if group is None else self.model_copy(update={"group": group})
 
     def over(self, subset: Subset | None) -> Estimate:
         """The same estimate, recorded as computed from `subset` of the items (restricting

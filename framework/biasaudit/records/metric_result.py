@@ -240,4 +240,6 @@ def _with_subsets(out: Any, v: dict[str, Estimate], mode: str) -> Any:
     for k, e in v.items():
         if e.subset is not None and isinstance(out.get(k), dict):
             out[k]["subset"] = e.subset.model_dump(mode="json" if mode == "json" else "python")
+        if e.group is not None and isinstance(out.get(k), dict):
+            out[k]["group"] = e.group.model_dump(mode="json" if mode == "json" else "python")
     return out

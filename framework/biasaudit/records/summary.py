@@ -18,17 +18,19 @@ from pydantic import BaseModel, ConfigDict, Field, JsonValue, model_validator
 
 from biasaudit.records.budget import BudgetRecord
 from biasaudit.records.coding import CodingReport
-from biasaudit.records.estimate import Estimate
 from biasaudit.records.execution import ExecutionStats
 from biasaudit.records.json import JSONObject
-from biasaudit.records.manifest import FORMAT_VERSION, DataProvenance, DataSample
+from biasaudit.records.manifest import DataProvenance, DataSample
 from biasaudit.records.metric_result import MetricResult
 from biasaudit.records.sequential import SequentialRecord
+from biasaudit.records.upgrade.summary import CURRENT, upgrade
+from biasaudit.records.verdict import VerdictRecord
 
 
 class _Record(BaseModel):
-    # summaries written by other versions may carry more keys: kept, not refused
-    model_config = ConfigDict(extra="allow", frozen=True)
+    # an unknown key is refused: an older layout is read through its upgrade
+    # (records/upgrade/summary.py) into today's, never kept as untyped extras
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
 
 class AuditInfo(_Record):
@@ -219,49 +221,15 @@ class Answers(_Record):
     limits: dict[str, int] = Field(default_factory=dict)
 
 
-class VerdictRow(_Record):
-    metric: str
-    over: str
-    min: float | None = None
-    max: float | None = None
-    estimate: Estimate
-    verdict: str
-    cell: str | None = None
-    refs: list[str] = Field(default_factory=list)
-    reason: str = ""
-    blocked: bool = False
-    """A validity guard held the verdict back (INCONCLUSIVE; `reason` says why)."""
-    would_be: str | None = None
-    adjust: str = "none"
-    """Multiplicity adjustment of a worst-cell interval."""
-    sanity: bool = False
-    """From a sanity threshold: about the model's fitness for the method."""
-    note: str = ""
-
-    @model_validator(mode="before")
-    @classmethod
-    def _without_views(cls, data: Any) -> Any:
-        # the report's wording of the row (report/sections.verdict_rows), not data
-        if isinstance(data, dict) and ("over_text" in data or "clauses" in data):
-            return {k: v for k, v in data.items() if k not in ("over_text", "clauses")}
-        return data
-
-    # `equivalence` and `tost` are written only for equivalence thresholds (kept as extra
-    # keys, so the verdicts of other runs keep the keys they always had)
-    @property
-    def is_equivalence(self) -> bool:
-        """An equivalence (TOST) threshold: `min`/`max` hold the band."""
-        return bool((self.model_extra or {}).get("equivalence"))
-
-
 VIEW_KEYS = frozenset({"executive", "method", "conditions", "reliability", "quality", "validity"})
 """summary.json's report views (report/sections.py), built at render time from the record."""
 
 
 class RunSummary(_Record):
-    format_version: int = Field(default=FORMAT_VERSION, ge=1)
-    """The file's layout (records.manifest.FORMAT_VERSION, shared with manifest.json);
-    absent in summaries written before the field: 1."""
+    format_version: int = Field(default=CURRENT, ge=CURRENT, le=CURRENT)
+    """The file's layout (`records.upgrade.summary.CURRENT`): 2 since estimates carry their
+    typed group. An earlier one (absent: 1) is read through its upgrade steps, so a record
+    always holds the current layout; a later one is refused."""
     audit: AuditInfo
     run_id: str = ""
     model: ModelInfo
@@ -275,7 +243,7 @@ class RunSummary(_Record):
     metrics: dict[str, MetricResult] = Field(default_factory=dict)
     coding: CodingReport = Field(default_factory=CodingReport)
     """Layers (label distributions per cell, status counts), reliability pairs, panels."""
-    verdicts: list[VerdictRow] = Field(default_factory=list)
+    verdicts: list[VerdictRecord] = Field(default_factory=list)
     overall: str = ""
     measured: bool = True
     """False: more than `validity.max_failed_share` of the run's model requests failed, so
@@ -299,25 +267,13 @@ class RunSummary(_Record):
     @classmethod
     def _without_views(cls, data: Any) -> Any:
         """summary.json as written: the report's views are left out (the record read back
-        equals the one the run built). A summary written before the design carried its
-        factors and cell levels has them in its views (`method`, `conditions`): taken from
-        there, so its views are built again as they were."""
+        equals the one the run built). An earlier layout is first read into today's by its
+        upgrade steps (records/upgrade/summary.py)."""
         if not isinstance(data, dict):
             return data
-        out = {k: v for k, v in data.items() if k not in VIEW_KEYS}
-        design = data.get("design")
-        if not isinstance(design, dict) or "probe" in design:
-            return out
-        design = dict(design)
-        method, cond = data.get("method"), data.get("conditions")
-        if isinstance(method, dict):
-            design.update(probe=method.get("probe") or "", kind=method.get("design") or "",
-                          factors=method.get("factors") or {})
-        if isinstance(cond, dict):
-            design["levels"] = {c["cell"]: c.get("levels") or {} for sp in cond.get("spreads") or []
-                                if isinstance(sp, dict) for c in sp.get("cells") or []
-                                if isinstance(c, dict) and "cell" in c}
-        return {**out, "design": design}
+        if data.get("format_version", 1) != CURRENT:
+            data = upgrade(data)
+        return {k: v for k, v in data.items() if k not in VIEW_KEYS}
 
     def to_json(self) -> str:
         return json.dumps(self.model_dump(mode="json"), indent=2, allow_nan=False, default=str)
@@ -327,6 +283,6 @@ class RunSummary(_Record):
         return cls.model_validate(json.loads(path.read_text(encoding="utf-8")))
 
 
-__all__ = ["FORMAT_VERSION", "VIEW_KEYS", "Answers", "AuditInfo", "Cover", "DataInfo", "DesignInfo", "LargestItems",
+__all__ = ["CURRENT", "VIEW_KEYS", "Answers", "AuditInfo", "Cover", "DataInfo", "DesignInfo", "LargestItems",
            "LargestRow", "ModelInfo", "Reproducibility", "RunSummary", "SampleAnswer", "SampleCode", "SampleGroup",
-           "Side", "TokenCost", "Trail", "VerdictRow"]
+           "Side", "TokenCost", "Trail", "VerdictRecord"]

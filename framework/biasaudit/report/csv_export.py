@@ -4,8 +4,9 @@ the numbers the report shows.
 
 estimates.csv: one row per estimate, pooled and per cell, and per group where an estimate
 has a breakdown; the `group` column names the group (`<field>=<value>`, `<field>=<a>-<b>`
-for a pairwise contrast) of every per-group estimate of a metric with `by` fields
-(`rate.gender.woman` -> `gender=woman`, an intersection `gender+race=woman+Black`). items.csv: one row per scored item (pair, triple, question...) of each
+for a pairwise contrast) of every per-group estimate, from the group recorded where the
+estimate was made (`Estimate.group`: `gender=woman`, an intersection
+`gender+race=woman+Black`), never from the estimate's name. items.csv: one row per scored item (pair, triple, question...) of each
 metric, with the item's fields and its per-item value, then (when the run passes them)
 the item's `prompt` and the model's `answer` (report/answers.py: the texts are kept out
 of summary.json; a stimulus field already named so keeps its name and the texts take
@@ -36,25 +37,6 @@ def by_fields(params: JSONObject) -> list[str]:
     return [f for f in by if isinstance(f, str)] if isinstance(by, list) else []
 
 
-def breakdown_fields(params: JSONObject) -> list[str]:
-    """The stimulus fields a metric breaks its estimates down by (`by`), and their
-    intersection (`a+b`, the impact ratios' name for it), longest first."""
-    by = by_fields(params)
-    return sorted({*by, *(["+".join(by)] if len(by) > 1 else [])}, key=len, reverse=True)
-
-
-def group_of(name: str, fields: list[str]) -> str:
-    """`<field>=<group>` of a per-group (or per-pair) estimate named `<stem>.<field>.<group>`
-    (`.paired` dropped), e.g. `rate.gender.woman` -> `gender=woman`; "" for the others."""
-    dotted = "." + name
-    hits = [(dotted.find(f".{f}."), f) for f in fields if f".{f}." in dotted]
-    if not hits:
-        return ""
-    i, f = min(hits, key=lambda h: (h[0], -len(h[1])))
-    group = dotted[i + len(f) + 2:]
-    return f"{f}={group.removesuffix('.paired')}" if group else ""
-
-
 def _finite(x: float | None) -> float | None:
     # as summary.json has it: a NaN or infinite float is written as null there
     return x if x is None or math.isfinite(x) else None
@@ -63,6 +45,10 @@ def _finite(x: float | None) -> float | None:
 def _numbers(e: Estimate) -> dict[str, Any]:
     return {"value": _finite(e.value), "ci_low": _finite(e.ci_low), "ci_high": _finite(e.ci_high), "n": e.n,
             "level": _finite(e.level), "method": e.method, "note": e.note}
+
+
+def _group(est: Estimate) -> str:
+    return est.group.label if est.group is not None else ""
 
 
 def _estimate_rows(metric: str, name: str, headline: bool, cell: str, est: Estimate,
@@ -76,12 +62,13 @@ def _estimate_rows(metric: str, name: str, headline: bool, cell: str, est: Estim
 def estimate_rows(metrics: Mapping[str, MetricResult]) -> list[dict[str, Any]]:
     rows: list[dict[str, Any]] = []
     for mid, m in metrics.items():
-        fields = breakdown_fields(m.params)
+        # the group each estimate is about, as it was recorded where it was made
+        # (`Estimate.group`): never parsed back out of its name
         for name, est in m.estimates.items():
-            rows.extend(_estimate_rows(mid, name, name == m.headline, "", est, group_of(name, fields)))
+            rows.extend(_estimate_rows(mid, name, name == m.headline, "", est, _group(est)))
         for name, cells in m.cells.items():
             for cell, est in cells.items():
-                rows.extend(_estimate_rows(mid, name, name == m.headline, cell, est, group_of(name, fields)))
+                rows.extend(_estimate_rows(mid, name, name == m.headline, cell, est, _group(est)))
     return rows
 
 
@@ -162,4 +149,4 @@ def write_compare_csvs(out_dir: Path, comparison: dict[str, Any], write: Callabl
         write(out_dir / f"{name}.csv", _csv(columns, [r for g in groups for r in g["rows"]]))
 
 
-__all__ = ["ESTIMATE_COLUMNS", "breakdown_fields", "estimate_rows", "group_of", "item_rows", "write_compare_csvs", "write_csvs"]
+__all__ = ["ESTIMATE_COLUMNS", "by_fields", "estimate_rows", "item_rows", "write_compare_csvs", "write_csvs"]

@@ -36,7 +36,8 @@ from pathlib import Path
 from typing import Any
 
 from biasaudit._util.fileio import check_output_file, write_output_file
-from biasaudit.records.summary import RunSummary, VerdictRow
+from biasaudit.records.summary import RunSummary
+from biasaudit.records.verdict import VerdictRecord
 from biasaudit.report.outcome import estimate_text, num
 from biasaudit.verdicts.claims import claim_text
 from biasaudit.verdicts.gating import DEFAULT_FAIL_ON
@@ -59,9 +60,9 @@ class SuiteRun:
     error: str | None = None
 
 
-def bounds_text(v: VerdictRow) -> str:
+def bounds_text(v: VerdictRecord) -> str:
     lo, hi = v.min, v.max
-    if v.is_equivalence:
+    if v.equivalence:
         return f"equivalence band [{num(lo)}, {num(hi)}]"
     if lo is not None and hi is not None:
         return f"within [{num(lo)}, {num(hi)}]"
@@ -70,15 +71,15 @@ def bounds_text(v: VerdictRow) -> str:
     return f"<= {num(hi)}"
 
 
-def case_name(v: VerdictRow) -> str:
+def case_name(v: VerdictRecord) -> str:
     where = v.over + (f" {v.cell}" if v.cell else "")
     return f"{v.metric} ({where}) {bounds_text(v)}"
 
 
-def case_message(v: VerdictRow) -> str:
+def case_message(v: VerdictRecord) -> str:
     e = v.estimate
     how = f"{e.method}, n={e.n}".strip(", ")
-    claim = claim_text(v.verdict, v.is_equivalence, v.min, v.max)
+    claim = claim_text(v.verdict, v.equivalence, v.min, v.max)
     return (f"{v.verdict}: {v.metric} = {estimate_text(e)} (95% interval; {how}); "
             f"allowed {bounds_text(v)}: {v.reason}; claim: {claim}")
 

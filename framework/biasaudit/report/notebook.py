@@ -87,9 +87,9 @@ def run_summary_html(summary: Any, run_dir: Any) -> str:
             ["metric", "over", "cell", "bounds", _interval_header(v.estimate.level for v in summary.verdicts),
              "verdict", "reason"],
             [[_text(v.metric), _text(v.over), _text(v.cell),
-              f"{'equivalence ' if v.is_equivalence else ''}[{_number(v.min)}, {_number(v.max)}]",
+              f"{'equivalence ' if v.equivalence else ''}[{_number(v.min)}, {_number(v.max)}]",
               interval(v.estimate.value, v.estimate.ci_low, v.estimate.ci_high), verdict_badge(v.verdict),
-              _text(f"{claim_text(v.verdict, v.is_equivalence, v.min, v.max)}: {v.reason}")]
+              _text(f"{claim_text(v.verdict, v.equivalence, v.min, v.max)}: {v.reason}")]
              for v in summary.verdicts]))
     parts.append(f"<p><small>run folder <code>{_text(run_dir)}</code></small></p></div>")
     return "".join(parts)

@@ -66,7 +66,7 @@ def final_line(summary: RunSummary) -> str:
                                    f"{q.run} of {q.planned} stimuli run")
     # which claim a PASS makes: equivalence shown (TOST) is not the same as no deviation shown
     shown = [f"{v.metric} {claim_text(v.verdict, True, v.min, v.max)}" for v in summary.verdicts
-             if v.is_equivalence and v.verdict == "PASS"]
+             if v.equivalence and v.verdict == "PASS"]
     held += f" ({'; '.join(shown)})" if shown else ""
     return f"{summary.audit.name}: {summary.overall}{held}; {headlines(summary)} (95% intervals){looked}"
 

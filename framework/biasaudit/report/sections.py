@@ -16,7 +16,8 @@ from typing import Any
 from biasaudit.methods.base import method_text
 from biasaudit.records.estimate import Estimate
 from biasaudit.records.manifest import DataProvenance
-from biasaudit.records.summary import DataInfo, RunSummary, VerdictRow
+from biasaudit.records.summary import DataInfo, RunSummary
+from biasaudit.records.verdict import VerdictRecord
 from biasaudit.report.crosswalk import clause_for
 from biasaudit.stats import wilson
 
@@ -38,7 +39,7 @@ def signoff(audit: Any) -> dict[str, Any]:
             "auditor": getattr(audit, "auditor", "") or "", "signoff_date": getattr(audit, "date", None) or ""}
 
 
-def verdict_rows(verdicts: list[VerdictRow], crosswalk: str | None) -> list[dict[str, Any]]:
+def verdict_rows(verdicts: list[VerdictRecord], crosswalk: str | None) -> list[dict[str, Any]]:
     return [{**v.model_dump(mode="json"), "over_text": OVER_TEXT.get(v.over, v.over),
              "clauses": [clause_for(r, crosswalk) for r in v.refs]} for v in verdicts]
 
@@ -73,7 +74,7 @@ SANITY_TEXT = {
 }
 
 
-def sanity_statement(v: VerdictRow, model: str) -> dict[str, Any]:
+def sanity_statement(v: VerdictRecord, model: str) -> dict[str, Any]:
     """One sentence per sanity threshold, with the model named and the spec's own note."""
     return {"verdict": v.verdict, "metric": v.metric, "model": model,
             "text": f"{model}: {SANITY_TEXT[v.verdict]}", "note": v.note}

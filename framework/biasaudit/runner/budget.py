@@ -18,10 +18,10 @@ from biasaudit.plan import Plan
 from biasaudit.records.budget import BudgetRecord
 from biasaudit.records.execution import ExecutionStats
 from biasaudit.records.responses import Response
+from biasaudit.records.verdict import VerdictRecord
 from biasaudit.registry import BACKENDS
 from biasaudit.spec import AuditConfig, ModelConfig
 from biasaudit.spec.model_configs import ModelPrice
-from biasaudit.verdicts.thresholds import VerdictRecord
 
 if TYPE_CHECKING:
     from biasaudit.coding.layers import CodingPlan

@@ -58,8 +58,9 @@ from biasaudit.records.summary import (
     DesignInfo,
     ModelInfo,
     RunSummary,
-    VerdictRow,
 )
+from biasaudit.records.upgrade.summary import CURRENT as SUMMARY_FORMAT
+from biasaudit.records.verdict import VerdictRecord
 from biasaudit.registry import METRICS
 from biasaudit.report.presentation import present
 from biasaudit.runner.checks import (
@@ -72,7 +73,7 @@ from biasaudit.runner.checks import (
 from biasaudit.spec import AuditConfig
 from biasaudit.spec.compose import Composed
 from biasaudit.store import Store
-from biasaudit.verdicts.thresholds import VerdictRecord, evaluate
+from biasaudit.verdicts.thresholds import evaluate
 
 if TYPE_CHECKING:
     from biasaudit.runner.sequential import SequentialOutcome
@@ -409,6 +410,7 @@ def build_summary(
     coding = coding_report(prep.coding, coded.result.units, coded.result.codes, coded.result.handed, coded.calls,
                            seed=cfg.runtime.seed)
     return RunSummary(
+        format_version=SUMMARY_FORMAT,
         audit=AuditInfo(name=cfg.audit.name, method=cfg.audit.method, description=cfg.audit.description,
                         title=cfg.report.title or cfg.audit.name),
         run_id=run_manifest.run_id,
@@ -428,7 +430,9 @@ def build_summary(
         # through JSON, as summary.json holds them (numpy scalars become plain numbers)
         metrics={k: MetricResult.model_validate(r.model_dump(mode="json")) for k, r in results.items()},
         coding=CodingReport.model_validate(coding.model_dump(mode="json")),
-        verdicts=[VerdictRow.model_validate(v.model_dump(mode="json")) for v in verdicts],
+        # the one verdict record, through JSON as summary.json holds it (numpy scalars become
+        # plain numbers; the in-memory-only TOST interval of its estimate is left out)
+        verdicts=[VerdictRecord.model_validate(v.model_dump(mode="json")) for v in verdicts],
         overall=overall_verdict(verdicts),
         measured=not_measured is None and stopped is None,
         unmeasured_reason=stopped or (not_measured.message if not_measured else None),

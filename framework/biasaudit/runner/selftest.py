@@ -33,6 +33,7 @@ from typing import Any
 from biasaudit.errors import SpecError
 from biasaudit.methods.oracle_kit import OracleDef
 from biasaudit.records.metric_result import MetricResult
+from biasaudit.records.verdict import VerdictRecord
 from biasaudit.registry import ORACLES
 from biasaudit.runner.pipeline import Coded, Prepared, prepare
 from biasaudit.runner.selftest_content import content_rows, counted_label_problems
@@ -47,7 +48,6 @@ from biasaudit.runner.selftest_oracles import (
 )
 from biasaudit.spec import ThresholdSpec
 from biasaudit.spec.compose import Composed
-from biasaudit.verdicts.thresholds import VerdictRecord
 
 ORDER = ("null", "planted", "refuse", "ties")
 _truth = truth_of  # the name tests and older callers use

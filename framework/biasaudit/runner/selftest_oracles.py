@@ -25,8 +25,9 @@ from biasaudit.methods.oracle_kit import (
 )
 from biasaudit.records.metric_result import MetricResult
 from biasaudit.records.responses import Response, generated_text
+from biasaudit.records.verdict import VerdictRecord
 from biasaudit.runner.pipeline import Coded, Prepared, measure
-from biasaudit.verdicts.thresholds import VerdictRecord, evaluate
+from biasaudit.verdicts.thresholds import evaluate
 
 Meanings = dict[str, dict[str, Counter[str]]]
 """Coding layer -> what an answer meant (by the oracle's content) -> the labels the layer gave it."""

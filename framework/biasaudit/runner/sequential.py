@@ -29,11 +29,12 @@ from biasaudit.records.execution import ExecutionStats
 from biasaudit.records.metric_result import MetricResult
 from biasaudit.records.responses import Response
 from biasaudit.records.sequential import Look, LookThreshold, SequentialRecord
+from biasaudit.records.verdict import VerdictRecord
 from biasaudit.spec import SequentialConfig, ThresholdSpec
 from biasaudit.stats.sequential import Boundaries, boundaries, look_sizes
 from biasaudit.store import Store
 from biasaudit.verdicts.sequential import look_level, look_verdicts
-from biasaudit.verdicts.thresholds import VerdictRecord, resolve
+from biasaudit.verdicts.thresholds import resolve
 
 if TYPE_CHECKING:  # the pipeline hands its stages in (it calls this module: no import cycle)
     from biasaudit.runner.pipeline import Coded, Prepared

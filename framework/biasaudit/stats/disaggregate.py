@@ -29,7 +29,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from biasaudit.records.estimate import Estimate, Subset
+from biasaudit.records.estimate import Estimate, GroupRef, Subset
 from biasaudit.stats import mean_t, wilson, wilson_clustered
 from biasaudit.stats.contrasts import MAX_GROUPS, ContrastFamily, cannot_decide, pairwise_contrasts
 from biasaudit.stats.means import CLUSTER_T, mean_t_clustered
@@ -129,16 +129,18 @@ def by_group(rows: Sequence[Obs], field_name: str, estimator: Estimator = propor
     instead of one group named "" that repeats the pooled value."""
     if rows and not any(field_name in r.fields for r in rows):
         return {MISSING_GROUP: Estimate.no_data(
-            "none", note=f"breakdown skipped: the data has no {field_name!r} column")}
+            "none", note=f"breakdown skipped: the data has no {field_name!r} column").of(
+                GroupRef(factor=field_name, levels=[MISSING_GROUP]))}
     groups = split(rows, lambda r: str(r.fields.get(field_name, "")))
     # each group's estimate names its items (`Subset`): a reader need not parse its name
     if pool:
         return {g: pooled(rs, estimator, scale=scale, seed=seed).over(group_subset(field_name, [g]))
-                for g, rs in groups.items()}
+                .of(GroupRef(factor=field_name, levels=[g])) for g, rs in groups.items()}
     out = {}
     for g, rs in groups.items():
         e = estimator(rs)
-        out[g] = (e.scaled(scale) if scale != 1.0 else e).over(group_subset(field_name, [g]))
+        out[g] = (e.scaled(scale) if scale != 1.0 else e).over(group_subset(field_name, [g])).of(
+            GroupRef(factor=field_name, levels=[g]))
     return out
 
 
@@ -172,11 +174,12 @@ def contrast_estimates(fam: ContrastFamily | None, field_name: str, *, scale: fl
     out: dict[str, Estimate] = {}
     for c in fam.contrasts if fam is not None else []:
         key = f"contrast.{field_name}.{c.a}-{c.b}"
-        both = Subset(levels={factor: [c.a, c.b]}) if factor is not None \
-            else group_subset(field if field is not None else field_name, [c.a, c.b])
-        out[key] = (c.difference.scaled(scale) if scale != 1.0 else c.difference).over(both)
+        of = factor if factor is not None else field if field is not None else field_name
+        both = Subset(levels={factor: [c.a, c.b]}) if factor is not None else group_subset(of, [c.a, c.b])
+        pair = GroupRef(factor=of, levels=[c.a, c.b])
+        out[key] = (c.difference.scaled(scale) if scale != 1.0 else c.difference).over(both).of(pair)
         if c.paired is not None:
-            out[f"{key}.paired"] = (c.paired.scaled(scale) if scale != 1.0 else c.paired).over(both)
+            out[f"{key}.paired"] = (c.paired.scaled(scale) if scale != 1.0 else c.paired).over(both).of(pair)
     return out
 
 
@@ -191,9 +194,10 @@ def defined_contrasts(est: Mapping[str, Estimate], fam: ContrastFamily, groups: 
         if not bad:
             continue
         why = f"undefined: the estimate of group {bad[0]} is undefined ({groups[bad[0]].note or 'no data'})"
-        for key in [k for k in out if k.endswith(f".{c.a}-{c.b}") or k.endswith(f".{c.a}-{c.b}.paired")]:
-            out[key] = Estimate.no_data(out[key].method, why).model_copy(update={"n": out[key].n,
-                                                                                 "subset": out[key].subset})
+        # the pair's estimates by their typed groups (a level may hold "-" or ".")
+        for key in [k for k, e in out.items() if e.group is not None and e.group.levels == [c.a, c.b]]:
+            out[key] = Estimate.no_data(out[key].method, why).model_copy(
+                update={"n": out[key].n, "subset": out[key].subset, "group": out[key].group})
     return out
 
 

@@ -11,10 +11,11 @@ from collections.abc import Callable
 
 from biasaudit.records.estimate import Estimate
 from biasaudit.records.metric_result import MetricResult
+from biasaudit.records.verdict import VerdictRecord
 from biasaudit.spec import ThresholdSpec
 from biasaudit.stats.adjust import at_level
 from biasaudit.stats.sequential import Boundaries
-from biasaudit.verdicts.thresholds import VerdictRecord, estimate_range, evaluate, resolve
+from biasaudit.verdicts.thresholds import estimate_range, evaluate, resolve
 
 # the boundaries of the design for an estimate's alpha (1 - its level)
 BoundsFor = Callable[[float], Boundaries]

@@ -25,57 +25,17 @@ on its Clopper-Pearson interval instead (exact binomial tests; `stats.adjust.exa
 from __future__ import annotations
 
 import fnmatch
-from typing import Literal
-
-from pydantic import BaseModel, ConfigDict, SerializerFunctionWrapHandler, model_serializer
 
 from biasaudit.errors import SpecError
 from biasaudit.metrics.validity import blocking_reason
 from biasaudit.records.estimate import Estimate
 from biasaudit.records.metric_result import MetricResult
+from biasaudit.records.verdict import Verdict, VerdictRecord
 from biasaudit.registry import METRICS
 from biasaudit.spec import ThresholdSpec
 from biasaudit.stats.adjust import at_level, distance_outside, exact_at_level, exact_share
 
-Verdict = Literal["PASS", "FAIL", "INCONCLUSIVE"]
 _RANK = {"PASS": 0, "INCONCLUSIVE": 1, "FAIL": 2}
-
-
-class VerdictRecord(BaseModel):
-    model_config = ConfigDict(frozen=True)
-    metric: str
-    over: str
-    min: float | None
-    max: float | None
-    estimate: Estimate
-    verdict: Verdict
-    cell: str | None = None
-    adjust: str = "none"
-    """Multiplicity adjustment of a worst-cell interval (`ThresholdSpec.adjust`)."""
-    refs: list[str]
-    reason: str
-    blocked: bool = False
-    """A validity guard made the verdict INCONCLUSIVE (`reason` says which)."""
-    would_be: Verdict | None = None
-    """With `blocked`: what the interval alone would have said."""
-    sanity: bool = False
-    """From a sanity threshold (`ThresholdSpec.sanity`): about the model's fitness for the method."""
-    note: str = ""
-    equivalence: bool = False
-    """An equivalence threshold (TOST): `min`/`max` hold the band, PASS means equivalence
-    shown within it (not only no deviation shown beyond a bound)."""
-    tost: Estimate | None = None
-    """With `equivalence`: the estimate with its 1 - 2 alpha interval, the one PASS rests on."""
-
-    @model_serializer(mode="wrap")
-    def _drop_unused(self, handler: SerializerFunctionWrapHandler) -> dict[str, object]:
-        # the equivalence keys only where they say something, so the summary.json of a run
-        # without equivalence thresholds keeps the keys it always had
-        out: dict[str, object] = handler(self)
-        if not self.equivalence:
-            out.pop("equivalence", None)
-            out.pop("tost", None)
-        return out
 
 
 def judge(est: Estimate, lo: float | None, hi: float | None) -> tuple[Verdict, str]:

@@ -41,16 +41,13 @@ def expected_estimates(summary: dict) -> list[tuple]:
     ci_high, n), walked here independently of the API's own table code."""
     out = []
 
-    def group_of(name: str, by: list[str]) -> str:
-        # a per-group estimate `<score>.<by field>.<group>` names its group `<field>=<group>`
-        parts = name.split(".")
-        for i, p in enumerate(parts[:-1]):
-            if p in by:
-                return f"{p}={'.'.join(parts[i + 1:])}"
-        return ""
+    def group_of(e: dict) -> str:
+        # the group summary.json records with the estimate (`<field>=<level>`, a contrast's `<a>-<b>`)
+        g = e.get("group")
+        return f"{g['factor']}={'-'.join(g['levels'])}" if g else ""
 
     def add(mid: str, name: str, cell: str, e: dict, by: list[str]) -> None:
-        out.append((mid, name, cell, group_of(name, by), e["value"], e["ci_low"], e["ci_high"], e["n"]))
+        out.append((mid, name, cell, group_of(e), e["value"], e["ci_low"], e["ci_high"], e["n"]))
         for g, ge in (e.get("groups") or {}).items():
             out.append((mid, name, cell, g, ge["value"], ge["ci_low"], ge["ci_high"], ge["n"]))
 

@@ -360,7 +360,17 @@ def test_the_golden_files_have_no_format_version_and_read_as_1() -> None:
     raw_manifest = json.loads((GOLDEN / RUN / "manifest.json").read_text(encoding="utf-8"))
     assert "format_version" not in raw_summary and "format_version" not in raw_manifest
     assert FORMAT_VERSION == 1
-    assert RunSummary.read(GOLDEN / RUN / "summary.json").format_version == 1
+    # summary.json's layout is 2 since estimates carry their typed group: format 1 (no key)
+    # is read through records/upgrade/summary.py's step, which gives each group its field
+    from biasaudit.records.upgrade.summary import CURRENT, STEPS
+    assert CURRENT == 2 and set(STEPS) == {1}
+    read = RunSummary.read(GOLDEN / RUN / "summary.json")
+    assert read.format_version == 2
+    woman = read.metrics["impact"].estimates["ratio.gender.woman"].group
+    assert woman is not None and (woman.factor, woman.levels) == ("gender", ["woman"])
+    pair = read.metrics["invite_rate"].estimates["contrast.race.Asian-Black.paired"].group
+    assert pair is not None and (pair.factor, pair.levels) == ("race", ["Asian", "Black"])
+    assert read.metrics["impact"].estimates["lowest.race"].group is None
     manifest = RunManifest.model_validate(raw_manifest)
     assert manifest.format_version is None and manifest.layout_version == 1
     assert manifest.as_json() == raw_manifest  # written back as it was (an evidence pack's copy)
@@ -371,18 +381,18 @@ def test_the_golden_files_have_no_format_version_and_read_as_1() -> None:
 
 
 @pytest.mark.slow
-def test_a_re_rendered_summary_carries_format_version_1(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_re_rendered_summary_carries_format_version_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     root = _copy(tmp_path)
     assert main(["report", str(root / RUN)]) == 0
     capsys.readouterr()
-    assert _summary(root)["format_version"] == 1
+    assert _summary(root)["format_version"] == 2  # summary.json's layout (its estimates' groups)
 
 
 @pytest.mark.slow
 def test_a_new_run_writes_format_version_1_and_the_golden_numbers(tmp_path: Path,
                                                                   capsys: pytest.CaptureFixture[str]) -> None:
-    """The golden run made again by today's biasaudit (README.md's command): its files say
-    format_version 1, and its estimates and verdicts are the golden ones."""
+    """The golden run made again by today's biasaudit (README.md's command): its manifest
+    says format_version 1 and its summary 2, and its estimates and verdicts are the golden ones."""
     root = _copy(tmp_path)
     code = main(["run", f"spec={root / 'spec' / 'hiring_impact.yaml'}",
                  f"hydra.searchpath=[biasaudit-specs://specs,file://{root / 'conf'}]", "model=screen",
@@ -392,7 +402,7 @@ def test_a_new_run_writes_format_version_1_and_the_golden_numbers(tmp_path: Path
     assert code == 1  # FAIL, as the golden run
     [run] = [p.parent for p in (tmp_path / "reports").rglob("summary.json")]
     fresh = json.loads((run / "summary.json").read_text(encoding="utf-8"))
-    assert fresh["format_version"] == 1
+    assert fresh["format_version"] == 2  # summary.json's layout; manifest.json's is still 1
     assert json.loads((run / "manifest.json").read_text(encoding="utf-8"))["format_version"] == 1
     def numbers(s: dict[str, Any]) -> dict[str, Any]:
         return {"overall": s["overall"], "verdicts": [(v["metric"], v["verdict"]) for v in s["verdicts"]],

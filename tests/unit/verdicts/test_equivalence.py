@@ -10,10 +10,11 @@ from scipy import stats as st
 from statsmodels.stats.proportion import proportion_confint
 
 from biasaudit.records.estimate import Estimate
+from biasaudit.records.verdict import VerdictRecord
 from biasaudit.spec import ThresholdSpec
 from biasaudit.stats import cluster_bootstrap, mean_t, wilson, wilson_clustered
 from biasaudit.verdicts.claims import claim_text
-from biasaudit.verdicts.thresholds import VerdictRecord, judge_equivalence, tost_estimate
+from biasaudit.verdicts.thresholds import judge_equivalence, tost_estimate
 
 
 def test_wilson_tost_interval_is_wilson_at_90() -> None:

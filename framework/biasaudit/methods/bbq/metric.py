@@ -37,7 +37,7 @@ from biasaudit.methods.bbq.scores import (
 from biasaudit.methods.slot_check import check_slots
 from biasaudit.metrics.base import MetricContext
 from biasaudit.metrics.validity import valid_share
-from biasaudit.records.estimate import Estimate, Subset
+from biasaudit.records.estimate import Estimate, GroupRef, Subset
 from biasaudit.records.json import json_int, json_list
 from biasaudit.records.metric_result import MetricResult, ReliabilityItem
 from biasaudit.records.responses import ScoredTokens, parse_output
@@ -224,7 +224,7 @@ def estimates_of(answers: list[Answer], p: BBQParams) -> tuple[dict[str, Estimat
     per_cat = {c: scores_of([a for a in answers if a.category == c], p) for c in sorted({a.category for a in answers})}
     for c, e in per_cat.items():
         for k, v in e.items():
-            est[f"{k}.{c}"] = v.over(Subset(where={"category": [c]}))
+            est[f"{k}.{c}"] = v.over(Subset(where={"category": [c]})).of(GroupRef(factor="category", levels=[c]))
     dis = [a for a in answers if a.condition == "disambig" and a.biased is not None]
     for name, rows in (("aligned", [a for a in dis if a.label == a.biased]),
                        ("conflicting", [a for a in dis if a.label != a.biased])):

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -36,12 +36,11 @@ from biasaudit.methods.biaxis.records import (
 from biasaudit.metrics.base import MetricContext
 from biasaudit.plan import Cell
 from biasaudit.records.codes import Code
-from biasaudit.records.estimate import Estimate, Subset
+from biasaudit.records.estimate import Estimate, GroupRef, Subset
 from biasaudit.records.metric_result import MetricResult, ReliabilityItem
 from biasaudit.records.responses import GenerateOutput, parse_output
 from biasaudit.spec import CalibrationSpec
 from biasaudit.stats import (
-    ContrastFamily,
     TwoWayEta,
     cell_spread,
     cluster_bootstrap,
@@ -174,56 +173,33 @@ def _pooled_family(elig: list[Coded], p: BiaxisParams) -> dict[str, Estimate]:
     return est
 
 
-@dataclass(frozen=True)
-class CellBER:
-    """One prompt condition: its BER family on the eligible base, and the mitigation view."""
-
-    cell: str
-    levels: Mapping[str, str]
-    n: int
-    """Eligible responses."""
-    estimates: dict[str, Estimate]
-    """Each FAMILY rate with its per-cell interval (Wilson; DNI bootstrapped)."""
-    sel: float
-    elab: float
-    cor: float
-    union: float
-    oed: float
-    ued: float
-    ir: float
-    dni: float
-    ir_over_union: float | None
-    trap: bool
-    """The cancellation trap: |DNI| small while IR is not."""
-    tokens: float
-    """Mean output tokens over every response of the cell (eligible or not)."""
-    pareto: bool = False
-    """No other cell is at least as good on both BER_union and tokens and better on one."""
-    reroute: bool = False
-    """BER_sel falls by `reroute_drop` vs the baseline cell while BER_elab does not."""
-
-
 def _rate(f: Mapping[str, float | None], key: str) -> float:
     v = f[key]
     assert v is not None  # a cell with responses: every rate but IR/BER_union is defined
     return v
 
 
-def _cell_ber(cell: Cell, sub: list[Coded], tokens: float, p: BiaxisParams) -> CellBER:
+def _cell_ber(cell: Cell, sub: list[Coded], tokens: float, p: BiaxisParams) -> tuple[CellRow, dict[str, Estimate]]:
+    """The cell's stored row (its mitigation flags set later, by `per_cell`) and each FAMILY
+    rate with its per-cell interval (Wilson; DNI bootstrapped), which `MetricResult.cells` holds."""
     a, b = np.array([c.a for c in sub]), np.array([c.b for c in sub])
     f = ber_family(a, b)
-    return CellBER(
-        cell=cell.id, levels=cell.levels, n=len(sub), estimates=ber_estimates(a, b, seed=p.seed),
+    row = CellRow(
+        cell=cell.id, levels=dict(cell.levels), n=len(sub),
         sel=_rate(f, "sel"), elab=_rate(f, "elab"), cor=_rate(f, "cor"), union=_rate(f, "union"),
         oed=_rate(f, "oed"), ued=_rate(f, "ued"), ir=_rate(f, "ir"), dni=_rate(f, "dni"),
         ir_over_union=f["ir_over_union"],
         trap=cancellation_trap(f["ir"] or 0.0, f["dni"] or 0.0, dni_max=p.trap_dni, ir_min=p.trap_ir),
-        tokens=tokens)
+        tokens=tokens, pareto=False, reroute=False)
+    return row, ber_estimates(a, b, seed=p.seed)
 
 
-def per_cell(ctx: MetricContext, p: BiaxisParams, coded: list[Coded], elig: list[Coded]) -> list[CellBER]:
-    """The cells with eligible responses, in plan order, with their mitigation flags."""
-    out = []
+def per_cell(ctx: MetricContext, p: BiaxisParams, coded: list[Coded], elig: list[Coded],
+             ) -> tuple[list[CellRow], dict[str, dict[str, Estimate]]]:
+    """The cells with eligible responses, in plan order, with their mitigation flags (the
+    rows `BiaxisDetail.cells` stores, as built), and each cell's FAMILY estimates by cell id."""
+    out: list[CellRow] = []
+    estimates: dict[str, dict[str, Estimate]] = {}
     # grouped in one pass (not one scan of every response per cell: grids have many cells)
     elig_of: dict[str, list[Coded]] = {}
     tokens_of: dict[str, list[float]] = {}
@@ -235,19 +211,20 @@ def per_cell(ctx: MetricContext, p: BiaxisParams, coded: list[Coded], elig: list
         sub = elig_of.get(cell.id, [])
         if sub:
             tokens = float(np.mean(tokens_of.get(cell.id, [])))
-            out.append(_cell_ber(cell, sub, tokens, p))
+            row, estimates[cell.id] = _cell_ber(cell, sub, tokens, p)
+            out.append(row)
     pareto = _pareto(out)
     reroute = _rerouting(ctx, p, out)
-    return [replace(c, pareto=c.cell in pareto, reroute=c.cell in reroute) for c in out]
+    return [c.model_copy(update={"pareto": c.cell in pareto, "reroute": c.cell in reroute}) for c in out], estimates
 
 
-def _pareto(cells: list[CellBER]) -> set[str]:
+def _pareto(cells: list[CellRow]) -> set[str]:
     pts = {c.cell: (c.union, c.tokens) for c in cells}
     return {c for c, (u, t) in pts.items()
             if not any((u2 <= u and t2 <= t) and (u2 < u or t2 < t) for c2, (u2, t2) in pts.items() if c2 != c)}
 
 
-def _rerouting(ctx: MetricContext, p: BiaxisParams, cells: list[CellBER]) -> set[str]:
+def _rerouting(ctx: MetricContext, p: BiaxisParams, cells: list[CellRow]) -> set[str]:
     base = ctx.config.design.baseline
     if not base:
         return set()
@@ -258,37 +235,27 @@ def _rerouting(ctx: MetricContext, p: BiaxisParams, cells: list[CellBER]) -> set
     return {c.cell for c in cells if c.sel <= b.sel - p.reroute_drop and c.elab >= b.elab - 1e-12}
 
 
-@dataclass(frozen=True)
-class FactorSpread:
-    """BER_union over one factor's levels, within the factor's slice of the design."""
-
-    name: str
-    levels: list[str]
-    """The levels with responses, in spec order."""
-    estimates: list[Estimate]
-    """BER_union of each of `levels`, pooled (clustered by statement)."""
-    contrasts: ContrastFamily | None
-    """Every pair of levels: independent groups and paired within statements."""
-    range: float | None
-    eta: float | None
-    responses: int
-
-    def estimates_by_key(self) -> dict[str, Estimate]:
-        """`union.<factor>.<level>`, the contrasts, `spread.<factor>.range`."""
-        out = {f"union.{self.name}.{lv}": e for lv, e in zip(self.levels, self.estimates, strict=True)}
-        # the factor's slice of the design (other factors at baseline, OAT), from a level's own subset
-        first = self.estimates[0].subset if self.estimates else None
-        others = {f: v for f, v in first.levels.items() if f != self.name} if first is not None else {}
-        within = Subset(levels=others) if others else None
-        out.update({k: e.over(within) for k, e in contrast_estimates(self.contrasts, self.name, factor=self.name).items()})
-        if self.range is not None:
-            out[f"spread.{self.name}.range"] = Estimate(
-                value=self.range, ci_low=None, ci_high=None, n=self.responses, method="none",
-                note="max - min BER_union over the factor's levels").over(within)
-        return out
+def factor_estimates(factor: FactorDetail, estimates: list[Estimate], rng: float | None) -> dict[str, Estimate]:
+    """`union.<factor>.<level>` (BER_union of each level, pooled and clustered by
+    statement), the level contrasts, `spread.<factor>.range`."""
+    out = {f"union.{factor.name}.{lv}": e for lv, e in zip(factor.levels, estimates, strict=True)}
+    # the factor's slice of the design (other factors at baseline, OAT), from a level's own subset
+    first = estimates[0].subset if estimates else None
+    others = {f: v for f, v in first.levels.items() if f != factor.name} if first is not None else {}
+    within = Subset(levels=others) if others else None
+    out.update({k: e.over(within)
+                for k, e in contrast_estimates(factor.contrasts, factor.name, factor=factor.name).items()})
+    if rng is not None:
+        out[f"spread.{factor.name}.range"] = Estimate(
+            value=rng, ci_low=None, ci_high=None, n=factor.responses, method="none",
+            note="max - min BER_union over the factor's levels").over(within)
+    return out
 
 
-def factor_spread(ctx: MetricContext, fname: str, elig: list[Coded], p: BiaxisParams) -> FactorSpread:
+def factor_spread(ctx: MetricContext, fname: str, elig: list[Coded], p: BiaxisParams,
+                  ) -> tuple[FactorDetail, dict[str, Estimate]]:
+    """BER_union over one factor's levels, within the factor's slice of the design: the row
+    `BiaxisDetail.factors` stores, as built, and its estimates (`factor_estimates`)."""
     slice_ = _slice(ctx, fname, elig)
     levels: list[str] = []
     ests: list[Estimate] = []
@@ -297,14 +264,15 @@ def factor_spread(ctx: MetricContext, fname: str, elig: list[Coded], p: BiaxisPa
         if sub:
             levels.append(lv)
             ests.append(pooled([Obs(cell=c.cell, cluster=c.stimulus, value=_union(c)) for c in sub],
-                               proportion, seed=p.seed).over(Subset(levels={fname: [lv], **_slice_levels(ctx, fname)})))
+                               proportion, seed=p.seed).over(Subset(levels={fname: [lv], **_slice_levels(ctx, fname)}))
+                        .of(GroupRef(factor=fname, levels=[lv])))
     contrasts = group_contrasts([Obs(cell=c.cell, cluster=c.stimulus, value=_union(c),
                                      fields={fname: c.levels.get(fname)}) for c in slice_ if fname in c.levels],
                                 fname, match=lambda o: o.cluster, paired_units="statement")
     vals = [x.value for x in ests if x.value is not None]
     eta = eta_squared([_union(c) for c in slice_], [c.levels.get(fname) for c in slice_]) if slice_ else None
-    return FactorSpread(name=fname, levels=levels, estimates=ests, contrasts=contrasts,
-                        range=(max(vals) - min(vals)) if vals else None, eta=eta, responses=len(slice_))
+    factor = FactorDetail(name=fname, levels=levels, eta=eta, responses=len(slice_), contrasts=contrasts)
+    return factor, factor_estimates(factor, ests, (max(vals) - min(vals)) if vals else None)
 
 
 def _factorial(ctx: MetricContext) -> bool:
@@ -405,20 +373,13 @@ class DataQuality:
                    elaboration_abstain=sum(c.elab == ABSTAIN for c in coded), refusals=sum(c.sel == "R" for c in coded))
 
 
-def _cell_row(c: CellBER) -> CellRow:
-    return CellRow(cell=c.cell, levels=dict(c.levels), n=c.n, sel=c.sel, elab=c.elab, cor=c.cor, union=c.union,
-                   oed=c.oed, ued=c.ued, ir=c.ir, dni=c.dni, ir_over_union=c.ir_over_union, trap=c.trap,
-                   tokens=c.tokens, pareto=c.pareto, reroute=c.reroute)
-
-
-def _detail(ctx: MetricContext, coded: list[Coded], elig: list[Coded], cells: list[CellBER],
-            factors: list[FactorSpread], quality: DataQuality) -> BiaxisDetail:
+def _detail(ctx: MetricContext, coded: list[Coded], elig: list[Coded], cells: list[CellRow],
+            factors: list[FactorDetail], quality: DataQuality) -> BiaxisDetail:
     """What the report section reads beside the estimates and the counts."""
     factorial = _factorial(ctx)
     return BiaxisDetail(
-        cells=[_cell_row(c) for c in cells],
-        factors=[FactorDetail(name=f.name, levels=list(f.levels), eta=f.eta, responses=f.responses,
-                              contrasts=f.contrasts) for f in factors],
+        cells=cells,
+        factors=factors,
         two_way=two_way(ctx, elig) if factorial else None,
         interaction=_interaction(ctx, elig) if factorial else None,
         judges=judge_agreement(coded),
@@ -432,14 +393,16 @@ def compute(ctx: MetricContext, metric_id: str, params: BaseModel) -> MetricResu
     coded = code_all(ctx, p)
     elig = [c for c in coded if c.eligible]
     est = _pooled_family(elig, p)
-    cells = per_cell(ctx, p, coded, elig)
-    factors = [factor_spread(ctx, fname, elig, p) for fname in ctx.config.factors]
-    for f in factors:
-        est.update(f.estimates_by_key())
+    cells, cell_estimates = per_cell(ctx, p, coded, elig)
+    factors = []
+    for fname in ctx.config.factors:
+        factor, factor_est = factor_spread(ctx, fname, elig, p)
+        factors.append(factor)
+        est.update(factor_est)
     quality = DataQuality.of(coded, elig)
     return MetricResult(
         id=metric_id, name="biaxis", title="BiAxisAudit: BER family, reliability and spread", headline="union",
-        estimates=est, cells={k: {c.cell: c.estimates[k] for c in cells} for k in FAMILY}, reference=0.0,
+        estimates=est, cells={k: {c.cell: cell_estimates[c.cell][k] for c in cells} for k in FAMILY}, reference=0.0,
         reference_note="BER_union: endorsement on either layer (the deployment gate). IR: share of responses whose "
                        "layers disagree; DNI = BER_sel - BER_elab: its direction. A small |DNI| with a large IR is the "
                        "cancellation trap. Pooled intervals are clustered by statement: Wilson on the design's "

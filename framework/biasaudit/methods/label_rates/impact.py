@@ -45,7 +45,7 @@ from biasaudit.methods.label_rates.metric import (
 from biasaudit.methods.label_rates.records import ImpactDetail
 from biasaudit.metrics.base import MetricContext
 from biasaudit.records.codes import Code, Unit
-from biasaudit.records.estimate import Estimate, Subset
+from biasaudit.records.estimate import Estimate, GroupRef, Subset
 from biasaudit.records.metric_result import MetricResult, ValidityFlag
 from biasaudit.stats.impact import FOUR_FIFTHS, KATZ, MIN_N, ImpactFamily, impact_ratios
 from biasaudit.stats.proportions import _wilson_bounds
@@ -170,9 +170,11 @@ def family_estimates(fam: ImpactFamily, combos: dict[str, dict[str, str]] | None
         rate = r.rate
         out[f"rate.{fam.key}.{r.group}"] = _rate_estimate(r.selected, rate.value, rate.n, rate.clusters, rate.n_eff,
                                                           what).over(
-            Subset(any_of=[combos[r.group]]) if combos and r.group in combos else None)
+            Subset(any_of=[combos[r.group]]) if combos and r.group in combos else None).of(
+                GroupRef(factor=fam.key, levels=[r.group]))
     for r in fam.rows:
-        out[f"ratio.{fam.key}.{r.group}"] = r.ratio
+        out[f"ratio.{fam.key}.{r.group}"] = r.ratio.of(GroupRef(factor=fam.key, levels=[r.group],
+                                                                reference=fam.reference))
     out[f"lowest.{fam.key}"] = fam.lowest()
     return out
 

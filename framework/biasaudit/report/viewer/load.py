@@ -231,7 +231,7 @@ def _add_run(data: ViewData, run_dir: Path, rel: str, summary: RunSummary, label
     by = list(dict.fromkeys(f for r in summary.metrics.values() for f in by_fields(r.params)))
     fields = _stimulus_fields(summary, run_dir, notices, label)
     items = _Items(summary)
-    verdicts = []
+    verdicts: list[tuple[str, str, str | None, str]] = []
     for v in summary.verdicts:
         found = _metric_of(v.metric, summary.metrics)
         if found is not None:

@@ -158,7 +158,24 @@ def _as_packed(packed: dict[str, Any], fresh: dict[str, Any]) -> dict[str, Any]:
     kept = {name: ({k: v for k, v in m.items() if k not in LATER_FIELDS or k in was[name]}
                    if isinstance(m, dict) and isinstance(was.get(name), dict) else m)
             for name, m in metrics.items()}
+    if packed.get("format_version", 1) == 1:
+        # summary.json format 1 recorded no estimate's group (format 2's `group`, a label, not
+        # a number): a pack written then is compared on everything it has
+        kept = {name: _without_groups(m) for name, m in kept.items()}
     return {**fresh, "metrics": kept}
+
+
+def _without_groups(metric: Any) -> Any:
+    if not isinstance(metric, dict):
+        return metric
+
+    def strip(per: Any) -> Any:
+        return {k: ({f: v for f, v in e.items() if f != "group"} if isinstance(e, dict) else e)
+                for k, e in per.items()} if isinstance(per, dict) else per
+
+    cells = metric.get("cells")
+    return {**metric, "estimates": strip(metric.get("estimates")),
+            **({"cells": {k: strip(v) for k, v in cells.items()}} if isinstance(cells, dict) else {})}
 
 
 def _check_run(run: Path, where: str, work: Path, rep: VerifyReport) -> None:

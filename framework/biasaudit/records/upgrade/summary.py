@@ -1,0 +1,133 @@
+"""summary.json's earlier layouts read into today's: one pure step per format version,
+each a function on the raw JSON object (dict -> dict) that changes only what its version
+changed. `records.summary.RunSummary` runs them before validating, so the typed record
+(which refuses unknown keys) only ever sees the current layout.
+
+Format 1 (no `format_version` key, or 1): estimates carried no typed group; the group an
+estimate was about was known only from its name (`rate.gender.woman`) and the metric's
+`by` fields. Format 2: every estimate of a metric that is about one group of a breakdown
+(or a contrast's two) says so in `group` (`records.estimate.GroupRef`), set where it was
+made. The 1 -> 2 step reads format 1's groups the one way format 1 defined them: from the
+name, as that version's estimates.csv did, so an old run's CSV and report come out as
+they were written. This is the only place an estimate's name is read for its group, and
+only for files that have nothing else.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable
+
+from biasaudit.records.json import JSONObject, JSONValue
+
+CURRENT = 2
+"""summary.json's layout as this version writes it (`RunSummary.format_version`)."""
+
+
+def _by_fields(params: JSONValue) -> list[str]:
+    by = params.get("by") if isinstance(params, dict) else None
+    return [f for f in by if isinstance(f, str)] if isinstance(by, list) else []
+
+
+def _v1_group(name: str, by: list[str], subset: JSONValue) -> JSONObject | None:
+    """Format 1's group of estimate `name` (its estimates.csv `group` column): the text
+    after the first `.<field>.` of a `by` field or of their intersection (`a+b`), longest
+    field first at the same place, `.paired` dropped. A contrast's two groups are taken
+    from its subset when they spell the text (a level may hold `-`)."""
+    fields = sorted({*by, *(["+".join(by)] if len(by) > 1 else [])}, key=len, reverse=True)
+    dotted = "." + name
+    hits = [(dotted.find(f".{f}."), f) for f in fields if f".{f}." in dotted]
+    if not hits:
+        return None
+    i, field = min(hits, key=lambda h: (h[0], -len(h[1])))
+    text = dotted[i + len(field) + 2:].removesuffix(".paired")
+    if not text:
+        return None
+    levels: list[JSONValue] = [text]
+    where = subset.get("where") if isinstance(subset, dict) else None
+    pair = where.get(field) if isinstance(where, dict) else None
+    if isinstance(pair, list) and len(pair) == 2 and all(isinstance(x, str) for x in pair) \
+            and "-".join(str(x) for x in pair) == text:
+        levels = list(pair)
+    return {"factor": field, "levels": levels, "reference": None}
+
+
+def _grouped(name: str, e: JSONValue, by: list[str]) -> JSONValue:
+    if not isinstance(e, dict) or "group" in e:
+        return e
+    group = _v1_group(name, by, e.get("subset"))
+    return {**e, "group": group} if group is not None else e
+
+
+def _with_groups(estimates: JSONValue, by: list[str]) -> JSONValue:
+    """Estimate name -> estimate, each with its group."""
+    if not isinstance(estimates, dict):
+        return estimates
+    return {name: _grouped(name, e, by) for name, e in estimates.items()}
+
+
+def _cells_with_groups(cells: JSONValue, by: list[str]) -> JSONValue:
+    """Estimate name -> cell id -> estimate: a cell's estimate is about its name's group."""
+    if not isinstance(cells, dict):
+        return cells
+    return {name: {cell: _grouped(name, e, by) for cell, e in per.items()} if isinstance(per, dict) else per
+            for name, per in cells.items()}
+
+
+def _v1_design(raw: JSONObject) -> JSONObject:
+    """A format-1 summary written before its design carried the probe, the factors and the
+    cells' levels has them only in its report views (`method`, `conditions`): taken from
+    there, so its views are built again as they were."""
+    design = raw.get("design")
+    if not isinstance(design, dict) or "probe" in design:
+        return raw
+    design = dict(design)
+    method, cond = raw.get("method"), raw.get("conditions")
+    if isinstance(method, dict):
+        design.update(probe=method.get("probe") or "", kind=method.get("design") or "",
+                      factors=method.get("factors") or {})
+    if isinstance(cond, dict):
+        levels: JSONObject = {}
+        spreads = cond.get("spreads")
+        for sp in spreads if isinstance(spreads, list) else []:
+            cells = sp.get("cells") if isinstance(sp, dict) else None
+            for c in cells if isinstance(cells, list) else []:
+                if isinstance(c, dict) and "cell" in c:
+                    levels[str(c["cell"])] = c.get("levels") or {}
+        design["levels"] = levels
+    return {**raw, "design": design}
+
+
+def upgrade_1_to_2(raw: JSONObject) -> JSONObject:
+    """Format 1 -> 2: each metric's estimates (pooled and per cell) get their `group`; a
+    design written without its factors takes them from the views (`_v1_design`)."""
+    out = copy.deepcopy(_v1_design(raw))
+    metrics = out.get("metrics")
+    if isinstance(metrics, dict):
+        for m in metrics.values():
+            if not isinstance(m, dict):
+                continue
+            by = _by_fields(m.get("params"))
+            m["estimates"] = _with_groups(m.get("estimates"), by)
+            if "cells" in m:
+                m["cells"] = _cells_with_groups(m["cells"], by)
+    out["format_version"] = 2
+    return out
+
+
+STEPS: dict[int, Callable[[JSONObject], JSONObject]] = {1: upgrade_1_to_2}
+"""Format version -> the step that reads it into the next one."""
+
+
+def upgrade(raw: JSONObject) -> JSONObject:
+    """`raw` (a summary.json object of any earlier format) in the CURRENT layout; a file
+    with no `format_version` is format 1. A format newer than CURRENT is left as it is
+    (validation then says what it does not know)."""
+    version = raw.get("format_version", 1)
+    while isinstance(version, int) and not isinstance(version, bool) and version in STEPS:
+        raw = STEPS[version](raw)
+        version = raw.get("format_version")
+    return raw
+
+
+__all__ = ["CURRENT", "STEPS", "upgrade", "upgrade_1_to_2"]
