@@ -159,18 +159,18 @@ def test_a_rehashed_store_or_trail_is_caught_by_the_recomputation(run: Path, wor
     assert "digests: " not in out  # the digests hold: only the re-computation can tell
     assert f"FAILED: {r}/report/summary.json: metrics (bias_score) re-computed from the packed responses differ" in out
     assert f"FAILED: {r}/report/summary.json: verdicts re-computed" in out
-    assert f"FAILED: {r}/trail/responses.jsonl: line 1 does not match the stored response" in out
+    assert f"FAILED: {r}/trail/responses.jsonl: line 2 does not match the stored response" in out
     assert packed  # the packed estimates were there to compare with
     # the audit trail alone changed (and rehashed): it no longer says what the estimates were computed from
     trail = files[f"{r}/trail/responses.jsonl"].decode().splitlines()
-    # trail[0] is the trail's header (its kind and format version), trail[1] the first response
+    # trail[0] is the trail's header (its kind and format version), trail[1] the first response: line 2 of the file
     first = json.loads(trail[1])
     first["output"]["logprobs"][1] = -99.0
     trail[1] = json.dumps(first)
     forged = {**files, f"{r}/trail/responses.jsonl": ("\n".join(trail) + "\n").encode()}
     code, out, _ = cli("verify", str(_rezip(pack, workdir / "trail.zip", forged, rehash=(f"{r}/trail/responses.jsonl",))))
     assert code == 1 and out.count("FAILED") == 1
-    assert f"FAILED: {r}/trail/responses.jsonl: line 1 does not match the stored response" in out
+    assert f"FAILED: {r}/trail/responses.jsonl: line 2 does not match the stored response" in out
     # a line of the trail dropped (an item hidden from the reviewer), rehashed
     cut = files[f"{r}/trail/responses.jsonl"].decode().splitlines()[:-1]
     forged = {**files, f"{r}/trail/responses.jsonl": ("\n".join(cut) + "\n").encode()}
