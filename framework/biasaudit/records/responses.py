@@ -88,8 +88,12 @@ def reported_usage(response: Response) -> Usage | None:
 
 
 class _Output(BaseModel):
-    # backends may add fields (e.g. `replayed`); the typed ones are checked
-    model_config = ConfigDict(extra="allow", frozen=True)
+    """A typed view of a response's `output`, the backend's answer as stored (a JSON object
+    that `Response` keeps whole, so the file loses nothing): a metric reads the fields of
+    its request kind's view, checked; what a backend adds beside them (`usage`, `replayed`,
+    a served model's name) stays in the stored object and is not read through the view."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
 
 
 class GenerateOutput(_Output):

@@ -103,3 +103,71 @@ def test_plugin_config_errors_and_schema(workdir: Path) -> None:
     core = [p for p in (REPO / "framework").rglob("*") if p.is_file() and p.suffix in (".py", ".yaml", ".j2")]
     assert not any("echo_lengths" in p.read_text(encoding="utf-8") or "EchoConfig" in p.read_text(encoding="utf-8")
                    for p in core)
+
+
+ALL_THREE = """
+audit: {name: plugin-all-three, method: echo_example}
+stimuli:
+  inline:
+    - {id: s1, statement: "Group X is a stereotype."}
+    - {id: s2, statement: "Group Y is rude."}
+  id_field: id
+factors:
+  tone:
+    calm: {template: "Tell me about: {{ statement }}"}
+    short: {template: "Briefly: {{ statement }}"}
+probe: {kind: generate, max_tokens: 20}
+model: {backend: echo, name: echo-subject, prefix: "you said: "}
+coding:
+  mention:
+    coder: keyword
+    keywords: [stereotype, prejudice]
+    label: names_it
+    otherwise: silent
+metrics:
+  - {name: answer_chars}
+  - {name: label_rate, id: named, layer: mention, labels: [names_it]}
+thresholds:
+  - {metric: answer_chars, max: 1000}
+"""
+
+
+@pytest.mark.slow  # validate, run, pack, verify and schema, each in a fresh process
+def test_one_spec_uses_the_plugins_backend_coder_and_plot_kind_together(workdir: Path) -> None:
+    # issue 40, acceptance 1: one spec, all three extension points, all from the plug-in
+    spec, ops = spec_and_operator(workdir / "all3.yaml", ALL_THREE)
+    assert _biasaudit(workdir, "validate", f"spec={spec}", *ops).returncode == 0
+    done = _biasaudit(workdir, "run", f"spec={spec}", *ops, *isolation(workdir))
+    assert done.returncode == 0, done.stderr
+    [d] = run_dirs(workdir)
+    s = json.loads((d / "summary.json").read_text())
+    # echo answered "you said: " + the prompt: the keyword coder finds "stereotype" in the two
+    # answers to s1 (its statement names it) and in neither answer to s2: 2 of 4 (by hand)
+    assert s["metrics"]["named"]["estimates"]["rate"]["value"] == pytest.approx(0.5)
+    layer = next(x for x in s["coding"]["layers"] if x["name"] == "mention")
+    assert layer["coder"] == "keyword" and layer["status"] == {"coded": 4}
+    codes = [c for c in read_jsonl(d / "codes.jsonl") if c["layer"] == "mention"]
+    # the answers the echo backend gives, written out: its prefix, then the rendered prompt
+    answers = {("calm", "s1"): "you said: Tell me about: Group X is a stereotype.",
+               ("calm", "s2"): "you said: Tell me about: Group Y is rude.",
+               ("short", "s1"): "you said: Briefly: Group X is a stereotype.",
+               ("short", "s2"): "you said: Briefly: Group Y is rude."}
+    found = sorted(a.lower().find("stereotype") for a in answers.values())
+    assert sorted(c["detail"].get("at", -1) for c in codes) == found == [-1, -1, 32, 38]
+    cells = s["metrics"]["answer_chars"]["cells"]["mean"]
+    for tone in ("calm", "short"):
+        mean = (len(answers[(tone, "s1")]) + len(answers[(tone, "s2")])) / 2
+        assert cells[f"tone={tone}"]["value"] == pytest.approx(mean)
+    [plot] = s["metrics"]["answer_chars"]["plots"]
+    assert plot["kind"] == "echo_lengths"
+    assert '<svg role="img" aria-label="Mean answer length in characters' in (d / "report.html").read_text()
+    pack = workdir / "all3.zip"
+    assert _biasaudit(workdir, "pack", str(d), "-o", str(pack)).returncode == 0
+    verified = _biasaudit(workdir, "verify", str(pack))
+    assert verified.returncode == 0 and "verified:" in verified.stdout, verified.stdout + verified.stderr
+    schema = json.loads(_biasaudit(workdir, "schema", "spec").stdout)
+    text = json.dumps(schema)
+    assert "keyword" in text  # the plug-in coder's options are in the spec schema
+    assert "EchoConfig" in _biasaudit(workdir, "schema", "config").stdout
+    assert "echo_lengths" in _biasaudit(workdir, "schema", "plots").stdout
+    assert "KeywordEvidence" in _biasaudit(workdir, "schema", "codes").stdout  # and its evidence record
