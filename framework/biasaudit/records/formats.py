@@ -27,8 +27,9 @@ from biasaudit.records.json import JSONObject
 from biasaudit.records.manifest import RunManifest
 from biasaudit.records.responses import StoredOutput
 from biasaudit.records.suite import SuiteSummary
-from biasaudit.records.summary import RunSummary
+from biasaudit.records.summary import VIEW_KEYS, RunSummary
 from biasaudit.records.upgrade import current, kinds
+from biasaudit.records.verdict import VERDICT_VIEW_KEYS, VerdictRecord
 
 DIALECT = "https://json-schema.org/draft/2020-12/schema"
 
@@ -121,6 +122,13 @@ def format_schema(name: str, evidence: Sequence[type[BaseModel]] = ()) -> dict[s
     f = FORMATS[name]
     version = format_version(name)
     body = f.record.model_json_schema(mode="validation")
+    if name == "run-summary":  # the report's views, written beside the records and never read back
+        view = {"description": "A report view (report/sections.py), built from the record when the file is "
+                               "written; readers ignore it."}
+        body["properties"].update((key, view) for key in sorted(VIEW_KEYS))
+        verdict = body.get("$defs", {}).get(VerdictRecord.__name__)
+        if verdict is not None:
+            verdict["properties"].update((key, view) for key in VERDICT_VIEW_KEYS)
     if evidence and name == "codes":
         models = sorted({*evidence}, key=lambda m: m.__name__)
         _, extra = models_json_schema([(m, "validation") for m in models], ref_template="#/$defs/{model}")

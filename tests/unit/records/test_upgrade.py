@@ -119,9 +119,9 @@ def test_format_1_json_files_read_as_today_s_records() -> None:
     m = RunManifest.read_raw(V1_MANIFEST, file="manifest.json")
     assert m.layout_version == 1 and m.data.selected is None
     s = SuiteSummary.read_raw(V1_SUITE, file="summary.json")
-    assert s.format_version == 1 and s.members[0].method == "bbq"
+    assert s.format_version == 2 and s.members[0].method == "bbq"  # upgraded: today's layout
     c, read = up.validated("compare", CompareResult, V1_COMPARE, file="compare.json")
-    assert read == 1 and c.format_version == 1
+    assert read == 1 and c.format_version == 2
     p, read = PackManifest.read_raw(V1_PACK, file="MANIFEST.json")
     assert read == 1 and p.format == "biasaudit-evidence-pack/2" and p.runs == ["r"]
 
@@ -130,8 +130,8 @@ def test_format_1_json_files_read_as_today_s_records() -> None:
 
 NEWER = {
     "manifest": (RunManifest, {**V1_MANIFEST, "format_version": 2}),
-    "suite": (SuiteSummary, {**V1_SUITE, "format_version": 2}),
-    "compare": (CompareResult, {**V1_COMPARE, "format_version": 2}),
+    "suite": (SuiteSummary, {**V1_SUITE, "format_version": 3}),
+    "compare": (CompareResult, {**V1_COMPARE, "format_version": 3}),
     "pack": (PackManifest, {**V1_PACK, "format": "biasaudit-evidence-pack/3"}),
 }
 
@@ -281,3 +281,26 @@ def test_a_new_run_and_pack_carry_versions_and_verify(tmp_path: Path, cli, monke
     code, out, err = cli("verify", str(tmp_path / "audit.zip"))
     assert code == 0, out + err
     assert "ok: format: evidence pack format 2 (this biasaudit's)" in out and "upgraded" not in out
+
+
+def test_the_golden_format_1_files_validate_against_the_committed_format_1_schemas() -> None:
+    # issue 40: a published schema per version; the format-1 fixtures must satisfy format 1's
+    def schema(kind: str) -> dict[str, Any]:
+        return json.loads((REPO / "docs" / "schemas" / kind / "v1.json").read_text(encoding="utf-8"))
+
+    for kind, name in (("responses", "responses.jsonl"), ("codes", "codes.jsonl")):
+        lines = (GOLDEN_RUN / name).read_text(encoding="utf-8").splitlines()
+        assert lines and HEADER_KEY not in lines[0]  # format 1: no header
+        check = jsonschema.Draft202012Validator(schema(kind))
+        for line in lines:
+            check.validate(json.loads(line))
+        with pytest.raises(jsonschema.ValidationError):  # a format-2 header is not a format-1 line
+            check.validate({HEADER_KEY: kind, "format_version": 2})
+    import zipfile
+
+    with zipfile.ZipFile(REPO / "tests" / "fixtures" / "format_v1" / "pack.zip") as z:
+        [name] = [n for n in z.namelist() if n.endswith("MANIFEST.json")]
+        manifest = json.loads(z.read(name))
+    jsonschema.Draft202012Validator(schema("pack")).validate(manifest)
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.Draft202012Validator(schema("pack")).validate({**manifest, "format": "biasaudit-evidence-pack/2"})

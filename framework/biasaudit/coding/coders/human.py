@@ -23,6 +23,7 @@ from collections.abc import Mapping, Sequence
 
 from pydantic import BaseModel, ConfigDict
 
+from biasaudit.backends.factory import kind_of
 from biasaudit.coding.base import Answers, CoderDef, CoderEnv, CodingRequest
 from biasaudit.coding.human_sheet import (
     FilledSheet,
@@ -63,7 +64,7 @@ class HumanCoder:
         return []  # people answered already
 
     def code(self, units: Sequence[Unit], inputs: Mapping[str, str], answers: Answers) -> list[Code]:
-        if self.env.config.model.backend == "oracle":  # `biasaudit selftest`: nobody labelled the oracle's answers
+        if kind_of(self.env.config.model).selftest_only:  # `biasaudit selftest`: nobody labelled the oracle's answers
             return [Code(unit=u.id, status="not_applicable", source="human",
                          detail=HumanEvidence(reason="the self-test's oracle answers have no human labels")) for u in units]
         check_run(self.sheet, units, inputs, self.env.config.runtime.limits.max_coding_chars)
