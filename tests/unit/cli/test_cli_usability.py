@@ -109,9 +109,12 @@ def test_csv_exports_hold_the_summary_numbers(workdir: Path, cli) -> None:  # ty
     # each estimate's own row comes first (a nested `groups` breakdown, if any, after it)
     pooled = est[(est.cell == "") & ~est.duplicated(["metric", "estimate", "cell"])]
     want = s["metrics"]["bias_score"]["estimates"]
-    per_group = pooled[pooled.estimate.str.startswith("bias_type.")]
-    assert len(per_group) and (per_group.group == "bias_type=" + per_group.estimate.str[len("bias_type."):]).all()
-    assert (pooled[~pooled.estimate.str.startswith(("bias_type.", "contrast."))].group == "").all()
+    # per-group rows (the bias type, and the pair's direction: stereotype or anti-stereotype)
+    # name their field and level; the pooled score and the contrasts name none
+    for field in ("bias_type", "direction"):
+        per_group = pooled[pooled.estimate.str.startswith(f"{field}.")]
+        assert len(per_group) and (per_group.group == f"{field}=" + per_group.estimate.str[len(field) + 1:]).all()
+    assert (pooled[~pooled.estimate.str.startswith(("bias_type.", "direction.", "contrast."))].group == "").all()
     assert sorted(pooled.estimate) == sorted(want)
     for row in pooled.itertuples():
         e = want[row.estimate]
