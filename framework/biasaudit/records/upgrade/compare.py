@@ -6,15 +6,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from biasaudit.records.upgrade._steps import optional_group_added
 
 CURRENT = 2
-
-
-def _groups_optional(raw: dict[str, Any]) -> dict[str, Any]:
-    """1 -> 2 added an optional field; a format-1 file's keys are all still read, and the
-    record then holds today's layout."""
-    return {**raw, "format_version": 2}
-
-
-STEPS = {1: _groups_optional}
+STEPS = {1: optional_group_added}

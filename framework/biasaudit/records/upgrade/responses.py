@@ -9,14 +9,7 @@ upgrade one line."""
 
 from __future__ import annotations
 
-from typing import Any
+from biasaudit.records.upgrade._steps import header_added
 
 CURRENT = 2
-
-
-def _lines_unchanged(raw: dict[str, Any]) -> dict[str, Any]:
-    """1 -> 2 added the file's header, not a field of a line."""
-    return raw
-
-
-STEPS = {1: _lines_unchanged}
+STEPS = {1: header_added}
