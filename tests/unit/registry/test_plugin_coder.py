@@ -8,18 +8,13 @@ record, and a misspelt option of it is refused."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from tests.conftest import isolation, run_dirs
 from tests.helpers import read_jsonl, spec_and_operator
-
-REPO = Path(__file__).resolve().parents[3]
-PLUGIN = REPO / "tests" / "fixtures" / "plugin_example"
+from tests.unit.registry.plugin_cli import PLUGIN, plugin_cli
 
 SPEC = """
 audit: {name: plugin-coder, method: label_rates}
@@ -55,24 +50,13 @@ thresholds:
 """
 
 
-def _env(with_plugin: bool = True) -> dict[str, str]:
-    paths = [str(PLUGIN)] if with_plugin else []
-    paths += [str(REPO / "framework"), str(REPO)]
-    return {**os.environ, "PYTHONPATH": os.pathsep.join(paths), "HF_HUB_OFFLINE": "1",
-            "BIASAUDIT_CHROMIUM": "/nonexistent/chromium"}  # no PDF: seconds saved
-
-
-def _cli(workdir: Path, *args: str, with_plugin: bool = True) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "biasaudit.cli.app", *args], cwd=workdir, env=_env(with_plugin),
-                          capture_output=True, text=True, timeout=600)
-
 
 @pytest.mark.slow  # validate, run, report, pack and verify, each in a fresh process
 def test_a_plugin_coder_with_its_own_evidence_runs_reports_and_packs(workdir: Path) -> None:
     spec, ops = spec_and_operator(workdir / "plugin.yaml", SPEC)
-    done = _cli(workdir, "validate", f"spec={spec}", *ops)
+    done = plugin_cli(workdir, "validate", f"spec={spec}", *ops)
     assert done.returncode == 0, done.stderr
-    done = _cli(workdir, "run", f"spec={spec}", *ops, *isolation(workdir))
+    done = plugin_cli(workdir, "run", f"spec={spec}", *ops, *isolation(workdir))
     assert done.returncode == 0, done.stderr
     [run] = run_dirs(workdir)
     s = json.loads((run / "summary.json").read_text())
@@ -88,22 +72,22 @@ def test_a_plugin_coder_with_its_own_evidence_runs_reports_and_packs(workdir: Pa
         [{"keyword": "stereotype", "at": 2, "chars": 13}, {"keyword": "stereotype", "at": 10, "chars": 33}])
     assert sorted(json.dumps(c["detail"]) for c in mine.values() if c["label"] == "silent") == [
         '{"keyword": null, "chars": 25}', '{"keyword": null, "chars": 6}']
-    done = _cli(workdir, "report", str(run))
+    done = plugin_cli(workdir, "report", str(run))
     assert done.returncode == 0, done.stderr
     pack = workdir / "audit.zip"
-    done = _cli(workdir, "pack", str(run), "-o", str(pack))
+    done = plugin_cli(workdir, "pack", str(run), "-o", str(pack))
     assert done.returncode == 0, done.stderr
-    done = _cli(workdir, "verify", str(pack))  # re-codes the packed answers with the plug-in's coder
+    done = plugin_cli(workdir, "verify", str(pack))  # re-codes the packed answers with the plug-in's coder
     assert done.returncode == 0, done.stdout + done.stderr
     # the core knows nothing of it: without the plug-in on the path the coder is unknown
-    bare = _cli(workdir, "validate", f"spec={spec}", *ops, with_plugin=False)
+    bare = plugin_cli(workdir, "validate", f"spec={spec}", *ops, with_plugin=False)
     assert bare.returncode == 2 and "unknown coder 'keyword'" in bare.stderr, bare.stderr
 
 
 @pytest.mark.slow  # `biasaudit validate` in a fresh process
 def test_a_misspelt_option_of_the_plugin_coder_is_refused(workdir: Path) -> None:
     spec, ops = spec_and_operator(workdir / "plugin.yaml", SPEC.replace("    otherwise: silent", "    otherwize: silent"))
-    done = _cli(workdir, "validate", f"spec={spec}", *ops)
+    done = plugin_cli(workdir, "validate", f"spec={spec}", *ops)
     assert done.returncode == 2 and "otherwize" in done.stderr, done.stderr
     assert "Traceback" not in done.stderr
 

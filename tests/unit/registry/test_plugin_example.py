@@ -8,18 +8,13 @@ verifies, and `biasaudit schema` shows both."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from tests.conftest import isolation, run_dirs
 from tests.helpers import read_jsonl, spec_and_operator
-
-REPO = Path(__file__).resolve().parents[3]
-PLUGIN = REPO / "tests" / "fixtures" / "plugin_example"
+from tests.unit.registry.plugin_cli import REPO, plugin_cli
 
 SPEC = """
 audit: {name: echo-run, method: echo_example}
@@ -41,25 +36,11 @@ thresholds:
 """
 
 
-def _env(with_plugin: bool = True) -> dict[str, str]:
-    parts = [str(REPO / "framework"), str(REPO)]
-    if with_plugin:
-        parts.insert(0, str(PLUGIN))
-    return {**os.environ, "PYTHONPATH": os.pathsep.join(parts), "HF_HUB_OFFLINE": "1"}
-
-
-def _biasaudit(cwd: Path, *args: str, with_plugin: bool = True) -> subprocess.CompletedProcess[str]:
-    # `-c`, not `-m biasaudit.cli.app`: runpy's warning about the re-imported module would
-    # be a second line on stderr, and the one-line error is part of what is checked
-    code = "import sys; from biasaudit.cli.app import main; sys.exit(main(sys.argv[1:]))"
-    return subprocess.run([sys.executable, "-c", code, *args], cwd=cwd, env=_env(with_plugin),
-                          capture_output=True, text=True, timeout=600)
-
 
 @pytest.mark.slow  # `biasaudit run`, `pack` and `verify` in fresh processes
 def test_plugin_backend_and_plot_kind_run_report_and_pack(workdir: Path) -> None:
     spec, ops = spec_and_operator(workdir / "echo.yaml", SPEC)
-    done = _biasaudit(workdir, "run", f"spec={spec}", *ops, *isolation(workdir))
+    done = plugin_cli(workdir, "run", f"spec={spec}", *ops, *isolation(workdir))
     assert done.returncode == 0, done.stderr
     [d] = run_dirs(workdir)
     s = json.loads((d / "summary.json").read_text())
@@ -74,30 +55,30 @@ def test_plugin_backend_and_plot_kind_run_report_and_pack(workdir: Path) -> None
     [plot] = s["metrics"]["answer_chars"]["plots"]
     assert plot["kind"] == "echo_lengths"
     pack = workdir / "echo.zip"
-    packed = _biasaudit(workdir, "pack", str(d), "-o", str(pack))
+    packed = plugin_cli(workdir, "pack", str(d), "-o", str(pack))
     assert packed.returncode == 0, packed.stderr
-    verified = _biasaudit(workdir, "verify", str(pack))
+    verified = plugin_cli(workdir, "verify", str(pack))
     assert verified.returncode == 0 and "verified:" in verified.stdout, verified.stdout + verified.stderr
 
 
 @pytest.mark.slow  # `biasaudit validate` and `schema` in fresh processes
 def test_plugin_config_errors_and_schema(workdir: Path) -> None:
     spec, ops = spec_and_operator(workdir / "echo.yaml", SPEC.replace("prefix:", "prefx:"))
-    bad = _biasaudit(workdir, "validate", f"spec={spec}", *ops)
+    bad = plugin_cli(workdir, "validate", f"spec={spec}", *ops)
     # the echo config's own model refuses the misspelt option: one line, its key path, exit 2
     assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "Traceback" not in bad.stderr, bad.stderr
     assert "model.prefx: unknown key 'prefx' (hint: did you mean 'prefix'?" in bad.stderr
     spec, ops = spec_and_operator(workdir / "echo2.yaml", SPEC.replace('prefix: "you said: "', "upper: maybe"))
-    wrong = _biasaudit(workdir, "validate", f"spec={spec}", *ops)
+    wrong = plugin_cli(workdir, "validate", f"spec={spec}", *ops)
     assert wrong.returncode == 2 and "model.upper:" in wrong.stderr and ".echo" not in wrong.stderr, wrong.stderr
     # without the plug-in the backend is unknown (the core knows nothing of it)
-    bare = _biasaudit(workdir, "validate", f"spec={spec}", *ops, with_plugin=False)
+    bare = plugin_cli(workdir, "validate", f"spec={spec}", *ops, with_plugin=False)
     assert bare.returncode == 2 and "unknown backend 'echo'" in bare.stderr, bare.stderr
-    config = json.loads(_biasaudit(workdir, "schema", "config").stdout)
+    config = json.loads(plugin_cli(workdir, "schema", "config").stdout)
     echo = config["$defs"]["EchoConfig"]
     assert echo["properties"]["backend"]["const"] == "echo" and "prefix" in echo["properties"]
     assert config["properties"]["model"]["discriminator"]["mapping"]["echo"] == "#/$defs/EchoConfig"
-    plots = json.loads(_biasaudit(workdir, "schema", "plots").stdout)
+    plots = json.loads(plugin_cli(workdir, "schema", "plots").stdout)
     assert plots["discriminator"]["mapping"]["echo_lengths"] == "#/$defs/Plot_echo_lengths"
     assert set(plots["$defs"]["Plot_echo_lengths"]["properties"]) >= {"kind", "labels", "values", "title"}
     core = [p for p in (REPO / "framework").rglob("*") if p.is_file() and p.suffix in (".py", ".yaml", ".j2")]
@@ -136,8 +117,8 @@ thresholds:
 def test_one_spec_uses_the_plugins_backend_coder_and_plot_kind_together(workdir: Path) -> None:
     # issue 40, acceptance 1: one spec, all three extension points, all from the plug-in
     spec, ops = spec_and_operator(workdir / "all3.yaml", ALL_THREE)
-    assert _biasaudit(workdir, "validate", f"spec={spec}", *ops).returncode == 0
-    done = _biasaudit(workdir, "run", f"spec={spec}", *ops, *isolation(workdir))
+    assert plugin_cli(workdir, "validate", f"spec={spec}", *ops).returncode == 0
+    done = plugin_cli(workdir, "run", f"spec={spec}", *ops, *isolation(workdir))
     assert done.returncode == 0, done.stderr
     [d] = run_dirs(workdir)
     s = json.loads((d / "summary.json").read_text())
@@ -162,12 +143,12 @@ def test_one_spec_uses_the_plugins_backend_coder_and_plot_kind_together(workdir:
     assert plot["kind"] == "echo_lengths"
     assert '<svg role="img" aria-label="Mean answer length in characters' in (d / "report.html").read_text()
     pack = workdir / "all3.zip"
-    assert _biasaudit(workdir, "pack", str(d), "-o", str(pack)).returncode == 0
-    verified = _biasaudit(workdir, "verify", str(pack))
+    assert plugin_cli(workdir, "pack", str(d), "-o", str(pack)).returncode == 0
+    verified = plugin_cli(workdir, "verify", str(pack))
     assert verified.returncode == 0 and "verified:" in verified.stdout, verified.stdout + verified.stderr
-    schema = json.loads(_biasaudit(workdir, "schema", "spec").stdout)
+    schema = json.loads(plugin_cli(workdir, "schema", "spec").stdout)
     text = json.dumps(schema)
     assert "keyword" in text  # the plug-in coder's options are in the spec schema
-    assert "EchoConfig" in _biasaudit(workdir, "schema", "config").stdout
-    assert "echo_lengths" in _biasaudit(workdir, "schema", "plots").stdout
-    assert "KeywordEvidence" in _biasaudit(workdir, "schema", "codes").stdout  # and its evidence record
+    assert "EchoConfig" in plugin_cli(workdir, "schema", "config").stdout
+    assert "echo_lengths" in plugin_cli(workdir, "schema", "plots").stdout
+    assert "KeywordEvidence" in plugin_cli(workdir, "schema", "codes").stdout  # and its evidence record
