@@ -93,6 +93,10 @@ def test_killed_shard_resumes_alone(workdir: Path, cli, single: Path) -> None:  
     assert code == 2, err
     assert "1 of 2 shard(s) did not finish: shard 2 of 2" in err
     assert (workdir / "killed").is_file()
+    [note_file] = (workdir / "reports").rglob("INTERRUPTED.txt")  # the folder says it did not finish, and how
+    note = note_file.read_text()
+    assert "1 of 2 shard(s) did not finish" in note and "runtime.shards=2" in note
+    assert not (note_file.parent / "summary.json").exists()
     first = log.read_text().split()
     store = Store(workdir / "cache.sqlite")
     try:  # every call made before the kill was kept: the survivor's and the dead shard's 5

@@ -541,9 +541,13 @@ def run(prep: Prepared, run_dir: Path, command: list[str]) -> RunSummary:
         else:
             sharded = None
             if cfg.runtime.shards > 1:  # the model calls in Ray tasks, merged into this cache first
-                from biasaudit.runner.shards import run_shards
+                from biasaudit.runner.shards import ShardsUnfinished, run_shards
 
-                sharded = run_shards(prep, store)
+                try:
+                    sharded = run_shards(prep, store)
+                except ShardsUnfinished as e:  # the folder says it is unfinished and how to resume
+                    note_interrupted(run_dir, e.message, str(store.path), command)
+                    raise
             responses, stats = execute_plan(
                 prep.plan if budget is None else budget_plan(prep), store,
                 lambda: build_audit_backend(cfg),

@@ -93,6 +93,11 @@ def check_shards(cfg: AuditConfig, spec_file: str) -> None:
                         hint=f"run with runtime.shards=1, or without {clash} (they decide call by call in one process)")
 
 
+class ShardsUnfinished(BackendError):
+    """Some shards died: their finished calls are merged, the run folder is left unfinished
+    (the driver writes INTERRUPTED.txt there saying how to resume)."""
+
+
 @dataclass
 class ShardTally:
     """What the shards did, added to the driver's execution counts."""
@@ -159,7 +164,7 @@ def run_shards(prep: Prepared, store: Store) -> ShardTally:
     tally.seconds = time.perf_counter() - t0
     stage("shards: merged %d shard cache(s) into %s (%d responses)", len(jobs), main, tally.merged)
     if tally.failed:
-        raise BackendError(f"{len(tally.failed)} of {len(jobs)} shard(s) did not finish: {'; '.join(tally.failed)}",
+        raise ShardsUnfinished(f"{len(tally.failed)} of {len(jobs)} shard(s) did not finish: {'; '.join(tally.failed)}",
                            key="runtime.shards",
                            hint="run the same command again: the finished calls of every shard are in the cache, "
                                 "only the unanswered requests are sent")
