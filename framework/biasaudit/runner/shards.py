@@ -127,14 +127,51 @@ def run_shards(prep: Prepared, store: Store) -> ShardTally:
     """Answer the plan's unanswered requests in `runtime.shards` Ray tasks and merge their
     caches into `store` (the main cache). Raises once every shard has ended if one failed,
     after merging what it had finished."""
+    main = Path(store.path)
+    tag = plan_tag(prep.plan.requests)
+    with one_driver(main, tag):
+        return _run_shards(prep, store, main, tag)
+
+
+@contextmanager
+def one_driver(main: Path, tag: str) -> Iterator[None]:
+    """Only one driver shards an audit on a cache at a time: a second one would take the
+    first's live shard caches for an earlier run's leftovers and merge them away while
+    their shards still write. An advisory lock (flock) on a file beside the cache, dropped
+    by the kernel when its holder dies, so a killed driver never blocks the next run. The
+    holder removes the file when done; a driver that locked a file already removed (the
+    path now names another file) has lost that race and is refused like any second driver."""
+    import fcntl
+
+    from biasaudit._util.fileio import open_append
+
+    lock = main.with_name(f"{main.name}.{tag}.shards.lock")
+    busy = BackendError(f"another run of this audit is sharding it on the cache {main} now", key="runtime.shards",
+                        hint="wait for that run to finish (then run this command again: its calls are not "
+                             "repeated), or give this run its own runtime.cache")
+    with open_append(lock, key="runtime.cache", what="shard lock file") as f:
+        try:
+            fcntl.flock(f.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise busy from None
+        try:
+            if os.stat(lock).st_ino != os.fstat(f.fileno()).st_ino:
+                raise busy
+        except FileNotFoundError:
+            raise busy from None
+        try:
+            yield
+        finally:
+            lock.unlink(missing_ok=True)  # still held: a driver opening it now is refused above
+
+
+def _run_shards(prep: Prepared, store: Store, main: Path, tag: str) -> ShardTally:
     from biasaudit.runner.sweep_caches import merge_and_remove
 
     cfg = prep.composed.config
     rt = cfg.runtime
     n = rt.shards
-    main = Path(store.path)
     tally = ShardTally()
-    tag = plan_tag(prep.plan.requests)
     leftovers = leftover_shard_caches(main, tag)
     if leftovers:
         tally.merged += merge_and_remove(store, leftovers)

@@ -122,3 +122,22 @@ def test_shard_caches_a_killed_driver_left_are_merged_first(tmp_path: Path, cli)
     assert sorted(p.name for p in tmp_path.glob("cache.sqlite.*")) == [foreign.name]
     [summary] = (tmp_path / "reports").rglob("summary.json")
     assert '"calls": 0' in summary.read_text() and '"cache_hits": 80' in summary.read_text()
+
+
+def test_a_second_driver_of_the_same_audit_on_the_same_cache_is_refused(tmp_path: Path) -> None:
+    """Two drivers sharding one audit on one cache would merge each other's live shard
+    caches away; the second is refused while the first holds the audit's lock, another
+    audit on the same cache is not, and the lock goes with its holder."""
+    from biasaudit.errors import BackendError
+    from biasaudit.runner.shards import one_driver
+
+    main = tmp_path / "cache.sqlite"
+    with one_driver(main, "aaaa"):
+        with pytest.raises(BackendError, match="another run of this audit is sharding it"):
+            with one_driver(main, "aaaa"):
+                pass
+        with one_driver(main, "bbbb"):  # another audit
+            pass
+    with one_driver(main, "aaaa"):  # released
+        pass
+    assert list(tmp_path.iterdir()) == []  # no lock file left beside the cache
