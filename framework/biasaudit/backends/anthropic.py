@@ -31,7 +31,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-import queue
 import random
 import threading
 import time
@@ -41,11 +40,11 @@ from typing import TYPE_CHECKING, Any
 from biasaudit._util.secrets import redact, watch_key
 from biasaudit.backends.base import BACKENDS, BackendKind, Emit, Response
 from biasaudit.backends.batch_anthropic import attach as attach_batches
+from biasaudit.backends.event_loop import emit_from_loop
 from biasaudit.backends.http_limits import AIMDController, ConcurrencyGate, host_limiter
 from biasaudit.backends.openai_compat import (
     AttemptFault,
     RequestFailed,
-    _next_result,
     _Secret,
     estimate_tokens,
     parse_retry_after,
@@ -404,44 +403,7 @@ class AnthropicBackend:
         """As `OpenAICompatBackend.execute`: the requests run on an event loop in a helper
         thread, each answer is emitted here on the caller's thread as it completes, and
         Ctrl-C cancels the loop's tasks."""
-        reqs = list(requests)
-        if not reqs:
-            return
-        done = object()
-        results: queue.Queue[Any] = queue.Queue()
-        stop = threading.Event()
-        running: dict[str, Any] = {}
-
-        async def main() -> None:
-            running["loop"], running["task"] = asyncio.get_running_loop(), asyncio.current_task()
-            if not stop.is_set():
-                await self._run(reqs, results.put, stop)
-
-        def target() -> None:
-            try:
-                asyncio.run(main())
-            except asyncio.CancelledError:
-                pass
-            except BaseException as exc:  # handed to the caller's thread below
-                results.put(exc)
-            results.put(done)
-
-        thread = threading.Thread(target=target, name="anthropic-loop", daemon=True)
-        thread.start()
-        try:
-            while (item := _next_result(results)) is not done:
-                if isinstance(item, BaseException):
-                    raise item
-                emit(item)
-        finally:
-            stop.set()
-            loop, task = running.get("loop"), running.get("task")
-            if thread.is_alive() and loop is not None and task is not None:
-                try:
-                    loop.call_soon_threadsafe(task.cancel)
-                except RuntimeError:
-                    pass
-            thread.join()
+        emit_from_loop(self._run, requests, emit, name="anthropic-loop")
 
     def apply_runtime(self, runtime: RuntimeConfig) -> None:
         """Nothing to apply: concurrency and timeouts are fixed when the client is built."""

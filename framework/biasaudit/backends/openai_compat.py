@@ -31,7 +31,6 @@ import email.utils
 import json
 import logging
 import os
-import queue
 import random
 import ssl
 import threading
@@ -43,9 +42,9 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from biasaudit._util import interrupt
 from biasaudit._util.secrets import redact, watch_key
 from biasaudit.backends.base import BACKENDS, BackendKind, Emit, Response
+from biasaudit.backends.event_loop import emit_from_loop
 from biasaudit.backends.http_limits import AIMDController, ConcurrencyGate, host_limiter
 from biasaudit.backends.http_scoring import Conditioning, align, first_logprob, output, text_tokens
 from biasaudit.backends.openai_parse import (
@@ -599,49 +598,8 @@ class OpenAICompatBackend:
 
     def execute(self, requests: Sequence[Request], emit: Emit) -> None:
         """Run the requests on an event loop in a helper thread and call `emit` here, on
-        the caller's thread: SQLite connections are bound to the thread that opened them,
-        a caller may already run a loop (a notebook), and Ctrl-C, which Python delivers to
-        the main thread, then stops the loop by cancelling its tasks instead of raising
-        inside one of them (which left "Task exception was never retrieved")."""
-        reqs = list(requests)
-        if not reqs:
-            return
-        done = object()
-        results: queue.Queue[Any] = queue.Queue()
-        stop = threading.Event()
-        running: dict[str, Any] = {}
-
-        async def main() -> None:
-            running["loop"], running["task"] = asyncio.get_running_loop(), asyncio.current_task()
-            if stop.is_set():
-                return
-            await self._run(reqs, results.put, stop)
-
-        def target() -> None:
-            try:
-                asyncio.run(main())
-            except asyncio.CancelledError:  # stopped by the caller
-                pass
-            except BaseException as exc:  # handed to the caller's thread below
-                results.put(exc)
-            results.put(done)
-
-        thread = threading.Thread(target=target, name="openai-compat-loop", daemon=True)
-        thread.start()
-        try:
-            while (item := _next_result(results)) is not done:
-                if isinstance(item, BaseException):
-                    raise item
-                emit(item)
-        finally:
-            stop.set()
-            loop, task = running.get("loop"), running.get("task")
-            if thread.is_alive() and loop is not None and task is not None:
-                try:
-                    loop.call_soon_threadsafe(task.cancel)
-                except RuntimeError:  # the loop has just closed
-                    pass
-            thread.join()
+        the caller's thread (backends/event_loop.py says why)."""
+        emit_from_loop(self._run, requests, emit, name="openai-compat-loop")
 
     def apply_runtime(self, runtime: RuntimeConfig) -> None:
         """Nothing to apply: concurrency and timeouts are fixed when the client is built."""
@@ -652,20 +610,6 @@ class OpenAICompatBackend:
 
 # How often the caller's thread, waiting for the next answer, looks at the stop flag: a
 # generation can take minutes, and an interrupt should not wait for it.
-STOP_POLL_S = 0.25
-
-
-def _next_result(results: queue.Queue[Any]) -> Any:
-    """The next item from the loop's thread; KeyboardInterrupt once a stop is requested
-    (answers still in flight are dropped: they are asked again when the run resumes)."""
-    while True:
-        interrupt.check()
-        try:
-            return results.get(timeout=STOP_POLL_S)
-        except queue.Empty:
-            continue
-
-
 class _Clients:
     """The clients of one `execute` call: a free one for each admitted request (the gate
     admits at most `concurrency`, so at most that many are ever made)."""
