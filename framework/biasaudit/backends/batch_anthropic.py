@@ -38,8 +38,9 @@ from biasaudit.backends.batch_base import (
     BatchResult,
     BatchState,
     ProviderFactory,
+    result_lines,
 )
-from biasaudit.backends.http_limits import BodyTooLarge, bounded_body, bounded_lines
+from biasaudit.backends.http_limits import BodyTooLarge, bounded_body
 from biasaudit.backends.openai_parse import OutputFault
 from biasaudit.plan import Request
 from biasaudit.records.json import JSONObject
@@ -182,20 +183,9 @@ class AnthropicBatches:
         if urlsplit(url).netloc and urlsplit(url).netloc != urlsplit(self.base).netloc:
             raise BatchFault(f"the results of batch {batch_id} are on another host ({urlsplit(url).netloc[:80]}): "
                              "not fetched (the API key goes to model.base_url only)")
-        try:
-            with self.client.stream("GET", url) as r:
-                if r.status_code != 200:
-                    raise BatchFault(f"GET results of {batch_id}: HTTP {r.status_code}")
-                for raw in bounded_lines(r.iter_raw(), r.headers.get("Content-Encoding", ""),
-                                         self.runtime.limits.http_response_bytes,
-                                         self.runtime.batch.max_result_bytes):
-                    if raw.strip():
-                        yield _result(raw)
-        except httpx.HTTPError as exc:
-            raise BatchFault(f"GET results of {batch_id}: {type(exc).__name__}") from None
-        except BodyTooLarge as exc:
-            raise BatchFault(f"GET results of {batch_id}: {exc} (runtime.batch.max_result_bytes, "
-                             "runtime.limits.http_response_bytes)", lasting=True) from None
+        yield from result_lines(self.client, url, what=f"GET results of {batch_id}",
+                                line_limit=self.runtime.limits.http_response_bytes,
+                                total=self.runtime.batch.max_result_bytes, parse=_result)
 
     def close(self) -> None:
         self.client.close()

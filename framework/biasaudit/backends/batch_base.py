@@ -21,6 +21,9 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+import httpx
+
+from biasaudit.backends.http_limits import BodyTooLarge, bounded_lines
 from biasaudit.plan import Request
 from biasaudit.records.json import JSONObject
 from biasaudit.spec import BatchConfig, RuntimeConfig
@@ -140,3 +143,23 @@ BATCH_PROVIDERS = _Registry()
 def limits(provider: BatchProvider, cfg: BatchConfig) -> tuple[int, int]:
     """Requests and bytes per batch: the user's bounds within the provider's."""
     return min(cfg.max_requests, provider.max_requests), min(cfg.max_bytes, provider.max_bytes)
+
+
+def result_lines(client: httpx.Client, url: str, *, what: str, line_limit: int, total: int,
+                 parse: Callable[[bytes], BatchResult]) -> Iterator[BatchResult]:
+    """A provider's results file, streamed line by line and parsed by `parse`: each line
+    bounded (`line_limit`) and the whole file too (`total`, after decompression); an HTTP
+    failure or an oversized file is a BatchFault naming `what` (e.g. "GET results of b1")
+    and the settings that bound it."""
+    try:
+        with client.stream("GET", url) as r:
+            if r.status_code != 200:
+                raise BatchFault(f"{what}: HTTP {r.status_code}")
+            for raw in bounded_lines(r.iter_raw(), r.headers.get("Content-Encoding", ""), line_limit, total):
+                if raw.strip():
+                    yield parse(raw)
+    except httpx.HTTPError as exc:
+        raise BatchFault(f"{what}: {type(exc).__name__}") from None
+    except BodyTooLarge as exc:
+        raise BatchFault(f"{what}: {exc} (runtime.batch.max_result_bytes, runtime.limits.http_response_bytes)",
+                         lasting=True) from None

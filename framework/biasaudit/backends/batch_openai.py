@@ -35,8 +35,14 @@ from typing import Any
 import httpx
 
 from biasaudit._util.trail import json_lines
-from biasaudit.backends.batch_base import BATCH_PROVIDERS, BatchFault, BatchResult, BatchState
-from biasaudit.backends.http_limits import BodyTooLarge, bounded_body, bounded_lines
+from biasaudit.backends.batch_base import (
+    BATCH_PROVIDERS,
+    BatchFault,
+    BatchResult,
+    BatchState,
+    result_lines,
+)
+from biasaudit.backends.http_limits import BodyTooLarge, bounded_body
 from biasaudit.backends.openai_compat import OpenAICompatBackend, classify_status, parse_retry_after
 from biasaudit.backends.openai_parse import OutputFault, reported_usage
 from biasaudit.plan import Request
@@ -186,19 +192,8 @@ class OpenAIBatches:
                 yield from self._file_results(file_id, total)
 
     def _file_results(self, file_id: str, total: int) -> Iterator[BatchResult]:
-        line_limit = self.runtime.limits.http_response_bytes
-        try:
-            with self.client.stream("GET", f"files/{file_id}/content") as r:
-                if r.status_code != 200:
-                    raise BatchFault(f"GET files/{file_id}/content: HTTP {r.status_code}")
-                for raw in bounded_lines(r.iter_raw(), r.headers.get("Content-Encoding", ""), line_limit, total):
-                    if raw.strip():
-                        yield _result(raw)
-        except httpx.HTTPError as exc:
-            raise BatchFault(f"GET files/{file_id}/content: {type(exc).__name__}") from None
-        except BodyTooLarge as exc:
-            raise BatchFault(f"GET files/{file_id}/content: {exc} (runtime.batch.max_result_bytes, "
-                             "runtime.limits.http_response_bytes)", lasting=True) from None
+        yield from result_lines(self.client, f"files/{file_id}/content", what=f"GET files/{file_id}/content",
+                                line_limit=self.runtime.limits.http_response_bytes, total=total, parse=_result)
 
     def close(self) -> None:
         self.client.close()
