@@ -20,6 +20,7 @@ from biasaudit.backends import (  # noqa: F401  (registration)
     st_embedder,
 )
 from biasaudit.backends.base import BACKENDS, Backend, BackendKind, Response, resolve_model_path
+from biasaudit.backends.embedder import EMBEDDERS, EmbedderKind
 from biasaudit.backends.factory import (
     audit_identity,
     audit_subject,
@@ -37,11 +38,18 @@ from biasaudit.backends.factory import (
     nli_is_subject,
     nli_kind,
 )
+from biasaudit.backends.nli_kind import NLI_KINDS, RELATIONS, NLIBuild, NLIKind
 
 __all__ = [
     "BACKENDS",
+    "EMBEDDERS",
+    "NLI_KINDS",
+    "RELATIONS",
     "Backend",
     "BackendKind",
+    "EmbedderKind",
+    "NLIBuild",
+    "NLIKind",
     "Response",
     "audit_identity",
     "audit_subject",

@@ -18,7 +18,7 @@ import numpy as np
 
 from biasaudit.errors import BackendError
 from biasaudit.records.json import JSONObject
-from biasaudit.registry import EMBEDDERS
+from biasaudit.registry import EMBEDDERS as EMBEDDERS  # re-exported: embedders register here
 from biasaudit.spec import BaseEmbedderConfig, EmbedderConfig
 
 log = logging.getLogger(__name__)
@@ -108,4 +108,4 @@ class Embedder:
         self.db.close()
 
 
-__all__ = ["Embedder", "EmbedderKind", "Encode"]
+__all__ = ["EMBEDDERS", "Embedder", "EmbedderKind", "Encode"]

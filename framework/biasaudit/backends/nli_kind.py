@@ -11,6 +11,7 @@ from typing import Generic, TypeVar
 
 from biasaudit.backends.base import Backend
 from biasaudit.records.json import JSONObject
+from biasaudit.registry import NLI_KINDS as NLI_KINDS  # re-exported: NLI classifiers register here
 from biasaudit.spec import BaseNLIConfig, ModelConfig, RuntimeConfig
 
 N = TypeVar("N", bound=BaseNLIConfig)
@@ -70,4 +71,4 @@ def v1_dump(cfg: BaseNLIConfig) -> JSONObject:
     return {**_V1_DEFAULTS, **cfg.model_dump(mode="json")}
 
 
-__all__ = ["RELATIONS", "NLIBuild", "NLIKind", "v1_dump"]
+__all__ = ["NLI_KINDS", "RELATIONS", "NLIBuild", "NLIKind", "v1_dump"]
