@@ -35,7 +35,7 @@ NLI_SPEC = """
 audit: {name: keyword-nli, method: nli_bias}
 stimuli:
   inline:
-%s
+@ROWS@
   id_field: id
 probe:
   kind: classify_nli
@@ -46,8 +46,8 @@ metrics:
 thresholds:
   - {metric: nli_bias.M6, min: 0, max: 100}
 nli: {backend: keyword_nli, name: keyword-classifier, words: [lazy, rude], boost: 2}
-""" % "\n".join(f'    - {{id: {i}, stereo_premise: "{s}", counter_premise: "{c}", hypothesis: "They work little."}}'
-                for i, s, c in TRIPLES)
+""".replace("@ROWS@", "\n".join(f'    - {{id: {i}, stereo_premise: "{s}", counter_premise: "{c}", hypothesis: "They work little."}}'
+                                  for i, s, c in TRIPLES))
 
 
 def keyword_probs(premise: str) -> tuple[float, float, float]:
@@ -130,7 +130,7 @@ model:
   backend: scripted
   name: subject
   script:
-    replies: %s
+    replies: @ANSWERS@
 coding:
   mention: {coder: keyword, keywords: [stereotype], label: names_it, otherwise: silent}
   closeness: {coder: embedding, reference: "{{ statement }}"}
@@ -139,7 +139,7 @@ metrics:
 thresholds:
   - {metric: named, min: 0.1}
 embedder: {backend: hash_bow, name: hashed-words, dims: 32}
-""" % json.dumps(ANSWERS)
+""".replace("@ANSWERS@", json.dumps(ANSWERS))
 
 
 def hashed(text: str, dims: int = 32) -> np.ndarray:
