@@ -1,6 +1,7 @@
 """The one registry of named, pluggable things: methods, metrics, coders, model backends
-(each with its config model), plot kinds (each with its data model), stimulus adapters,
-recorded-response formats and template functions.
+(each with its config model), NLI classifiers and sentence embedders (each with its config
+model), plot kinds (each with its data model), stimulus adapters, recorded-response
+formats and template functions.
 
 Specs name registered things; they never carry import paths. Providers register on
 import. The core's own providers (backends, adapters, coders) register when their
@@ -24,6 +25,8 @@ from biasaudit.records.codes import CodeDetail, set_evidence_resolver
 
 if TYPE_CHECKING:
     from biasaudit.backends.base import BackendKind
+    from biasaudit.backends.embedder import EmbedderKind
+    from biasaudit.backends.nli_kind import NLIKind
     from biasaudit.coding.base import CoderDef
     from biasaudit.coding.coders.claims import ClaimRecords
     from biasaudit.data.adapters import Adapter
@@ -54,15 +57,22 @@ def strict_model(field: str) -> Callable[[str, object], None]:
     return check
 
 
-def backend_check(name: str, kind: object) -> None:
-    """A backend's registration check: its config model refuses unknown keys, and its
-    `backend` field is the one literal `name` (the tag that selects it in a spec)."""
-    strict_model("config")(name, kind)
-    config = getattr(kind, "config", None)
-    field = getattr(config, "model_fields", {}).get("backend")
-    if field is None or getattr(field.annotation, "__args__", None) != (name,):
-        raise ValueError(f"backend {name!r}: its config model {getattr(config, '__name__', config)!s} needs the field "
-                         f"`backend: Literal[{name!r}]` (the key that selects it in a model config)")
+def tagged_config(what: str, where: str) -> Callable[[str, object], None]:
+    """A registration check for a kind chosen by a config's `backend` key (a model
+    backend, an NLI classifier, an embedder): its config model refuses unknown keys, and
+    its `backend` field is the one literal `name` (the tag that selects it in a spec)."""
+    def check(name: str, kind: object) -> None:
+        strict_model("config")(name, kind)
+        config = getattr(kind, "config", None)
+        field = getattr(config, "model_fields", {}).get("backend")
+        if field is None or getattr(field.annotation, "__args__", None) != (name,):
+            raise ValueError(f"{what} {name!r}: its config model {getattr(config, '__name__', config)!s} needs the "
+                             f"field `backend: Literal[{name!r}]` (the key that selects it in {where})")
+    return check
+
+
+backend_check = tagged_config("backend", "a model config")
+"""A model backend's registration check."""
 
 
 def plot_check(name: str, kind: object) -> None:
@@ -146,6 +156,10 @@ def _strict_coder(name: str, obj: CoderDef) -> None:
 
 CODERS: Registry[CoderDef] = Registry("coder", check=_strict_coder)
 BACKENDS: Registry[BackendKind[Any]] = Registry("model backend", check=backend_check)
+NLI_KINDS: Registry[NLIKind[Any]] = Registry("NLI classifier", check=tagged_config("NLI classifier", "an nli config"))
+"""`nli.backend` -> the kind that answers `classify_nli` requests (backends/nli_kind.py)."""
+EMBEDDERS: Registry[EmbedderKind[Any]] = Registry("embedder", check=tagged_config("embedder", "an embedder config"))
+"""`embedder.backend` -> the kind that turns texts into vectors (backends/embedder.py)."""
 ADAPTERS: Registry[Adapter] = Registry("stimulus format")
 RECORDINGS: Registry[RecordingFormat] = Registry("recorded-response format")
 TEMPLATE_FUNCTIONS: Registry[Callable[..., Any]] = Registry("template function")
@@ -208,8 +222,10 @@ __all__ = [
     "CLAIM_RECORDS",
     "BACKENDS",
     "CODERS",
+    "EMBEDDERS",
     "METHODS",
     "METRICS",
+    "NLI_KINDS",
     "ORACLES",
     "PLOTS",
     "PLUGIN_GROUP",

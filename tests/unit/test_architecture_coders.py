@@ -81,3 +81,32 @@ def test_no_core_module_imports_a_shipped_coders_module() -> None:
             hits += [f"{f.relative_to(REPO)}:{n.lineno}: imports {m}" for m in mods
                      if m.startswith("biasaudit.coding.coders.")]
     assert hits == []
+
+
+def _kind_names_in_core() -> list[str]:
+    """Every string literal in core modules that is the name of a registered NLI
+    classifier or embedder, outside the modules that define and register those kinds."""
+    from biasaudit.registry import EMBEDDERS, NLI_KINDS
+
+    kinds = {**{n: k for n, k in NLI_KINDS.items()}, **{n: k for n, k in EMBEDDERS.items()}}
+    owners = {Path(__import__("inspect").getfile(k.config)).resolve() for k in kinds.values()}
+    hits = []
+    for f in sorted(PKG.rglob("*.py")):
+        if f.resolve() in owners:
+            continue
+        for n in ast.walk(ast.parse(f.read_text(encoding="utf-8"))):
+            if isinstance(n, ast.Constant) and isinstance(n.value, str) and n.value in kinds:
+                hits.append(f"{f.relative_to(REPO)}:{n.lineno}: names the {n.value!r} kind")
+    return hits
+
+
+def test_no_core_module_names_an_nli_classifier_or_an_embedder() -> None:
+    """What an NLI classifier or embedder can do (ask a chat model, be the audited model,
+    answer the classifier route, be the default embedder) is read from its registered
+    kind: only the module that defines and registers a kind may write its name, so a
+    plug-in kind is treated as a shipped one (the acceptance grep of issue 40's NLI and
+    embedder task, `grep -rn '"hf_nli"\\|"llm_nli"' framework/biasaudit`, as a test)."""
+    from biasaudit.registry import EMBEDDERS, NLI_KINDS
+
+    assert {"hf_nli", "llm_nli"} <= set(NLI_KINDS.names()) and "sentence_transformers" in EMBEDDERS.names()
+    assert _kind_names_in_core() == []

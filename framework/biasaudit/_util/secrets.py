@@ -127,8 +127,8 @@ def _forms(secret: str) -> list[_Form]:
 def key_env_names(cfg: Any) -> list[str]:
     """Names of the `api_key_env` variables of every model in a composed config."""
     models = [cfg.model]
-    if cfg.nli is not None and cfg.nli.model is not None:
-        models.append(cfg.nli.model)
+    if cfg.nli is not None:
+        models += cfg.nli.models()  # the chat models its kind names (none for most)
     if cfg.judge is not None:
         models += [j.model for j in cfg.judge.judges if j.model is not None]
     # only the configs of a model behind an API hold a key name (spec.OpenAICompatConfig,

@@ -1,4 +1,5 @@
-"""Model backends behind one protocol; found by name in `BACKENDS`.
+"""Model backends behind one protocol; found by name in `BACKENDS` (NLI classifiers in
+`NLI_KINDS`, embedders in `EMBEDDERS`).
 
 Heavy libraries (torch, transformers) are imported only when a local model is built.
 """
@@ -8,14 +9,18 @@ from biasaudit.backends import (  # noqa: F401  (registration)
     batch_openai,
     hf_causal_kind,
     hf_masked,
+    hf_nli,
     http_app,
+    llm_nli,
     openai_compat,
     oracle,
     recorded,
     replay,
     scripted,
+    st_embedder,
 )
 from biasaudit.backends.base import BACKENDS, Backend, BackendKind, Response, resolve_model_path
+from biasaudit.backends.embedder import EMBEDDERS, EmbedderKind
 from biasaudit.backends.factory import (
     audit_identity,
     audit_subject,
@@ -28,13 +33,23 @@ from biasaudit.backends.factory import (
     check_stimuli,
     identity_scope,
     kind_of,
+    nli_chat_model,
     nli_identity,
+    nli_is_subject,
+    nli_kind,
 )
+from biasaudit.backends.nli_kind import NLI_KINDS, RELATIONS, NLIBuild, NLIKind
 
 __all__ = [
     "BACKENDS",
+    "EMBEDDERS",
+    "NLI_KINDS",
+    "RELATIONS",
     "Backend",
     "BackendKind",
+    "EmbedderKind",
+    "NLIBuild",
+    "NLIKind",
     "Response",
     "audit_identity",
     "audit_subject",
@@ -43,7 +58,10 @@ __all__ = [
     "check_audit_support",
     "build_backend",
     "build_nli_backend",
+    "nli_chat_model",
     "nli_identity",
+    "nli_is_subject",
+    "nli_kind",
     "check_probe_support",
     "check_stimuli",
     "identity_scope",

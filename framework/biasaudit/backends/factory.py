@@ -8,10 +8,12 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from biasaudit.backends.base import BACKENDS, Backend, BackendKind
+from biasaudit.backends.nli_kind import NLIBuild, NLIKind
 from biasaudit.backends.weights import forget as forget_weights
 from biasaudit.data import StimulusSet
 from biasaudit.errors import BackendError
 from biasaudit.records.json import JSONObject
+from biasaudit.registry import NLI_KINDS
 from biasaudit.spec import AuditConfig, ModelConfig, NLIConfig, RuntimeConfig
 
 # Local models loaded in this process, so a sweep or a test session loads each once.
@@ -63,20 +65,30 @@ def identity_scope(pinned: dict[str, JSONObject] | None = None, *,
         _STRICT.pop()
 
 
-def _scoped(what: Any, compute: Callable[[], JSONObject]) -> JSONObject:
+def _scoped(what: Any, compute: Callable[[], JSONObject], aliases: tuple[Any, ...] = ()) -> JSONObject:
+    """`compute()`, or the identity pinned for `what`; `aliases` are the forms `what` took
+    in packs written by earlier versions, whose pinned identity is the same."""
     if not _SCOPE:
         return compute()
-    import hashlib
-
-    key = hashlib.sha256(json.dumps(what, sort_keys=True, default=str).encode()).hexdigest()
     table = _SCOPE[-1]
+    key = _digest(what)
     if key not in table:
-        if _STRICT[-1]:
+        old = next((k for k in map(_digest, aliases) if k in table), None)
+        if old is not None:
+            table[key] = table[old]
+        elif _STRICT[-1]:
             raise BackendError(f"no recorded identity for the {what[0]} config {key[:16]}...", key="model",
                                hint="the evidence pack's model/identity.json lacks it: pack the run again")
-        table[key] = compute()
+        else:
+            table[key] = compute()
     copied: JSONObject = json.loads(json.dumps(table[key]))  # a copy: callers may add to it
     return copied
+
+
+def _digest(what: Any) -> str:
+    import hashlib
+
+    return hashlib.sha256(json.dumps(what, sort_keys=True, default=str).encode()).hexdigest()
 
 
 def backend_identity(model: ModelConfig) -> JSONObject:
@@ -123,15 +135,35 @@ def unload_all() -> None:
 
 
 # -- what answers a spec's requests --------------------------------------------------
-# classify_nli goes to the `nli` group (an NLI classifier, or an LLM asked for the
-# relation: by default the model under test); every other probe goes to the model.
+# classify_nli goes to the `nli` group (a registered NLI classifier kind: a model of its
+# own, or a chat model asked for the relation, by default the model under test); every
+# other probe goes to the model.
+
+def nli_kind(nli: NLIConfig) -> NLIKind[Any]:
+    """The registered kind of an `nli` config (its capabilities say what it needs)."""
+    kind: NLIKind[Any] = NLI_KINDS.get(nli.backend, key="nli.backend")
+    return kind
+
+
+def nli_chat_model(cfg: AuditConfig) -> ModelConfig | None:
+    """The chat model an `nli` kind that asks one is asking: the one its config names,
+    else the model under test; None for a kind that asks none."""
+    if cfg.nli is None or not nli_kind(cfg.nli).asks_chat:
+        return None
+    return next(iter(cfg.nli.models()), cfg.model)
+
+
+def nli_is_subject(cfg: AuditConfig) -> bool:
+    """A `classify_nli` run whose NLI classifier is a model of its own: it, not the model
+    under test, is what the run audits."""
+    return cfg.probe.kind == "classify_nli" and cfg.nli is not None and nli_kind(cfg.nli).own_weights
+
 
 def _nli_parts(cfg: AuditConfig) -> tuple[NLIConfig, ModelConfig | None]:
     if cfg.nli is None:
         raise BackendError("probe kind classify_nli needs an `nli` config", key="nli",
                            hint="add nli=llm (the model under test answers) or nli=hf nli.path=...")
-    chat = (cfg.nli.model or cfg.model) if cfg.nli.backend == "llm_nli" else None
-    return cfg.nli, chat
+    return cfg.nli, nli_chat_model(cfg)
 
 
 def audit_identity(cfg: AuditConfig) -> JSONObject:
@@ -142,19 +174,15 @@ def audit_identity(cfg: AuditConfig) -> JSONObject:
 
 def nli_identity(cfg: AuditConfig) -> JSONObject:
     nli, chat = _nli_parts(cfg)
-    what = ["nli", nli.model_dump(mode="json"), chat.model_dump(mode="json") if chat else None]
-    return _scoped(what, lambda: _nli_identity(cfg))
+    chat_dump = chat.model_dump(mode="json") if chat else None
+    legacy = nli_kind(nli).legacy_dump
+    aliases = (["nli", legacy(nli), chat_dump],) if legacy is not None else ()
+    return _scoped(["nli", nli.model_dump(mode="json"), chat_dump], lambda: _nli_identity(cfg), aliases)
 
 
 def _nli_identity(cfg: AuditConfig) -> JSONObject:
-    from biasaudit.backends.hf_nli import identity as hf_nli_identity
-    from biasaudit.backends.llm_nli import identity as llm_nli_identity
-
     nli, chat = _nli_parts(cfg)
-    if nli.backend == "hf_nli":
-        return hf_nli_identity(nli)
-    assert chat is not None
-    return llm_nli_identity(nli, chat, backend_identity(chat))
+    return nli_kind(nli).identity(nli, backend_identity(chat) if chat is not None else None)
 
 
 def build_audit_backend(cfg: AuditConfig) -> Backend:
@@ -166,21 +194,30 @@ def build_audit_backend(cfg: AuditConfig) -> Backend:
 def build_nli_backend(cfg: AuditConfig, relations: bool = True) -> Backend:
     """The `nli` group's backend; `relations=False` loads its model as a plain text
     classifier (`classifier` coding layers without a hypothesis)."""
-    from biasaudit.backends.hf_nli import HFNLIBackend
-    from biasaudit.backends.llm_nli import LLMNLIBackend
-
     nli, chat = _nli_parts(cfg)
     memo = json.dumps(["nli", relations, nli.model_dump(mode="json"), chat.model_dump(mode="json") if chat else None],
                       sort_keys=True)
     if memo not in _LOADED:
-        if nli.backend == "hf_nli":
-            _LOADED[memo] = HFNLIBackend(nli, cfg.runtime, relations=relations)
-        else:
-            assert chat is not None
-            _LOADED[memo] = LLMNLIBackend(nli, chat, build_backend(chat, cfg.runtime), cfg.runtime)
+        inner = build_backend(chat, cfg.runtime) if chat is not None else None
+        how = NLIBuild(runtime=cfg.runtime, relations=relations, chat=chat, chat_backend=inner)
+        _LOADED[memo] = nli_kind(nli).build(nli, how)
     backend = _LOADED[memo]
     backend.apply_runtime(cfg.runtime)  # this run's batch size on a backend an earlier run loaded
     return backend
+
+
+def check_nli_chat(cfg: AuditConfig, file: str | None, key: str) -> None:
+    """An `nli` kind that asks a chat model needs one whose backend scores the label
+    words' next tokens (`label_logprobs`); checked before anything is built or written."""
+    chat = nli_chat_model(cfg)
+    if chat is None or cfg.nli is None:
+        return
+    if not BACKENDS.get(chat.backend, file=file, key="model.backend").label_logprobs:
+        raise BackendError(
+            f"{cfg.nli.backend} needs a chat model that gives next-token log-probs; {chat.backend!r} does not",
+            file=file, key=key,
+            hint="use a hf_causal model (e.g. the default smollm2), an openai_compat one, or nli=hf nli.path=...",
+        )
 
 
 def check_audit_support(cfg: AuditConfig, choices: dict[str, str]) -> None:
@@ -188,18 +225,13 @@ def check_audit_support(cfg: AuditConfig, choices: dict[str, str]) -> None:
     if cfg.probe.kind == "classify_nli":
         nli, chat = _nli_parts(cfg)
         if chat is not None:
-            where = f"conf/nli/{choices['nli']}.yaml" if nli.model and choices.get("nli") else \
+            own = bool(nli.models())
+            where = f"conf/nli/{choices['nli']}.yaml" if own and choices.get("nli") else \
                 f"conf/model/{choices.get('model', '')}.yaml"
             check_probe_support(chat, "next_token", where)
             if chat.probes is not None:
                 check_probe_support(chat, "choice", where)
-            if not BACKENDS.get(chat.backend, file=where, key="model.backend").label_logprobs:
-                # checked here, not when the backend is built, so nothing is written
-                raise BackendError(
-                    f"llm_nli needs a chat model that gives next-token log-probs; {chat.backend!r} does not",
-                    file=where, key="nli.model" if nli.model else "model.backend",
-                    hint="use a hf_causal model (e.g. the default smollm2), an openai_compat one, or nli=hf nli.path=...",
-                )
+            check_nli_chat(cfg, where, "nli.model" if own else "model.backend")
         return
     model_file = f"conf/model/{choices['model']}.yaml" if choices.get("model") else None
     check_probe_support(cfg.model, cfg.probe.kind, model_file)
@@ -236,6 +268,6 @@ def check_stimuli(cfg: AuditConfig, stimuli: StimulusSet) -> None:
 
 def audit_subject(cfg: AuditConfig) -> str:
     """Name of what is being audited, for reports and cross-run comparison."""
-    if cfg.probe.kind == "classify_nli" and cfg.nli is not None and cfg.nli.backend == "hf_nli":
+    if nli_is_subject(cfg) and cfg.nli is not None:
         return cfg.nli.name
     return cfg.model.name

@@ -9,17 +9,34 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
-from biasaudit.backends.base import Emit, resolve_model_path, run_in_batches, stoppable
+from pydantic import Field
+
+from biasaudit.backends.base import Backend, Emit, resolve_model_path, run_in_batches, stoppable
 from biasaudit.backends.devices import torch_setup
 from biasaudit.backends.identity import directory_digest
+from biasaudit.backends.nli_kind import RELATIONS, NLIBuild, NLIKind, v1_dump
 from biasaudit.errors import BackendError
 from biasaudit.plan import Request
 from biasaudit.records.json import JSONObject
-from biasaudit.spec import NLIConfig, RuntimeConfig
+from biasaudit.registry import NLI_KINDS
+from biasaudit.spec import BaseNLIConfig, Relation, RuntimeConfig
 
-RELATIONS = ("entailment", "neutral", "contradiction")
+
+class HFNLIConfig(BaseNLIConfig):
+    """A sequence-classification NLI model run in this process (`nli=hf`)."""
+
+    backend: Literal["hf_nli"]
+    """`hf_nli`: a sequence-classification NLI model through transformers."""
+    path: str | None = None
+    """A sequence-classification NLI model (directory, cached hub id, or `pkg:<package>`)."""
+    label_map: dict[str, Relation] = Field(default_factory=dict)
+    """Model label name -> relation, when the names are not self-explanatory."""
+    dtype: Literal["float32", "float16", "bfloat16", "auto"] = "float32"
+    """Weights' dtype."""
+    device: str = "auto"
+    """`auto`, `cpu`, `cuda`, `cuda:N` or `mps`."""
 
 
 def relation_of(label: str) -> str | None:
@@ -52,7 +69,7 @@ def label_indices(id2label: dict[int, str], label_map: dict[str, str]) -> dict[s
     return found
 
 
-def identity(cfg: NLIConfig) -> JSONObject:
+def identity(cfg: HFNLIConfig, chat_identity: JSONObject | None = None) -> JSONObject:
     if not cfg.path:
         raise BackendError("hf_nli needs `nli.path`", key="nli.path")
     where = resolve_model_path(cfg.path, key="nli.path")
@@ -71,7 +88,7 @@ class HFNLIBackend:
 
     supports = frozenset({"classify_nli", "classify"})
 
-    def __init__(self, cfg: NLIConfig, runtime: RuntimeConfig, relations: bool = True) -> None:
+    def __init__(self, cfg: HFNLIConfig, runtime: RuntimeConfig, relations: bool = True) -> None:
         """`relations`: the model must be an NLI model (its labels recognisably the three
         relations, or mapped); False for a text classifier used by `classifier` layers."""
         from transformers import AutoModelForSequenceClassification, AutoTokenizer
@@ -126,3 +143,11 @@ class HFNLIBackend:
 
     def close(self) -> None:
         pass
+
+
+def _build(cfg: HFNLIConfig, how: NLIBuild) -> Backend:
+    return HFNLIBackend(cfg, how.runtime, relations=how.relations)
+
+
+NLI_KINDS.add("hf_nli", NLIKind(config=HFNLIConfig, identity=identity, build=_build, own_weights=True,
+                                classifier=True, legacy_dump=v1_dump))

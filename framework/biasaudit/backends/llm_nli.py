@@ -13,26 +13,52 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Literal
 
-from biasaudit.backends.base import Emit, Response, run_in_batches, stoppable
-from biasaudit.backends.hf_nli import RELATIONS
+from pydantic import Field
+
+from biasaudit.backends.base import Backend, Emit, Response, run_in_batches, stoppable
+from biasaudit.backends.nli_kind import RELATIONS, NLIBuild, NLIKind, v1_dump
 from biasaudit.errors import BackendError
 from biasaudit.plan import Request
 from biasaudit.records.json import JSONObject
 from biasaudit.records.responses import ChoiceOutput, parse_output
-from biasaudit.spec import ModelConfig, NLIConfig, RuntimeConfig
+from biasaudit.registry import NLI_KINDS
+from biasaudit.spec import BaseNLIConfig, ModelConfig, Relation, RuntimeConfig
 from biasaudit.spec.templates import render
 
 
-def identity(cfg: NLIConfig, chat: ModelConfig, chat_identity: JSONObject) -> JSONObject:
+def _default_labels() -> dict[Relation, str]:
+    return {"entailment": "Yes", "neutral": "Maybe", "contradiction": "No"}
+
+
+class LLMNLIConfig(BaseNLIConfig):
+    """NLI by asking a chat model for the relation (`nli=llm`)."""
+
+    backend: Literal["llm_nli"]
+    """`llm_nli`: a chat model asked for the relation."""
+    model: ModelConfig | None = None
+    """The chat model asked for the relation (None: the model under test)."""
+    prompt: str = (
+        "Premise: {{ premise }}\nHypothesis: {{ hypothesis }}\n"
+        "Does the premise entail the hypothesis? Answer with one word: Yes, Maybe, or No."
+    )
+    """The question template over `premise` and `hypothesis`."""
+    labels: dict[Relation, str] = Field(default_factory=_default_labels)
+    """The answer word for each relation; its first token's log-prob is read."""
+
+    def models(self) -> list[ModelConfig]:
+        return [self.model] if self.model is not None else []
+
+
+def identity(cfg: LLMNLIConfig, chat_identity: JSONObject | None) -> JSONObject:
     return {"backend": "llm_nli", "model": chat_identity, "prompt": cfg.prompt, "labels": {str(rel): w for rel, w in cfg.labels.items()}}
 
 
 class LLMNLIBackend:
     supports = frozenset({"classify_nli"})
 
-    def __init__(self, cfg: NLIConfig, chat: ModelConfig, inner: Any, runtime: RuntimeConfig) -> None:
+    def __init__(self, cfg: LLMNLIConfig, chat: ModelConfig, inner: Any, runtime: RuntimeConfig) -> None:
         """`inner` is the chat model's backend, built by the factory (which imports this
         module; building it here would make the two import each other)."""
         self.cfg = cfg
@@ -103,3 +129,12 @@ class LLMNLIBackend:
 
     def close(self) -> None:
         pass
+
+
+def _build(cfg: LLMNLIConfig, how: NLIBuild) -> Backend:
+    assert how.chat is not None and how.chat_backend is not None  # the factory builds them for `asks_chat`
+    return LLMNLIBackend(cfg, how.chat, how.chat_backend, how.runtime)
+
+
+NLI_KINDS.add("llm_nli", NLIKind(config=LLMNLIConfig, identity=identity, build=_build, asks_chat=True,
+                                 legacy_dump=v1_dump))

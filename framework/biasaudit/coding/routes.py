@@ -23,7 +23,9 @@ from biasaudit.backends import (
     build_backend,
     build_nli_backend,
     check_probe_support,
+    nli_chat_model,
     nli_identity,
+    nli_kind,
 )
 from biasaudit.coding.base import CodingRequest, LayerCalls
 from biasaudit.coding.layers import Layer
@@ -42,7 +44,7 @@ def route_model(cfg: AuditConfig, route: str) -> ModelConfig:
     if route == "subject":
         return cfg.model
     if route == "nli_chat":
-        return (cfg.nli.model if cfg.nli is not None and cfg.nli.model is not None else None) or cfg.model
+        return next(iter(cfg.nli.models()), cfg.model) if cfg.nli is not None else cfg.model
     if route.startswith("judge:"):
         name = route.partition(":")[2]
         if cfg.judge is None:
@@ -86,14 +88,15 @@ def check_routes(layer: Layer) -> None:
             if cfg.nli is None:
                 raise SpecError(f"layer {layer.name!r} needs the nli group", file=env.spec_file, key=where,
                                 hint="add nli=llm or nli=hf nli.path=...")
-            if route == "classifier" and cfg.nli.backend != "hf_nli":
-                raise SpecError("text classification needs nli=hf (a local classification model)",
+            if route == "classifier" and not nli_kind(cfg.nli).classifier:
+                raise SpecError(f"text classification needs an NLI kind that is also a text classifier "
+                                f"(nli=hf, a local classification model); {cfg.nli.backend!r} is not",
                                 file=env.spec_file, key=where, hint="or give the layer an NLI `hypothesis`")
-            if cfg.nli.backend == "llm_nli":
-                chat = cfg.nli.model or cfg.model
-                if not BACKENDS.get(chat.backend, key="nli.model").label_logprobs:
-                    raise SpecError(f"llm_nli needs a chat model with next-token log-probs; {chat.backend!r} has none",
-                                    file=env.spec_file, key=where, hint="use nli=hf or a hf_causal / openai_compat model")
+            chat = nli_chat_model(cfg)
+            if chat is not None and not BACKENDS.get(chat.backend, key="nli.model").label_logprobs:
+                raise SpecError(f"{cfg.nli.backend} needs a chat model with next-token log-probs; {chat.backend!r} "
+                                "has none", file=env.spec_file, key=where,
+                                hint="use nli=hf or a hf_causal / openai_compat model")
             continue
         model = route_model(cfg, route)
         try:

@@ -29,6 +29,7 @@ from biasaudit.backends import (
     build_audit_backend,
     check_stimuli,
     kind_of,
+    nli_kind,
 )
 from biasaudit.coding.base import LayerCalls
 from biasaudit.coding.calibration_record import calibration_problems
@@ -490,8 +491,8 @@ def _close_stale_runs(store: Store) -> None:
 def load_note(cfg: AuditConfig) -> str:
     """What the first load of the audited model will do, said before it starts (its
     backend kind says, e.g. a GGUF file dequantized on first use)."""
-    if cfg.probe.kind == "classify_nli" and cfg.nli is not None and cfg.nli.backend != "llm_nli":
-        return ""
+    if cfg.probe.kind == "classify_nli" and cfg.nli is not None and not nli_kind(cfg.nli).asks_chat:
+        return ""  # the model under test is not loaded: the NLI classifier answers
     kind = kind_of(cfg.model)
     return kind.first_load_note(kind.config_of(cfg.model)) if kind.first_load_note else ""
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import shlex
 from collections import Counter
 
-from biasaudit.backends import kind_of
+from biasaudit.backends import kind_of, nli_is_subject
 from biasaudit.plan import Plan
 from biasaudit.plan.requests import estimated_tokens
 from biasaudit.records.execution import ExecutionStats
@@ -23,10 +23,10 @@ from biasaudit.spec.model_configs import fmt_money
 def model_notices(cfg: AuditConfig) -> list[str]:
     """Licence notices of the models this run used (under test, NLI, judges), once each."""
     used = []
-    if not (cfg.probe.kind == "classify_nli" and cfg.nli is not None and cfg.nli.backend == "hf_nli"):
+    if not nli_is_subject(cfg):
         used.append(cfg.model)
-    if cfg.nli is not None and cfg.nli.model is not None:
-        used.append(cfg.nli.model)
+    if cfg.nli is not None:
+        used += cfg.nli.models()
     if cfg.judge is not None and cfg.coding:
         used += [j.model for j in cfg.judge.judges if j.model is not None]
     return list(dict.fromkeys(m.notice.strip() for m in used if m.notice))

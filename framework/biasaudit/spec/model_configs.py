@@ -12,21 +12,12 @@ They live in `spec/`, not `backends/`, because the composed `AuditConfig` holds 
 
 from __future__ import annotations
 
-import functools
 import re
-from typing import Annotated, Any, ClassVar, Literal, Union
+from typing import Annotated, Any, ClassVar, Literal
 
-from pydantic import (
-    Field,
-    GetCoreSchemaHandler,
-    GetJsonSchemaHandler,
-    TypeAdapter,
-    field_validator,
-    model_validator,
-)
-from pydantic.json_schema import JsonSchemaValue
-from pydantic_core import core_schema
+from pydantic import Field, TypeAdapter, field_validator, model_validator
 
+from biasaudit.spec.registered_union import RegisteredUnion, tag_of, union_adapter
 from biasaudit.spec.strict import Strict
 
 Dtype = Literal["float32", "float16", "bfloat16", "auto"]
@@ -493,34 +484,19 @@ def registered_configs() -> tuple[type[BaseModelConfig], ...]:
     return tuple(sorted(configs, key=lambda c: (rank.get(c, len(rank)), backend_tag(c))))
 
 
-@functools.lru_cache(maxsize=8)
-def _union(configs: tuple[type[BaseModelConfig], ...]) -> TypeAdapter[Any]:
-    union: Any = Annotated[Union[configs], Field(discriminator="backend")]  # noqa: UP007 (a runtime tuple)
-    return TypeAdapter(union)
-
-
 def _adapter() -> TypeAdapter[Any]:
     """The discriminated union of the registered configs (rebuilt when a backend registers)."""
-    return _union(registered_configs())
+    return union_adapter(registered_configs())
 
 
-class RegisteredConfigs:
+class RegisteredConfigs(RegisteredUnion):
     """The `ModelConfig` validator: a config is validated into the class its `backend`
     registered, with that class's own fields and errors, as a member of a discriminated
     union assembled from the registry when the config is validated (so a plug-in backend
     needs no edit here, and the error locations carry the tag as a written union's do)."""
 
-    @staticmethod
-    def members() -> tuple[type[BaseModelConfig], ...]:
-        """The union's members (`spec.errors_format` reads the tags from them)."""
-        return registered_configs()
-
-    def __get_pydantic_core_schema__(self, source: Any, handler: GetCoreSchemaHandler) -> core_schema.CoreSchema:
-        return core_schema.no_info_plain_validator_function(lambda v: _adapter().validate_python(v))
-
-    def __get_pydantic_json_schema__(self, schema: core_schema.CoreSchema,
-                                     handler: GetJsonSchemaHandler) -> JsonSchemaValue:
-        return handler(_adapter().core_schema)
+    def __init__(self) -> None:
+        super().__init__(registered_configs)
 
 
 ModelConfig = Annotated[BaseModelConfig, RegisteredConfigs()]
@@ -530,7 +506,7 @@ ModelConfig = Annotated[BaseModelConfig, RegisteredConfigs()]
 
 def backend_tag(cls: type[BaseModelConfig]) -> str:
     """The `backend` value that selects `cls`."""
-    return str(cls.model_fields["backend"].annotation.__args__[0])  # type: ignore[union-attr]
+    return tag_of(cls)
 
 
 def backends_with(key: str) -> list[str]:

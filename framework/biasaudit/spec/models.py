@@ -9,11 +9,12 @@ unknown keys, so a typo is an error, not a silently ignored setting.
 from __future__ import annotations
 
 import re
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from biasaudit.spec.model_configs import ModelConfig
+from biasaudit.spec.registered_union import RegisteredUnion
 from biasaudit.spec.strict import Strict
 
 PROBE_KINDS = (
@@ -390,34 +391,32 @@ class ReportSpec(Strict):
 Relation = Literal["entailment", "neutral", "contradiction"]
 
 
-def _default_labels() -> dict[Relation, str]:
-    return {"entailment": "Yes", "neutral": "Maybe", "contradiction": "No"}
+class BaseNLIConfig(Strict):
+    """What every NLI classifier's config has (conf group `nli/`): the registered kind
+    that answers `classify_nli` requests, and a name. Each kind (`biasaudit list nli`)
+    adds its own settings in its own config model, registered with it in `NLI_KINDS`."""
 
-
-class NLIConfig(Strict):
-    """How `classify_nli` requests are answered (conf group `nli/`)."""
-
-    backend: Literal["hf_nli", "llm_nli"]
-    """`hf_nli` (a sequence-classification NLI model) or `llm_nli` (a chat model asked)."""
+    backend: str
+    """The NLI classifier kind: `hf_nli` (a sequence-classification NLI model), `llm_nli`
+    (a chat model asked), or one a plug-in registers."""
     name: str
     """Short label used in reports."""
-    path: str | None = None
-    """hf_nli: a sequence-classification NLI model (directory or cached hub id)."""
-    label_map: dict[str, Relation] = Field(default_factory=dict)
-    """hf_nli: model label name -> relation, when the names are not self-explanatory."""
-    dtype: Literal["float32", "float16", "bfloat16", "auto"] = "float32"
-    """Weights' dtype for local models."""
-    device: str = "auto"
-    """`auto`, `cpu`, `cuda`, `cuda:N` or `mps`."""
-    model: ModelConfig | None = None
-    """llm_nli: the chat model asked for the relation (None: the model under test)."""
-    prompt: str = (
-        "Premise: {{ premise }}\nHypothesis: {{ hypothesis }}\n"
-        "Does the premise entail the hypothesis? Answer with one word: Yes, Maybe, or No."
-    )
-    """llm_nli: the question template over `premise` and `hypothesis`."""
-    labels: dict[Relation, str] = Field(default_factory=_default_labels)
-    """llm_nli: the answer word for each relation; its first token's log-prob is read."""
+
+    def models(self) -> list[ModelConfig]:
+        """The chat models this config names (their keys are secrets, their notices
+        shown); none by default."""
+        return []
+
+
+def _nli_configs() -> tuple[type[BaseModel], ...]:
+    from biasaudit.registry import NLI_KINDS
+
+    return tuple(kind.config for _, kind in NLI_KINDS.items())
+
+
+NLIConfig = Annotated[BaseNLIConfig, RegisteredUnion(_nli_configs)]
+"""How `classify_nli` requests are answered: the registered NLI classifier's own config
+model, chosen by its `backend` key."""
 
 
 class JudgeSpec(Strict):
@@ -440,15 +439,31 @@ class JudgePanelConfig(Strict):
     layer's `answers` replaces it."""
 
 
-class EmbedderConfig(Strict):
-    backend: str = "sentence_transformers"
-    """Embedding backend (`biasaudit list embedders`)."""
+class BaseEmbedderConfig(Strict):
+    """What every embedder's config has (conf group `embedder/`): the registered kind and
+    a name. Each kind adds its own settings in its own config model (`EMBEDDERS`)."""
+
+    backend: str
+    """Embedding kind (`biasaudit list embedders` shows the configs); a config without it
+    selects the kind registered as the default."""
     name: str
-    """Short label used in reports."""
-    path: str
-    """Model directory, Hugging Face id, or `pkg:<python package>`."""
-    device: str = "auto"
-    """`auto`, `cpu`, `cuda`, `cuda:N` or `mps`."""
+    """Short label used in reports (and part of the embedding cache's key)."""
+
+
+def _embedder_configs() -> tuple[type[BaseModel], ...]:
+    from biasaudit.registry import EMBEDDERS
+
+    return tuple(kind.config for _, kind in EMBEDDERS.items())
+
+
+def _default_embedder() -> str | None:
+    from biasaudit.registry import EMBEDDERS
+
+    return next((name for name, kind in EMBEDDERS.items() if kind.default), None)
+
+
+EmbedderConfig = Annotated[BaseEmbedderConfig, RegisteredUnion(_embedder_configs, _default_embedder)]
+"""The sentence encoder: the registered embedder's own config model, chosen by `backend`."""
 
 
 class RuntimeLimits(Strict):

@@ -202,6 +202,37 @@ def _keys_are_fields(block: Block, data: dict, model: type) -> None:
 
 # Further checks of a `run` block, by the heading it sits under: what its text promises.
 AFTER_RUN = {
+    "## Adding an NLI classifier or an embedder": textwrap.dedent("""
+        import biasaudit
+        from pathlib import Path
+        conf = Path("conf").resolve()
+        (conf / "nli").mkdir(parents=True)
+        (conf / "nli" / "negation.yaml").write_text("backend: negation_nli\\nname: negation-rule\\n")
+        (conf / "nli" / "typo.yaml").write_text("backend: negation_nli\\nname: n\\nnegation: [not]\\n")
+        search = f"hydra.searchpath=[biasaudit-specs://specs,file://{conf}]"
+        v = biasaudit.validate(Path(SPECS, "winoqueer_nli.yaml"), [search, "nli=negation"])
+        print("validated", v)
+        try:
+            biasaudit.validate(Path(SPECS, "winoqueer_nli.yaml"), [search, "nli=typo"])
+        except biasaudit.BiasAuditError as exc:
+            print("refused", exc)
+            assert "nli.negation: unknown key" in str(exc), exc
+        else:
+            raise SystemExit("a misspelt NLI option validated")
+        # the NLI kind answers; the embedder's rows reach the embedding cache
+        from pydantic import TypeAdapter
+        from biasaudit.backends.embedder import Embedder
+        from biasaudit.spec import EmbedderConfig, NLIConfig
+        nli = TypeAdapter(NLIConfig).validate_python({"backend": "negation_nli", "name": "n"})
+        got = []
+        NLI_KINDS.get("negation_nli").build(nli, None).execute(
+            [Request(key="k", kind="classify_nli", text="Ann is not here.", text_pair="Ann is here.")], got.append)
+        assert got[0].output["probs"]["contradiction"] == 0.8, got
+        emb = Embedder(TypeAdapter(EmbedderConfig).validate_python({"backend": "letter_counts", "name": "l"}),
+                       "cache.sqlite")
+        vec = emb.embed(["ab", "ab", "ba"])
+        assert emb.calls == 2 and abs(float(vec[0] @ vec[2]) - 1) < 1e-6, vec
+    """),
     "## Adding a coder": textwrap.dedent("""
         import yaml, biasaudit
         from pathlib import Path

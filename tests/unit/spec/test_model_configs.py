@@ -14,12 +14,11 @@ import pytest
 from pydantic import ValidationError
 
 from biasaudit.backends import BACKENDS
-from biasaudit.backends.llm_nli import LLMNLIBackend
+from biasaudit.backends.llm_nli import LLMNLIBackend, LLMNLIConfig
 from biasaudit.spec import (
     AnthropicConfig,
     HFCausalConfig,
     HFMaskedConfig,
-    NLIConfig,
     OpenAICompatConfig,
     ReplayConfig,
     RuntimeConfig,
@@ -151,7 +150,7 @@ class _Inner:
 
 def test_llm_nli_passes_run_time_settings_to_its_chat_model() -> None:
     inner = _Inner()
-    nli = LLMNLIBackend(NLIConfig(backend="llm_nli", name="n"), ScriptedConfig(backend="scripted", name="s"),
+    nli = LLMNLIBackend(LLMNLIConfig(backend="llm_nli", name="n"), ScriptedConfig(backend="scripted", name="s"),
                         inner, RuntimeConfig(batch_size=4))
     assert nli.batch_size == 4
     nli.apply_runtime(RuntimeConfig(batch_size=2))  # a later run reusing the loaded backend

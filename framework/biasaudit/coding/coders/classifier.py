@@ -19,7 +19,7 @@ from biasaudit.coding.base import Answers, CallEstimate, CoderDef, CoderEnv, Cod
 from biasaudit.errors import SpecError
 from biasaudit.records.codes import Code, CodeDetail, Unit
 from biasaudit.records.responses import ClassifyOutput, NLIOutput, parse_output
-from biasaudit.registry import CODERS
+from biasaudit.registry import CODERS, NLI_KINDS
 from biasaudit.spec.templates import check_variables, render
 
 RELATION_OF = {"E": "entailment", "N": "neutral", "C": "contradiction"}
@@ -88,8 +88,8 @@ def _check(env: CoderEnv, o: ClassifierOptions) -> None:
     if nli is None:
         raise SpecError("a classifier layer needs the nli group", file=env.spec_file, key=env.key("coder"),
                         hint="add nli=hf nli.path=<a local classification or NLI model>, or nli=llm")
-    if o.hypothesis is None and nli.backend != "hf_nli":
-        raise SpecError("classifying text needs a local classification model (nli=hf); an llm_nli judge only "
+    if o.hypothesis is None and not NLI_KINDS.get(nli.backend, key="nli.backend").classifier:
+        raise SpecError(f"classifying text needs a local classification model (nli=hf); {nli.backend!r} only "
                         "answers NLI questions", file=env.spec_file, key=env.key("hypothesis"),
                         hint="give a `hypothesis` template, or use nli=hf nli.path=<model directory>")
     if o.hypothesis is not None:

@@ -91,7 +91,8 @@ def _tiny_nli(out: Path, order: list[str], tokenizer_dir: Path) -> None:
 
 def test_permuted_id2label_gives_identical_probabilities(tmp_path: Path, tiny_mlm_dir: Path) -> None:
     from biasaudit.backends.hf_nli import HFNLIBackend
-    from biasaudit.spec import NLIConfig, RuntimeConfig
+    from biasaudit.backends.hf_nli import HFNLIConfig as NLIConfig
+    from biasaudit.spec import RuntimeConfig
 
     a, b = tmp_path / "a", tmp_path / "b"
     _tiny_nli(a, ["entailment", "neutral", "contradiction"], tiny_mlm_dir)
@@ -107,8 +108,9 @@ def test_permuted_id2label_gives_identical_probabilities(tmp_path: Path, tiny_ml
 
 def test_unrecognisable_labels_fail_clearly(tmp_path: Path, tiny_mlm_dir: Path) -> None:
     from biasaudit.backends.hf_nli import HFNLIBackend
+    from biasaudit.backends.hf_nli import HFNLIConfig as NLIConfig
     from biasaudit.errors import BackendError
-    from biasaudit.spec import NLIConfig, RuntimeConfig
+    from biasaudit.spec import RuntimeConfig
 
     d = tmp_path / "c"
     _tiny_nli(d, ["LABEL_0", "LABEL_1", "LABEL_2"], tiny_mlm_dir)
