@@ -11,7 +11,6 @@ import functools
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from biasaudit._util.fileio import write_output_file
 from biasaudit.backends import identity_scope
@@ -27,14 +26,14 @@ DECIDED = ("metrics", "verdicts", "overall", "measured", "unmeasured_reason", "v
 long: it differs between a run and its re-rendering)."""
 
 
-def decided(summary: dict[str, Any]) -> dict[str, str]:
+def decided(summary: JSONObject) -> dict[str, str]:
     """Each decided part of a summary as canonical JSON text (what is compared byte for byte)."""
     return {k: json.dumps(summary.get(k), sort_keys=True, ensure_ascii=False, separators=(",", ":")) for k in DECIDED}
 
 
 @dataclass
 class Recomputed:
-    summary: dict[str, Any]
+    summary: JSONObject
     """The re-rendered summary.json."""
     codes: bytes | None
     """The re-rendered codes.jsonl (None: the run has no coding layers)."""
