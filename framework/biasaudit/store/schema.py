@@ -3,7 +3,7 @@
 A cache keeps its layout's version in SQLite's own header field (`PRAGMA user_version`),
 so it is read before any table is. Version 0 is every cache written before the field was
 set: their layouts varied (tables were added as features came: `throughput`,
-`calibrations`, the batch ledger; columns too: `responses.error_kind`, `runs.pid` and
+`calibrations`, the batch ledger, `embeddings`; columns too: `responses.error_kind`, `runs.pid` and
 `runs.host`), so the one step from 0 looks at what the file holds. Every later step is
 one fixed change from version k to k+1 (`STEPS`), and the store's readers then read only
 the current layout.
@@ -49,8 +49,10 @@ TABLES: dict[str, Columns] = {
                 ("attempt", "INTEGER NOT NULL"), ("status", "TEXT NOT NULL"), ("submitted", "REAL NOT NULL"),
                 ("finished", "REAL"), ("provider_status", "TEXT"), ("counts", "TEXT")),
     "batch_items": (("batch_id", "TEXT NOT NULL"), ("key", "TEXT NOT NULL"), ("request", "TEXT NOT NULL")),
+    # also made by backends/embedder.py, which opens the cache without a Store (same declaration)
+    "embeddings": (("model", "TEXT"), ("text", "TEXT"), ("vec", "BLOB")),
 }
-_TABLE_TAIL = {"batch_items": ", PRIMARY KEY (batch_id, key)"}
+_TABLE_TAIL = {"batch_items": ", PRIMARY KEY (batch_id, key)", "embeddings": ", PRIMARY KEY (model, text)"}
 _INDEXES = ("CREATE INDEX IF NOT EXISTS batch_items_key ON batch_items (key)",)
 # Columns a version-0 cache may lack (added in place when they came): the others of each
 # table were there from the table's first release.

@@ -18,10 +18,10 @@ import random
 import socket
 import sqlite3
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from biasaudit._util.fileio import check_store_file, path_problem
 from biasaudit.backends.base import Response
@@ -29,6 +29,27 @@ from biasaudit.errors import StoreError
 from biasaudit.plan import Request, canonical_json
 from biasaudit.records.json import JSONObject
 from biasaudit.store.schema import bring_up_to_date
+
+
+class StaleRun(TypedDict):
+    """A run marked interrupted by `Store.mark_stale_runs`."""
+
+    run_id: str
+    run_dir: str
+    pid: int
+
+
+class RunRow(TypedDict):
+    """A row of the cache's `runs` table, as `Store.runs` returns it."""
+
+    run_id: str
+    audit: str
+    run_dir: str
+    started: float
+    finished: float | None
+    status: str
+    counts: str | None
+    """The run's counts as canonical JSON text (None until it finished)."""
 
 
 @dataclass(frozen=True)
@@ -286,12 +307,12 @@ class Store:
     def count(self) -> int:
         return int(self.db.execute("SELECT COUNT(*) FROM responses").fetchone()[0])
 
-    def iter_requests(self) -> Iterator[tuple[str, dict[str, Any]]]:
+    def iter_requests(self) -> Iterator[tuple[str, JSONObject]]:
         for key, req in self.db.execute("SELECT key, request FROM responses"):
             yield key, json.loads(req)
 
     # -- runs --------------------------------------------------------------------
-    def start_run(self, run_id: str, audit: str, run_dir: str, manifest: dict[str, Any]) -> None:
+    def start_run(self, run_id: str, audit: str, run_dir: str, manifest: JSONObject) -> None:
         self.db.execute(
             "INSERT OR REPLACE INTO runs (run_id, audit, run_dir, started, status, manifest, pid, host) "
             "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
@@ -303,13 +324,13 @@ class Store:
         row = self.db.execute("SELECT status FROM runs WHERE run_id = ?", (run_id,)).fetchone()
         return None if row is None else str(row[0])
 
-    def mark_stale_runs(self) -> list[dict[str, Any]]:
+    def mark_stale_runs(self) -> list[StaleRun]:
         """Runs still marked `running` whose process on this host is gone (killed, e.g. by
         SIGKILL or a power cut) become `interrupted`; returns them. Runs of live processes
         and of other hosts are left alone. A reused pid keeps a dead run `running` until
         that process ends too: the safe direction."""
         host = socket.gethostname()
-        stale = []
+        stale: list[StaleRun] = []
         for run_id, run_dir, pid in self.db.execute(
             "SELECT run_id, run_dir, pid FROM runs WHERE status = 'running' AND host = ?", (host,)
         ).fetchall():
@@ -320,21 +341,21 @@ class Store:
                 (time.time(), run_id),
             )
             if cur.rowcount:  # another process may have marked it first
-                stale.append({"run_id": run_id, "run_dir": run_dir, "pid": pid})
+                stale.append({"run_id": str(run_id), "run_dir": str(run_dir), "pid": int(pid)})
         return stale
 
-    def finish_run(self, run_id: str, status: str, counts: dict[str, Any]) -> None:
+    def finish_run(self, run_id: str, status: str, counts: Mapping[str, object]) -> None:
         self.db.execute(
             "UPDATE runs SET finished = ?, status = ?, counts = ? WHERE run_id = ?",
             (time.time(), status, canonical_json(counts), run_id),
         )
 
-    def record_calibration(self, key: str, layer: str, passed: bool, result: dict[str, Any]) -> None:
+    def record_calibration(self, key: str, layer: str, passed: bool, result: Mapping[str, object]) -> None:
         """Keep a `biasaudit calibrate` result of a coder (`key`: the coder's identity)."""
         self.db.execute("INSERT INTO calibrations VALUES (?, ?, ?, ?, ?)",
                         (key, layer, time.time(), int(passed), json.dumps(result, default=str)))
 
-    def last_calibration(self, key: str) -> dict[str, Any] | None:
+    def last_calibration(self, key: str) -> JSONObject | None:
         """The newest stored calibration of the coder `key` (None: never calibrated)."""
         row = self.db.execute("SELECT recorded, passed, result FROM calibrations WHERE key = ? "
                               "ORDER BY recorded DESC LIMIT 1", (key,)).fetchone()
@@ -342,10 +363,10 @@ class Store:
             return None
         return {"recorded": row[0], "passed": bool(row[1]), **json.loads(row[2])}
 
-    def runs(self) -> list[dict[str, Any]]:
+    def runs(self) -> list[RunRow]:
         cur = self.db.execute("SELECT run_id, audit, run_dir, started, finished, status, counts FROM runs ORDER BY started")
-        cols = [d[0] for d in cur.description]
-        return [dict(zip(cols, row, strict=True)) for row in cur]
+        return [RunRow(run_id=r[0], audit=r[1], run_dir=r[2], started=r[3], finished=r[4], status=r[5], counts=r[6])
+                for r in cur]
 
 
 def _process_alive(pid: int) -> bool:
