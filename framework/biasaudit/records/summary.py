@@ -240,7 +240,7 @@ class RunSummary(_Record):
     cover: Cover = Field(default_factory=Cover)
     design: DesignInfo = Field(default_factory=DesignInfo)
     execution: ExecutionStats = Field(default_factory=ExecutionStats)
-    """Counts of the run (keys written by other versions are ignored)."""
+    """Counts of the run."""
     metrics: dict[str, MetricResult] = Field(default_factory=dict)
     coding: CodingReport = Field(default_factory=CodingReport)
     """Layers (label distributions per cell, status counts), reliability pairs, panels."""
