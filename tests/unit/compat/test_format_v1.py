@@ -412,3 +412,18 @@ def test_a_new_run_writes_today_s_format_versions_and_the_golden_numbers(tmp_pat
                               for k, m in s["metrics"].items() for e, x in m["estimates"].items()}}
 
     assert numbers(fresh) == numbers(_summary(GOLDEN))
+
+
+@pytest.mark.slow
+def test_the_golden_run_folder_packs_and_the_pack_verifies(tmp_path: Path,
+                                                           capsys: pytest.CaptureFixture[str]) -> None:
+    """`biasaudit pack` of the format-1 run folder as it is (no re-render first): its
+    summary is compared with the re-computed one through records/upgrade, as verify does."""
+    root = _copy(tmp_path)
+    pack = tmp_path / "again.zip"
+    code = main(["pack", str(root / RUN), "-o", str(pack)])
+    out, err = capsys.readouterr()
+    assert code == 0, out + err
+    code = main(["verify", str(pack)])  # unsigned: digests and re-computation
+    out = "".join(capsys.readouterr())
+    assert code == 0 and "byte-identical (overall FAIL)" in out, out

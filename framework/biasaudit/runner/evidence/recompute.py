@@ -17,6 +17,8 @@ from biasaudit.backends import identity_scope
 from biasaudit.errors import BiasAuditError
 from biasaudit.records.json import JSONObject, JSONValue
 from biasaudit.records.manifest import RunManifest
+from biasaudit.records.upgrade import upgrade
+from biasaudit.records.upgrade.summary import as_recorded
 from biasaudit.runner.evidence.store_export import PackedAnswerer, import_store
 from biasaudit.runner.pipeline import rerender
 from biasaudit.spec import RuntimeLimits
@@ -29,6 +31,15 @@ long: it differs between a run and its re-rendering)."""
 def decided(summary: JSONObject) -> dict[str, str]:
     """Each decided part of a summary as canonical JSON text (what is compared byte for byte)."""
     return {k: json.dumps(summary.get(k), sort_keys=True, ensure_ascii=False, separators=(",", ":")) for k in DECIDED}
+
+
+def as_compared(written: JSONObject, fresh: JSONObject, *, file: str) -> tuple[JSONObject, JSONObject]:
+    """`written` (a summary.json as read, of any format) upgraded to today's layout, and
+    `fresh` (re-computed today), both as `written`'s version recorded them: a field that
+    version did not keep is not compared (records/upgrade/summary.py, `UNRECORDED`). A
+    newer format: `NewerFormatError`, one line."""
+    up, read = upgrade("summary", written, file=file)
+    return as_recorded(up, written, read), as_recorded(fresh, written, read)
 
 
 @dataclass

@@ -17,9 +17,8 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 from biasaudit._util.trail import header_version, split_header, split_lines
 from biasaudit.errors import BiasAuditError
 from biasaudit.records.evidence import MANIFEST_NAME, PUBLIC_KEY_NAME, SIGNATURE_NAME, PackManifest
-from biasaudit.records.upgrade import NewerFormatError, current, upgrade
-from biasaudit.records.upgrade.summary import as_recorded
-from biasaudit.runner.evidence.recompute import DECIDED, decided, recompute
+from biasaudit.records.upgrade import NewerFormatError, check_readable, current, upgrade, version_of
+from biasaudit.runner.evidence.recompute import DECIDED, as_compared, decided, recompute
 from biasaudit.runner.evidence.signing import fingerprint, load_public_key, signature_ok
 from biasaudit.runner.evidence.zipsafe import check_name, extract
 
@@ -153,10 +152,7 @@ def _check_run(run: Path, where: str, work: Path, rep: VerifyReport) -> None:
         rep.problems.append(f"{where}/report/summary.json: unreadable ({str(exc)[:80]})")
         return
     try:
-        # the packed summary in today's layout (records/upgrade/summary.py), compared with the
-        # re-computed one, both as the packed file's version recorded them (a field that
-        # version did not keep is not compared: `UNRECORDED`)
-        written, read = upgrade("summary", packed, file=f"{where}/report/summary.json")
+        check_readable("summary", version_of("summary", packed), file=f"{where}/report/summary.json")
     except BiasAuditError as exc:
         rep.problems.append(f"{where}/report/summary.json: {exc.message}")
         return
@@ -171,7 +167,8 @@ def _check_run(run: Path, where: str, work: Path, rep: VerifyReport) -> None:
         rep.problems.append(f"{where}: cannot re-compute the estimates from the packed responses: "
                             f"{type(exc).__name__}: {str(exc).splitlines()[0][:120] if str(exc) else ''}")
         return
-    theirs, mine = as_recorded(written, packed, read), as_recorded(again.summary, packed, read)
+    # the packed summary upgraded, and the re-computed one, both as the packed version recorded them
+    theirs, mine = as_compared(packed, again.summary, file=f"{where}/report/summary.json")
     a, b = decided(theirs), decided(mine)
     for k in DECIDED:
         if a[k] != b[k]:
