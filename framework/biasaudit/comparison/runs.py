@@ -28,7 +28,7 @@ from biasaudit.records.compare import (
 )
 from biasaudit.records.estimate import Estimate
 from biasaudit.records.json import JSONObject
-from biasaudit.records.summary import RunSummary
+from biasaudit.records.summary import RunSummary, upgraded
 from biasaudit.registry import METHODS, METRICS
 from biasaudit.report.outcome import varying_overrides
 
@@ -39,7 +39,7 @@ def _check_summary(f: Path, data: dict[str, Any]) -> RunSummary:
     """A summary.json edited or damaged by hand fails here with its file, not deep in an
     analysis with a traceback."""
     try:
-        s = RunSummary.model_validate(data)
+        s = RunSummary.model_validate(upgraded(data, file=str(f)))
     except ValidationError as exc:
         err = exc.errors()[0]
         where = ".".join(str(x) for x in err["loc"])

@@ -3,10 +3,17 @@
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
+from typing import ClassVar
+
+from pydantic import ConfigDict
 
 
 @dataclass
 class ExecutionStats:
+    # read in summary.json and manifest.json: a key no version wrote is refused, as in every
+    # record (an earlier layout is read through records/upgrade), never silently dropped
+    __pydantic_config__: ClassVar[ConfigDict] = ConfigDict(extra="forbid")
+
     requests: int = 0
     """Unique requests in the plan (identical requests across cells count once)."""
     plan_items: int = 0

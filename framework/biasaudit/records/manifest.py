@@ -15,9 +15,9 @@ from biasaudit.records.upgrade import validated
 from biasaudit.records.upgrade.manifest import CURRENT
 
 FORMAT_VERSION: int = CURRENT
-"""The layout of manifest.json this biasaudit writes (records/upgrade/manifest.py;
-summary.json's record reads it too). Files written before the field existed (the golden
-files of tests/fixtures/format_v1) have no `format_version`: version 1."""
+"""The layout of manifest.json this biasaudit writes (records/upgrade/manifest.py). Files
+written before the field existed (the golden files of tests/fixtures/format_v1) have no
+`format_version`: version 1, read through the upgrade steps like every earlier version."""
 
 
 class _Part(BaseModel):
@@ -90,10 +90,9 @@ class ModelRef(_Part):
 
 
 class RunManifest(_Part):
-    format_version: int | None = Field(default=None, ge=1)
-    """The file's layout (`FORMAT_VERSION`, shared with summary.json), set by the run that
-    writes it; None in a manifest written before the field, which is version 1
-    (`layout_version`) and is written back as it was, without the field."""
+    format_version: int = Field(ge=FORMAT_VERSION, le=FORMAT_VERSION)
+    """The file's layout (`FORMAT_VERSION`): the record holds only the current one; an
+    earlier file (absent: version 1) is read through records/upgrade/manifest.py."""
     run_id: str
     audit: str = ""
     method: str = ""
@@ -129,19 +128,14 @@ class RunManifest(_Part):
         one error naming the file and key for anything else (`records.upgrade.validated`)."""
         return validated("manifest", cls, raw, file=file, name="manifest.json", **kw)[0]
 
-    @property
-    def layout_version(self) -> int:
-        """`format_version`, with a manifest written before the field read as version 1."""
-        return self.format_version if self.format_version is not None else 1
-
     def as_json(self) -> JSONObject:
         """The manifest as written: the fields not known yet (a run still going) are left out."""
         out = self.model_dump(mode="json")
-        for k in ("format_version", "run_dir", "started", "finished", "run_stage_s", "execution", "stopped", "budget"):
+        for k in ("run_dir", "started", "finished", "run_stage_s", "execution", "stopped", "budget"):
             if out.get(k) is None:
                 out.pop(k, None)
         data = out.get("data")
-        if isinstance(data, dict):  # inline stimuli, or a manifest written before these fields: as it was
+        if isinstance(data, dict):  # what a run did not have (inline stimuli: no selection, sample, provenance)
             for k in ("selected", "sample", "provenance"):
                 if data.get(k) is None:
                     data.pop(k, None)

@@ -139,9 +139,9 @@ class ItemRow(BaseModel):
     """The method's other per-item numbers (e.g. pivotal perplexity's `accurate`)."""
 
     @model_serializer(mode="plain")
-    def _flat(self) -> dict[str, Any]:
+    def _flat(self) -> dict[str, object]:
         # the flat object summary.json and items.csv have always held (column order included)
-        out: dict[str, Any] = {"stimulus": self.stimulus}
+        out: dict[str, object] = {"stimulus": self.stimulus}
         if self.cell is not None:
             out["cell"] = self.cell
         if self.levels is not None:
@@ -164,9 +164,10 @@ class ItemRow(BaseModel):
         # the structured form (made in Python) has mappings there; a flat row's fields are scalars
         if not isinstance(data, dict) or isinstance(data.get("fields"), dict) or isinstance(data.get("values"), dict):
             return data
-        out: dict[str, Any] = {}
-        fields: dict[str, Any] = {}
-        values: dict[str, Any] = {}
+        # raw values, checked by the fields they are put in
+        out: dict[str, object] = {}
+        fields: dict[str, object] = {}
+        values: dict[str, object] = {}
         numbers = False
         for k, v in data.items():
             if k in ITEM_KEYS:

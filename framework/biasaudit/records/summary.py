@@ -23,7 +23,8 @@ from biasaudit.records.json import JSONObject
 from biasaudit.records.manifest import DataProvenance, DataSample
 from biasaudit.records.metric_result import MetricResult
 from biasaudit.records.sequential import SequentialRecord
-from biasaudit.records.upgrade.summary import CURRENT, upgrade
+from biasaudit.records.upgrade import upgrade
+from biasaudit.records.upgrade.summary import CURRENT
 from biasaudit.records.verdict import VerdictRecord
 
 
@@ -239,7 +240,7 @@ class RunSummary(_Record):
     cover: Cover = Field(default_factory=Cover)
     design: DesignInfo = Field(default_factory=DesignInfo)
     execution: ExecutionStats = Field(default_factory=ExecutionStats)
-    """Counts of the run (keys written by other versions are ignored)."""
+    """Counts of the run."""
     metrics: dict[str, MetricResult] = Field(default_factory=dict)
     coding: CodingReport = Field(default_factory=CodingReport)
     """Layers (label distributions per cell, status counts), reliability pairs, panels."""
@@ -267,22 +268,31 @@ class RunSummary(_Record):
     @classmethod
     def _without_views(cls, data: Any) -> Any:
         """summary.json as written: the report's views are left out (the record read back
-        equals the one the run built). An earlier layout is first read into today's by its
-        upgrade steps (records/upgrade/summary.py)."""
+        equals the one the run built). Only today's layout: a file is read through
+        `upgraded` first."""
         if not isinstance(data, dict):
             return data
-        if data.get("format_version", 1) != CURRENT:
-            data = upgrade(data)
         return {k: v for k, v in data.items() if k not in VIEW_KEYS}
 
     def to_json(self) -> str:
         return json.dumps(self.model_dump(mode="json"), indent=2, allow_nan=False, default=str)
 
     @classmethod
+    def read_raw(cls, raw: object, *, file: str) -> RunSummary:
+        """A summary.json as read (any earlier format, upgraded: records/upgrade/summary.py)."""
+        return cls.model_validate(upgraded(raw, file=file))
+
+    @classmethod
     def read(cls, path: Path) -> RunSummary:
-        return cls.model_validate(json.loads(path.read_text(encoding="utf-8")))
+        return cls.read_raw(json.loads(path.read_text(encoding="utf-8")), file=str(path))
 
 
-__all__ = ["CURRENT", "VIEW_KEYS", "Answers", "AuditInfo", "Cover", "DataInfo", "DesignInfo", "LargestItems",
+def upgraded(raw: object, *, file: str) -> object:
+    """summary.json as read, in today's layout (records/upgrade/summary.py; a newer format:
+    `NewerFormatError`, one line). What is not a JSON object is left for the record to refuse."""
+    return upgrade("summary", raw, file=file)[0] if isinstance(raw, dict) else raw
+
+
+__all__ = ["CURRENT", "VIEW_KEYS", "upgraded", "Answers", "AuditInfo", "Cover", "DataInfo", "DesignInfo", "LargestItems",
            "LargestRow", "ModelInfo", "Reproducibility", "RunSummary", "SampleAnswer", "SampleCode", "SampleGroup",
            "Side", "TokenCost", "Trail", "VerdictRecord"]

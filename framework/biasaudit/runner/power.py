@@ -25,6 +25,7 @@ the middle of a two-sided band; a one-sided bound needs one of the first two.
 from __future__ import annotations
 
 import fnmatch
+import json
 import math
 from dataclasses import dataclass
 from pathlib import Path
@@ -118,7 +119,7 @@ def _read_pilot(run_dir: Path) -> RunSummary:
                         hint="give the folder of an earlier run (the one holding report.html and summary.json)")
     try:
         data = read_capped(path, SUMMARY_LIMIT, key="--pilot", what="pilot summary")
-        return RunSummary.model_validate_json(data)
+        return RunSummary.read_raw(json.loads(data), file=str(path))
     except ValueError as exc:
         raise DataError(f"the pilot's summary.json is not a run summary ({str(exc).splitlines()[0]})",
                         file=str(path), key="--pilot", hint="give a single run's folder, not a suite's") from None

@@ -19,27 +19,6 @@ from dataclasses import dataclass
 from biasaudit.plan import Request, canonical_json
 from biasaudit.store.sqlite import Store
 
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS batches (
-    batch_id TEXT PRIMARY KEY,
-    provider TEXT NOT NULL,
-    model_key TEXT NOT NULL,
-    attempt INTEGER NOT NULL,
-    status TEXT NOT NULL,
-    submitted REAL NOT NULL,
-    finished REAL,
-    provider_status TEXT,
-    counts TEXT
-);
-CREATE TABLE IF NOT EXISTS batch_items (
-    batch_id TEXT NOT NULL,
-    key TEXT NOT NULL,
-    request TEXT NOT NULL,
-    PRIMARY KEY (batch_id, key)
-);
-CREATE INDEX IF NOT EXISTS batch_items_key ON batch_items (key);
-"""
-
 
 @dataclass(frozen=True)
 class OpenBatch:
@@ -62,11 +41,11 @@ class Intent:
 
 
 class BatchLedger:
-    """The cache's record of submitted batches (one writer: the store's connection)."""
+    """The cache's record of submitted batches (one writer: the store's connection; its
+    tables are part of the cache's layout, store/schema.py)."""
 
     def __init__(self, store: Store) -> None:
         self.db = store.db
-        self.db.executescript(SCHEMA)
 
     def intend(self, tag: str, provider: str, model_key: str, attempt: int, requests: Sequence[Request]) -> None:
         """Keep a batch about to be submitted (its tag and requests), in one transaction,

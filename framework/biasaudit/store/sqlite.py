@@ -18,57 +18,38 @@ import random
 import socket
 import sqlite3
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from biasaudit._util.fileio import check_store_file, path_problem
 from biasaudit.backends.base import Response
 from biasaudit.errors import StoreError
 from biasaudit.plan import Request, canonical_json
 from biasaudit.records.json import JSONObject
+from biasaudit.store.schema import bring_up_to_date
 
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS responses (
-    key TEXT PRIMARY KEY,
-    kind TEXT NOT NULL,
-    request TEXT NOT NULL,
-    status TEXT NOT NULL,
-    output TEXT,
-    error TEXT,
-    error_kind TEXT,
-    attempts INTEGER NOT NULL DEFAULT 1,
-    latency_s REAL NOT NULL DEFAULT 0,
-    created REAL NOT NULL
-);
-CREATE TABLE IF NOT EXISTS throughput (
-    speed_key TEXT NOT NULL,
-    kind TEXT NOT NULL,
-    calls INTEGER NOT NULL,
-    seconds REAL NOT NULL,
-    input_tokens INTEGER NOT NULL,
-    output_tokens INTEGER NOT NULL,
-    recorded REAL NOT NULL
-);
-CREATE TABLE IF NOT EXISTS runs (
-    run_id TEXT PRIMARY KEY,
-    audit TEXT NOT NULL,
-    run_dir TEXT NOT NULL,
-    started REAL NOT NULL,
-    finished REAL,
-    status TEXT NOT NULL,
-    manifest TEXT NOT NULL,
-    counts TEXT
-);
-CREATE TABLE IF NOT EXISTS calibrations (
-    key TEXT NOT NULL,
-    layer TEXT NOT NULL,
-    recorded REAL NOT NULL,
-    passed INTEGER NOT NULL,
-    result TEXT NOT NULL
-);
-"""
+
+class StaleRun(TypedDict):
+    """A run marked interrupted by `Store.mark_stale_runs`."""
+
+    run_id: str
+    run_dir: str
+    pid: int
+
+
+class RunRow(TypedDict):
+    """A row of the cache's `runs` table, as `Store.runs` returns it."""
+
+    run_id: str
+    audit: str
+    run_dir: str
+    started: float
+    finished: float | None
+    status: str
+    counts: str | None
+    """The run's counts as canonical JSON text (None until it finished)."""
 
 
 @dataclass(frozen=True)
@@ -87,6 +68,7 @@ class Throughput:
 OUR_TABLES = {"responses", "throughput", "runs", "embeddings"}
 RESPONSE_COLUMNS = ("key", "kind", "request", "status", "output", "error", "error_kind", "attempts", "latency_s",
                     "created")
+THROUGHPUT_COLUMNS = ("speed_key", "kind", "calls", "seconds", "input_tokens", "output_tokens", "recorded")
 _HINT = "give runtime.cache a file path of its own (a new cache is created there), or move the damaged file away"
 
 
@@ -190,6 +172,7 @@ class Store:
             self.db = sqlite3.connect(f"{self.path.resolve().as_uri()}?mode=ro", uri=True, timeout=60.0,
                                       isolation_level=None)
             check_cache_db(self.db, self.path)
+            bring_up_to_date(self.db, self.path, readonly=True)  # store/schema.py: on TEMP, the file unchanged
             return
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self.db = sqlite3.connect(str(self.path), timeout=60.0, isolation_level=None)
@@ -197,26 +180,13 @@ class Store:
         check_cache_db(self.db, self.path)
         self.db.execute("PRAGMA journal_mode=WAL")
         self.db.execute("PRAGMA synchronous=NORMAL")
-        self.db.executescript(SCHEMA)
-        self._add_columns("responses", (("error_kind", "TEXT"),))  # caches from before failure kinds
-        self._add_columns("runs", (("pid", "INTEGER"), ("host", "TEXT")))  # from before runs recorded their process
+        bring_up_to_date(self.db, self.path, readonly=False)  # store/schema.py: an older layout's steps
 
     def _close_quietly(self) -> None:
         db = getattr(self, "db", None)
         if db is not None:
             db.close()
             del self.db
-
-    def _add_columns(self, table: str, cols: tuple[tuple[str, str], ...]) -> None:
-        """Older caches get new columns added in place."""
-        have = {row[1] for row in self.db.execute(f"PRAGMA table_info({table})")}
-        for col, decl in cols:
-            if col not in have:
-                try:
-                    self.db.execute(f"ALTER TABLE {table} ADD COLUMN {col} {decl}")
-                except sqlite3.OperationalError as exc:  # another process added it first
-                    if "duplicate column" not in str(exc):
-                        raise
 
     def close(self) -> None:
         self.db.close()
@@ -287,14 +257,11 @@ class Store:
 
     def throughput(self, identity: JSONObject, kind: str, last: int = 20) -> Throughput | None:
         """Pooled rate of the model's last `last` measurements of this kind, or None."""
-        try:
-            row = self.db.execute(
-                "SELECT COUNT(*), SUM(calls), SUM(seconds), SUM(input_tokens), SUM(output_tokens) FROM "
-                "(SELECT * FROM throughput WHERE speed_key = ? AND kind = ? ORDER BY recorded DESC LIMIT ?)",
-                (speed_key(identity), kind, last),
-            ).fetchone()
-        except sqlite3.OperationalError:  # a read-only cache written before throughput was kept
-            return None
+        row = self.db.execute(
+            "SELECT COUNT(*), SUM(calls), SUM(seconds), SUM(input_tokens), SUM(output_tokens) FROM "
+            "(SELECT * FROM throughput WHERE speed_key = ? AND kind = ? ORDER BY recorded DESC LIMIT ?)",
+            (speed_key(identity), kind, last),
+        ).fetchone()
         if not row[0] or not row[2]:
             return None
         return Throughput(measurements=row[0], calls=row[1], seconds=row[2], input_tokens=row[3],
@@ -303,35 +270,27 @@ class Store:
     def merge_from(self, other: str | Path) -> int:
         """Copy another cache's responses and throughput records into this one; a key
         already here keeps its stored response unless that is a failure and the other's
-        is not. Returns how many responses were added or replaced."""
+        is not. Returns how many responses were added or replaced. The other cache is read
+        as a read-only store (any earlier layout, through store/schema.py)."""
         src = Path(other)
         check_cache_path(src, must_exist=True)
         if src.resolve() == self.path.resolve():
             raise StoreError("a cache cannot be merged into itself", file=str(src), hint="give another cache file")
-        Store(src, readonly=True).close()  # readable, and a biasaudit cache (or empty)
+        source = Store(src, readonly=True)  # readable, and a biasaudit cache (or empty)
+        cols, tp = ", ".join(RESPONSE_COLUMNS), ", ".join(THROUGHPUT_COLUMNS)
         before = self.db.total_changes
         try:
-            self.db.execute("ATTACH DATABASE ? AS other", (str(src.resolve()),))
-        except sqlite3.DatabaseError as exc:
-            raise _not_a_cache(src, str(exc)) from None
-        try:
-            if not self.db.execute("SELECT 1 FROM other.sqlite_master WHERE name = 'responses'").fetchone():
-                return 0  # an empty database: nothing to merge
-            have = {r[1] for r in self.db.execute("PRAGMA other.table_info(responses)")}
-            # by column name: older caches have `error_kind` last, not where SCHEMA puts it
-            cols = ", ".join(RESPONSE_COLUMNS)
-            src_cols = ", ".join(f"o.{c}" if c in have else "NULL" for c in RESPONSE_COLUMNS)
             self.db.execute("BEGIN IMMEDIATE")
-            self.db.execute(
-                f"INSERT OR REPLACE INTO responses ({cols}) SELECT {src_cols} FROM other.responses o "
-                "LEFT JOIN main.responses m ON m.key = o.key "
-                "WHERE m.key IS NULL OR (m.status = 'failed' AND o.status = 'ok')")
+            rows = source.db.execute(f"SELECT {cols} FROM responses")
+            while chunk := rows.fetchmany(1000):
+                self.db.executemany(
+                    f"INSERT INTO responses ({cols}) VALUES ({', '.join('?' * len(RESPONSE_COLUMNS))}) "
+                    "ON CONFLICT (key) DO UPDATE SET "
+                    + ", ".join(f"{c} = excluded.{c}" for c in RESPONSE_COLUMNS if c != "key")
+                    + " WHERE responses.status = 'failed' AND excluded.status = 'ok'", chunk)
             added = self.db.total_changes - before
-            has_tp = self.db.execute(
-                "SELECT 1 FROM other.sqlite_master WHERE type = 'table' AND name = 'throughput'").fetchone()
-            if has_tp:
-                tp = "speed_key, kind, calls, seconds, input_tokens, output_tokens, recorded"
-                self.db.execute(f"INSERT INTO throughput ({tp}) SELECT {tp} FROM other.throughput")
+            self.db.executemany(f"INSERT INTO throughput ({tp}) VALUES ({', '.join('?' * len(THROUGHPUT_COLUMNS))})",
+                                source.db.execute(f"SELECT {tp} FROM throughput"))
             self.db.execute("COMMIT")
         except sqlite3.DatabaseError as exc:
             if self.db.in_transaction:
@@ -342,18 +301,18 @@ class Store:
                 self.db.execute("ROLLBACK")
             raise
         finally:
-            self.db.execute("DETACH DATABASE other")
+            source.close()
         return added
 
     def count(self) -> int:
         return int(self.db.execute("SELECT COUNT(*) FROM responses").fetchone()[0])
 
-    def iter_requests(self) -> Iterator[tuple[str, dict[str, Any]]]:
+    def iter_requests(self) -> Iterator[tuple[str, JSONObject]]:
         for key, req in self.db.execute("SELECT key, request FROM responses"):
             yield key, json.loads(req)
 
     # -- runs --------------------------------------------------------------------
-    def start_run(self, run_id: str, audit: str, run_dir: str, manifest: dict[str, Any]) -> None:
+    def start_run(self, run_id: str, audit: str, run_dir: str, manifest: JSONObject) -> None:
         self.db.execute(
             "INSERT OR REPLACE INTO runs (run_id, audit, run_dir, started, status, manifest, pid, host) "
             "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
@@ -365,13 +324,13 @@ class Store:
         row = self.db.execute("SELECT status FROM runs WHERE run_id = ?", (run_id,)).fetchone()
         return None if row is None else str(row[0])
 
-    def mark_stale_runs(self) -> list[dict[str, Any]]:
+    def mark_stale_runs(self) -> list[StaleRun]:
         """Runs still marked `running` whose process on this host is gone (killed, e.g. by
         SIGKILL or a power cut) become `interrupted`; returns them. Runs of live processes
         and of other hosts are left alone. A reused pid keeps a dead run `running` until
         that process ends too: the safe direction."""
         host = socket.gethostname()
-        stale = []
+        stale: list[StaleRun] = []
         for run_id, run_dir, pid in self.db.execute(
             "SELECT run_id, run_dir, pid FROM runs WHERE status = 'running' AND host = ?", (host,)
         ).fetchall():
@@ -382,35 +341,32 @@ class Store:
                 (time.time(), run_id),
             )
             if cur.rowcount:  # another process may have marked it first
-                stale.append({"run_id": run_id, "run_dir": run_dir, "pid": pid})
+                stale.append({"run_id": str(run_id), "run_dir": str(run_dir), "pid": int(pid)})
         return stale
 
-    def finish_run(self, run_id: str, status: str, counts: dict[str, Any]) -> None:
+    def finish_run(self, run_id: str, status: str, counts: Mapping[str, object]) -> None:
         self.db.execute(
             "UPDATE runs SET finished = ?, status = ?, counts = ? WHERE run_id = ?",
             (time.time(), status, canonical_json(counts), run_id),
         )
 
-    def record_calibration(self, key: str, layer: str, passed: bool, result: dict[str, Any]) -> None:
+    def record_calibration(self, key: str, layer: str, passed: bool, result: Mapping[str, object]) -> None:
         """Keep a `biasaudit calibrate` result of a coder (`key`: the coder's identity)."""
         self.db.execute("INSERT INTO calibrations VALUES (?, ?, ?, ?, ?)",
                         (key, layer, time.time(), int(passed), json.dumps(result, default=str)))
 
-    def last_calibration(self, key: str) -> dict[str, Any] | None:
+    def last_calibration(self, key: str) -> JSONObject | None:
         """The newest stored calibration of the coder `key` (None: never calibrated)."""
-        try:
-            row = self.db.execute("SELECT recorded, passed, result FROM calibrations WHERE key = ? "
-                                  "ORDER BY recorded DESC LIMIT 1", (key,)).fetchone()
-        except sqlite3.OperationalError:  # a cache from before calibrations were kept
-            return None
+        row = self.db.execute("SELECT recorded, passed, result FROM calibrations WHERE key = ? "
+                              "ORDER BY recorded DESC LIMIT 1", (key,)).fetchone()
         if row is None:
             return None
         return {"recorded": row[0], "passed": bool(row[1]), **json.loads(row[2])}
 
-    def runs(self) -> list[dict[str, Any]]:
+    def runs(self) -> list[RunRow]:
         cur = self.db.execute("SELECT run_id, audit, run_dir, started, finished, status, counts FROM runs ORDER BY started")
-        cols = [d[0] for d in cur.description]
-        return [dict(zip(cols, row, strict=True)) for row in cur]
+        return [RunRow(run_id=r[0], audit=r[1], run_dir=r[2], started=r[3], finished=r[4], status=r[5], counts=r[6])
+                for r in cur]
 
 
 def _process_alive(pid: int) -> bool:

@@ -353,13 +353,13 @@ def test_csv_export_catches_a_one_byte_edit(tmp_path: Path) -> None:
 # -- format_version: absent in the golden files, read as 1; written by today's runs ------------
 
 def test_the_golden_files_have_no_format_version_and_read_as_1() -> None:
+    from biasaudit.errors import BiasAuditError
     from biasaudit.records.manifest import FORMAT_VERSION, RunManifest
     from biasaudit.records.summary import RunSummary
 
     raw_summary = _summary(GOLDEN)
     raw_manifest = json.loads((GOLDEN / RUN / "manifest.json").read_text(encoding="utf-8"))
     assert "format_version" not in raw_summary and "format_version" not in raw_manifest
-    assert FORMAT_VERSION == 1
     # summary.json's layout is 2 since estimates carry their typed group: format 1 (no key)
     # is read through records/upgrade/summary.py's step, which gives each group its field
     from biasaudit.records.upgrade.summary import CURRENT, STEPS
@@ -371,13 +371,15 @@ def test_the_golden_files_have_no_format_version_and_read_as_1() -> None:
     pair = read.metrics["invite_rate"].estimates["contrast.race.Asian-Black.paired"].group
     assert pair is not None and (pair.factor, pair.levels) == ("race", ["Asian", "Black"])
     assert read.metrics["impact"].estimates["lowest.race"].group is None
-    manifest = RunManifest.model_validate(raw_manifest)
-    assert manifest.format_version is None and manifest.layout_version == 1
-    assert manifest.as_json() == raw_manifest  # written back as it was (an evidence pack's copy)
-    fresh = manifest.model_copy(update={"format_version": FORMAT_VERSION})  # as `biasaudit run` makes it
-    assert fresh.as_json()["format_version"] == 1 and list(fresh.as_json())[0] == "format_version"
-    with pytest.raises(ValueError, match="format_version"):
-        RunManifest.model_validate({**raw_manifest, "format_version": 0})
+    manifest = RunManifest.read_raw(raw_manifest, file="manifest.json")  # through records/upgrade/manifest.py
+    assert manifest.format_version == FORMAT_VERSION == 2
+    assert manifest.as_json() == {"format_version": 2, **raw_manifest}  # every key as it was, its version stated
+    with pytest.raises(ValueError, match="format_version"):  # the record reads only today's layout
+        RunManifest.model_validate(raw_manifest)
+    with pytest.raises(BiasAuditError, match="lacks a usable 'format_version'"):  # 0 is no version
+        RunManifest.read_raw({**raw_manifest, "format_version": 0}, file="manifest.json")
+    with pytest.raises(BiasAuditError, match="lacks a usable 'format_version'"):
+        RunManifest.read_raw({**raw_manifest, "format_version": "1"}, file="manifest.json")
 
 
 @pytest.mark.slow
@@ -389,10 +391,10 @@ def test_a_re_rendered_summary_carries_format_version_2(tmp_path: Path, capsys: 
 
 
 @pytest.mark.slow
-def test_a_new_run_writes_format_version_1_and_the_golden_numbers(tmp_path: Path,
+def test_a_new_run_writes_today_s_format_versions_and_the_golden_numbers(tmp_path: Path,
                                                                   capsys: pytest.CaptureFixture[str]) -> None:
     """The golden run made again by today's biasaudit (README.md's command): its manifest
-    says format_version 1 and its summary 2, and its estimates and verdicts are the golden ones."""
+    says format_version 2 and its summary 2, and its estimates and verdicts are the golden ones."""
     root = _copy(tmp_path)
     code = main(["run", f"spec={root / 'spec' / 'hiring_impact.yaml'}",
                  f"hydra.searchpath=[biasaudit-specs://specs,file://{root / 'conf'}]", "model=screen",
@@ -402,11 +404,26 @@ def test_a_new_run_writes_format_version_1_and_the_golden_numbers(tmp_path: Path
     assert code == 1  # FAIL, as the golden run
     [run] = [p.parent for p in (tmp_path / "reports").rglob("summary.json")]
     fresh = json.loads((run / "summary.json").read_text(encoding="utf-8"))
-    assert fresh["format_version"] == 2  # summary.json's layout; manifest.json's is still 1
-    assert json.loads((run / "manifest.json").read_text(encoding="utf-8"))["format_version"] == 1
+    assert fresh["format_version"] == 2  # summary.json's layout
+    assert json.loads((run / "manifest.json").read_text(encoding="utf-8"))["format_version"] == 2  # manifest's
     def numbers(s: dict[str, Any]) -> dict[str, Any]:
         return {"overall": s["overall"], "verdicts": [(v["metric"], v["verdict"]) for v in s["verdicts"]],
                 "estimates": {(k, e): (x["value"], x["ci_low"], x["ci_high"], x["n"])
                               for k, m in s["metrics"].items() for e, x in m["estimates"].items()}}
 
     assert numbers(fresh) == numbers(_summary(GOLDEN))
+
+
+@pytest.mark.slow
+def test_the_golden_run_folder_packs_and_the_pack_verifies(tmp_path: Path,
+                                                           capsys: pytest.CaptureFixture[str]) -> None:
+    """`biasaudit pack` of the format-1 run folder as it is (no re-render first): its
+    summary is compared with the re-computed one through records/upgrade, as verify does."""
+    root = _copy(tmp_path)
+    pack = tmp_path / "again.zip"
+    code = main(["pack", str(root / RUN), "-o", str(pack)])
+    out, err = capsys.readouterr()
+    assert code == 0, out + err
+    code = main(["verify", str(pack)])  # unsigned: digests and re-computation
+    out = "".join(capsys.readouterr())
+    assert code == 0 and "byte-identical (overall FAIL)" in out, out

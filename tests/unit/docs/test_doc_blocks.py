@@ -60,22 +60,44 @@ class Block:
     body: str
     mark: str
     arg: str
+    root: Path = ROOT
 
     @property
     def where(self) -> str:
-        return f"{self.file.relative_to(ROOT)}:{self.line}"
+        return f"{self.file.relative_to(self.root)}:{self.line}"
 
 
-def _blocks() -> list[Block]:
+def _blocks(root: Path = ROOT) -> list[Block]:
     out = []
-    for f in [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]:
+    for f in [root / "README.md", *sorted((root / "docs").rglob("*.md"))]:
+        if not f.is_file():
+            continue
         text = f.read_text(encoding="utf-8")
         for m in FENCE.finditer(text):
             before = text[:m.start()].rstrip("\n").rsplit("\n", 1)[-1]
             mark = MARK.search(before)
             out.append(Block(file=f, line=text[:m.start()].count("\n") + 1, lang=m.group(1).lower(), body=m.group(2),
-                             mark=mark.group(1) if mark else "", arg=mark.group(2) if mark else ""))
+                             mark=mark.group(1) if mark else "", arg=mark.group(2) if mark else "", root=root))
     return out
+
+
+def _fence_lines(root: Path = ROOT) -> int:
+    """Lines that open or close a fence, however indented or labelled (``` or ~~~)."""
+    files = [root / "README.md", *sorted((root / "docs").rglob("*.md"))]
+    return sum(1 for f in files if f.is_file() for ln in f.read_text(encoding="utf-8").splitlines()
+               if re.match(r"^\s*(```|~~~)", ln))
+
+
+def _problems(blocks: list[Block]) -> list[str]:
+    checked = [b for b in blocks if b.lang in CHECKED]
+    unmarked = [f"{b.where}: a ```{b.lang} block with no `<!-- docblock: ... -->` line before it" for b in checked
+                if not b.mark]
+    unlabelled = [f"{b.where}: looks like Python or a spec: label the fence (```python / ```yaml) and mark it"
+                  for b in blocks if not b.lang and LOOKS_LIKE.search(b.body)]
+    known = {"run", "spec", "excerpt", "merge", "model-config", "suite", "keys", "skip"}
+    bad = [f"{b.where}: unknown docblock kind {b.mark!r}" for b in checked if b.mark and b.mark not in known]
+    bad += [f"{b.where}: `skip` needs its reason" for b in checked if b.mark == "skip" and len(b.arg) < 10]
+    return unmarked + unlabelled + bad
 
 
 BLOCKS = _blocks()
@@ -83,15 +105,25 @@ MARKED = [b for b in BLOCKS if b.lang in CHECKED]
 
 
 def test_every_python_spec_or_config_block_is_marked() -> None:
-    unmarked = [f"{b.where}: a ```{b.lang} block with no `<!-- docblock: ... -->` line before it" for b in MARKED
-                if not b.mark]
-    unlabelled = [f"{b.where}: looks like Python or a spec: label the fence (```python / ```yaml) and mark it"
-                  for b in BLOCKS if not b.lang and LOOKS_LIKE.search(b.body)]
-    known = {"run", "spec", "excerpt", "merge", "model-config", "suite", "keys", "skip"}
-    bad = [f"{b.where}: unknown docblock kind {b.mark!r}" for b in MARKED if b.mark and b.mark not in known]
-    bad += [f"{b.where}: `skip` needs its reason" for b in MARKED if b.mark == "skip" and len(b.arg) < 10]
-    assert not (unmarked + unlabelled + bad), "\n".join(unmarked + unlabelled + bad)
+    problems = _problems(BLOCKS)
+    assert not problems, "\n".join(problems)
     assert len(MARKED) >= 25  # the finder still finds the docs' blocks
+    # nothing escapes the finder: every fence line of the docs opens or closes a found block
+    # (an indented, ~~~ or attribute-labelled fence would be missed, or pair the wrong lines)
+    assert _fence_lines() == 2 * len(BLOCKS)
+
+
+def test_the_check_fails_on_a_block_without_its_mark(tmp_path: Path) -> None:
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "README.md").write_text("<!-- docblock: run -->\n```python\nprint(1)\n```\n", encoding="utf-8")
+    assert _problems(_blocks(tmp_path)) == []
+    (tmp_path / "docs" / "x.md").write_text(
+        "text\n\n```python\nimport biasaudit\n```\n\n```\naudit:\n  name: a\n```\n\n"
+        "<!-- docblock: skip why -->\n```yaml\na: 1\n```\n\n<!-- docblock: bogus -->\n```json\n{}\n```\n",
+        encoding="utf-8")
+    found = _problems(_blocks(tmp_path))
+    assert [p.split(": ", 1)[0] for p in found] == ["docs/x.md:3", "docs/x.md:7", "docs/x.md:18", "docs/x.md:13"], found
+    assert _fence_lines(tmp_path) == 2 * len(_blocks(tmp_path))
 
 
 def _parse(b: Block) -> object:

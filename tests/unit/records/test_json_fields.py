@@ -42,8 +42,10 @@ def test_an_old_manifest_loads_and_is_written_back_unchanged(tmp_path: Path) -> 
     (tmp_path / "manifest.json").write_text(json.dumps(OLD_MANIFEST), encoding="utf-8")
     m = read_manifest(tmp_path)
     assert m.config["runtime"] == {"seed": 0, "limits": {"max_cells": 500}}
-    assert m.as_json() == OLD_MANIFEST  # key order included
-    assert list(m.as_json()) == list(OLD_MANIFEST)
+    # read through records/upgrade/manifest.py: written back in today's layout, which states
+    # its version first; every other key as it was, in its order
+    assert m.as_json() == {"format_version": 2, **OLD_MANIFEST}
+    assert list(m.as_json()) == ["format_version", *OLD_MANIFEST]
 
 
 def test_a_manifest_with_an_unknown_key_is_refused_naming_file_and_key(tmp_path: Path) -> None:
@@ -63,7 +65,7 @@ class _Mode(Enum):
 
 
 def test_the_config_is_held_in_the_form_its_file_holds() -> None:
-    m = RunManifest.model_validate({**OLD_MANIFEST, "config": {"t": (1, 2), "nan": math.nan, "mode": _Mode.A,
+    m = RunManifest.model_validate({**OLD_MANIFEST, "format_version": 2, "config": {"t": (1, 2), "nan": math.nan, "mode": _Mode.A,
                                                                "path": Path("/a/b")}})
     assert {k: v for k, v in m.config.items() if k != "nan"} == {"t": [1, 2], "mode": "a", "path": "/a/b"}
     assert isinstance(m.config["nan"], float) and math.isnan(m.config["nan"])
@@ -74,7 +76,7 @@ def test_the_config_is_held_in_the_form_its_file_holds() -> None:
 
 def test_a_config_value_with_no_json_form_is_refused() -> None:
     with pytest.raises((ValidationError, ValueError)):
-        RunManifest.model_validate({**OLD_MANIFEST, "config": {"x": object()}})
+        RunManifest.model_validate({**OLD_MANIFEST, "format_version": 2, "config": {"x": object()}})
 
 
 class _Params(BaseModel):

@@ -11,9 +11,14 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
+from biasaudit.records import upgrade as up
 from biasaudit.records.estimate import Estimate
 from biasaudit.records.summary import RunSummary
-from biasaudit.records.upgrade.summary import CURRENT, STEPS, upgrade, upgrade_1_to_2
+from biasaudit.records.upgrade.summary import CURRENT, STEPS, upgrade_1_to_2
+
+
+def upgrade(raw: dict[str, Any]) -> dict[str, Any]:
+    return up.upgrade("summary", raw)[0]
 
 
 def _e(value: float) -> dict[str, Any]:
@@ -61,7 +66,7 @@ def test_upgrade_1_to_2_is_pure_and_gives_format_1_its_groups() -> None:
 
 
 def test_a_format_1_summary_reads_into_the_typed_records() -> None:
-    s = RunSummary.model_validate(_v1())
+    s = RunSummary.read_raw(_v1(), file="summary.json")
     assert s.format_version == 2
     g = s.metrics["m"].estimates["rate.city.St. Louis"].group
     assert g is not None and g.label == "city=St. Louis"
@@ -71,7 +76,7 @@ def test_a_format_1_summary_reads_into_the_typed_records() -> None:
 
 
 def test_the_verdict_read_back_is_the_one_built() -> None:
-    s = RunSummary.model_validate(_v1())
+    s = RunSummary.read_raw(_v1(), file="summary.json")
     doc = json.loads(s.to_json())
     assert doc["format_version"] == 2 and doc["verdicts"][0]["tost"]["level"] == 0.9
     assert RunSummary.model_validate(doc) == s

@@ -13,6 +13,7 @@ from typing import Any
 
 import jsonschema
 import pytest
+from pydantic import ValidationError
 
 from biasaudit._util.trail import HEADER_KEY, json_records, write_json_lines
 from biasaudit.cli.schema import file_schema
@@ -116,8 +117,10 @@ def test_the_golden_format_1_trails_read_as_today_s_records() -> None:
 
 
 def test_format_1_json_files_read_as_today_s_records() -> None:
-    m = RunManifest.read_raw(V1_MANIFEST, file="manifest.json")
-    assert m.layout_version == 1 and m.data.selected is None
+    m, read = up.validated("manifest", RunManifest, V1_MANIFEST, file="manifest.json")
+    assert read == 1 and m.format_version == 2 and m.data.selected is None  # upgraded: today's layout
+    with pytest.raises(ValidationError, match="format_version"):  # the record reads only today's layout
+        RunManifest.model_validate(V1_MANIFEST)
     s = SuiteSummary.read_raw(V1_SUITE, file="summary.json")
     assert s.format_version == 2 and s.members[0].method == "bbq"  # upgraded: today's layout
     c, read = up.validated("compare", CompareResult, V1_COMPARE, file="compare.json")
@@ -129,7 +132,7 @@ def test_format_1_json_files_read_as_today_s_records() -> None:
 # -- a newer format is refused, as one line ----------------------------------------------------
 
 NEWER = {
-    "manifest": (RunManifest, {**V1_MANIFEST, "format_version": 2}),
+    "manifest": (RunManifest, {**V1_MANIFEST, "format_version": 3}),
     "suite": (SuiteSummary, {**V1_SUITE, "format_version": 3}),
     "compare": (CompareResult, {**V1_COMPARE, "format_version": 3}),
     "pack": (PackManifest, {**V1_PACK, "format": "biasaudit-evidence-pack/3"}),
@@ -172,7 +175,7 @@ def test_report_on_a_run_folder_of_a_newer_format_exits_2_with_the_one_line(
     (run / "manifest.json").write_text(json.dumps({**m, "format_version": 7}), encoding="utf-8")
     assert main(["report", str(run)]) == 2
     err = capsys.readouterr().err
-    assert ("written by a newer biasaudit: format 7 of manifest; this version reads up to 1; upgrade biasaudit"
+    assert ("written by a newer biasaudit: format 7 of manifest; this version reads up to 2; upgrade biasaudit"
             in err), err
     assert "Traceback" not in err
 
@@ -230,7 +233,7 @@ def test_the_schemas_are_valid_and_accept_the_files_biasaudit_writes() -> None:
         jsonschema.Draft202012Validator.check_schema(schema)
         jsonschema.validate(doc, schema)
 
-    check("manifest", json.loads((GOLDEN_RUN / "manifest.json").read_text(encoding="utf-8")))
+    check("manifest", up.upgrade("manifest", json.loads((GOLDEN_RUN / "manifest.json").read_text(encoding="utf-8")))[0])
     check("run-summary", json.loads((GOLDEN_RUN / "summary.json").read_text(encoding="utf-8")))
     for name in ("responses", "codes"):
         for _, row in json_records((GOLDEN_RUN / f"{name}.jsonl").read_bytes(), file=name):
@@ -296,6 +299,12 @@ def test_the_golden_format_1_files_validate_against_the_committed_format_1_schem
             check.validate(json.loads(line))
         with pytest.raises(jsonschema.ValidationError):  # a format-2 header is not a format-1 line
             check.validate({HEADER_KEY: kind, "format_version": 2})
+    golden_manifest = json.loads((GOLDEN_RUN / "manifest.json").read_text(encoding="utf-8"))
+    jsonschema.Draft202012Validator(schema("manifest")).validate(golden_manifest)
+    with pytest.raises(jsonschema.ValidationError):  # format 2 states its version; format 1 may not
+        jsonschema.Draft202012Validator(
+            json.loads((REPO / "docs" / "schemas" / "manifest" / "v2.json").read_text(encoding="utf-8"))
+        ).validate(golden_manifest)
     import zipfile
 
     with zipfile.ZipFile(REPO / "tests" / "fixtures" / "format_v1" / "pack.zip") as z:

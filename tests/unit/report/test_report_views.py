@@ -95,7 +95,7 @@ def test_an_older_summary_takes_its_design_from_its_views() -> None:
     for k in ("levels", "factors", "probe", "kind", "metric_names"):
         doc["design"].pop(k)  # as written before the design carried them (format 1)
     doc.pop("format_version")
-    old = RunSummary.model_validate(doc)
+    old = RunSummary.read_raw(doc, file="summary.json")  # read through records/upgrade/summary.py
     assert (old.design.probe, old.design.kind, old.design.factors) == ("generate", "full", {"f": ["a", "b", "c"]})
     assert old.design.levels == {"f=a": {"f": "a"}, "f=b": {"f": "b"}, "f=c": {"f": "c"}}
     assert sections.conditions(old) == doc["conditions"] and sections.method(old) == doc["method"]

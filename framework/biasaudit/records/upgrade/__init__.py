@@ -26,13 +26,15 @@ import pkgutil
 from collections.abc import Callable, Mapping
 from functools import cache
 from types import ModuleType
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from pydantic import BaseModel, ValidationError
 
 from biasaudit.errors import BiasAuditError, DataError
+from biasaudit.records.json import JSONObject
 
-Raw = dict[str, Any]
+Raw = JSONObject
+"""A record as read from its file: a JSON object (the steps work on the raw JSON)."""
 Step = Callable[[Raw], Raw]
 M = TypeVar("M", bound=BaseModel)
 
@@ -76,14 +78,15 @@ def current(kind: str) -> int:
 
 def version_of(kind: str, raw: Raw) -> int:
     """The version a raw record says it is (absent: 1). A version that is not a positive
-    integer is left to the record's own check (`format_version` is `ge=1`)."""
+    integer is 0: no step is applied, and the record's own check refuses it (its
+    `format_version` is today's)."""
     mod = _module(kind)
     custom = getattr(mod, "version_of", None)
     if custom is not None:
         v: int = custom(raw)
         return v
     value = raw.get(VERSION_KEY, 1)
-    return value if isinstance(value, int) and not isinstance(value, bool) else 1
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 1 else 0
 
 
 def check_readable(kind: str, version: int, *, file: str | None = None) -> None:
@@ -103,7 +106,7 @@ def upgrade(kind: str, raw: Raw, *, file: str | None = None, version: int | None
     check_readable(kind, read, file=file)
     mod = _module(kind)
     out = raw
-    for k in range(read, mod.CURRENT):
+    for k in range(read, mod.CURRENT) if read >= 1 else ():  # 0: not a version (left to the record)
         out = mod.STEPS[k](dict(out))
     return out, read
 

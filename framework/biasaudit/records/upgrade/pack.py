@@ -14,20 +14,22 @@ those bytes and upgrades only what it then reads."""
 from __future__ import annotations
 
 import re
-from typing import Any
+
+from biasaudit.records.json import JSONObject
 
 CURRENT = 2
 PREFIX = "biasaudit-evidence-pack/"
 _FORMAT = re.compile(r"^biasaudit-evidence-pack/([1-9][0-9]{0,5})$")
 
 
-def version_of(raw: dict[str, Any]) -> int:
+def version_of(raw: JSONObject) -> int:
     """N of `format: biasaudit-evidence-pack/N` (another value: left to the record's check)."""
-    m = _FORMAT.match(raw.get("format", "")) if isinstance(raw.get("format"), str) else None
+    value = raw.get("format")
+    m = _FORMAT.match(value) if isinstance(value, str) else None
     return int(m.group(1)) if m else 1
 
 
-def _trail_headers(raw: dict[str, Any]) -> dict[str, Any]:
+def _trail_headers(raw: JSONObject) -> JSONObject:
     """1 -> 2: MANIFEST.json's keys are unchanged; the version says the trails have headers."""
     if raw.get("format", f"{PREFIX}1") != f"{PREFIX}1":  # not a pack's format: left for the record to refuse
         return raw

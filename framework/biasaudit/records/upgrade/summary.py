@@ -1,7 +1,8 @@
 """summary.json's earlier layouts read into today's: one pure step per format version,
 each a function on the raw JSON object (dict -> dict) that changes only what its version
-changed. `records.summary.RunSummary` runs them before validating, so the typed record
-(which refuses unknown keys) only ever sees the current layout.
+changed. Every reader of summary.json upgrades it (`records.summary.upgraded`) before
+validating, so the typed record (which refuses unknown keys) only ever sees the current
+layout.
 
 Format 1 (no `format_version` key, or 1): estimates carried no typed group; the group an
 estimate was about was known only from its name (`rate.gender.woman`) and the metric's
@@ -118,16 +119,58 @@ def upgrade_1_to_2(raw: JSONObject) -> JSONObject:
 STEPS: dict[int, Callable[[JSONObject], JSONObject]] = {1: upgrade_1_to_2}
 """Format version -> the step that reads it into the next one."""
 
+UNRECORDED: dict[int, dict[str, frozenset[str]]] = {
+    1: {"metric": frozenset({"detail"}), "estimate": frozenset({"group"})},
+}
+"""Format version -> the fields (of a metric, of an estimate) that a file of that version
+may not have recorded. Format 1 kept no estimate's typed `group` (its step above gives the
+group as format 1's names said it, without the reference level they did not say), and
+covers the summaries written before metrics kept their `detail` (the method's own
+intermediate values). No step can make up what such a file never held. Only fields named
+here: any other field a metric lacks is read as what the file says (a forged file that
+deleted a metric's validity flags is not an older version)."""
 
-def upgrade(raw: JSONObject) -> JSONObject:
-    """`raw` (a summary.json object of any earlier format) in the CURRENT layout; a file
-    with no `format_version` is format 1. A format newer than CURRENT is left as it is
-    (validation then says what it does not know)."""
-    version = raw.get("format_version", 1)
-    while isinstance(version, int) and not isinstance(version, bool) and version in STEPS:
-        raw = STEPS[version](raw)
-        version = raw.get("format_version")
-    return raw
+
+def _estimates_as_recorded(mine: JSONValue, was: JSONValue, later: frozenset[str]) -> JSONValue:
+    if not isinstance(mine, dict):
+        return mine
+    was = was if isinstance(was, dict) else {}
+    out: JSONObject = {}
+    for name, e in mine.items():
+        w = was.get(name)
+        out[name] = ({k: v for k, v in e.items() if k not in later or (isinstance(w, dict) and k in w)}
+                     if isinstance(e, dict) else e)
+    return out
 
 
-__all__ = ["CURRENT", "STEPS", "upgrade", "upgrade_1_to_2"]
+def as_recorded(summary: JSONObject, written: JSONObject, version: int) -> JSONObject:
+    """`summary` (today's layout) with only what a file of `version` recorded, next to
+    `written` (that file as read, before its upgrade): each field of `UNRECORDED[version]`
+    is left out where `written` does not hold it. What `biasaudit verify` compares: the
+    packed summary upgraded and the re-computed one, each as the pack's version recorded
+    it (a field its biasaudit did not keep says nothing about the pack's numbers)."""
+    later = UNRECORDED.get(version)
+    metrics, was = summary.get("metrics"), written.get("metrics")
+    if not later or not isinstance(metrics, dict):
+        return summary
+    was = was if isinstance(was, dict) else {}
+    kept: JSONObject = {}
+    for name, m in metrics.items():
+        w = was.get(name)
+        w = w if isinstance(w, dict) else {}
+        if not isinstance(m, dict):
+            kept[name] = m
+            continue
+        out = {k: v for k, v in m.items() if k not in later["metric"] or k in w}
+        if "estimates" in out:
+            out["estimates"] = _estimates_as_recorded(out["estimates"], w.get("estimates"), later["estimate"])
+        cells, wcells = out.get("cells"), w.get("cells")
+        if isinstance(cells, dict):
+            wcells = wcells if isinstance(wcells, dict) else {}
+            out["cells"] = {e: _estimates_as_recorded(per, wcells.get(e), later["estimate"])
+                            for e, per in cells.items()}
+        kept[name] = out
+    return {**summary, "metrics": kept}
+
+
+__all__ = ["CURRENT", "STEPS", "UNRECORDED", "as_recorded", "upgrade_1_to_2"]

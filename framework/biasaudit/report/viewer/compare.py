@@ -43,7 +43,7 @@ from biasaudit._util.trail import stream_records
 from biasaudit._version import __version__
 from biasaudit.errors import StoreError
 from biasaudit.metrics.base import stimulus_sha
-from biasaudit.records.summary import RunSummary
+from biasaudit.records.summary import RunSummary, upgraded
 from biasaudit.report.viewer import load
 from biasaudit.report.viewer.model import ViewCode, ViewData, ViewEstimate, ViewRow
 
@@ -173,7 +173,7 @@ def _summary(run_dir: Path) -> RunSummary:
     if isinstance(raw, dict) and "suite" in raw:
         raise StoreError("a suite folder, not a run folder", file=str(run_dir),
                          hint="give its run folders (or the suite folder alone: `biasaudit view SUITE_DIR`)")
-    return load._validated(RunSummary, run_dir / "summary.json", raw)
+    return load._validated(RunSummary, run_dir / "summary.json", upgraded(raw, file=str(run_dir / "summary.json")))
 
 
 def _shas(summary: RunSummary, run_dir: Path) -> dict[str, str]:

@@ -33,7 +33,7 @@ from biasaudit.records.manifest import RunManifest
 from biasaudit.records.metric_result import ITEM_KEYS, ItemRow, MetricResult
 from biasaudit.records.responses import Response, ScoredTokens
 from biasaudit.records.suite import SuiteSummary
-from biasaudit.records.summary import RunSummary
+from biasaudit.records.summary import RunSummary, upgraded
 from biasaudit.report.answers import answer_text, clip, prompt_text
 from biasaudit.report.csv_export import by_fields
 from biasaudit.report.viewer.model import ViewCode, ViewData, ViewEstimate, ViewRow, ViewRun
@@ -61,7 +61,7 @@ def load_view(folder: Path, *, max_rows: int = MAX_ROWS) -> ViewData:
     raw = _read_json(folder / "summary.json", "summary")
     if isinstance(raw, dict) and "suite" in raw:
         return _suite(folder, raw, max_rows)
-    summary = _validated(RunSummary, folder / "summary.json", raw)
+    summary = _validated(RunSummary, folder / "summary.json", upgraded(raw, file=str(folder / "summary.json")))
     notices: list[str] = []
     data = ViewData(kind="run", title=summary.audit.title or summary.audit.name, version=__version__)
     _add_run(data, folder, ".", summary, summary.audit.name, max_rows, notices)
@@ -109,7 +109,8 @@ def _suite(folder: Path, raw: Any, max_rows: int) -> ViewData:
     data = ViewData(kind="suite", title=suite.suite.title or suite.suite.name, version=__version__)
     counts = [_count_lines(d / "responses.jsonl") for _, d, _ in members]
     for (label, run_dir, rel), cap in zip(members, _shares(counts, max_rows), strict=True):
-        summary = _validated(RunSummary, run_dir / "summary.json", _read_json(run_dir / "summary.json", "summary"))
+        path = run_dir / "summary.json"
+        summary = _validated(RunSummary, path, upgraded(_read_json(path, "summary"), file=str(path)))
         _add_run(data, run_dir, rel, summary, label, cap, notices)
     data.notices = notices
     return data

@@ -44,7 +44,7 @@ from biasaudit.records.evidence import (
 from biasaudit.records.json import JSONValue
 from biasaudit.records.manifest import RunManifest
 from biasaudit.runner.evidence.crosswalk import crosswalk_page
-from biasaudit.runner.evidence.recompute import decided
+from biasaudit.runner.evidence.recompute import as_compared, decided
 from biasaudit.runner.evidence.signing import fingerprint, public_pem, sign
 from biasaudit.runner.evidence.store_export import (
     RecordingAnswerer,
@@ -201,7 +201,9 @@ def _store_slice(run: Path, m: RunManifest, vcfg: AuditConfig, notes: list[str])
         rerender(out, answerer=recorder)
         fresh = json.loads((out / "summary.json").read_text(encoding="utf-8"))
         own = json.loads((run / "summary.json").read_text(encoding="utf-8"))
-        differ = [k for k, v in decided(own).items() if decided(fresh)[k] != v]
+        # an earlier format is upgraded and compared on what it recorded (as `verify` does)
+        theirs, mine = as_compared(own, fresh, file=str(run / "summary.json"))
+        differ = [k for k, v in decided(theirs).items() if decided(mine)[k] != v]
         if differ:
             raise BiasAuditError(f"the run's {', '.join(differ)} do not re-compute identically from its cache with "
                                  f"biasaudit {__version__}", file=str(run / "summary.json"),

@@ -11,13 +11,14 @@ import functools
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from biasaudit._util.fileio import write_output_file
 from biasaudit.backends import identity_scope
 from biasaudit.errors import BiasAuditError
 from biasaudit.records.json import JSONObject, JSONValue
 from biasaudit.records.manifest import RunManifest
+from biasaudit.records.upgrade import upgrade
+from biasaudit.records.upgrade.summary import as_recorded
 from biasaudit.runner.evidence.store_export import PackedAnswerer, import_store
 from biasaudit.runner.pipeline import rerender
 from biasaudit.spec import RuntimeLimits
@@ -27,14 +28,23 @@ DECIDED = ("metrics", "verdicts", "overall", "measured", "unmeasured_reason", "v
 long: it differs between a run and its re-rendering)."""
 
 
-def decided(summary: dict[str, Any]) -> dict[str, str]:
+def decided(summary: JSONObject) -> dict[str, str]:
     """Each decided part of a summary as canonical JSON text (what is compared byte for byte)."""
     return {k: json.dumps(summary.get(k), sort_keys=True, ensure_ascii=False, separators=(",", ":")) for k in DECIDED}
 
 
+def as_compared(written: JSONObject, fresh: JSONObject, *, file: str) -> tuple[JSONObject, JSONObject]:
+    """`written` (a summary.json as read, of any format) upgraded to today's layout, and
+    `fresh` (re-computed today), both as `written`'s version recorded them: a field that
+    version did not keep is not compared (records/upgrade/summary.py, `UNRECORDED`). A
+    newer format: `NewerFormatError`, one line."""
+    up, read = upgrade("summary", written, file=file)
+    return as_recorded(up, written, read), as_recorded(fresh, written, read)
+
+
 @dataclass
 class Recomputed:
-    summary: dict[str, Any]
+    summary: JSONObject
     """The re-rendered summary.json."""
     codes: bytes | None
     """The re-rendered codes.jsonl (None: the run has no coding layers)."""

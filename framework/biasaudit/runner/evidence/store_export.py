@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import base64
 import json
-import sqlite3
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -87,7 +86,8 @@ def _lines(rows: Iterable[dict[str, Any]]) -> str:
 def export_responses(cache: Path, keys: Iterable[str]) -> str:
     """The stored rows of `keys`, sorted by key, as JSON lines (request and output stay the
     canonical JSON text the cache holds)."""
-    db = sqlite3.connect(f"{cache.resolve().as_uri()}?mode=ro", uri=True)
+    store = Store(cache, readonly=True)  # any earlier cache layout (store/schema.py)
+    db = store.db
     try:
         rows = []
         ordered = sorted(set(keys))
@@ -96,14 +96,15 @@ def export_responses(cache: Path, keys: Iterable[str]) -> str:
             q = f"SELECT {', '.join(RESPONSE_FIELDS)} FROM responses WHERE key IN ({','.join('?' * len(chunk))})"
             rows += [dict(zip(RESPONSE_FIELDS, r, strict=True)) for r in db.execute(q, chunk)]
     finally:
-        db.close()
+        store.close()
     return _lines(sorted(rows, key=lambda r: r["key"]))
 
 
 def export_embeddings(cache: Path, texts: dict[str, set[str]]) -> str:
     if not texts:
         return ""
-    db = sqlite3.connect(f"{cache.resolve().as_uri()}?mode=ro", uri=True)
+    store = Store(cache, readonly=True)
+    db = store.db
     rows = []
     try:
         for model, wanted in sorted(texts.items()):
@@ -112,7 +113,7 @@ def export_embeddings(cache: Path, texts: dict[str, set[str]]) -> str:
                 if r is not None:
                     rows.append({"model": model, "text": t, "vec": base64.b64encode(r[0]).decode("ascii")})
     finally:
-        db.close()
+        store.close()
     return _lines(rows)
 
 

@@ -11,15 +11,14 @@ import json
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 from biasaudit._util.trail import header_version, split_header, split_lines
 from biasaudit.errors import BiasAuditError
 from biasaudit.records.evidence import MANIFEST_NAME, PUBLIC_KEY_NAME, SIGNATURE_NAME, PackManifest
-from biasaudit.records.upgrade import NewerFormatError, current
-from biasaudit.runner.evidence.recompute import DECIDED, decided, recompute
+from biasaudit.records.upgrade import NewerFormatError, check_readable, current, upgrade, version_of
+from biasaudit.runner.evidence.recompute import DECIDED, as_compared, decided, recompute
 from biasaudit.runner.evidence.signing import fingerprint, load_public_key, signature_ok
 from biasaudit.runner.evidence.zipsafe import check_name, extract
 
@@ -138,44 +137,9 @@ def _check_digests(root: Path, names: list[str], manifest: PackManifest, rep: Ve
         rep.lines.append(f"digests: {len(manifest.files)} files match MANIFEST.json, none missing, none added")
 
 
-def _json(path: Path) -> Any:
-    return json.loads(path.read_text(encoding="utf-8"))
-
-
-LATER_FIELDS = ("detail",)
-"""Fields of a metric's record added after evidence packs were first written."""
-
-
-def _as_packed(packed: dict[str, Any], fresh: dict[str, Any]) -> dict[str, Any]:
-    """The re-computed summary without the per-metric fields that a later biasaudit added
-    (`LATER_FIELDS`) where the packed metric has none: a pack written before them lacks
-    them, and their absence says nothing about its numbers, which are still compared whole.
-    Only those named fields: dropping any field the pack lacks would let a forged pack
-    hide a metric's validity flags or notes by deleting them."""
-    metrics, was = fresh.get("metrics"), packed.get("metrics")
-    if not isinstance(metrics, dict) or not isinstance(was, dict):
-        return fresh
-    kept = {name: ({k: v for k, v in m.items() if k not in LATER_FIELDS or k in was[name]}
-                   if isinstance(m, dict) and isinstance(was.get(name), dict) else m)
-            for name, m in metrics.items()}
-    if packed.get("format_version", 1) == 1:
-        # summary.json format 1 recorded no estimate's group (format 2's `group`, a label, not
-        # a number): a pack written then is compared on everything it has
-        kept = {name: _without_groups(m) for name, m in kept.items()}
-    return {**fresh, "metrics": kept}
-
-
-def _without_groups(metric: Any) -> Any:
-    if not isinstance(metric, dict):
-        return metric
-
-    def strip(per: Any) -> Any:
-        return {k: ({f: v for f, v in e.items() if f != "group"} if isinstance(e, dict) else e)
-                for k, e in per.items()} if isinstance(per, dict) else per
-
-    cells = metric.get("cells")
-    return {**metric, "estimates": strip(metric.get("estimates")),
-            **({"cells": {k: strip(v) for k, v in cells.items()}} if isinstance(cells, dict) else {})}
+def _json(path: Path) -> object:
+    out: object = json.loads(path.read_text(encoding="utf-8"))
+    return out
 
 
 def _check_run(run: Path, where: str, work: Path, rep: VerifyReport) -> None:
@@ -188,6 +152,11 @@ def _check_run(run: Path, where: str, work: Path, rep: VerifyReport) -> None:
         rep.problems.append(f"{where}/report/summary.json: unreadable ({str(exc)[:80]})")
         return
     try:
+        check_readable("summary", version_of("summary", packed), file=f"{where}/report/summary.json")
+    except BiasAuditError as exc:
+        rep.problems.append(f"{where}/report/summary.json: {exc.message}")
+        return
+    try:
         again = recompute(run, work)
     except BiasAuditError as exc:
         rep.problems.append(f"{where}: cannot re-compute the estimates from the packed responses: "
@@ -198,15 +167,16 @@ def _check_run(run: Path, where: str, work: Path, rep: VerifyReport) -> None:
         rep.problems.append(f"{where}: cannot re-compute the estimates from the packed responses: "
                             f"{type(exc).__name__}: {str(exc).splitlines()[0][:120] if str(exc) else ''}")
         return
-    mine = _as_packed(packed, again.summary)
-    a, b = decided(packed), decided(mine)
+    # the packed summary upgraded, and the re-computed one, both as the packed version recorded them
+    theirs, mine = as_compared(packed, again.summary, file=f"{where}/report/summary.json")
+    a, b = decided(theirs), decided(mine)
     for k in DECIDED:
         if a[k] != b[k]:
             detail = ""
-            if k == "metrics" and isinstance(packed.get("metrics"), dict):
-                differ = sorted(m for m in set(packed["metrics"]) | set(mine["metrics"])
-                                if json.dumps(packed["metrics"].get(m), sort_keys=True)
-                                != json.dumps(mine["metrics"].get(m), sort_keys=True))
+            tm, mm = theirs.get("metrics"), mine.get("metrics")
+            if k == "metrics" and isinstance(tm, dict) and isinstance(mm, dict):
+                differ = sorted(m for m in set(tm) | set(mm)
+                                if json.dumps(tm.get(m), sort_keys=True) != json.dumps(mm.get(m), sort_keys=True))
                 detail = f" ({', '.join(differ)[:120]})"
             rep.problems.append(f"{where}/report/summary.json: {k}{detail} re-computed from the packed responses "
                                 "differ from the packed ones")
@@ -217,8 +187,9 @@ def _check_run(run: Path, where: str, work: Path, rep: VerifyReport) -> None:
             rep.problems.append(f"{where}/trail/codes.jsonl: differs from the codes re-computed from the packed responses")
     _check_trail(run, where, again.trail, rep)
     if not any(p.startswith(where + "/") or p.startswith(where + ":") for p in rep.problems):
-        n_metrics = len(again.summary.get("metrics", {}))
-        n_verdicts = len(again.summary.get("verdicts", []))
+        metrics, verdicts = again.summary.get("metrics"), again.summary.get("verdicts")
+        n_metrics = len(metrics) if isinstance(metrics, dict) else 0
+        n_verdicts = len(verdicts) if isinstance(verdicts, list) else 0
         rep.lines.append(f"{where}: {n_metrics} metric(s) and {n_verdicts} verdict(s) re-computed from the packed "
                          f"responses with no model call: byte-identical (overall {again.summary.get('overall')})")
 
@@ -249,6 +220,7 @@ def _check_trail(run: Path, where: str, again: bytes, rep: VerifyReport) -> None
     by item (compared as JSON: the cache keeps outputs with sorted keys, the run wrote them
     in the order the model's answer had)."""
     name = f"{where}/trail/responses.jsonl"
+    read = 1
     try:
         data = (run / "trail" / "responses.jsonl").read_bytes()
         read = _packed_version(data, "responses", name)
@@ -266,9 +238,10 @@ def _check_trail(run: Path, where: str, again: bytes, rep: VerifyReport) -> None
     fresh = [line for _, line in split_lines(split_header(again)[1], file="the re-written trail",
                                              error=BiasAuditError)]
     for (i, a), b in zip(packed, fresh, strict=False):
-        try:
-            same = json.loads(a) == json.loads(b)
-        except (ValueError, RecursionError):
+        try:  # the packed line read as today's (records/upgrade/responses.py)
+            line = json.loads(a)
+            same = isinstance(line, dict) and upgrade("responses", line, file=name, version=read)[0] == json.loads(b)
+        except (ValueError, RecursionError, BiasAuditError):
             same = False
         if not same:
             rep.problems.append(f"{name}: line {i} does not match the stored response "
