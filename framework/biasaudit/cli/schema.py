@@ -45,9 +45,10 @@ def file_schema(kind: str, *, shipped_only: bool = False) -> dict[str, Any]:
         return format_schema(kind)
     from biasaudit.registry import CODERS
 
-    evidence = [CODERS.get(n).evidence for n in CODERS.names()]
-    if shipped_only:
-        evidence = [e for e in evidence if e.__module__.startswith("biasaudit.")]
+    coders = [CODERS.get(n) for n in CODERS.names()]
+    if shipped_only:  # a plug-in coder may reuse a shipped evidence record: filtered by the coder's own module
+        coders = [c for c in coders if getattr(c.build, "__module__", "").startswith("biasaudit.")]
+    evidence = list(dict.fromkeys(c.evidence for c in coders))  # each record once, in registration order
     return format_schema(kind, evidence)
 
 
