@@ -81,3 +81,9 @@ def test_count_draw_is_the_default_above_the_threshold_and_says_so() -> None:
     # at the threshold: the row-index draw, as before
     at = cluster_bootstrap(values[:-1], list(range(n - 1)), seed=0)
     assert at.note == f"{n - 1} clusters, 10000 resamples, seed 0"
+
+
+def test_one_distinct_value_needs_no_word_on_the_draw() -> None:
+    # every resample of a constant is the constant: the note says that, as the row-index draw's does
+    est = cluster_bootstrap(np.ones(3_000), list(range(3_000)), seed=0)
+    assert (est.value, est.ci_low, est.ci_high, est.note) == (1.0, 1.0, 1.0, "every resample gives the same value")

@@ -242,7 +242,8 @@ def cluster_bootstrap(
         # few distinct clusters among many: the counts of each (see COUNT_DRAW_ABOVE)
         boot = ratio(kinds, resample_weights(per_kind, n_resamples, rng))
         jack = _jackknife(kinds, per_kind, ratio) if method == "bca" else None
-        drawn = f"; drawn as counts of the {len(kinds)} distinct clusters (multinomial, above {count_draw_above})"
+        if len(kinds) > 1:  # (one kind: every resample is the same, however drawn)
+            drawn = f"; drawn as counts of the {len(kinds)} distinct clusters (multinomial, above {count_draw_above})"
     else:
         if g > _FEW and _integral(cl):
             boot = _index_ratio(cl, n_resamples, rng)  # the same draws and values, summed by lookup
