@@ -23,6 +23,18 @@ from biasaudit.records.estimate import Estimate
 WeightedStat = Callable[[np.ndarray, np.ndarray], np.ndarray]
 
 DEFAULT_RESAMPLES = 10_000
+COUNT_DRAW_ABOVE = 2_000
+"""Clusters above which `cluster_bootstrap` draws a resample as the counts of each distinct
+cluster (a multinomial over the distinct (sum, size) pairs) when there are few of them,
+as it does for few clusters. A per-response bootstrap of a 0/1 or -1/0/1 value (the
+per-cell DNI of BiAxisAudit) has three distinct clusters: the counts cost R x 3 numbers
+where the row-index draw costs R x n. The distribution is the same (the counts of the
+distinct rows in n draws with replacement are multinomial); the random numbers are
+not, so the digits of such an interval differ from the row-index draw's. At or below
+this size the row-index draw is kept (every golden summary, up to the 20,050-request
+grid's 1,000-row cells, keeps its digits); the estimate's note says which draw was used."""
+_FEW = 64
+"""Most distinct rows resampled as multinomial counts (above it, row indices are drawn)."""
 _BATCH = 1_000
 _CHUNK = 1 << 21
 """Most row indices drawn at once (16 MiB of them): a batch of resamples of many rows is
@@ -52,7 +64,7 @@ def resample_weights(counts: np.ndarray, n_resamples: int, rng: np.random.Genera
     """(n_resamples, u) counts of each distinct row in a resample of all n rows."""
     n = int(counts.sum())
     u = len(counts)
-    if u <= 64:
+    if u <= _FEW:
         # few distinct rows (binary tables): one multinomial draw per resample
         return rng.multinomial(n, counts / counts.sum(), size=n_resamples).astype(np.float64)
     # many distinct rows: draw row indices, count them with one flat bincount
@@ -70,10 +82,46 @@ def resampled(stat: WeightedStat, values: np.ndarray, counts: np.ndarray, n_resa
     million rows would otherwise hold gigabytes of indices and counts at once)."""
     size = max(int(counts.sum()), len(counts))
     step = max(1, _CHUNK // size)
-    if len(counts) <= 64 or step >= n_resamples:
+    if len(counts) <= _FEW or step >= n_resamples:
         return stat(values, resample_weights(counts, n_resamples, rng))
     return np.concatenate([stat(values, resample_weights(counts, min(step, n_resamples - i), rng))
                            for i in range(0, n_resamples, step)])
+
+
+def _slices(rows: int, n_resamples: int) -> list[int]:
+    """The resamples of each draw of `rows` row indices, in the order `bootstrap` and
+    `resampled` draw them (batches of `_BATCH`, each in slices under `_CHUNK`)."""
+    out: list[int] = []
+    for i in range(0, n_resamples, _BATCH):
+        m = min(_BATCH, n_resamples - i)
+        step = max(1, _CHUNK // rows)
+        out.extend([m] if step >= m else [min(step, m - j) for j in range(0, m, step)])
+    return out
+
+
+def _integral(table: np.ndarray) -> bool:
+    """Every entry a whole number and every sum of a resample's rows exact in float64."""
+    return bool(np.all(np.floor(table) == table)) and float(np.abs(table).max(initial=0.0)) * len(table) < 2.0**53
+
+
+def _index_ratio(cl: np.ndarray, n_resamples: int, rng: np.random.Generator) -> np.ndarray:
+    """sum(S) / sum(N) over each resample of the rows of `cl` (whole numbers: `_integral`),
+    from the very row indices `resample_weights` draws, summed by lookup instead of
+    counted into a (resamples x rows) weight matrix and multiplied: the sums are whole
+    numbers, exact in any order, so every value is bit for bit the weighted one, at a
+    fraction of the time (no bincount, no float matrix product)."""
+    g = len(cl)
+    small = float(np.abs(cl).max(initial=0.0)) <= 127
+    sums = cl[:, 0].astype(np.int8 if small else np.int64)
+    sizes = cl[:, 1].astype(np.int8 if small else np.int64)
+    singletons = bool(np.all(cl[:, 1] == 1))  # one row per cluster: every resample has g rows
+    out = []
+    for m in _slices(g, n_resamples):
+        idx = rng.integers(0, g, size=(m, g))
+        num = sums[idx].sum(axis=1, dtype=np.int64).astype(np.float64)
+        den = np.full(m, float(g)) if singletons else sizes[idx].sum(axis=1, dtype=np.int64).astype(np.float64)
+        out.append(num / den)
+    return np.concatenate(out)
 
 
 def _jackknife(values: np.ndarray, counts: np.ndarray, stat: WeightedStat) -> tuple[np.ndarray, np.ndarray]:
@@ -162,10 +210,13 @@ def cluster_bootstrap(
     n_resamples: int = DEFAULT_RESAMPLES,
     seed: int = 0,
     level: float = 0.95,
+    count_draw_above: int | None = COUNT_DRAW_ABOVE,
 ) -> Estimate:
     """Interval for the pooled mean of `values` when rows come in clusters (e.g. all the
     responses to one statement): resample clusters with replacement, keep all their
-    rows. The pooled mean of a resample is sum(w_c * S_c) / sum(w_c * N_c)."""
+    rows. The pooled mean of a resample is sum(w_c * S_c) / sum(w_c * N_c). Above
+    `count_draw_above` clusters (None: never) with few distinct (S_c, N_c), a resample
+    is drawn as the counts of each distinct cluster (`COUNT_DRAW_ABOVE`)."""
     v = np.asarray(values, dtype=np.float64)
     if v.size == 0:
         return Estimate.no_data(f"cluster-bootstrap-{method}")
@@ -185,14 +236,26 @@ def cluster_bootstrap(
 
     rng = np.random.default_rng(seed)
     ones = np.ones(g)
-    boot = np.concatenate([
-        resampled(ratio, cl, ones, min(_BATCH, n_resamples - i), rng)
-        for i in range(0, n_resamples, _BATCH)
-    ])
-    jack = _jackknife(cl, ones, ratio) if method == "bca" else None
+    kinds, per_kind = collapse(cl) if count_draw_above is not None and g > count_draw_above else (cl, ones)
+    drawn = ""
+    if len(kinds) < g and len(kinds) <= _FEW:
+        # few distinct clusters among many: the counts of each (see COUNT_DRAW_ABOVE)
+        boot = ratio(kinds, resample_weights(per_kind, n_resamples, rng))
+        jack = _jackknife(kinds, per_kind, ratio) if method == "bca" else None
+        if len(kinds) > 1:  # (one kind: every resample is the same, however drawn)
+            drawn = f"; drawn as counts of the {len(kinds)} distinct clusters (multinomial, above {count_draw_above})"
+    else:
+        if g > _FEW and _integral(cl):
+            boot = _index_ratio(cl, n_resamples, rng)  # the same draws and values, summed by lookup
+        else:
+            boot = np.concatenate([
+                resampled(ratio, cl, ones, min(_BATCH, n_resamples - i), rng)
+                for i in range(0, n_resamples, _BATCH)
+            ])
+        jack = _jackknife(cl, ones, ratio) if method == "bca" else None
     lo, hi, note = interval_from_distribution(theta, boot, level, method, jack)
     return Estimate(value=theta, ci_low=lo, ci_high=hi, n=int(v.size), method=f"cluster-bootstrap-{method}",
-                    level=level, note=note or f"{g} clusters, {n_resamples} resamples, seed {seed}",
+                    level=level, note=(note or f"{g} clusters, {n_resamples} resamples, seed {seed}") + drawn,
                     tost_interval=tost_interval(theta, boot, level, method, jack))
 
 

@@ -33,11 +33,12 @@ def cell_spread(cells: Sequence[str], clusters: Sequence[str], values: Sequence[
     clu_ids = sorted(set(clu_arr.tolist()))
     ci = {c: i for i, c in enumerate(cell_ids)}
     ki = {c: i for i, c in enumerate(clu_ids)}
-    sums = np.zeros((len(clu_ids), len(cell_ids)))
-    cnts = np.zeros_like(sums)
-    for c, k, x in zip(cell_arr, clu_arr, v, strict=True):
-        sums[ki[k], ci[c]] += x
-        cnts[ki[k], ci[c]] += 1
+    # (stimulus, cell) sums in one bincount: it adds the rows in order, as a loop would
+    flat = np.fromiter((ki[k] * len(cell_ids) + ci[c] for c, k in zip(cell_arr, clu_arr, strict=True)),
+                       dtype=np.int64, count=v.size)
+    shape = (len(clu_ids), len(cell_ids))
+    sums = np.bincount(flat, weights=v, minlength=shape[0] * shape[1]).reshape(shape)
+    cnts = np.bincount(flat, minlength=shape[0] * shape[1]).reshape(shape).astype(np.float64)
     means = sums.sum(0) / cnts.sum(0)
     point = float(means.max() - means.min())
     rng = np.random.default_rng(seed)

@@ -116,3 +116,20 @@ def test_breakdown_scale() -> None:
     bd = breakdown(r, proportion, by=["t"], scale=100.0)
     assert bd.pooled.value == pytest.approx(75.0) and bd.groups["t"]["v"].value == pytest.approx(100.0)
     assert bd.cells["c"].ci_high == pytest.approx(100 * proportion_confint(3, 4, method="wilson")[1])
+
+
+@pytest.mark.parametrize("shape", ["clustered", "one row per stimulus", "one stimulus"])
+@pytest.mark.parametrize("estimator", ["proportion", "mean"])
+def test_pooled_over_columns_is_pooled_over_rows(shape: str, estimator: str) -> None:
+    # the column form a metric uses for a million rows gives the row form's estimate, every field
+    from biasaudit.stats.disaggregate import mean, pooled_columns, proportion
+
+    rng = np.random.default_rng(3)
+    n = 400
+    stimuli = {"clustered": [f"s{i % 37}" for i in range(n)], "one row per stimulus": [f"s{i}" for i in range(n)],
+               "one stimulus": ["s0"] * n}[shape]
+    cells = [f"c{i % 5}" for i in range(n)]
+    values = [float(x) for x in rng.integers(0, 2, n)] if estimator == "proportion" else rng.normal(size=n).tolist()
+    est = proportion if estimator == "proportion" else mean
+    rows = [Obs(cell=c, cluster=k, value=v) for c, k, v in zip(cells, stimuli, values, strict=True)]
+    assert pooled_columns(values, stimuli, cells, est).model_dump() == pooled(rows, est).model_dump()

@@ -28,7 +28,7 @@ def test_singleton_cluster_bootstrap_equals_the_row_index_bootstrap_by_hand() ->
     # 5,000 rows: a batch of 1,000 resamples is drawn in slices (memory bound); the
     # interval is still the textbook one, bit for bit (integer values: exact sums)
     values = np.random.default_rng(7).integers(-1, 2, 5_000).astype(float)
-    est = cluster_bootstrap(values, list(range(values.size)), seed=3, n_resamples=2_000)
+    est = cluster_bootstrap(values, list(range(values.size)), seed=3, n_resamples=2_000, count_draw_above=None)
     # clusters are numbered in the order of their labels as text ("0", "1", "10", ...)
     order = sorted(range(values.size), key=str)
     assert (est.ci_low, est.ci_high) == _by_hand(values[order], 3, 2_000)
@@ -41,12 +41,31 @@ def test_bootstrap_of_many_rows_holds_bounded_memory() -> None:
     values = (np.arange(60_000) % 3 == 0).astype(float)
     tracemalloc.start()
     try:
-        est = cluster_bootstrap(values, list(range(values.size)), seed=1, n_resamples=1_000)
+        est = cluster_bootstrap(values, list(range(values.size)), seed=1, n_resamples=1_000, count_draw_above=None)
         _, peak = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()
     assert est.ci_low is not None and est.ci_low < 1 / 3 < est.ci_high
     assert peak < 200 * 2**20, f"peak {peak / 2**20:.0f} MiB"
+
+
+def test_clustered_integer_bootstrap_equals_the_cluster_index_bootstrap_by_hand() -> None:
+    # clusters of unequal size with whole-number sums: the lookup path (no weight matrix)
+    # gives the textbook cluster bootstrap bit for bit: draw g cluster indices, divide the
+    # drawn clusters' summed values by their summed sizes
+    rng = np.random.default_rng(11)
+    clusters = rng.integers(0, 400, 6_000)
+    values = rng.integers(0, 2, 6_000).astype(float)
+    est = cluster_bootstrap(values, clusters.tolist(), seed=4, n_resamples=3_000)
+    labels = sorted({str(c) for c in clusters})
+    index = {lab: i for i, lab in enumerate(labels)}
+    which = np.array([index[str(c)] for c in clusters])
+    sums = np.bincount(which, weights=values)
+    sizes = np.bincount(which).astype(float)
+    draw = np.random.default_rng(4)
+    boot = np.concatenate([sums[i].sum(axis=1) / sizes[i].sum(axis=1)
+                           for i in (draw.integers(0, len(labels), size=(1_000, len(labels))) for _ in range(3))])
+    assert (est.ci_low, est.ci_high) == tuple(float(x) for x in np.quantile(boot, [0.025, 0.975]))
 
 
 def _coincidences_unit_by_unit(units: list[list[str]], cats: list[str]) -> np.ndarray:

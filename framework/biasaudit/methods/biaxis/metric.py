@@ -55,6 +55,7 @@ from biasaudit.stats.disaggregate import (
     contrast_estimates,
     group_contrasts,
     pooled,
+    pooled_columns,
     proportion,
 )
 
@@ -163,9 +164,11 @@ def _pooled_family(elig: list[Coded], p: BiaxisParams) -> dict[str, Estimate]:
         return cluster_bootstrap([o.value for o in rows], list(range(len(rows))), seed=p.seed)
 
     est: dict[str, Estimate] = {}
+    # the rows' cells and statements once, for every rate (no Obs row per response and rate)
+    cells = [c.cell for c in elig]
+    stimuli = [c.stimulus for c in elig]
     for k in FAMILY:
-        rows_k = [Obs(cell=c.cell, cluster=c.stimulus, value=v) for c, v in zip(elig, per_row[k], strict=True)]
-        est[k] = pooled(rows_k, difference if k == "dni" else proportion, seed=p.seed) if elig \
+        est[k] = pooled_columns(per_row[k], stimuli, cells, difference if k == "dni" else proportion) if elig \
             else Estimate.no_data("cluster-bootstrap-percentile")
     fam = ber_family(np.array([c.a for c in elig]), np.array([c.b for c in elig]))
     est["ir_over_union"] = Estimate(value=fam["ir_over_union"], ci_low=None, ci_high=None, n=len(elig), method="none",
@@ -259,8 +262,11 @@ def factor_spread(ctx: MetricContext, fname: str, elig: list[Coded], p: BiaxisPa
     slice_ = _slice(ctx, fname, elig)
     levels: list[str] = []
     ests: list[Estimate] = []
+    of_level: dict[object, list[Coded]] = {}  # one pass, not one scan of the slice per level
+    for c in slice_:
+        of_level.setdefault(c.levels.get(fname), []).append(c)
     for lv in ctx.config.factors[fname]:
-        sub = [c for c in slice_ if c.levels.get(fname) == lv]
+        sub = of_level.get(lv, [])
         if sub:
             levels.append(lv)
             ests.append(pooled([Obs(cell=c.cell, cluster=c.stimulus, value=_union(c)) for c in sub],
@@ -428,7 +434,13 @@ def _slice(ctx: MetricContext, fname: str, elig: list[Coded]) -> list[Coded]:
     if d.kind != "oat" or not d.baseline:
         return elig
     base = d.baseline
-    return [c for c in elig if all(c.levels.get(f) == base.get(f) for f in ctx.config.factors if f != fname)]
+    others = [f for f in ctx.config.factors if f != fname]
+    # a cell's rows share its levels: decide once per cell, not once per response
+    inside: dict[str, bool] = {}
+    for c in elig:
+        if c.cell not in inside:
+            inside[c.cell] = all(c.levels.get(f) == base.get(f) for f in others)
+    return [c for c in elig if inside[c.cell]]
 
 
 def _spread(elig: list[Coded], p: BiaxisParams) -> dict[str, Any]:
