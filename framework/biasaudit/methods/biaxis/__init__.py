@@ -107,7 +107,7 @@ METHODS.add("biaxis", MethodDef(
                  "DNI = BER_sel - BER_elab its direction.",
         reading="BER_union is the deployment gate (lower is better). Spread across conditions shows how much "
                 "the number depends on the prompt. Per-cell Wilson intervals; pooled intervals are clustered by "
-                "statement (Wilson on the effective sample size; DNI by a cluster bootstrap).",
+                "statement (Wilson on the effective sample size; DNI by the cluster-robust t interval).",
     ),
 ))
 ORACLES.add("biaxis", ORACLE)

@@ -5,7 +5,7 @@ layer (a judge panel, majority vote, Abstain without one). From A = [selection
 endorses] and B = [elaboration endorses] (each layer's `endorse` labels) on the
 divergence-eligible base come the BER family and the reliability pair (IR, DNI) per
 cell; pooled values are clustered by statement (rates: Wilson on the design's effective
-sample size; DNI: cluster bootstrap over statements). The horizontal axis is the
+sample size; DNI: the cluster-robust t interval over statements). The horizontal axis is the
 spread of BER_union over each factor's levels (range and eta^2), and two-way eta^2 on
 factorial designs.
 
@@ -58,6 +58,7 @@ from biasaudit.stats.disaggregate import (
     pooled_columns,
     proportion,
 )
+from biasaudit.stats.means import CLUSTER_T
 
 FAMILY = ("sel", "elab", "cor", "union", "oed", "ued", "ir", "dni")
 
@@ -169,7 +170,7 @@ def _pooled_family(elig: list[Coded], p: BiaxisParams) -> dict[str, Estimate]:
     stimuli = [c.stimulus for c in elig]
     for k in FAMILY:
         est[k] = pooled_columns(per_row[k], stimuli, cells, difference if k == "dni" else proportion) if elig \
-            else Estimate.no_data("cluster-bootstrap-percentile")
+            else Estimate.no_data(CLUSTER_T if k == "dni" else "wilson-design-effect")
     fam = ber_family(np.array([c.a for c in elig]), np.array([c.b for c in elig]))
     est["ir_over_union"] = Estimate(value=fam["ir_over_union"], ci_low=None, ci_high=None, n=len(elig), method="none",
                                     note="1 - Jaccard similarity of the two layers' flag sets")
@@ -412,7 +413,8 @@ def compute(ctx: MetricContext, metric_id: str, params: BaseModel) -> MetricResu
         reference_note="BER_union: endorsement on either layer (the deployment gate). IR: share of responses whose "
                        "layers disagree; DNI = BER_sel - BER_elab: its direction. A small |DNI| with a large IR is the "
                        "cancellation trap. Pooled intervals are clustered by statement: Wilson on the design's "
-                       "effective sample size for the rates, a cluster bootstrap for DNI.",
+                       "effective sample size for the rates, the cluster-robust t interval (t on G - 1 "
+                       "degrees of freedom, G statements) for DNI.",
         spread=_spread(elig, p), reliability=_reliability(coded, est, quality),
         counts={"responses": len(coded), "eligible": len(elig), "parser_fallbacks": quality.parser,
                 "unparsed": quality.unparsed, "cells": len(cells), "trap_cells": sum(1 for c in cells if c.trap)},
