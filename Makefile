@@ -17,7 +17,7 @@ QUIET_PIP := 2>&1 | { grep -v -e '^WARNING: Location' -e 'is ignored: it is neit
 
 help:
 	@echo "make audit   set up .venv if needed and run the default audit on the embedded models"
-	@echo "make test    set up .venv if needed and run the test suite (what CI runs): the unit tests on 2 workers, then the serial ones one at a time (servers, killed runs, time bounds), then the other integration tests on 2 workers"
+	@echo "make test    set up .venv if needed and run the test suite (what CI runs): the unit tests on 2 workers, then the serial ones and the integration tests one at a time"
 	@echo "make test-fast  the unit tests on 2 workers, without the slow ones (real models, subprocess reruns, browser) or the hostile catalogue"
 	@echo "make bench   run the benchmarks in bench/ (installs the bench extra: lm-eval) and write their figures into docs/benchmarks.md"
 	@echo "make docs    regenerate the method pages docs/methods/*.md from each method's MethodText and method.md"
@@ -90,7 +90,7 @@ example-report: setup
 screenshots: setup
 	$(BIN)/python docs/tools/screenshots.py docs/img
 
-# The whole suite, in four phases; all always run and a failure in any fails the target.
+# The whole suite, in two phases; both always run and a failure in either fails the target.
 # 1. The unit tests and the conformance suite (tests/conformance: numbers checked against
 #    published tables and reference implementations; the hostile catalogue and the slow
 #    ones included) on two workers
@@ -98,15 +98,12 @@ screenshots: setup
 #    fixtures (a reference run, a loaded model, a hostile run folder) are built once, not
 #    once per worker, and its tests never race each other.
 # 2. One at a time: the unit tests marked `serial` (they kill or interrupt runs, or bound a
-#    wall-clock time, so they need a quiet machine) and the integration tests marked
-#    `serial` (local servers, some on fixed ports; killed runs; wall-clock bounds; worker
-#    processes of their own: tests/conftest.py marks every integration file but those in
-#    its PAIRED_INTEGRATION).
-# 3. The other integration tests (real models in-process, each on its own folders) on two
-#    workers, --dist loadfile as in 1 (a file's module fixtures built once). None of them
-#    starts a server, kills a process or bounds a wall-clock time, so a neighbour can slow
-#    one down but not make it fail; they ran one at a time before.
-# 4. The conformance checks marked `serial` (lm-evaluation-harness on the embedded model),
+#    wall-clock time, so they need a quiet machine) and tests/integration (real models and
+#    local servers; tests/conftest.py marks all of it `serial`). Not on two workers: each
+#    model run starts two torch threads, and four integration files that start no server
+#    took 136 s side by side against 105 s one at a time, with 60% more CPU (four threads
+#    on two cores wait on each other).
+# 3. The conformance checks marked `serial` (lm-evaluation-harness on the embedded model),
 #    in their own process: lm-eval's HFLM keeps the model it is handed, and a later test
 #    of the same process then found its variants no longer sharing weights.
 # First, biasaudit's own modules are byte-compiled (about 1.5 s of CPU): pip compiles the
@@ -120,17 +117,15 @@ screenshots: setup
 PYTEST := $(BIN)/python -m pytest -q -p no:cacheprovider --durations=15
 test: setup setup-vllm
 	@$(BIN)/python -m compileall -q framework >/dev/null || true  # a module that fails to compile fails in its tests instead
-	@unit=0; serial=0; paired=0; conf=0; \
+	@unit=0; serial=0; conf=0; \
 	echo "== unit tests on 2 workers (not marked serial)"; \
 	$(PYTEST) -n 2 --dist loadfile -m "not serial" tests/unit tests/conformance || unit=$$?; \
-	echo "== serial unit tests, then the serial integration tests, one at a time"; \
+	echo "== serial unit tests, then the integration tests, one at a time"; \
 	$(PYTEST) -m serial tests/unit tests/integration || serial=$$?; \
-	echo "== the other integration tests (real models in-process) on 2 workers"; \
-	$(PYTEST) -n 2 --dist loadfile -m "not serial" tests/integration || paired=$$?; \
 	echo "== serial conformance checks (a peer harness on a real model), in a process of their own"; \
 	$(PYTEST) -m serial tests/conformance || conf=$$?; \
-	echo "make test: unit tests on 2 workers exit $$unit, serial tests exit $$serial, integration tests on 2 workers exit $$paired, serial conformance exit $$conf"; \
-	test $$unit -eq 0 && test $$serial -eq 0 && test $$paired -eq 0 && test $$conf -eq 0
+	echo "make test: unit tests on 2 workers exit $$unit, serial and integration tests exit $$serial, serial conformance exit $$conf"; \
+	test $$unit -eq 0 && test $$serial -eq 0 && test $$conf -eq 0
 
 # The inner loop (under 3 minutes on 2 cores): the unit tests and the conformance suite's
 # fast slice on two workers (pytest-xdist),

@@ -27,29 +27,12 @@ FIXTURES = Path(__file__).resolve().parent / "fixtures"
 INTEGRATION = Path(__file__).resolve().parent / "integration"
 
 
-# The integration files that may run beside one other test (`make test` runs them on two
-# workers, after the serial phase): each runs real models in-process on its own temporary
-# folders and nothing else. Every other integration file is `serial` because it starts a
-# server (vLLM, llama.cpp, the HTTP app; some on fixed ports), kills or interrupts a
-# process, bounds a wall-clock time, or starts worker processes of its own (Ray, joblib, a
-# pip install): beside another test those would take the cores they time or need, or race
-# for a port. A new integration file is serial until it is added here.
-PAIRED_INTEGRATION = frozenset({
-    "test_api_smollm2.py", "test_bbq_stereoset_e2e.py", "test_biaxis_e2e.py", "test_crows_pairs_e2e.py",
-    "test_evidence_pack.py", "test_factor_design_e2e.py", "test_fisco_e2e.py", "test_gemma3.py",
-    "test_golden.py", "test_golden_scale.py", "test_hf_causal_scoring.py", "test_human_review_e2e.py",
-    "test_impact_ratio_e2e.py", "test_judge_below_chance.py", "test_likelihood_specs_e2e.py",
-    "test_model_loads.py", "test_nli_e2e.py", "test_own_model_dir.py", "test_progress_rows.py",
-    "test_refusal_stance_e2e.py", "test_suite_e2e.py", "test_tfdp_e2e.py",
-})
-
-
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Integration tests load real models and some start local servers (vLLM, llama.cpp)
-    that take the machine's cores and memory: each is `serial` (run one at a time, after the
-    unit tests' two-worker phase) unless its file is in PAIRED_INTEGRATION."""
+    """Every integration test is `serial`: they load real models and start local servers
+    (vLLM, llama.cpp) that take the machine's cores and memory, so `make test` runs them one
+    at a time, after the unit tests' two-worker phase."""
     for item in items:
-        if INTEGRATION in item.path.parents and item.path.name not in PAIRED_INTEGRATION:
+        if INTEGRATION in item.path.parents:
             item.add_marker(pytest.mark.serial)
 
 
