@@ -20,7 +20,7 @@ from biasaudit.coding.base import CodingRequest
 from biasaudit.coding.layers import CodingPlan, Layer
 from biasaudit.errors import BiasAuditError
 from biasaudit.plan import PlanItem
-from biasaudit.records.codes import Code, CodeDetail, Truncation, Unit
+from biasaudit.records.codes import Code, CodeDetail, CodeTable, Truncation, Unit
 from biasaudit.records.json import JSONValue
 from biasaudit.records.responses import Response, generated_text
 
@@ -33,13 +33,14 @@ Answerer = Callable[[str, list[CodingRequest]], dict[CodingRequest, Response]]
 
 @dataclass
 class CodingResult:
-    codes: dict[str, dict[str, Code]]
-    """Layer -> unit id -> code. A fallback layer holds only the units it was given."""
+    codes: dict[str, Mapping[str, Code]]
+    """Layer -> unit id -> code. A fallback layer holds only the units it was given. The
+    coding stage gives each layer's codes as a compact `CodeTable` (issue 42)."""
     units: list[Unit]
     handed: dict[str, int] = field(default_factory=dict)
     """Fallback layer -> units its primary handed to it."""
 
-    def layer(self, name: str) -> dict[str, Code]:
+    def layer(self, name: str) -> Mapping[str, Code]:
         return self.codes.get(name, {})
 
 
@@ -104,7 +105,7 @@ def resolve_inputs(layer: Layer, units: Sequence[Unit], responses: Mapping[str, 
 
 
 def _code_layer(plan: CodingPlan, name: str, units: Sequence[Unit], responses: Mapping[str, Response],
-                codes: dict[str, dict[str, Code]], answer: Answerer, result: CodingResult) -> dict[str, Code]:
+                codes: dict[str, Mapping[str, Code]], answer: Answerer, result: CodingResult) -> CodeTable:
     layer = plan.layers[name]
     cut: dict[str, int] = {}
     inputs, out = resolve_inputs(layer, units, responses, codes, cut)
@@ -139,7 +140,10 @@ def _code_layer(plan: CodingPlan, name: str, units: Sequence[Unit], responses: M
         for uid, c in fb_codes.items():
             if c.coded:
                 out[uid] = c.model_copy(update={"source": f"fallback:{fb}"})
-    return {u.id: out[u.id] for u in units}
+    table = CodeTable()
+    for u in units:
+        table[u.id] = out[u.id]
+    return table
 
 
 def run_coding(plan: CodingPlan, units: Sequence[Unit], responses: Mapping[str, Response],

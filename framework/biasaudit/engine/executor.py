@@ -10,7 +10,7 @@ import sys
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from biasaudit._util.progress import seconds_text, stage
@@ -56,7 +56,7 @@ def execute_plan(
 
 
 def execute_requests(
-    requests: dict[str, Request],
+    requests: Mapping[str, Request],
     store: Store,
     backend_factory: Callable[[], Backend] | None,
     *,
