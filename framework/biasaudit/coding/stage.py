@@ -26,6 +26,8 @@ from biasaudit.records.responses import Response, generated_text
 
 MAX_ROUNDS = 4
 """Rounds a multi-step coder may ask in (claims: extract, then check)."""
+CODE_CHUNK = 4096
+"""Units a per-unit coder (`CoderDef.per_unit`) codes at a time."""
 
 Answerer = Callable[[str, list[CodingRequest]], dict[CodingRequest, Response]]
 """(layer name, requests) -> their responses (cached or answered now)."""
@@ -120,7 +122,14 @@ def _code_layer(plan: CodingPlan, name: str, units: Sequence[Unit], responses: M
     else:
         raise BiasAuditError(f"layer {name!r} kept asking for new requests after {MAX_ROUNDS} rounds",
                              key=f"coding.{name}")
-    got = {c.unit: c for c in coder.code(codable, inputs, answers)}
+    # a per-unit coder codes a chunk of units at a time, each chunk kept compactly before
+    # the next: never every unit's full record at once (issue 42)
+    chunks = [codable[i:i + CODE_CHUNK] for i in range(0, len(codable), CODE_CHUNK)] \
+        if layer.coder_def.per_unit else [codable]
+    got = CodeTable()
+    for chunk in chunks:
+        for c in coder.code(chunk, inputs, answers):
+            got[c.unit] = c
     missing = [u.id for u in codable if u.id not in got]
     if missing:
         raise RuntimeError(f"coder {layer.coder_name!r} gave no code for {len(missing)} unit(s)")  # a coder bug
@@ -130,10 +139,11 @@ def _code_layer(plan: CodingPlan, name: str, units: Sequence[Unit], responses: M
         if c.status != "not_applicable":  # a unit the coder did not read (another level's) lost nothing
             truncated = Truncation(chars=chars, kept=limit)
             got[uid] = c.model_copy(update={"detail": c.detail.model_copy(update={"input_truncated": truncated})})
-    out.update(got)
+    # `out` holds the units the coder was not given (no input, a failed response) and,
+    # below, the fallback's codes; every other unit's code is the coder's, in `got`
     fb = layer.spec.fallback
     if fb is not None:
-        left = [u for u in units if out[u.id].status == "abstain"]
+        left = [u for u in units if (out[u.id] if u.id in out else got[u.id]).status == "abstain"]
         result.handed[fb] = len(left)
         fb_codes = _code_layer(plan, fb, left, responses, codes, answer, result)
         codes[fb] = fb_codes
@@ -142,7 +152,10 @@ def _code_layer(plan: CodingPlan, name: str, units: Sequence[Unit], responses: M
                 out[uid] = c.model_copy(update={"source": f"fallback:{fb}"})
     table = CodeTable()
     for u in units:
-        table[u.id] = out[u.id]
+        if u.id in out:
+            table[u.id] = out[u.id]
+        else:
+            table.put_from(got, u.id)
     return table
 
 

@@ -225,6 +225,10 @@ class CodeTable(Mapping[str, Code]):
         self._rows[uid] = (d["status"], d["label"], d["value"], d["text"], d["source"], d["detail"],
                            _FIELD_SETS.setdefault(fs, fs))
 
+    def put_from(self, other: CodeTable, uid: str) -> None:
+        """Keep `other`'s code of `uid` here too, as it is held (no record built)."""
+        self._rows[uid] = other._rows[uid]
+
     def __getitem__(self, uid: str) -> Code:
         row = self._rows[uid]
         if isinstance(row, Code):
