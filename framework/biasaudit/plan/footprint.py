@@ -62,13 +62,13 @@ one metric, 252 B an item); the grid's biaxis metric keeps none (its summary.jso
 SCORE_CHARS_PER_TOKEN = 26
 """A scored sequence's stored answer (tokens, ids, log-probs, offsets) a prompt token:
 470 B for a 71-character sentence (18 tokens as counted here), crows_pairs_tp above."""
-RSS_BASE = 268_300_000
+RSS_BASE = 273_500_000
 """Peak RSS of a run before its plan (the interpreter, libraries, backend, report code):
 the intercept of the fit below."""
-RSS_PER_ITEM = 2_670
+RSS_PER_ITEM = 2_410
 """Peak RSS a plan item, fitted on the grid's runs at 20,050 and 100,250 requests after
-the stages held their per-request records compactly (issue 42; 314,372 KB and 523,636 KB
-peak: 2.61 KB a request; before, 8.24 KB). Most of it is what a stage holds for every
+the stages held their per-request records compactly (issue 42; 314,304 KB and 503,204 KB
+peak: 2.36 KB a request; before, 8.24 KB). Most of it is what a stage holds for every
 unit while it works (a coding layer's codes and judge requests, a metric's rows); the
 local backends' weights are not in it."""
 
