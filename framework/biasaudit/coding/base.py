@@ -148,6 +148,13 @@ class CoderDef:
     validity: Callable[[CoderEnv, Any, Sequence[Code], ValiditySpec], list[ValidityFlag]] | None = None
     """Validity flags only this coder can raise, from the layer's coded units (the rules'
     `otherwise` share)."""
+    per_unit: bool = False
+    """`code` gives each unit's code from that unit's input and the answers alone (no
+    unit's code depends on another unit): the stage may then ask for the codes a chunk of
+    units at a time and keep each chunk compactly before the next (issue 42), instead of
+    holding every unit's full record at once. A coder that compares units (embedding
+    similarity within a stimulus, claims against references, a human sheet checked
+    whole) leaves it False."""
 
 
 @dataclass

@@ -180,7 +180,10 @@ def pair_report(pair: ReliabilityPair, layers: Mapping[str, Layer], units: Seque
 def panel_report(layer: str, units: Sequence[Unit], codes: Mapping[str, Code], seed: int = 0) -> PanelReport | None:
     """Inter-rater agreement of a layer whose codes pool several raters (a judge panel),
     from each unit's votes (`detail.rater_votes()`)."""
-    votes = [(u, dict(codes[u.id].detail.rater_votes() or {})) for u in units if u.id in codes]
+    # each unit's votes as its code holds them (equal votes share one evidence record):
+    # no copy per unit (issue 42); only read here
+    empty: Mapping[str, str | None] = {}
+    votes = [(u, codes[u.id].detail.rater_votes() or empty) for u in units if u.id in codes]
     judges = list(dict.fromkeys(j for _, v in votes for j in v))
     if len(judges) < 2:
         return None

@@ -20,12 +20,14 @@ from biasaudit.coding.base import CodingRequest
 from biasaudit.coding.layers import CodingPlan, Layer
 from biasaudit.errors import BiasAuditError
 from biasaudit.plan import PlanItem
-from biasaudit.records.codes import Code, CodeDetail, Truncation, Unit
+from biasaudit.records.codes import Code, CodeDetail, CodeTable, Truncation, Unit
 from biasaudit.records.json import JSONValue
 from biasaudit.records.responses import Response, generated_text
 
 MAX_ROUNDS = 4
 """Rounds a multi-step coder may ask in (claims: extract, then check)."""
+CODE_CHUNK = 4096
+"""Units a per-unit coder (`CoderDef.per_unit`) codes at a time."""
 
 Answerer = Callable[[str, list[CodingRequest]], dict[CodingRequest, Response]]
 """(layer name, requests) -> their responses (cached or answered now)."""
@@ -33,13 +35,14 @@ Answerer = Callable[[str, list[CodingRequest]], dict[CodingRequest, Response]]
 
 @dataclass
 class CodingResult:
-    codes: dict[str, dict[str, Code]]
-    """Layer -> unit id -> code. A fallback layer holds only the units it was given."""
+    codes: dict[str, Mapping[str, Code]]
+    """Layer -> unit id -> code. A fallback layer holds only the units it was given. The
+    coding stage gives each layer's codes as a compact `CodeTable` (issue 42)."""
     units: list[Unit]
     handed: dict[str, int] = field(default_factory=dict)
     """Fallback layer -> units its primary handed to it."""
 
-    def layer(self, name: str) -> dict[str, Code]:
+    def layer(self, name: str) -> Mapping[str, Code]:
         return self.codes.get(name, {})
 
 
@@ -104,7 +107,7 @@ def resolve_inputs(layer: Layer, units: Sequence[Unit], responses: Mapping[str, 
 
 
 def _code_layer(plan: CodingPlan, name: str, units: Sequence[Unit], responses: Mapping[str, Response],
-                codes: dict[str, dict[str, Code]], answer: Answerer, result: CodingResult) -> dict[str, Code]:
+                codes: dict[str, Mapping[str, Code]], answer: Answerer, result: CodingResult) -> CodeTable:
     layer = plan.layers[name]
     cut: dict[str, int] = {}
     inputs, out = resolve_inputs(layer, units, responses, codes, cut)
@@ -119,7 +122,14 @@ def _code_layer(plan: CodingPlan, name: str, units: Sequence[Unit], responses: M
     else:
         raise BiasAuditError(f"layer {name!r} kept asking for new requests after {MAX_ROUNDS} rounds",
                              key=f"coding.{name}")
-    got = {c.unit: c for c in coder.code(codable, inputs, answers)}
+    # a per-unit coder codes a chunk of units at a time, each chunk kept compactly before
+    # the next: never every unit's full record at once (issue 42)
+    chunks = [codable[i:i + CODE_CHUNK] for i in range(0, len(codable), CODE_CHUNK)] \
+        if layer.coder_def.per_unit else [codable]
+    got = CodeTable()
+    for chunk in chunks:
+        for c in coder.code(chunk, inputs, answers):
+            got[c.unit] = c
     missing = [u.id for u in codable if u.id not in got]
     if missing:
         raise RuntimeError(f"coder {layer.coder_name!r} gave no code for {len(missing)} unit(s)")  # a coder bug
@@ -129,17 +139,24 @@ def _code_layer(plan: CodingPlan, name: str, units: Sequence[Unit], responses: M
         if c.status != "not_applicable":  # a unit the coder did not read (another level's) lost nothing
             truncated = Truncation(chars=chars, kept=limit)
             got[uid] = c.model_copy(update={"detail": c.detail.model_copy(update={"input_truncated": truncated})})
-    out.update(got)
+    # `out` holds the units the coder was not given (no input, a failed response) and,
+    # below, the fallback's codes; every other unit's code is the coder's, in `got`
     fb = layer.spec.fallback
     if fb is not None:
-        left = [u for u in units if out[u.id].status == "abstain"]
+        left = [u for u in units if (out[u.id] if u.id in out else got[u.id]).status == "abstain"]
         result.handed[fb] = len(left)
         fb_codes = _code_layer(plan, fb, left, responses, codes, answer, result)
         codes[fb] = fb_codes
         for uid, c in fb_codes.items():
             if c.coded:
                 out[uid] = c.model_copy(update={"source": f"fallback:{fb}"})
-    return {u.id: out[u.id] for u in units}
+    table = CodeTable()
+    for u in units:
+        if u.id in out:
+            table[u.id] = out[u.id]
+        else:
+            table.put_from(got, u.id)
+    return table
 
 
 def run_coding(plan: CodingPlan, units: Sequence[Unit], responses: Mapping[str, Response],

@@ -17,26 +17,32 @@ from biasaudit.records.coding import CellLabels, CodingReport, LayerReport
 from biasaudit.records.estimate import Estimate
 from biasaudit.stats.disaggregate import Obs, by_cell, mean, pooled, proportion
 
+_Coded = tuple[Unit, str | None, float | None]
+"""A coded unit with its code's label and value: what the summary reads of a code (not
+the whole record: a run holds one per unit, issue 42)."""
 
-def _cell_labels(lay: Layer, units: Sequence[Unit], coded: list[tuple[Unit, Code]],
+
+def _cell_labels(lay: Layer, units: Sequence[Unit], coded: list[_Coded],
                  labels: list[str]) -> list[CellLabels]:
     """Per prompt condition: the label counts and shares (value layers: the mean value)."""
     cells = []
     means: dict[str, Estimate] = {}
     if lay.value_type == "number":
-        rows = [Obs(cell=u.cell, cluster=u.stimulus, value=c.value) for u, c in coded if c.value is not None]
+        rows = [Obs(cell=u.cell, cluster=u.stimulus, value=value) for u, _, value in coded if value is not None]
         means = by_cell(rows, mean)
     # grouped in one pass (not one scan of every unit per cell: grids have many cells)
     first: dict[str, Unit] = {}
     for u in units:
         first.setdefault(u.cell, u)
-    codes_of: dict[str, list[Code]] = {cell: [] for cell in first}
-    for u, c in coded:
-        codes_of[u.cell].append(c)
+    counts_of: dict[str, Counter[str]] = {cell: Counter() for cell in first}
+    n_of: dict[str, int] = dict.fromkeys(first, 0)
+    for u, label, _ in coded:
+        n_of[u.cell] += 1
+        if label is not None:
+            counts_of[u.cell][label] += 1
     for cell, unit in first.items():
-        here = codes_of[cell]
-        counts = Counter(c.label for c in here if c.label is not None)
-        n = len(here)
+        counts = counts_of[cell]
+        n = n_of[cell]
         levels = dict(unit.levels)
         cells.append(CellLabels(cell=cell, levels=levels, n=n, counts={lab: counts.get(lab, 0) for lab in labels},
                                 shares={lab: counts.get(lab, 0) / n for lab in labels} if n else {},
@@ -44,16 +50,16 @@ def _cell_labels(lay: Layer, units: Sequence[Unit], coded: list[tuple[Unit, Code
     return cells
 
 
-def _pooled_labels(lay: Layer, coded: list[tuple[Unit, Code]], labels: list[str], seed: int) -> dict[str, Estimate]:
+def _pooled_labels(lay: Layer, coded: list[_Coded], labels: list[str], seed: int) -> dict[str, Estimate]:
     """Label -> its share over all coded units (value layers: `mean`)."""
     overall: dict[str, Estimate] = {}
     if lay.value_type == "number":
-        overall["mean"] = pooled([Obs(cell=u.cell, cluster=u.stimulus, value=c.value) for u, c in coded
-                                  if c.value is not None], mean, seed=seed)
+        overall["mean"] = pooled([Obs(cell=u.cell, cluster=u.stimulus, value=value) for u, _, value in coded
+                                  if value is not None], mean, seed=seed)
     else:
         for lab in labels:
-            overall[lab] = pooled([Obs(cell=u.cell, cluster=u.stimulus, value=1.0 if c.label == lab else 0.0)
-                                   for u, c in coded], proportion, seed=seed)
+            overall[lab] = pooled([Obs(cell=u.cell, cluster=u.stimulus, value=1.0 if label == lab else 0.0)
+                                   for u, label, _ in coded], proportion, seed=seed)
     return overall
 
 
@@ -65,16 +71,28 @@ def _calls_counts(calls: LayerCalls | None) -> dict[str, int]:
 
 def layer_report(lay: Layer, units: Sequence[Unit], codes: Mapping[str, Code], handed: int | None,
                  calls: LayerCalls | None, seed: int = 0) -> LayerReport:
-    mine = [(u, codes[u.id]) for u in units if u.id in codes]
-    coded = [(u, c) for u, c in mine if c.coded]
-    labels = list(lay.labels) if lay.labels is not None else sorted({c.label for _, c in coded if c.label is not None})
+    # one code at a time: only its label and value are kept (issue 42)
+    status: Counter[str] = Counter()
+    sources: Counter[str] = Counter()
+    truncated = 0
+    coded: list[_Coded] = []
+    for u in units:
+        c = codes.get(u.id)
+        if c is None:
+            continue
+        status[c.status] += 1
+        truncated += c.detail.input_truncated is not None
+        if c.coded:
+            sources[c.source] += 1
+            coded.append((u, c.label, c.value))
+    labels = list(lay.labels) if lay.labels is not None else sorted({lab for _, lab, _ in coded if lab is not None})
     cells = _cell_labels(lay, units, coded, labels)
     overall = _pooled_labels(lay, coded, labels, seed)
     return LayerReport(
         name=lay.name, coder=lay.coder_name, title=lay.coder_def.title, input=lay.spec.input, labels=list(lay.labels) if lay.labels is not None else None,
         value_type=lay.value_type, fallback=lay.spec.fallback, fallback_of=lay.fallback_of, handed=handed,
-        status=dict(Counter(c.status for _, c in mine)), sources=dict(Counter(c.source for _, c in coded)),
-        cells=cells, pooled=overall, truncated=sum(c.detail.input_truncated is not None for _, c in mine),
+        status=dict(status), sources=dict(sources),
+        cells=cells, pooled=overall, truncated=truncated,
         calls=_calls_counts(calls))
 
 

@@ -10,8 +10,8 @@ import sys
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator
-from typing import Any
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import Any, overload
 
 from biasaudit._util.progress import seconds_text, stage
 from biasaudit._util.secrets import redact_obj
@@ -24,7 +24,7 @@ from biasaudit.errors import StoreError
 from biasaudit.plan import Plan, Request, estimated_tokens
 from biasaudit.records.execution import ExecutionStats
 from biasaudit.records.json import JSONObject
-from biasaudit.records.responses import GenerateOutput, Response, parse_output
+from biasaudit.records.responses import GenerateOutput, Response, ResponseTable, parse_output
 from biasaudit.store import Store
 
 log = logging.getLogger(__name__)
@@ -44,7 +44,7 @@ def execute_plan(
     who: str = "the model",
     load_note: str = "",
     budget: Budget | None = None,
-) -> tuple[dict[str, Response], ExecutionStats]:
+) -> tuple[ResponseTable, ExecutionStats]:
     """Return every request's response. With `backend_factory=None`, answer only from the
     store (re-rendering a report), and fail if anything is missing. With a `budget`, the
     requests it cannot pay for are left unanswered (absent from the result; `budget.stopped`)."""
@@ -56,7 +56,7 @@ def execute_plan(
 
 
 def execute_requests(
-    requests: dict[str, Request],
+    requests: Mapping[str, Request],
     store: Store,
     backend_factory: Callable[[], Backend] | None,
     *,
@@ -67,20 +67,21 @@ def execute_requests(
     who: str = "the model",
     load_note: str = "",
     budget: Budget | None = None,
-) -> tuple[dict[str, Response], ExecutionStats]:
+) -> tuple[ResponseTable, ExecutionStats]:
     """Answer `requests` from the store, then the rest through the backend. With the model's
     `identity`, the backend's measured throughput is recorded for `biasaudit plan`.
     `who` names the model in stage messages; `load_note` says what its first load does."""
     t0 = time.perf_counter()
     stats = ExecutionStats(requests=len(requests), plan_items=len(requests))
-    results = store.get_many(requests)
-    pending = [
-        r for k, r in requests.items()
-        if k not in results or (retry_failed and results[k].status == "failed")
-    ]
+    # held compactly, and read from the store in chunks (issue 42)
+    results = ResponseTable()
+    for k, resp in store.iter_many(requests):
+        results[k] = resp
+    pending = _Pending(requests, [k for k in requests
+                                  if k not in results or (retry_failed and results.status(k) == "failed")])
     stats.cache_hits = len(requests) - len(pending)
     if budget is not None:  # answers earlier runs of this plan paid for count against the budget
-        todo = {r.key for r in pending}
+        todo = set(pending.keys)
         for k, resp in results.items():
             if k not in todo:
                 budget.count_stored(requests[k], resp)
@@ -94,7 +95,7 @@ def execute_requests(
                 hint="run `biasaudit run` with the same spec and model to fill the cache",
             )
         backend = _load(backend_factory, store, identity, label, who, load_note, stats)
-        by_key = {r.key: r for r in pending}
+        by_key = requests
         bar = _progress(progress, len(pending), label)
         stop = GracefulStop()
 
@@ -140,18 +141,45 @@ def execute_requests(
             if bar is not None:
                 bar.close()
     # (with a budget that stopped the run, the requests not sent have no result)
-    kinds = Counter(results[k].error_kind or "other" for k in requests if k in results and results[k].status == "failed")
+    kinds = Counter(results[k].error_kind or "other" for k in requests if results.status(k) == "failed")
     stats.failures = sum(kinds.values())
     stats.answered = stats.requests - stats.failures
     stats.failures_by_kind = dict(sorted(kinds.items()))
-    via = Counter(str(results[k].field("batch")) for k in requests
-                  if k in results and results[k].ok and results[k].field("batch"))
+    via = Counter(str(b) for k in requests if results.status(k) == "ok"
+                  and (r := results[k]).ok and (b := r.field("batch")))
     stats.batch_answers, stats.batch_ids = sum(via.values()), sorted(via)
     stats.seconds = time.perf_counter() - t0
     return results, stats
 
 
-def _affordable_batch(pending: list[Request], budget: Budget | None, run: BatchRun) -> list[Request]:
+class _Pending(Sequence[Request]):
+    """The requests still to answer, as a sequence that builds each `Request` from the
+    plan's table when a backend reads it (issue 42: a list of them held every prompt of
+    the run twice while the backend answered)."""
+
+    def __init__(self, requests: Mapping[str, Request], keys: list[str]) -> None:
+        self.requests = requests
+        self.keys = keys
+
+    @overload
+    def __getitem__(self, i: int) -> Request: ...
+
+    @overload
+    def __getitem__(self, i: slice) -> list[Request]: ...
+
+    def __getitem__(self, i: int | slice) -> Request | list[Request]:
+        if isinstance(i, slice):
+            return [self.requests[k] for k in self.keys[i]]
+        return self.requests[self.keys[i]]
+
+    def __iter__(self) -> Iterator[Request]:
+        return (self.requests[k] for k in self.keys)
+
+    def __len__(self) -> int:
+        return len(self.keys)
+
+
+def _affordable_batch(pending: Sequence[Request], budget: Budget | None, run: BatchRun) -> Sequence[Request]:
     """With a budget, the requests a batch may carry: those already in a batch submitted
     by an earlier run first (committed spend: reserved whatever the limit), then as many
     others as their worst case fits, at the batch price. A batch is one window: nothing
@@ -175,7 +203,7 @@ def _affordable_batch(pending: list[Request], budget: Budget | None, run: BatchR
     return out
 
 
-def _dispatch(backend: Backend, pending: list[Request], emit: Callable[[Response], None],
+def _dispatch(backend: Backend, pending: Sequence[Request], emit: Callable[[Response], None],
               budget: Budget | None) -> None:
     """Send `pending` through the backend: all at once, or with a budget in windows of at
     most `budget.window` requests, each reserved in full before it goes (engine/budget.py);
@@ -269,17 +297,27 @@ def _load(factory: Callable[[], Backend], store: Store, identity: JSONObject | N
     return backend
 
 
-def _record_throughput(store: Store, identity: JSONObject, pending: list[Request],
-                       results: dict[str, Response], seconds: float) -> None:
-    kinds = {r.kind for r in pending}
-    ok = [r for r in pending if results.get(r.key) is not None and results[r.key].status == "ok"]
+def _record_throughput(store: Store, identity: JSONObject, pending: Sequence[Request],
+                       results: ResponseTable, seconds: float) -> None:
+    # one pass, one request at a time (issue 42: no list of the answered requests)
+    kinds: set[str] = set()
+    ok = tin = 0
+    ok_keys: list[str] = []
+    for r in pending:
+        kinds.add(r.kind)
+        tin += estimated_tokens(r)[0]
+        if results.status(r.key) == "ok":
+            ok += 1
+            ok_keys.append(r.key)
     if len(kinds) != 1 or not ok or seconds <= 0:
         return  # mixed kinds or nothing answered: no rate worth keeping
     kind = kinds.pop()
-    tin = sum(estimated_tokens(r)[0] for r in pending)
     # only a generation has output tokens (a score or a distribution is read from the prompt)
-    gens = [parse_output(GenerateOutput, results[r.key]) for r in ok] if kind == "generate" else []
-    tout = sum(g.output_tokens for g in gens if g is not None)
+    tout = 0
+    if kind == "generate":
+        for k in ok_keys:
+            g = parse_output(GenerateOutput, results[k])
+            tout += g.output_tokens if g is not None else 0
     store.record_throughput(identity, kind, len(pending), seconds, tin, tout)
 
 

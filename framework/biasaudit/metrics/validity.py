@@ -15,8 +15,8 @@ share of model requests that failed).
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from biasaudit.records.metric_result import ValidityFlag
 
@@ -97,22 +97,51 @@ def depends_on(plan: CodingPlan, roots: Iterable[str]) -> list[str]:
     return seen
 
 
+class _CodesOf(Sequence["Code"]):
+    """The codes of some units of a layer, read from its table as they are used (issue 42:
+    a list of them held every unit's full record while the flags were computed)."""
+
+    def __init__(self, codes: Mapping[str, Code], ids: list[str]) -> None:
+        self.codes, self.ids = codes, ids
+
+    def __getitem__(self, i: int | slice) -> Any:
+        if isinstance(i, slice):
+            return [self.codes[u] for u in self.ids[i]]
+        return self.codes[self.ids[i]]
+
+    def __iter__(self) -> Iterator[Code]:
+        return (self.codes[u] for u in self.ids)
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+
 def _layer_flags(lay: Layer, units: Sequence[Unit], codes: Mapping[str, Code], v: ValiditySpec) -> list[ValidityFlag]:
-    mine = [codes[u.id] for u in units if u.id in codes]
-    applicable = [c for c in mine if c.status != "not_applicable"]
-    coded = [c for c in applicable if c.coded]
+    # one code at a time: only the coded units' ids and labels are kept
+    n_applicable = 0
+    coded_ids: list[str] = []
+    labels: Counter[str | None] = Counter()
+    for u in units:
+        c = codes.get(u.id)
+        if c is None or c.status == "not_applicable":
+            continue
+        n_applicable += 1
+        if c.coded:
+            coded_ids.append(u.id)
+            labels[c.label] += 1
+    coded = _CodesOf(codes, coded_ids)
     out: list[ValidityFlag] = []
-    if not applicable or lay.fallback_of is not None:
+    if not n_applicable or lay.fallback_of is not None:
         return out  # a fallback's codes are judged as part of its primary's
-    abstained = len(applicable) - len(coded)
-    if abstained / len(applicable) > v.max_abstain_share:
+    abstained = n_applicable - len(coded)
+    if abstained / n_applicable > v.max_abstain_share:
         out.append(ValidityFlag(
             kind="abstain_share", layer=lay.name,
-            message=f"layer {lay.name!r} could not code {abstained}/{len(applicable)} units "
-                    f"({100 * abstained / len(applicable):.0f}%, above validity.max_abstain_share "
+            message=f"layer {lay.name!r} could not code {abstained}/{n_applicable} units "
+                    f"({100 * abstained / n_applicable:.0f}%, above validity.max_abstain_share "
                     f"{100 * v.max_abstain_share:.0f}%): abstained, failed or no label"))
     if lay.value_type == "label" and len(coded) >= 2 and lay.labels and len(lay.labels) > 1:
-        counts = Counter(c.label for c in coded)
+        counts = labels
         top, k = counts.most_common(1)[0]
         if k / len(coded) >= v.dominant_share:
             out.append(ValidityFlag(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
@@ -15,6 +15,7 @@ from biasaudit.plan.requests import (
     KeyMaker,
     PlanItem,
     Request,
+    RequestTable,
     estimated_tokens,
     sends_stimulus,
     stimulus_payload,
@@ -32,7 +33,8 @@ class Plan:
     cells: list[Cell]
     stimuli: StimulusSet
     items: list[PlanItem]
-    requests: dict[str, Request]
+    requests: Mapping[str, Request]
+    """Key -> request; a compiled plan holds them in a compact `RequestTable` (issue 42)."""
     identity: JSONObject
     kind: str
     notes: list[str] = field(default_factory=list)
@@ -194,10 +196,10 @@ def compile_plan(
     check_plan_size(cfg, cells, stimuli, spec_file)
     check_templates(cfg, stimuli, spec_file)
     items: list[PlanItem] = []
-    requests: dict[str, Request] = {}
+    requests = RequestTable(cfg.probe.kind, request_params(cfg)[0])
     for item, req in iter_plan(cfg, stimuli, identity, spec_file, cells):
         items.append(item)
-        requests.setdefault(item.key, req)
+        requests.add(req)
     if not items:
         raise SpecError("the plan has no requests", file=spec_file, key="design")
     return Plan(

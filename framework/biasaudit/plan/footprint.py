@@ -13,7 +13,9 @@ requests (5 and 50 statements x 401 templates):
 Per request (the slope between the two): responses.jsonl 812.8 B, codes.jsonl 509.4 B
 (two primary layers: 254.7 B a row), the cache 626.3 B; peak RSS 8.24 KB. The slope
 extrapolated to 80,200 requests gives responses.jsonl 65.2 MB, codes.jsonl 40.9 MB and
-peak RSS 940 MB, against the 65 MB, 41 MB and 994 MB measured there (issue 42).
+peak RSS 940 MB, against the 65 MB, 41 MB and 994 MB measured there (issue 42). The
+peak RSS constants were refitted since, once the stages held their per-request records
+compactly (`RSS_PER_ITEM`).
 
 A row's size is split into what the plan knows: the prompt and the answer (characters,
 4 a token, as `plan.requests.estimated_tokens` counts them), the cell id (written twice
@@ -60,12 +62,15 @@ one metric, 252 B an item); the grid's biaxis metric keeps none (its summary.jso
 SCORE_CHARS_PER_TOKEN = 26
 """A scored sequence's stored answer (tokens, ids, log-probs, offsets) a prompt token:
 470 B for a 71-character sentence (18 tokens as counted here), crows_pairs_tp above."""
-RSS_BASE = 280 * 2**20
+RSS_BASE = 273_500_000
 """Peak RSS of a run before its plan (the interpreter, libraries, backend, report code):
-the intercept of the fit, 296,100 KB - 2,005 x 8.24 KB."""
-RSS_PER_ITEM = 8_440
-"""Peak RSS a plan item (8.24 KB: (444,784 - 296,100) KB / 18,045 requests). The stages
-after the model calls hold the whole run; the local backends' weights are not in it."""
+the intercept of the fit below."""
+RSS_PER_ITEM = 2_410
+"""Peak RSS a plan item, fitted on the grid's runs at 20,050 and 100,250 requests after
+the stages held their per-request records compactly (issue 42; 314,304 KB and 503,204 KB
+peak: 2.36 KB a request; before, 8.24 KB). Most of it is what a stage holds for every
+unit while it works (a coding layer's codes and judge requests, a metric's rows); the
+local backends' weights are not in it."""
 
 
 @dataclass(frozen=True)

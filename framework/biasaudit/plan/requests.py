@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Iterator, Mapping
 from typing import Any, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
@@ -57,6 +58,81 @@ class Request(BaseModel):
         if self.stimulus is None:
             out.pop("stimulus", None)
         return out
+
+
+_Message = tuple[str, str]
+_RequestRow = tuple[str | None, tuple[_Message, ...] | None, int, str | None, JSONObject | None, frozenset[str]]
+_new_request = Request.__new__
+_set = object.__setattr__
+
+
+class RequestTable(Mapping[str, Request]):
+    """Key -> request of a plan, held compactly (issue 42): a plan's requests share their
+    kind and decoding parameters, so each is kept as a tuple of what differs (its text,
+    its messages as (role, content) pairs, its sample, text pair and stimulus), and the
+    system messages that many requests repeat are held once. A `Request` with its
+    messages' dicts is about 1.9 KB; its row about a third of that. Reading a key gives a
+    `Request` equal to the one added, built on each access (its `params` is the table's one
+    object: requests are frozen, nobody writes to it). A request of another kind or
+    parameter set, or with messages of other keys, is kept whole."""
+
+    __slots__ = ("_kind", "_params", "_rows", "_shared", "_sets")
+
+    def __init__(self, kind: str, params: JSONObject) -> None:
+        self._kind = kind
+        self._params = params
+        self._rows: dict[str, _RequestRow | Request] = {}
+        self._shared: dict[str, str] = {}
+        self._sets: dict[frozenset[str], frozenset[str]] = {}
+
+    def add(self, req: Request) -> None:
+        """Keep `req` under its key unless one is there already (`dict.setdefault`)."""
+        if req.key in self._rows:
+            return
+        d = req.__dict__
+        msgs = d["messages"]
+        pairs: tuple[_Message, ...] | None = None
+        if msgs is not None:
+            if not all(len(m) == 2 and list(m) == ["role", "content"] for m in msgs):
+                self._rows[req.key] = req
+                return
+            # every message but the last (the user's, unique to the request) is shared text
+            pairs = tuple((m["role"], self._shared.setdefault(m["content"], m["content"]) if i < len(msgs) - 1
+                           else m["content"]) for i, m in enumerate(msgs))
+        if d["kind"] != self._kind or d["params"] != self._params:
+            self._rows[req.key] = req
+            return
+        fs = frozenset(req.model_fields_set)
+        self._rows[req.key] = (d["text"], pairs, d["sample"], d["text_pair"], d["stimulus"],
+                               self._sets.setdefault(fs, fs))
+
+    def __getitem__(self, key: str) -> Request:
+        row = self._rows[key]
+        if isinstance(row, Request):
+            return row
+        text, pairs, sample, pair, stimulus, fs = row
+        # what `Request.model_construct` sets, without its per-field loop
+        req = _new_request(Request)
+        _set(req, "__dict__", {
+            "key": key, "kind": self._kind, "text": text, "text_pair": pair,
+            "messages": None if pairs is None else [{"role": r, "content": c} for r, c in pairs],
+            "params": self._params, "sample": sample, "stimulus": stimulus})
+        _set(req, "__pydantic_fields_set__", set(fs))
+        _set(req, "__pydantic_extra__", None)
+        _set(req, "__pydantic_private__", None)
+        return req
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._rows
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._rows)
+
+    def __len__(self) -> int:
+        return len(self._rows)
+
+    def __repr__(self) -> str:
+        return f"RequestTable({len(self._rows)} requests)"
 
 
 class PlanItem(NamedTuple):

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import ClassVar, Literal
 
@@ -32,9 +32,10 @@ task without a selection layer, an answer too short to compare); `failed`: the s
 response or a coding request failed."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Unit:
-    """One answered plan item: what a layer codes."""
+    """One answered plan item: what a layer codes. Slotted: a run holds one per plan item
+    (no per-instance `__dict__`, about 200 bytes less each; issue 42)."""
 
     id: str
     cell: str
@@ -192,3 +193,65 @@ class Code(BaseModel):
     @property
     def coded(self) -> bool:
         return self.status == "coded"
+
+
+_CodeRow = tuple[CodeStatus, str | None, float | None, str | None, str, CodeDetail, frozenset[str]]
+_FIELD_SETS: dict[frozenset[str], frozenset[str]] = {}
+_new_code = Code.__new__
+_set = object.__setattr__
+
+
+class CodeTable(Mapping[str, Code]):
+    """Unit id -> code of one layer, held as one tuple per unit instead of one pydantic
+    record (issue 42: a `Code` with its `__dict__` and fields set is about 1 KB, its
+    tuple about 100 bytes, and a run holds one per unit and layer until the report is
+    written). Reading a unit gives back a `Code` equal to the one added (the same values,
+    the same evidence record, the same fields set), built on each access; iteration order
+    is the order codes were added, as a dict's."""
+
+    __slots__ = ("_rows",)
+
+    def __init__(self, codes: Mapping[str, Code] | None = None) -> None:
+        self._rows: dict[str, _CodeRow | Code] = {}
+        for uid, c in (codes or {}).items():
+            self[uid] = c
+
+    def __setitem__(self, uid: str, code: Code) -> None:
+        if code.unit != uid:  # keyed apart from its unit (no shipped stage does): kept whole
+            self._rows[uid] = code
+            return
+        fs = frozenset(code.model_fields_set)
+        d = code.__dict__
+        self._rows[uid] = (d["status"], d["label"], d["value"], d["text"], d["source"], d["detail"],
+                           _FIELD_SETS.setdefault(fs, fs))
+
+    def put_from(self, other: CodeTable, uid: str) -> None:
+        """Keep `other`'s code of `uid` here too, as it is held (no record built)."""
+        self._rows[uid] = other._rows[uid]
+
+    def __getitem__(self, uid: str) -> Code:
+        row = self._rows[uid]
+        if isinstance(row, Code):
+            return row
+        status, label, value, text, source, detail, fs = row
+        # what `Code.model_construct` sets, without its per-field loop (several times faster:
+        # metrics and reports read every code more than once)
+        code = _new_code(Code)
+        _set(code, "__dict__", {"unit": uid, "status": status, "label": label, "value": value, "text": text,
+                                "source": source, "detail": detail})
+        _set(code, "__pydantic_fields_set__", set(fs))
+        _set(code, "__pydantic_extra__", None)
+        _set(code, "__pydantic_private__", None)
+        return code
+
+    def __contains__(self, uid: object) -> bool:
+        return uid in self._rows
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._rows)
+
+    def __len__(self) -> int:
+        return len(self._rows)
+
+    def __repr__(self) -> str:
+        return f"CodeTable({len(self._rows)} codes)"

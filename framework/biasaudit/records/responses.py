@@ -16,6 +16,7 @@ pack's verification compare.
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Mapping
 from typing import Annotated, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, PlainSerializer, PlainValidator, TypeAdapter
@@ -64,6 +65,68 @@ class Response(BaseModel):
         """The output's field `name` as stored (None when absent or failed): for what no
         output record names in advance, a spec's `response.<field>` coding input."""
         return None if self.output is None else self.output.get(name)
+
+
+_ResponseRow = tuple[Literal["ok", "failed"], JSONObject | None, str | None, str | None, float, int, frozenset[str]]
+_new_response = Response.__new__
+_set = object.__setattr__
+
+
+class ResponseTable(Mapping[str, Response]):
+    """Key -> response of a run, held as one tuple per response instead of one pydantic
+    record (issue 42: the record's `__dict__` and fields set cost about 500 bytes a
+    response, which a run held for every request until its report was written). Reading
+    a key gives a `Response` equal to the one added, built on each access (its `output` is
+    the object added: responses are frozen, nobody writes to it); iteration is in the
+    order added, as a dict's. A response keyed apart from its own key is kept whole."""
+
+    __slots__ = ("_rows", "_sets")
+
+    def __init__(self, responses: Mapping[str, Response] | None = None) -> None:
+        self._rows: dict[str, _ResponseRow | Response] = {}
+        self._sets: dict[frozenset[str], frozenset[str]] = {}
+        for k, r in (responses or {}).items():
+            self[k] = r
+
+    def __setitem__(self, key: str, response: Response) -> None:
+        if response.key != key:
+            self._rows[key] = response
+            return
+        d = response.__dict__
+        fs = frozenset(response.model_fields_set)
+        self._rows[key] = (d["status"], d["output"], d["error"], d["error_kind"], d["latency_s"], d["attempts"],
+                           self._sets.setdefault(fs, fs))
+
+    def __getitem__(self, key: str) -> Response:
+        row = self._rows[key]
+        if isinstance(row, Response):
+            return row
+        status, output, error, error_kind, latency_s, attempts, fs = row
+        # what `Response.model_construct` sets, without its per-field loop
+        r = _new_response(Response)
+        _set(r, "__dict__", {"key": key, "status": status, "output": output, "error": error, "error_kind": error_kind,
+                             "latency_s": latency_s, "attempts": attempts})
+        _set(r, "__pydantic_fields_set__", set(fs))
+        _set(r, "__pydantic_extra__", None)
+        _set(r, "__pydantic_private__", None)
+        return r
+
+    def status(self, key: str) -> str | None:
+        """The stored status of `key` without building its record (None: absent)."""
+        row = self._rows.get(key)
+        return None if row is None else row.status if isinstance(row, Response) else row[0]
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._rows
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._rows)
+
+    def __len__(self) -> int:
+        return len(self._rows)
+
+    def __repr__(self) -> str:
+        return f"ResponseTable({len(self._rows)} responses)"
 
 
 class Usage(BaseModel):
@@ -236,6 +299,7 @@ __all__ = [
     "OUTPUT_TYPES",
     "Relation",
     "Response",
+    "ResponseTable",
     "ScoredTokens",
     "StoredOutput",
     "Usage",

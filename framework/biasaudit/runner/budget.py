@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from biasaudit.backends import kind_of
@@ -111,13 +112,13 @@ def budget_plan(prep: Prepared) -> Plan:
     return dataclasses.replace(prep.plan, requests={k: prep.plan.requests[k] for k in keys})
 
 
-def complete_stimuli(prep: Prepared, responses: dict[str, Response]) -> set[str]:
+def complete_stimuli(prep: Prepared, responses: Mapping[str, Response]) -> set[str]:
     """The stimuli every request of which has an answer (or a stored failure)."""
     missing = {it.stimulus for it in prep.plan.items if it.key not in responses}
     return {s.id for s in prep.stimuli.stimuli} - missing
 
 
-def stopped_run(prep: Prepared, responses: dict[str, Response], stats: ExecutionStats,
+def stopped_run(prep: Prepared, responses: Mapping[str, Response], stats: ExecutionStats,
                 budget: Budget) -> tuple[Prepared, dict[str, Response], ExecutionStats, BudgetRecord]:
     """A run the budget stopped, restricted to the stimuli answered in full."""
     from biasaudit.runner.sequential import final_stats, restrict

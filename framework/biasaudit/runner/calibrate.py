@@ -18,6 +18,7 @@ with a blank gold label are left out and counted (`unlabelled`).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
@@ -86,7 +87,7 @@ def calibrate_layer(composed: Composed, plan: CodingPlan, name: str) -> dict[str
         result = run_coding(CodingPlan(layers=chain, pairs=[]), units, responses, answerer)
     finally:
         answerer.close()
-    codes: dict[str, Code] = result.codes[name]
+    codes: Mapping[str, Code] = result.codes[name]
     labels = [codes[u.id].label if codes[u.id].coded else None for u in units]
     raters = []
     judges = list(dict.fromkeys(j for c in codes.values() for j in c.detail.rater_votes() or {}))

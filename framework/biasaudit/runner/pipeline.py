@@ -10,7 +10,7 @@ import logging
 import platform
 import shlex
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -162,7 +162,7 @@ class Coded:
 
 
 
-def code(prep: Prepared, responses: dict[str, Response], stats: ExecutionStats | None = None,
+def code(prep: Prepared, responses: Mapping[str, Response], stats: ExecutionStats | None = None,
          offline: bool = False, answerer: StoreAnswerer | None = None) -> Coded:
     """The coding stage: every layer codes every answered unit; its model calls are
     cached requests (offline: answered only from the store). An evidence pack passes its
@@ -180,7 +180,7 @@ def code(prep: Prepared, responses: dict[str, Response], stats: ExecutionStats |
     return Coded(result, dict(answerer.per_layer))
 
 
-def measure(prep: Prepared, responses: dict[str, Response], coded: Coded, *, calibration: bool = True,
+def measure(prep: Prepared, responses: Mapping[str, Response], coded: Coded, *, calibration: bool = True,
             accept_dominant: frozenset[str] = frozenset()) -> dict[str, MetricResult]:
     """Every metric, a pure function of the plan, the responses and the codes, with the
     validity flags of the run and the layers it reads (`guard`)."""
@@ -192,14 +192,14 @@ def measure(prep: Prepared, responses: dict[str, Response], coded: Coded, *, cal
     return guard(prep, responses, coded, results, calibration=calibration, accept_dominant=accept_dominant)
 
 
-def code_and_measure(prep: Prepared, responses: dict[str, Response], stats: ExecutionStats,
+def code_and_measure(prep: Prepared, responses: Mapping[str, Response], stats: ExecutionStats,
                      offline: bool) -> tuple[Coded, dict[str, MetricResult]]:
     """The coding stage, then the metrics: one look of a sequential run (runner/sequential.py)."""
     coded = code(prep, responses, stats, offline=offline)
     return coded, measure(prep, responses, coded)
 
 
-def guard(prep: Prepared, responses: dict[str, Response], coded: Coded, results: dict[str, MetricResult], *,
+def guard(prep: Prepared, responses: Mapping[str, Response], coded: Coded, results: dict[str, MetricResult], *,
           calibration: bool = True, accept_dominant: frozenset[str] = frozenset()) -> dict[str, MetricResult]:
     """Add to each result the validity flags that come from outside the metric: the run's
     failed requests and the coding layers it reads (metrics/validity.py). The self-test
@@ -234,12 +234,19 @@ def guard(prep: Prepared, responses: dict[str, Response], coded: Coded, results:
     return out
 
 
-def unmeasured(prep: Prepared, responses: dict[str, Response]) -> ValidityFlag | None:
+def unmeasured(prep: Prepared, responses: Mapping[str, Response]) -> ValidityFlag | None:
     """The run could not measure: more than `validity.max_failed_share` of its model
     requests failed (a server down, a wrong key or URL). None when it measured."""
-    subject = [responses[k] for k in prep.plan.requests if k in responses]
-    failed = [r for r in subject if r.status != "ok"]
-    return failure_flag(len(failed), len(subject), [(r.error_kind, r.error) for r in failed],
+    # one response at a time: only the failed ones are kept (issue 42)
+    subject = 0
+    failed: list[Response] = []
+    for k in prep.plan.requests:
+        if k in responses:
+            subject += 1
+            r = responses[k]
+            if r.status != "ok":
+                failed.append(r)
+    return failure_flag(len(failed), subject, [(r.error_kind, r.error) for r in failed],
                         prep.composed.config.validity.max_failed_share)
 
 
@@ -308,13 +315,13 @@ def write_codes(path: Path, coded: Coded) -> None:
                             for layer, codes in coded.result.codes.items() for c in codes.values()), kind="codes")
 
 
-def write_trail(path: Path, prep: Prepared, responses: dict[str, Response]) -> None:
+def write_trail(path: Path, prep: Prepared, responses: Mapping[str, Response]) -> None:
     """responses.jsonl: one line per plan item, with its request and answer (written whole
     or not at all: a read-only folder or a full disk leaves no half-written file)."""
     write_json_lines(path, _trail_rows(prep, responses), kind="responses")
 
 
-def _trail_rows(prep: Prepared, responses: dict[str, Response]) -> Iterator[dict[str, object]]:
+def _trail_rows(prep: Prepared, responses: Mapping[str, Response]) -> Iterator[dict[str, object]]:
     levels = {c.id: dict(c.levels) for c in prep.plan.cells}
     for it in prep.plan.items:
         req = prep.plan.requests[it.key]
@@ -330,7 +337,7 @@ def _trail_rows(prep: Prepared, responses: dict[str, Response]) -> Iterator[dict
 
 
 def finish(
-    prep: Prepared, responses: dict[str, Response], stats: ExecutionStats, run_dir: Path,
+    prep: Prepared, responses: Mapping[str, Response], stats: ExecutionStats, run_dir: Path,
     run_manifest: RunManifest, *, write_responses: bool = True, offline: bool = False,
     answerer: StoreAnswerer | None = None, looked: SequentialOutcome | None = None,
     budget: BudgetRecord | None = None,
@@ -394,7 +401,7 @@ def finish(
 
 def build_summary(
     prep: Prepared, results: dict[str, MetricResult], verdicts: list[VerdictRecord],
-    stats: ExecutionStats, run_manifest: RunManifest, responses: dict[str, Response], coded: Coded,
+    stats: ExecutionStats, run_manifest: RunManifest, responses: Mapping[str, Response], coded: Coded,
     sequential: SequentialRecord | None = None, budget: BudgetRecord | None = None,
 ) -> RunSummary:
     """The run's typed records; the report builds its views of them when it renders."""
@@ -532,6 +539,7 @@ def run(prep: Prepared, run_dir: Path, command: list[str]) -> RunSummary:
 
         budget = make_budget(cfg)
         record = None
+        responses: Mapping[str, Response]
         if cfg.runtime.sequential.look_every is not None:
             from biasaudit.runner.sequential import run_sequential
 
@@ -655,10 +663,11 @@ def rerender(run_dir: Path, answerer: Callable[..., StoreAnswerer] = StoreAnswer
             raise StoreError(f"this run did not finish (status: {status})", file=str(run_dir),
                              hint=f"resume it by running the same command again{again}")
         looked = None
+        responses: Mapping[str, Response]
         if cfg.runtime.sequential.look_every is not None:  # the same looks, from the store: the same stop
             from biasaudit.runner.sequential import run_sequential
 
-            def look(p: Prepared, r: dict[str, Response], st: ExecutionStats,
+            def look(p: Prepared, r: Mapping[str, Response], st: ExecutionStats,
                      offline: bool) -> tuple[Coded, dict[str, MetricResult]]:
                 # each look codes through the caller's offline answerer (verify's packed one)
                 coded = code(p, r, st, offline=True, answerer=answerer(cfg, offline=True, stats=st))

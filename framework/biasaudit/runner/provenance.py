@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import shlex
 from collections import Counter
+from collections.abc import Mapping
 
 from biasaudit.backends import kind_of, nli_is_subject
 from biasaudit.plan import Plan
@@ -32,7 +33,7 @@ def model_notices(cfg: AuditConfig) -> list[str]:
     return list(dict.fromkeys(m.notice.strip() for m in used if m.notice))
 
 
-def scoring_conventions(responses: dict[str, Response], kind: str) -> list[str]:
+def scoring_conventions(responses: Mapping[str, Response], kind: str) -> list[str]:
     """How the scored texts' first words were conditioned over HTTP, as the backend
     recorded it per response (in-process scoring always puts the model's BOS first); only
     scored texts (`kind`: the probe's) have a conditioning."""
@@ -43,7 +44,7 @@ def scoring_conventions(responses: dict[str, Response], kind: str) -> list[str]:
     return sorted(seen)
 
 
-def count_tokens(plan: Plan, responses: dict[str, Response], stats: ExecutionStats) -> None:
+def count_tokens(plan: Plan, responses: Mapping[str, Response], stats: ExecutionStats) -> None:
     """Sum into `stats` the tokens the provider reported for the plan's answers, and the
     plan's estimate for the answers it reported none for (counted apart, never mixed
     into the reported sums). Recomputed from the responses on every render."""
@@ -113,7 +114,7 @@ def token_costs(cfg: AuditConfig, stats: ExecutionStats) -> list[TokenCost]:
                       batch_ids=list(stats.batch_ids), text=text)]
 
 
-def cover(cfg: AuditConfig, manifest: RunManifest, generated: str, responses: dict[str, Response],
+def cover(cfg: AuditConfig, manifest: RunManifest, generated: str, responses: Mapping[str, Response],
           tokens: list[TokenCost] | None = None) -> Cover:
     ident: JSONObject = manifest.model.identity
     return Cover(
@@ -156,7 +157,7 @@ def reproducibility(manifest: RunManifest) -> Reproducibility:
     )
 
 
-def trail(plan: Plan, responses: dict[str, Response], codes: bool = False) -> Trail:
+def trail(plan: Plan, responses: Mapping[str, Response], codes: bool = False) -> Trail:
     status = Counter(responses[it.key].status for it in plan.items)
     return Trail(file="responses.jsonl", lines=len(plan.items), requests=len(plan.requests),
                  ok=status.get("ok", 0), failed=sum(v for k, v in status.items() if k != "ok"),

@@ -13,7 +13,7 @@ stopping look are recorded as not run, not as failures.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import cache
 from typing import TYPE_CHECKING
@@ -189,7 +189,7 @@ def run_sequential(prep: Prepared, store: Store, backend_factory: Callable[[], B
                              coded=coded, results=results, verdicts=final, record=record)
 
 
-def final_stats(sub: Prepared, responses: dict[str, Response], total: ExecutionStats,
+def final_stats(sub: Prepared, responses: Mapping[str, Response], total: ExecutionStats,
                  last_look: ExecutionStats) -> ExecutionStats:
     """The run's counts over the stimuli it took: requests and failures as stored now;
     calls, seconds and loads summed over the looks; coding requests of the last look (it

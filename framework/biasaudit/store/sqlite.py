@@ -193,21 +193,25 @@ class Store:
 
     # -- responses ---------------------------------------------------------------
     def get_many(self, keys: Iterable[str]) -> dict[str, Response]:
+        return dict(self.iter_many(keys))
+
+    def iter_many(self, keys: Iterable[str]) -> Iterator[tuple[str, Response]]:
+        """(key, response) of each of `keys` the store holds, read 500 keys at a time: a
+        caller that keeps them compactly never holds all the records at once."""
         keys = list(keys)
-        out: dict[str, Response] = {}
         for start in range(0, len(keys), 500):
             chunk = keys[start:start + 500]
             marks = ",".join("?" * len(chunk))
             q = ("SELECT key, status, output, error, error_kind, attempts, latency_s FROM responses "
                  f"WHERE key IN ({marks})")
             try:
-                for key, status, output, error, error_kind, attempts, latency in self.db.execute(q, chunk):
-                    out[key] = self._row(key, status, output, error, error_kind, attempts, latency)
+                rows = self.db.execute(q, chunk).fetchall()
             except sqlite3.DatabaseError as exc:
                 if _busy(exc):
                     raise _locked(self.path) from None
                 raise _not_a_cache(self.path, f"damaged: {exc}") from None
-        return out
+            for key, status, output, error, error_kind, attempts, latency in rows:
+                yield key, self._row(key, status, output, error, error_kind, attempts, latency)
 
     def _row(self, key: str, status: Any, output: Any, error: Any, error_kind: Any, attempts: Any,
              latency: Any) -> Response:

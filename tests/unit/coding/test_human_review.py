@@ -7,6 +7,7 @@ missing sampling record) as one error line naming the file and the row."""
 from __future__ import annotations
 
 import csv
+import dataclasses
 import json
 from pathlib import Path
 from typing import Any
@@ -214,7 +215,7 @@ def test_a_sheet_from_another_run_is_refused(tmp_path: Path) -> None:
     err = _error(tmp_path, sheet, units, other)
     assert "sampled from another run: unit 'u0' has another answer here" in err.message
     # another request behind the unit (another prompt or model)
-    moved = [u if u.id != "u1" else Unit(**{**u.__dict__, "key": "other"}) for u in units]
+    moved = [u if u.id != "u1" else dataclasses.replace(u, key="other") for u in units]
     assert "asks another request here" in _error(tmp_path, sheet, moved, texts).message
     # units the run does not have at all
     err = _error(tmp_path, sheet, units[5:], texts[5:])

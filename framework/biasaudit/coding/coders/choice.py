@@ -242,5 +242,5 @@ def _reliability(layer: str, o: ChoiceOptions, units: Sequence[Unit], codes: Map
 
 CHOICE = CoderDef(options=ChoiceOptions, build=ChoiceCoder, title="Single-token multiple choice", evidence=ChoiceEvidence,
                   routes=lambda env, o: [(_route(env, o), "choice")], labels=_labels, check=_check, estimate=_estimate,
-                  reliability=_reliability)
+                  reliability=_reliability, per_unit=True)
 CODERS.add("choice", CHOICE)

@@ -110,5 +110,6 @@ CLASSIFIER = CoderDef(
     routes=lambda env, o: [("classifier", "classify") if o.hypothesis is None else ("nli", "classify_nli")],
     labels=lambda env, o: sorted(set(o.map.values())) if o.map else None,
     check=_check, estimate=_estimate,
+    per_unit=True,  # each unit's code from its own answer
 )
 CODERS.add("classifier", CLASSIFIER)

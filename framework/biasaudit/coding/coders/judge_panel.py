@@ -216,5 +216,6 @@ JUDGE_PANEL = CoderDef(
     labels=lambda env, o: None if o.aggregate == "mean" else list(_answers(env, o)),
     check=_check, estimate=_estimate, reliability=_reliability,
     value_type=lambda env, o: "number" if o.aggregate == "mean" else "label",
+    per_unit=True,  # each unit's code from its judges' votes
 )
 CODERS.add("judge_panel", JUDGE_PANEL)

@@ -318,5 +318,5 @@ def _validity(env: CoderEnv, o: RulesOptions, coded: Sequence[Code], v: Validity
 
 RULES = CoderDef(options=RulesOptions, build=RulesCoder, title="Rules (regular expressions / keywords)",
                  evidence=RulesEvidence, labels=_labels, check=_check,
-                 estimate=lambda env, o, n: CallEstimate(calls=0), validity=_validity)
+                 estimate=lambda env, o, n: CallEstimate(calls=0), validity=_validity, per_unit=True)
 CODERS.add("rules", RULES)
