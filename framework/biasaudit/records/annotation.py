@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
 from biasaudit.records.upgrade import validated
 from biasaudit.records.upgrade.annotation_sample import CURRENT
@@ -56,26 +56,29 @@ class SampleRecord(BaseModel):
     sampled: dict[str, int]
     """Stratum -> units sampled."""
     with_codes: bool = False
+    exact_answers: bool = False
+    """True only for a format-1 record without the hashes of the text as shown (set by
+    its upgrade): the sheet's answer cells must then match `answer_sha256` exactly, and
+    its prompt cells are not checked. biasaudit writes false."""
     units: list[SampledUnit] = Field(default_factory=list)
+    """One per row of the sheet (validated after `exact_answers`, which says whether each
+    must have the hashes of the text as shown)."""
     selection: Literal["random", "chosen"] = "random"
     """How the units came onto the sheet: `random`, drawn by `annotate export` (seeded,
     stratified: a probability sample, which the PPI estimate and the humans-only rates
     need); `chosen`, picked by a reviewer in the viewer (`biasaudit view`: a convenience
     sample, whatever caught the reviewer's eye, so agreement is reported on it but no
     rate over all units is estimated from it)."""
-    exact_answers: bool = False
-    """True only for a format-1 record without the hashes of the text as shown (set by
-    its upgrade): the sheet's answer cells must then match `answer_sha256` exactly, and
-    its prompt cells are not checked. biasaudit writes false."""
 
-    @model_validator(mode="after")
-    def _hashes_present(self) -> SampleRecord:
-        if not self.exact_answers:
-            for i, u in enumerate(self.units):
+    @field_validator("units")
+    @classmethod
+    def _hashes_present(cls, units: list[SampledUnit], info: ValidationInfo) -> list[SampledUnit]:
+        if not info.data.get("exact_answers", False):
+            for i, u in enumerate(units):
                 if u.shown_sha256 is None or u.prompt_sha256 is None:
                     which = "shown_sha256" if u.shown_sha256 is None else "prompt_sha256"
-                    raise ValueError(f"units.{i}.{which} is null without exact_answers")
-        return self
+                    raise ValueError(f"unit {i} has no {which} (a format-2 record needs it)")
+        return units
 
     @classmethod
     def read_raw(cls, raw: Any, *, file: str, **kw: Any) -> SampleRecord:
