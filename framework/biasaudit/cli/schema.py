@@ -11,7 +11,8 @@ from typing import Any
 from biasaudit.cli.command import unexpected_arguments
 
 INPUTS = ("spec", "suite", "config", "plots")
-FILES = ("run-summary", "manifest", "responses", "codes", "jobs", "suite-summary", "compare", "pack")
+FILES = ("run-summary", "manifest", "responses", "codes", "jobs", "suite-summary", "compare", "pack",
+         "annotation-sample")
 """records.formats.FORMATS (listed here so that `--help` does not import the records)."""
 
 
@@ -27,7 +28,8 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> argp
                                     "v<N>.json; docs/file-formats.md): run-summary (summary.json), manifest, "
                                     "responses and codes (one line of the .jsonl trail), jobs (the sweep's "
                                     "ledger), suite-summary, compare (compare.json), pack (an evidence pack's "
-                                    "MANIFEST.json).")
+                                    "MANIFEST.json), annotation-sample (an annotation sheet's "
+                                    "<sheet>.sample.json).")
     sc.add_argument("kind", nargs="?", choices=[*INPUTS, *FILES], default="spec",
                     help="spec (default), suite, config (every registered backend's model config), plots "
                          "(every registered plot kind's data), or a file kind: " + ", ".join(FILES))

@@ -18,8 +18,10 @@ fill in a spreadsheet, and a column anyone can edit beside the text it vouches f
 prove nothing. `shown_sha256` and `prompt_sha256` are sha256 of the text as shown with
 its line ends made `\n` and its outer white space removed (`shown_hash`), so a
 spreadsheet that rewrites line ends still reads back; `answer_sha256` is of the exact
-answer (records of biasaudit before 2026-11 have only it: their sheets' answer cells
-must then be exactly as exported). The format is docs/coding-layers.md, "The sheet's
+answer. The record carries its `format_version` and is read through the upgrade
+(records/upgrade/annotation_sample.py): a record written before 2026-11 has only
+`answer_sha256`, and its upgrade sets `exact_answers`, so its sheet's answer cells must
+be exactly as exported. The format is docs/coding-layers.md, "The sheet's
 format": any other writer of sheets (the viewer) writes the same.
 
 Sheet text is untrusted (model answers): a csv cell a spreadsheet would run as a formula
@@ -32,20 +34,19 @@ from __future__ import annotations
 import csv
 import hashlib
 import io
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
-
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from typing import Any
 
 from biasaudit._util.fileio import names_excerpt, read_capped, resolved
 from biasaudit._util.trail import json_lines
 from biasaudit.errors import DataError
+from biasaudit.records.annotation import FORMAT, SampledUnit, SampleRecord
 from biasaudit.records.codes import CodeDetail, Unit
 from biasaudit.spec import RuntimeLimits
 
-FORMAT = "biasaudit-annotation-sheet/1"
 UNIT = "unit_id"
 LABEL = "label"
 PROMPT = "prompt"
@@ -57,53 +58,6 @@ ALL = "all"
 """The one stratum of a sample drawn without `--stratify`."""
 _FORMULA = ("=", "+", "-", "@", "\t", "\r")
 _MAX_RECORD = 256 * 2**20
-
-
-class SampledUnit(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-    id: str
-    key: str
-    """The subject request's key: the sheet's answer is this request's."""
-    stratum: str
-    answer_sha256: str
-    """sha256 of the answer text shown on the sheet (`answer_hash`)."""
-    shown_sha256: str | None = None
-    """`shown_hash` of the answer shown (None: a record of an older export, which the
-    answer cell must then match exactly by `answer_sha256`)."""
-    prompt_sha256: str | None = None
-    """`shown_hash` of the prompt shown (None: a record of an older export, whose prompt
-    cells are not checked)."""
-
-
-class SampleRecord(BaseModel):
-    """What `annotate export` sampled (`<sheet>.sample.json`)."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-    format: str = FORMAT
-    run_id: str
-    run_dir: str
-    spec_sha256: str
-    layer: str
-    """The coding layer whose units were sampled (and whose codes `--with-codes` shows)."""
-    labels: list[str]
-    stratify: str | None
-    """Cell, factor or stimulus field the sample is stratified by (None: simple random)."""
-    seed: int | None
-    """The seed of the draw (None: not drawn; `selection` is `chosen`)."""
-    requested: int
-    population: dict[str, int]
-    """Stratum -> units the layer coded (the units a sample is drawn from)."""
-    sampled: dict[str, int]
-    """Stratum -> units sampled."""
-    with_codes: bool = False
-    units: list[SampledUnit] = Field(default_factory=list)
-    selection: Literal["random", "chosen"] = "random"
-    """How the units came onto the sheet: `random`, drawn by `annotate export` (seeded,
-    stratified: a probability sample, which the PPI estimate and the humans-only rates
-    need); `chosen`, picked by a reviewer in the viewer (`biasaudit view`: a convenience
-    sample, whatever caught the reviewer's eye, so agreement is reported on it but no
-    rate over all units is estimated from it). Absent in records written before the
-    viewer could write sheets: `random`."""
 
 
 def record_path(sheet: Path) -> Path:
@@ -199,22 +153,20 @@ class FilledSheet:
 
 
 def read_record(sheet: Path, key: str) -> SampleRecord:
+    """The sheet's sampling record, of any earlier format upgraded to today's
+    (records/upgrade/annotation_sample.py); a newer format, an unknown key or a missing
+    field is one error naming the record file."""
     rpath = record_path(sheet)
     fix = "keep the .sample.json file `biasaudit annotate export` wrote beside the sheet, or export again"
     if not rpath.is_file():
         raise DataError(f"no sampling record {rpath.name} beside the sheet", file=str(sheet), key=key, hint=fix)
     raw = read_capped(rpath, _MAX_RECORD, key=key, what="sampling record", error=DataError)
     try:
-        rec = SampleRecord.model_validate_json(raw)
-    except ValidationError as exc:
-        err = exc.errors()[0]
-        where = ".".join(str(p) for p in err["loc"]) or "the file"
-        raise DataError(f"the sampling record is not usable ({where}: {err['msg']})", file=str(rpath), key=key,
+        obj = json.loads(raw)
+    except (ValueError, RecursionError) as exc:
+        raise DataError(f"the sampling record is not usable (not JSON: {str(exc)[:80]})", file=str(rpath), key=key,
                         hint=fix) from None
-    if rec.format != FORMAT:
-        raise DataError(f"unknown sampling record format {rec.format!r}", file=str(rpath), key=key,
-                        hint=f"this biasaudit reads {FORMAT}: export the sheet again")
-    return rec
+    return SampleRecord.read_raw(obj, file=str(rpath), hint=fix)
 
 
 def _raw_rows(path: Path, key: str, limits: RuntimeLimits) -> list[tuple[str, dict[str, Any]]]:
@@ -256,14 +208,15 @@ def _shown(row: Mapping[str, Any], column: str, path: Path, where: str, key: str
     return unsafe_cell(v)
 
 
-def _changed(s: SampledUnit, answer: str, prompt: str) -> str | None:
-    """What of a row differs from what was exported, by the record's hashes, or None."""
-    if s.shown_sha256 is not None:
-        if shown_hash(answer) != s.shown_sha256:
-            return ANSWER
-    elif answer_hash(answer) != s.answer_sha256:  # an older record: the exact text only
+def _changed(s: SampledUnit, answer: str, prompt: str, exact: bool) -> str | None:
+    """What of a row differs from what was exported, by the record's hashes, or None.
+    `exact`: the record's `exact_answers` (a format-1 record without the hashes of the
+    text as shown): the answer must be the exact text, the prompt is not checked."""
+    if exact:
+        return ANSWER if answer_hash(answer) != s.answer_sha256 else None
+    if shown_hash(answer) != s.shown_sha256:
         return ANSWER
-    if s.prompt_sha256 is not None and shown_hash(prompt) != s.prompt_sha256:
+    if shown_hash(prompt) != s.prompt_sha256:
         return PROMPT
     return None
 
@@ -302,7 +255,7 @@ def read_sheet(path: Path, limits: RuntimeLimits, key: str = "sheet") -> FilledS
             raise DataError(f"{where}: unit {unit!r} appears twice (first on {out[unit].where})", file=str(path),
                             key=key, hint="keep one row per unit: delete the duplicate")
         answer = _shown(row, ANSWER, path, where, key)
-        what = _changed(sampled[unit], answer, _shown(row, PROMPT, path, where, key))
+        what = _changed(sampled[unit], answer, _shown(row, PROMPT, path, where, key), rec.exact_answers)
         if what is not None:
             changed.append((where, unit, what))
         label = _text(row.get(LABEL), path, where, LABEL)
@@ -312,7 +265,7 @@ def read_sheet(path: Path, limits: RuntimeLimits, key: str = "sheet") -> FilledS
         out[unit] = SheetLabel(unit=unit, label=label or None, where=where,
                                note=_text(row.get("note"), path, where, "note"), answer=shown_text(answer))
     # every row checked before any is refused: the line names the first and counts the rest
-    _refuse_changed(changed, path, key, old=any(u.shown_sha256 is None for u in rec.units))
+    _refuse_changed(changed, path, key, old=rec.exact_answers)
     return FilledSheet(path=path, record=rec, rows=out)
 
 

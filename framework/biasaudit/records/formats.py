@@ -19,6 +19,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.json_schema import models_json_schema
 
+from biasaudit.records.annotation import SampleRecord
 from biasaudit.records.codes import Code
 from biasaudit.records.compare import CompareResult
 from biasaudit.records.evidence import PackManifest
@@ -100,6 +101,9 @@ FORMATS: dict[str, FileFormat] = {
     "suite-summary": FileFormat("suite", SuiteSummary, "a suite folder's summary.json"),
     "compare": FileFormat("compare", CompareResult, "compare.json (`biasaudit compare`)"),
     "pack": FileFormat("pack", PackManifest, "an evidence pack's MANIFEST.json"),
+    "annotation-sample": FileFormat("annotation_sample", SampleRecord,
+                                    "an annotation sheet's sampling record <sheet>.sample.json (`biasaudit annotate "
+                                    "export`, the viewer's review)"),
 }
 """`biasaudit schema <name>` -> the file it describes."""
 

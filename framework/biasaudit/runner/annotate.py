@@ -198,8 +198,9 @@ def export_sheet(run_dir: Path, layer: str, n: int, out: Path, *, stratify: str 
              "label": None if fmt == "jsonl" else "",
              "note": "", **({"machine_label": codes[u.id].label, "rationale": _rationale(codes[u.id])} if with_codes
                             else {})} for u in picked]
-    record = SampleRecord(run_id=run_id, run_dir=str(run_dir), spec_sha256=spec_sha, layer=layer, labels=labels,
-                          stratify=stratify, seed=prep.composed.config.runtime.seed if seed is None else seed,
+    record = SampleRecord(format_version=current("annotation_sample"), run_id=run_id, run_dir=str(run_dir),
+                          spec_sha256=spec_sha, layer=layer, labels=labels, stratify=stratify,
+                          seed=prep.composed.config.runtime.seed if seed is None else seed,
                           requested=n, population=sizes, sampled={h: take[h] for h in sizes}, with_codes=with_codes,
                           units=[SampledUnit(id=u.id, key=u.key, stratum=strata[u.id],
                                              answer_sha256=answer_hash(texts[u.id]),

@@ -18,8 +18,6 @@ from statsmodels.stats.proportion import proportion_confint
 from biasaudit.coding.human_review import gold_reports
 from biasaudit.coding.human_sheet import (
     COLUMNS,
-    SampledUnit,
-    SampleRecord,
     answer_hash,
     record_path,
     safe_cell,
@@ -49,18 +47,22 @@ HUMAN = {0: "refuse", 1: "refuse", 2: "refuse", 3: "answer", 10: "answer", 11: "
 
 def _export(tmp_path: Path, units: list[Unit], texts: list[str], fmt: str = "csv",
             picked: list[int] | None = None) -> Path:
-    """A sheet and its sampling record as `annotate export` writes them."""
+    """A sheet and its sampling record in format 1, as `annotate export` wrote them before
+    2026-11 (git show 3b73aea:framework/biasaudit/coding/human_sheet.py): no
+    `format_version`, no `selection`, each unit with only the exact answer's hash.
+    `_hashed` makes the record today's (format 2)."""
     picked = SAMPLED if picked is None else picked
     sheet = tmp_path / f"sheet.{fmt}"
     rows = [{"unit_id": units[i].id, "prompt": "p", "answer": texts[i], "allowed_labels": "refuse | answer",
              "label": "", "note": ""} for i in picked]
     sheet.write_text(sheet_text(rows, COLUMNS, fmt), encoding="utf-8")
-    rec = SampleRecord(run_id="r1", run_dir="runs/r1", spec_sha256="x", layer="refusal", labels=["refuse", "answer"],
-                       stratify=None, seed=0, requested=len(picked), population={"all": len(units)},
-                       sampled={"all": len(picked)},
-                       units=[SampledUnit(id=units[i].id, key=units[i].key, stratum="all",
-                                          answer_sha256=answer_hash(texts[i])) for i in picked])
-    record_path(sheet).write_text(rec.model_dump_json(), encoding="utf-8")
+    rec = {"format": "biasaudit-annotation-sheet/1", "run_id": "r1", "run_dir": "runs/r1", "spec_sha256": "x",
+           "layer": "refusal", "labels": ["refuse", "answer"], "stratify": None, "seed": 0,
+           "requested": len(picked), "population": {"all": len(units)}, "sampled": {"all": len(picked)},
+           "with_codes": False,
+           "units": [{"id": units[i].id, "key": units[i].key, "stratum": "all",
+                      "answer_sha256": answer_hash(texts[i])} for i in picked]}
+    record_path(sheet).write_text(json.dumps(rec, indent=1), encoding="utf-8")
     return sheet
 
 
@@ -286,8 +288,9 @@ def _rewrite(sheet: Path, row: int, **cells: str) -> None:
 
 
 def _hashed(sheet: Path, texts: list[str], prompt: str = "p") -> None:
-    """The record as today's export writes it: the shown answer's and prompt's hashes too
-    (sha256 of the text with `\n` line ends and no outer white space: docs/coding-layers.md)."""
+    """The record as today's export writes it (format 2): the shown answer's and prompt's
+    hashes too (sha256 of the text with `\n` line ends and no outer white space:
+    docs/coding-layers.md)."""
     import hashlib
 
     def shown_hash(text: str) -> str:
@@ -297,6 +300,7 @@ def _hashed(sheet: Path, texts: list[str], prompt: str = "p") -> None:
     for u in rec["units"]:
         u["shown_sha256"] = shown_hash(texts[int(u["id"][1:])])
         u["prompt_sha256"] = shown_hash(prompt)
+    rec.update(format_version=2, selection="random", exact_answers=False)
     record_path(sheet).write_text(json.dumps(rec), encoding="utf-8")
 
 
@@ -399,3 +403,119 @@ def test_a_sheet_chosen_in_the_viewer_gives_agreement_but_no_rate(tmp_path: Path
         assert r.ppi.value is None and r.ppi.note.startswith("undefined: the sheet's units were chosen by a reviewer")
         assert r.human.value is None and "convenience sample" in r.human.note
         assert r.judge.value == pytest.approx(0.5)
+
+
+# -- the sampling record's format version (issue 40, section 1) --------------------------------
+# `_export` writes format 1 by hand (the layout main wrote before 2026-11), `_hashed` format 2.
+
+def test_a_format_1_record_is_read_through_its_upgrade_and_codes_a_filled_sheet(tmp_path: Path) -> None:
+    from biasaudit.coding.human_sheet import read_record
+
+    units, texts = _units()
+    sheet = _export(tmp_path, units, texts)
+    raw = json.loads(record_path(sheet).read_text(encoding="utf-8"))
+    assert "format_version" not in raw and "shown_sha256" not in raw["units"][0] and "selection" not in raw
+    rec = read_record(sheet, "sheet")
+    # upgraded: today's record, which says once that the answers must be exact
+    assert (rec.format_version, rec.exact_answers, rec.selection) == (2, True, "random")
+    assert [u.answer_sha256 for u in rec.units] == [answer_hash(texts[i]) for i in SAMPLED]
+    _fill(sheet, {units[i].id: lab for i, lab in HUMAN.items()})
+    _, result = _code(tmp_path, sheet, units, texts)
+    assert [result.codes["human"][units[i].id].label for i in SAMPLED] == \
+        ["refuse", "refuse", "refuse", "answer", "answer", "answer", "answer", "answer", None]
+
+
+def test_a_format_1_record_with_the_shown_hashes_is_checked_as_today_s(tmp_path: Path) -> None:
+    """Records main wrote from 2026-11 until versions existed had the hashes but no
+    `format_version`: format 1, read with the line-end-tolerant check."""
+    from biasaudit.coding.human_sheet import read_record
+
+    units, texts = _units()
+    texts = [t + "\nsecond line" for t in texts]
+    sheet = _export(tmp_path, units, texts)
+    _hashed(sheet, texts)
+    raw = json.loads(record_path(sheet).read_text(encoding="utf-8"))
+    for k in ("format_version", "selection", "exact_answers"):
+        raw.pop(k)
+    record_path(sheet).write_text(json.dumps(raw), encoding="utf-8")
+    assert read_record(sheet, "sheet").exact_answers is False
+    _rewrite(sheet, 1, answer=texts[0].replace("\n", "\r\n") + "  ")
+    _fill(sheet, {units[0].id: "refuse"})
+    _, result = _code(tmp_path, sheet, units, texts)
+    assert result.codes["human"]["u0"].label == "refuse"
+
+
+def test_a_format_1_record_without_shown_hashes_needs_the_exact_answer(tmp_path: Path) -> None:
+    units, texts = _units()
+    texts = [t + "\nsecond line" for t in texts]
+    sheet = _export(tmp_path, units, texts)
+    _rewrite(sheet, 1, answer=texts[0].replace("\n", "\r\n"))  # what a spreadsheet may do: not exact any more
+    err = _error(tmp_path, sheet, units, texts)
+    assert err.message.startswith("row 1: the answer of unit 'u0' is not the one exported for it"), err.message
+    assert "predates line-end-tolerant checks" in (err.hint or "")
+
+
+def test_a_format_2_record_round_trips(tmp_path: Path) -> None:
+    from biasaudit.coding.human_sheet import SampledUnit, SampleRecord, read_record, shown_hash
+
+    units, texts = _units()
+    sheet = _export(tmp_path, units, texts)
+    rec = SampleRecord(format_version=2, run_id="r1", run_dir="runs/r1", spec_sha256="x", layer="refusal",
+                       labels=["refuse", "answer"], stratify=None, seed=3, requested=9,
+                       population={"all": 20}, sampled={"all": 9},
+                       units=[SampledUnit(id=units[i].id, key=units[i].key, stratum="all",
+                                          answer_sha256=answer_hash(texts[i]), shown_sha256=shown_hash(texts[i]),
+                                          prompt_sha256=shown_hash("p")) for i in SAMPLED])
+    record_path(sheet).write_text(rec.model_dump_json(indent=1), encoding="utf-8")
+    written = json.loads(record_path(sheet).read_text(encoding="utf-8"))
+    assert written["format_version"] == 2 and written["exact_answers"] is False
+    assert read_record(sheet, "sheet") == rec
+    _fill(sheet, {units[0].id: "refuse"})
+    assert _code(tmp_path, sheet, units, texts)[1].codes["human"]["u0"].label == "refuse"
+
+
+def test_a_record_of_a_newer_format_is_refused_with_the_one_line(tmp_path: Path) -> None:
+    from biasaudit.records.upgrade import NewerFormatError
+
+    units, texts = _units()
+    sheet = _export(tmp_path, units, texts)
+    _hashed(sheet, texts)
+    raw = json.loads(record_path(sheet).read_text(encoding="utf-8"))
+    record_path(sheet).write_text(json.dumps({**raw, "format_version": 3, "reviewer": "x"}), encoding="utf-8")
+    err = _error(tmp_path, sheet, units, texts)
+    assert isinstance(err, NewerFormatError)  # a DataError: exit 2 at the command line
+    assert err.one_line().startswith(f"error: {record_path(sheet)}: format_version: written by a newer biasaudit: "
+                                     "format 3 of annotation_sample; this version reads up to 2; upgrade biasaudit")
+
+
+@pytest.mark.parametrize(("where", "key"), [("top", "reviewer"), ("unit", "units.0.colour")])
+def test_an_unknown_key_of_the_record_is_refused_naming_file_and_key(tmp_path: Path, where: str, key: str) -> None:
+    units, texts = _units()
+    sheet = _export(tmp_path, units, texts)
+    for version in (1, 2):
+        if version == 2:
+            _hashed(sheet, texts)
+        raw = json.loads(record_path(sheet).read_text(encoding="utf-8"))
+        if where == "top":
+            raw["reviewer"] = "x"
+        else:
+            raw["units"][0]["colour"] = 1
+        record_path(sheet).write_text(json.dumps(raw), encoding="utf-8")
+        err = _error(tmp_path, sheet, units, texts)
+        assert err.one_line().startswith(f"error: {record_path(sheet)}: unknown key {key!r} (format {version} of "
+                                         "annotation_sample has no such key)"), err.one_line()
+        sheet = _export(tmp_path, units, texts)
+
+
+def test_a_format_2_record_without_the_shown_hashes_is_refused(tmp_path: Path) -> None:
+    """Only the upgrade of a format-1 record may leave the shown hashes out: a format-2
+    record without them (an edited file) is not read as an old one."""
+    units, texts = _units()
+    sheet = _export(tmp_path, units, texts)
+    _hashed(sheet, texts)
+    raw = json.loads(record_path(sheet).read_text(encoding="utf-8"))
+    del raw["units"][1]["shown_sha256"]
+    record_path(sheet).write_text(json.dumps(raw), encoding="utf-8")
+    err = _error(tmp_path, sheet, units, texts)
+    assert err.message.startswith("the sampling record lacks a usable 'units' (Value error, unit 1 has no "
+                                  "shown_sha256 (a format-2 record needs it))"), err.message

@@ -19,6 +19,7 @@ from biasaudit._util.trail import HEADER_KEY, json_records, write_json_lines
 from biasaudit.cli.schema import file_schema
 from biasaudit.errors import BiasAuditError, DataError
 from biasaudit.records import upgrade as up
+from biasaudit.records.annotation import SampleRecord
 from biasaudit.records.codes import Code
 from biasaudit.records.compare import CompareResult
 from biasaudit.records.evidence import PackManifest
@@ -54,6 +55,12 @@ V1_COMPARE = {"runs": [], "side_by_side": {"columns": ["audit"], "rows": []}, "r
 V1_PACK = {"format": "biasaudit-evidence-pack/1", "created": "2026-11-29T15:25:07+00:00", "biasaudit": "0.1.0",
            "source": "run", "runs": ["r"], "files": {"runs/r/x": {"sha256": "0" * 64, "size": 1}}, "notes": []}
 
+V1_ANNOTATION_SAMPLE = {  # as `annotate export` wrote it before 2026-11 (git show 3b73aea:.../human_sheet.py)
+    "format": "biasaudit-annotation-sheet/1", "run_id": "r1", "run_dir": "runs/r1", "spec_sha256": "ab" * 32,
+    "layer": "refusal", "labels": ["refuse", "answer"], "stratify": None, "seed": 0, "requested": 1,
+    "population": {"all": 4}, "sampled": {"all": 1}, "with_codes": False,
+    "units": [{"id": "u0", "key": "cd" * 32, "stratum": "all", "answer_sha256": "ef" * 32}]}
+
 
 def _jsonl(*rows: dict[str, Any]) -> bytes:
     return "".join(json.dumps(r) + "\n" for r in rows).encode()
@@ -64,7 +71,7 @@ def _jsonl(*rows: dict[str, Any]) -> bytes:
 def test_every_module_of_the_package_is_a_kind_found_without_a_list() -> None:
     folder = Path(up.__file__).parent
     assert set(up.kinds()) == {p.stem for p in folder.glob("*.py") if not p.stem.startswith("_")}
-    assert {"responses", "codes", "jobs", "manifest", "suite", "compare", "pack"} <= set(up.kinds())
+    assert {"responses", "codes", "jobs", "manifest", "suite", "compare", "pack", "annotation_sample"} <= set(up.kinds())
     for kind, mod in up.kinds().items():
         assert sorted(mod.STEPS) == list(range(1, mod.CURRENT)), kind
 
@@ -127,6 +134,11 @@ def test_format_1_json_files_read_as_today_s_records() -> None:
     assert read == 1 and c.format_version == 2
     p, read = PackManifest.read_raw(V1_PACK, file="MANIFEST.json")
     assert read == 1 and p.format == "biasaudit-evidence-pack/2" and p.runs == ["r"]
+    a, read = up.validated("annotation_sample", SampleRecord, V1_ANNOTATION_SAMPLE, file="s.csv.sample.json")
+    assert (read, a.format_version, a.exact_answers, a.selection) == (1, 2, True, "random")
+    assert a.units[0].shown_sha256 is None and a.units[0].answer_sha256 == "ef" * 32
+    with pytest.raises(ValidationError, match="format_version"):
+        SampleRecord.model_validate(V1_ANNOTATION_SAMPLE)
 
 
 # -- a newer format is refused, as one line ----------------------------------------------------
@@ -136,6 +148,7 @@ NEWER = {
     "suite": (SuiteSummary, {**V1_SUITE, "format_version": 3}),
     "compare": (CompareResult, {**V1_COMPARE, "format_version": 3}),
     "pack": (PackManifest, {**V1_PACK, "format": "biasaudit-evidence-pack/3"}),
+    "annotation_sample": (SampleRecord, {**V1_ANNOTATION_SAMPLE, "format_version": 3}),
 }
 
 
@@ -204,6 +217,7 @@ UNKNOWN = [
     ("jobs", JobOutcome, {**V1_JOB_LINE, "colour": 1}, "colour"),
     ("codes", Code, {**{k: v for k, v in V1_CODE_LINE.items() if k != "layer"}, "colour": 1}, "colour"),
     ("responses", TrailLine, {**V1_RESPONSE_LINE, "colour": 1}, "colour"),
+    ("annotation_sample", SampleRecord, {**V1_ANNOTATION_SAMPLE, "colour": 1}, "colour"),
 ]
 
 
@@ -241,6 +255,7 @@ def test_the_schemas_are_valid_and_accept_the_files_biasaudit_writes() -> None:
         check(name, {HEADER_KEY: name, "format_version": up.current(name)})
     check("pack", up.upgrade("pack", V1_PACK)[0])
     check("suite-summary", V1_SUITE)
+    check("annotation-sample", up.upgrade("annotation_sample", V1_ANNOTATION_SAMPLE)[0])
     with pytest.raises(jsonschema.ValidationError):
         check("codes", {**V1_CODE_LINE, "colour": 1})
 
@@ -311,5 +326,14 @@ def test_the_golden_format_1_files_validate_against_the_committed_format_1_schem
         [name] = [n for n in z.namelist() if n.endswith("MANIFEST.json")]
         manifest = json.loads(z.read(name))
     jsonschema.Draft202012Validator(schema("pack")).validate(manifest)
+    # the sampling record: format 1 has no format_version; format 2 must state it
+    jsonschema.Draft202012Validator(schema("annotation-sample")).validate(V1_ANNOTATION_SAMPLE)
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.Draft202012Validator(schema("annotation-sample")).validate(
+            {**V1_ANNOTATION_SAMPLE, "format_version": 2})
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.Draft202012Validator(
+            json.loads((SCHEMAS / "annotation-sample" / "v2.json").read_text(encoding="utf-8"))
+        ).validate(V1_ANNOTATION_SAMPLE)
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.Draft202012Validator(schema("pack")).validate({**manifest, "format": "biasaudit-evidence-pack/2"})

@@ -41,6 +41,7 @@ def test_the_page_holds_the_rows_annotate_export_writes(hostile: Path, cli, tmp_
     [rv] = data["review"]
     assert rv["run_id"] == record["run_id"] and rv["spec_sha256"] == record["spec_sha256"]
     assert rv["format"] == record["format"]
+    assert rv["format_version"] == record["format_version"] == 2  # the viewer's record states its layout too
     [lay] = [x for x in rv["layers"] if x["name"] == layer]
     assert lay["labels"] == record["labels"]
     page = {x["unit"]: x for x in rv["rows"]}

@@ -138,6 +138,7 @@ def test_label_in_the_page_download_import_and_agreement(workdir: Path, cli, tmp
     assert (by_unit["a1"]["machine_label"], by_unit["b1"]["machine_label"]) == ("refuse", "answer")
     rec = json.loads(record.read_text(encoding="utf-8"))
     assert rec["selection"] == "chosen" and rec["seed"] is None and rec["layer"] == "refusal"
+    assert rec["format_version"] == 2  # the viewer's record states its layout (issue 40)
     assert rec["run_id"] == json.loads((run / "summary.json").read_text())["run_id"]
 
     # read back as a `human` layer: the second run answers from the cache and codes it

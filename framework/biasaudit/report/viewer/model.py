@@ -176,6 +176,8 @@ class ViewRunReview(_Record):
     spec_sha256: str = ""
     format: str = ""
     """The sampling record's format (`coding.human_sheet.FORMAT`)."""
+    format_version: int = 0
+    """The sampling record's layout version (`records.annotation.FORMAT_VERSION`)."""
     layers: list[ViewReviewLayer] = Field(default_factory=list)
     rows: list[ViewRowReview] = Field(default_factory=list)
     """The run's embedded responses a reviewer can label (answered, with text)."""

@@ -115,7 +115,7 @@ function biasauditReview(data, h) {
     });
     var rv = runs[run];
     var record = {
-      format: rv.format, run_id: rv.run_id, run_dir: rv.run_dir, spec_sha256: rv.spec_sha256, layer: layer,
+      format_version: rv.format_version, format: rv.format, run_id: rv.run_id, run_dir: rv.run_dir, spec_sha256: rv.spec_sha256, layer: layer,
       labels: lay.labels, stratify: null, seed: null, requested: rows.length, population: {all: lay.coded},
       sampled: {all: rows.length}, with_codes: true, selection: "chosen",
       units: rows.map(function (x) {

@@ -34,6 +34,7 @@ from biasaudit.coding.human_sheet import FORMAT, answer_hash, label_legend, show
 from biasaudit.coding.stage import response_text
 from biasaudit.errors import StoreError
 from biasaudit.plan.requests import Request
+from biasaudit.records.annotation import FORMAT_VERSION
 from biasaudit.records.manifest import RunManifest
 from biasaudit.records.responses import Response
 from biasaudit.records.summary import RunSummary
@@ -96,7 +97,7 @@ def run_review(run_dir: Path, shown_as: str, run: int, summary: RunSummary, rows
         return ViewRunReview(run=run, note=f"no review in the page: {why}")
     layers = _layers(summary, m.config, coded)
     out = ViewRunReview(run=run, run_id=m.run_id, run_dir=shown_as, spec_sha256=m.spec_sha256, format=FORMAT,
-                        layers=layers)
+                        format_version=FORMAT_VERSION, layers=layers)
     if not layers:
         out.note = "no review in the page: the run has no coding layer with labels"
         return out
