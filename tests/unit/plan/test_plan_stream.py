@@ -122,7 +122,10 @@ def test_throughput_is_pooled_and_ignores_the_variant_prompt(tmp_path: Path) -> 
 def test_readonly_store_never_writes(tmp_path: Path) -> None:
     path = tmp_path / "old.sqlite"
     db = sqlite3.connect(path)
-    db.execute("CREATE TABLE responses (key TEXT PRIMARY KEY, status TEXT)")
+    # a cache of the layout before the throughput table and error_kind (store/schema.py)
+    db.execute("CREATE TABLE responses (key TEXT PRIMARY KEY, kind TEXT NOT NULL, request TEXT NOT NULL, "
+               "status TEXT NOT NULL, output TEXT, error TEXT, attempts INTEGER NOT NULL DEFAULT 1, "
+               "latency_s REAL NOT NULL DEFAULT 0, created REAL NOT NULL)")
     db.commit()
     db.close()
     before = path.read_bytes()
