@@ -9,6 +9,7 @@ from typing import Any, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 
+from biasaudit.records.construct import rebuilt
 from biasaudit.records.json import JSONObject
 
 
@@ -62,8 +63,6 @@ class Request(BaseModel):
 
 _Message = tuple[str, str]
 _RequestRow = tuple[str | None, tuple[_Message, ...] | None, int, str | None, JSONObject | None, frozenset[str]]
-_new_request = Request.__new__
-_set = object.__setattr__
 
 
 class RequestTable(Mapping[str, Request]):
@@ -112,15 +111,10 @@ class RequestTable(Mapping[str, Request]):
             return row
         text, pairs, sample, pair, stimulus, fs = row
         # what `Request.model_construct` sets, without its per-field loop
-        req = _new_request(Request)
-        _set(req, "__dict__", {
+        return rebuilt(Request, {
             "key": key, "kind": self._kind, "text": text, "text_pair": pair,
             "messages": None if pairs is None else [{"role": r, "content": c} for r, c in pairs],
-            "params": self._params, "sample": sample, "stimulus": stimulus})
-        _set(req, "__pydantic_fields_set__", set(fs))
-        _set(req, "__pydantic_extra__", None)
-        _set(req, "__pydantic_private__", None)
-        return req
+            "params": self._params, "sample": sample, "stimulus": stimulus}, fs)
 
     def __contains__(self, key: object) -> bool:
         return key in self._rows

@@ -19,6 +19,7 @@ from pydantic import (
 )
 from pydantic_core import ErrorDetails, InitErrorDetails
 
+from biasaudit.records.construct import rebuilt
 from biasaudit.records.json import JSONObject, JSONValue
 
 ABSTAIN = "Abstain"
@@ -197,8 +198,6 @@ class Code(BaseModel):
 
 _CodeRow = tuple[CodeStatus, str | None, float | None, str | None, str, CodeDetail, frozenset[str]]
 _FIELD_SETS: dict[frozenset[str], frozenset[str]] = {}
-_new_code = Code.__new__
-_set = object.__setattr__
 
 
 class CodeTable(Mapping[str, Code]):
@@ -236,13 +235,8 @@ class CodeTable(Mapping[str, Code]):
         status, label, value, text, source, detail, fs = row
         # what `Code.model_construct` sets, without its per-field loop (several times faster:
         # metrics and reports read every code more than once)
-        code = _new_code(Code)
-        _set(code, "__dict__", {"unit": uid, "status": status, "label": label, "value": value, "text": text,
-                                "source": source, "detail": detail})
-        _set(code, "__pydantic_fields_set__", set(fs))
-        _set(code, "__pydantic_extra__", None)
-        _set(code, "__pydantic_private__", None)
-        return code
+        return rebuilt(Code, {"unit": uid, "status": status, "label": label, "value": value, "text": text,
+                              "source": source, "detail": detail}, fs)
 
     def __contains__(self, uid: object) -> bool:
         return uid in self._rows

@@ -21,6 +21,7 @@ from typing import Annotated, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, PlainSerializer, PlainValidator, TypeAdapter
 
+from biasaudit.records.construct import rebuilt
 from biasaudit.records.json import JSONObject, JSONValue
 
 
@@ -68,8 +69,6 @@ class Response(BaseModel):
 
 
 _ResponseRow = tuple[Literal["ok", "failed"], JSONObject | None, str | None, str | None, float, int, frozenset[str]]
-_new_response = Response.__new__
-_set = object.__setattr__
 
 
 class ResponseTable(Mapping[str, Response]):
@@ -103,13 +102,8 @@ class ResponseTable(Mapping[str, Response]):
             return row
         status, output, error, error_kind, latency_s, attempts, fs = row
         # what `Response.model_construct` sets, without its per-field loop
-        r = _new_response(Response)
-        _set(r, "__dict__", {"key": key, "status": status, "output": output, "error": error, "error_kind": error_kind,
-                             "latency_s": latency_s, "attempts": attempts})
-        _set(r, "__pydantic_fields_set__", set(fs))
-        _set(r, "__pydantic_extra__", None)
-        _set(r, "__pydantic_private__", None)
-        return r
+        return rebuilt(Response, {"key": key, "status": status, "output": output, "error": error,
+                                  "error_kind": error_kind, "latency_s": latency_s, "attempts": attempts}, fs)
 
     def status(self, key: str) -> str | None:
         """The stored status of `key` without building its record (None: absent)."""
