@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,6 +30,25 @@ items_finished: ContextVar[Callable[[int], None] | None] = ContextVar("items_fin
 # batch with (step, most steps the batch may take, rows in the batch), so a progress line
 # shows that a batch whose rows have not ended yet is moving, and how long it may take.
 token_step: ContextVar[Callable[[int, int, int], None] | None] = ContextVar("token_step", default=None)
+
+# Set by the engine while a backend runs: a block under which the answers a backend emits,
+# all of them already in hand (a finished batch, what an event loop handed over at once),
+# are written in one transaction when the block ends (`Store.together`). Never to hold an
+# answer back waiting for more: a kill loses only what was not yet written.
+answers_together: ContextVar[Callable[[], AbstractContextManager[None]] | None] = ContextVar(
+    "answers_together", default=None)
+
+
+@contextmanager
+def together() -> Iterator[None]:
+    """Emit the answers in hand inside this block: the engine writes them in one
+    transaction (without an engine, e.g. a backend's own test, it does nothing)."""
+    group = answers_together.get()
+    if group is None:
+        yield
+        return
+    with group():
+        yield
 
 
 class BatchWatch:
@@ -135,16 +154,18 @@ def run_batches(batches: Iterable[list[Request]], answer: Callable[[list[Request
         try:
             outs = answer(batch)
         except (RuntimeError, ValueError) as exc:
-            for r in batch:
-                emit(Response(key=r.key, status="failed", error=f"{type(exc).__name__}: {str(exc)[:200]}"))
+            with together():
+                for r in batch:
+                    emit(Response(key=r.key, status="failed", error=f"{type(exc).__name__}: {str(exc)[:200]}"))
             continue
         dt = (time.perf_counter() - t0) / len(batch)
         stopped: KeyboardInterrupt | None = None
-        for r, o in zip(batch, outs, strict=True):
-            try:
-                emit(Response(key=r.key, status="ok", output=o, latency_s=dt))
-            except KeyboardInterrupt as exc:  # Ctrl-C: hand over the rest of the batch first
-                stopped = exc
+        with together():  # the whole batch has been answered: one write
+            for r, o in zip(batch, outs, strict=True):
+                try:
+                    emit(Response(key=r.key, status="ok", output=o, latency_s=dt))
+                except KeyboardInterrupt as exc:  # Ctrl-C: hand over the rest of the batch first
+                    stopped = exc
         if stopped is not None:
             raise stopped
 

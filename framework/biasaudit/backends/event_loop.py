@@ -16,11 +16,14 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from biasaudit._util import interrupt
-from biasaudit.backends.base import Emit, Response
+from biasaudit.backends.base import Emit, Response, together
 from biasaudit.plan import Request
 
 STOP_POLL_S = 0.25
 """How often the caller's thread looks for a stop request while it waits for answers."""
+
+GROUP_MAX = 1000
+"""At most this many queued answers are written in one transaction."""
 
 Put = Callable[[Response], None]
 Runner = Callable[[list[Request], Put, threading.Event], Awaitable[None]]
@@ -57,10 +60,24 @@ def emit_from_loop(run: Runner, requests: Sequence[Request], emit: Emit, *, name
     thread = threading.Thread(target=target, name=name, daemon=True)
     thread.start()
     try:
-        while (item := next_result(results)) is not done:
-            if isinstance(item, BaseException):
-                raise item
-            emit(item)
+        finished = False
+        while not finished:
+            # the answers already queued arrived together: emitted as one group (one
+            # write), none waited for
+            group = [next_result(results)]
+            while group[-1] is not done and not isinstance(group[-1], BaseException) and len(group) < GROUP_MAX:
+                try:
+                    group.append(results.get_nowait())
+                except queue.Empty:
+                    break
+            with together():
+                for item in group:
+                    if item is done:
+                        finished = True
+                        break
+                    if isinstance(item, BaseException):
+                        raise item
+                    emit(item)
     finally:
         stop.set()
         loop, task = running.get("loop"), running.get("task")

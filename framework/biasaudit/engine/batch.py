@@ -206,33 +206,35 @@ class BatchRun:
             return None
         counts: Counter[str] = Counter()
         again: list[Request] = []
-        for key, req in batch.requests.items():
-            if key in newer:
-                continue  # resubmitted already (a run killed before this batch was closed)
-            res = got.get(key)
-            if res is None:
-                kind = _ABSENT.get(st.status, "batch_missing")
-                reason = f"not run: the batch {st.status}" + (f" ({st.note})" if st.note else "")
-            elif res.body is not None:
-                try:
-                    out = self.provider.decode(req, res.body)
-                except OutputFault as exc:
-                    kind, reason = exc.kind, exc.reason
+        # the batch's results are all in hand: stored in one write (`Store.together`)
+        with self.store.together():
+            for key, req in batch.requests.items():
+                if key in newer:
+                    continue  # resubmitted already (a run killed before this batch was closed)
+                res = got.get(key)
+                if res is None:
+                    kind = _ABSENT.get(st.status, "batch_missing")
+                    reason = f"not run: the batch {st.status}" + (f" ({st.note})" if st.note else "")
+                elif res.body is not None:
+                    try:
+                        out = self.provider.decode(req, res.body)
+                    except OutputFault as exc:
+                        kind, reason = exc.kind, exc.reason
+                    else:
+                        counts["succeeded"] += 1
+                        self._put(req, Response(key=key, status="ok", output={**out, "batch": batch.batch_id},
+                                                attempts=batch.attempt))
+                        continue
                 else:
-                    counts["succeeded"] += 1
-                    self._put(req, Response(key=key, status="ok", output={**out, "batch": batch.batch_id},
+                    kind, reason = res.kind or "http_error", res.reason
+                counts[kind] += 1
+                if kind in TRANSIENT_KINDS and batch.attempt <= self.cfg.retry:
+                    again.append(req)
+                    self.tally.retried[kind] += 1
+                else:
+                    after = f" (after {batch.attempt} batches)" if batch.attempt > 1 else ""
+                    self._put(req, Response(key=key, status="failed", error=f"{reason[:250]}{after}", error_kind=kind,
                                             attempts=batch.attempt))
-                    continue
-            else:
-                kind, reason = res.kind or "http_error", res.reason
-            counts[kind] += 1
-            if kind in TRANSIENT_KINDS and batch.attempt <= self.cfg.retry:
-                again.append(req)
-                self.tally.retried[kind] += 1
-            else:
-                after = f" (after {batch.attempt} batches)" if batch.attempt > 1 else ""
-                self._put(req, Response(key=key, status="failed", error=f"{reason[:250]}{after}", error_kind=kind,
-                                        attempts=batch.attempt))
         self.counts = counts
         return again
 

@@ -16,12 +16,12 @@ from typing import Any, overload
 from biasaudit._util.progress import seconds_text, stage
 from biasaudit._util.secrets import redact_obj
 from biasaudit.backends import Backend, weights
-from biasaudit.backends.base import items_finished, token_step
+from biasaudit.backends.base import answers_together, items_finished, token_step
 from biasaudit.engine.batch import BatchRun, batch_provider
 from biasaudit.engine.budget import Budget
 from biasaudit.engine.interrupt import GracefulStop
 from biasaudit.errors import StoreError
-from biasaudit.plan import Plan, Request, estimated_tokens
+from biasaudit.plan import Plan, Request, canonical_json
 from biasaudit.records.execution import ExecutionStats
 from biasaudit.records.json import JSONObject
 from biasaudit.records.responses import GenerateOutput, Response, ResponseTable, parse_output
@@ -99,25 +99,37 @@ def execute_requests(
         bar = _progress(progress, len(pending), label)
         stop = GracefulStop()
 
+        tally = _Tally()
+
         def emit(resp: Response) -> None:
+            req = by_key[resp.key]  # built once per answer (the plan's table builds it on each read)
             # scrubbed before storing: a server may echo the API key in an error body, and
-            # may send text no file can hold (lone surrogates from `\ud800` escapes)
-            resp = resp.model_copy(update={"error": storable(redact_obj(resp.error)),
-                                           "output": storable(redact_obj(resp.output))})
-            store.put(by_key[resp.key], resp)
+            # may send text no file can hold (lone surrogates from `\ud800` escapes). The
+            # output's JSON, which the store writes anyway, is what is searched: the record
+            # is rebuilt only when something was replaced (issue 42: a copy of every answer)
+            output, error = redact_obj(resp.output), redact_obj(resp.error)
+            text = canonical_json(output) if output is not None else None
+            if (text is not None and _SURROGATE.search(text)) or (error is not None and _SURROGATE.search(error)):
+                output, error = storable(output), storable(error)
+                text = canonical_json(output) if output is not None else None
+            if output is not resp.output or error is not resp.error:
+                resp = resp.model_copy(update={"error": error, "output": output})
+            store.put(req, resp, output_json=text)
             results[resp.key] = resp
             if budget is not None:
-                budget.settle(by_key[resp.key], resp)
+                budget.settle(req, resp)
+            tally.add(req, resp)
             stats.calls += 1
             if resp.status == "failed":
                 stats.new_failures += 1
             if bar is not None:
                 bar.update(1)
-            stop.check()  # Ctrl-C: stop once this response is committed
+            stop.check()  # Ctrl-C: stop once this response is committed (with its group)
 
         t_exec = time.perf_counter()
         token = items_finished.set(bar.partial if bar is not None else None)
         ticks = token_step.set(bar.tokens if bar is not None else None)
+        grouped = answers_together.set(store.together)  # a finished batch: one write
         try:
             with stop:
                 batched = batch_provider(backend, identity)
@@ -132,9 +144,10 @@ def execute_requests(
                 else:
                     _dispatch(backend, pending, emit, budget)
                     if identity is not None:  # a batch's hours in a provider's queue measure no model's speed
-                        _record_throughput(store, identity, pending, results, time.perf_counter() - t_exec)
+                        tally.record(store, identity, time.perf_counter() - t_exec)
                 stop.check()
         finally:
+            answers_together.reset(grouped)
             token_step.reset(ticks)
             items_finished.reset(token)
             backend.close()
@@ -146,7 +159,7 @@ def execute_requests(
     stats.answered = stats.requests - stats.failures
     stats.failures_by_kind = dict(sorted(kinds.items()))
     via = Counter(str(b) for k in requests if results.status(k) == "ok"
-                  and (r := results[k]).ok and (b := r.field("batch")))
+                  and (o := results.output(k)) is not None and (b := o.get("batch")))
     stats.batch_answers, stats.batch_ids = sum(via.values()), sorted(via)
     stats.seconds = time.perf_counter() - t0
     return results, stats
@@ -233,7 +246,7 @@ _SURROGATE = re.compile("[\ud800-\udfff]")
 
 def storable(obj: Any) -> Any:
     """`obj` with every lone surrogate replaced by U+FFFD: SQLite, JSON files and reports
-    are UTF-8, which cannot encode them."""
+    are UTF-8, which cannot encode them (a copy: called only when one was found)."""
     if isinstance(obj, str):
         return _SURROGATE.sub("\ufffd", obj)
     if isinstance(obj, dict):
@@ -297,28 +310,42 @@ def _load(factory: Callable[[], Backend], store: Store, identity: JSONObject | N
     return backend
 
 
-def _record_throughput(store: Store, identity: JSONObject, pending: Sequence[Request],
-                       results: ResponseTable, seconds: float) -> None:
-    # one pass, one request at a time (issue 42: no list of the answered requests)
-    kinds: set[str] = set()
-    ok = tin = 0
-    ok_keys: list[str] = []
-    for r in pending:
-        kinds.add(r.kind)
-        tin += estimated_tokens(r)[0]
-        if results.status(r.key) == "ok":
-            ok += 1
-            ok_keys.append(r.key)
-    if len(kinds) != 1 or not ok or seconds <= 0:
-        return  # mixed kinds or nothing answered: no rate worth keeping
-    kind = kinds.pop()
-    # only a generation has output tokens (a score or a distribution is read from the prompt)
-    tout = 0
-    if kind == "generate":
-        for k in ok_keys:
-            g = parse_output(GenerateOutput, results[k])
-            tout += g.output_tokens if g is not None else 0
-    store.record_throughput(identity, kind, len(pending), seconds, tin, tout)
+class _Tally:
+    """What the throughput table keeps of the calls made, counted as each answer is
+    stored (issue 42: a second pass over the pending requests built every request and
+    response again)."""
+
+    def __init__(self) -> None:
+        self.kinds: set[str] = set()
+        self.calls = self.ok = self.tokens_in = self.tokens_out = 0
+
+    def add(self, req: Request, resp: Response) -> None:
+        self.kinds.add(req.kind)
+        self.calls += 1
+        # the input half of `plan.estimated_tokens` (its output half reads the decoding
+        # parameters through pydantic, which this tally never uses)
+        self.tokens_in += max(1, (len(req.text or "") + len(req.text_pair or "")
+                                  + sum(len(m["content"]) for m in req.messages or [])) // 4)
+        if resp.status != "ok":
+            return
+        self.ok += 1
+        # only a generation has output tokens (a score or a distribution is read from the prompt)
+        if req.kind == "generate" and resp.output is not None:
+            n = resp.output.get("output_tokens")
+            if type(n) is int and n >= 0 and isinstance(resp.output.get("text"), str):
+                self.tokens_out += n  # what `GenerateOutput` reads, without validating it
+                return
+            try:
+                g = parse_output(GenerateOutput, resp)
+            except ValueError:  # a malformed answer: the coding stage says so; no tokens here
+                g = None
+            self.tokens_out += g.output_tokens if g is not None else 0
+
+    def record(self, store: Store, identity: JSONObject, seconds: float) -> None:
+        if len(self.kinds) != 1 or not self.ok or seconds <= 0:
+            return  # mixed kinds or nothing answered: no rate worth keeping
+        store.record_throughput(identity, next(iter(self.kinds)), self.calls, seconds, self.tokens_in,
+                                self.tokens_out)
 
 
 # Seconds between the lines saying how far a generation batch has got (its rows end

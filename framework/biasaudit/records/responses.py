@@ -110,6 +110,11 @@ class ResponseTable(Mapping[str, Response]):
         row = self._rows.get(key)
         return None if row is None else row.status if isinstance(row, Response) else row[0]
 
+    def output(self, key: str) -> JSONObject | None:
+        """The stored output of `key` (None: absent, or none) without building its record."""
+        row = self._rows.get(key)
+        return None if row is None else row.output if isinstance(row, Response) else row[1]
+
     def __contains__(self, key: object) -> bool:
         return key in self._rows
 
