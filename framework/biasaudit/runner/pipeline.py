@@ -522,7 +522,11 @@ def run(prep: Prepared, run_dir: Path, command: list[str]) -> RunSummary:
     store = Store(cfg.runtime.cache)
     stats: ExecutionStats | None = None
     try:
-        store.get_many(prep.plan.requests)  # a damaged cache fails here, before the run folder is written
+        # a damaged cache fails here, before the run folder is written; read in chunks and
+        # let go (issue 42: a resumed run held every cached answer as a record here, twice
+        # what the engine's table then holds)
+        for _ in store.iter_many(prep.plan.requests):
+            pass
     except BaseException:
         store.close()
         raise
