@@ -6,6 +6,7 @@ responses emitted as they complete, and the API key kept out of everything."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import math
 import sqlite3
@@ -255,18 +256,30 @@ def test_responses_are_committed_as_they_complete(server: FaultServer, monkeypat
     store = Store(db)
     committed_before_slow: list[set[str]] = []
     b = backend(server, monkeypatch, concurrency=3, timeout=30)
-    real_put = store.put
+    real_put, real_together = store.put, store.together
 
-    def put(req: Request, resp: Response) -> None:
-        real_put(req, resp)
-        if req.key != "generate:slow":
-            with sqlite3.connect(db) as other:  # a second connection sees only committed rows
-                rows = {k for (k,) in other.execute("SELECT key FROM responses")}
-            if {"generate:fast1", "generate:fast2"} <= rows:
-                committed_before_slow.append(rows)
-                release.set()  # only now may the slow request finish
+    def check() -> None:
+        with sqlite3.connect(db) as other:  # a second connection sees only committed rows
+            rows = {k for (k,) in other.execute("SELECT key FROM responses")}
+        if {"generate:fast1", "generate:fast2"} <= rows:
+            committed_before_slow.append(rows)
+            release.set()  # only now may the slow request finish
+
+    def put(req: Request, resp: Response, **kw: str | None) -> None:
+        real_put(req, resp, **kw)
+        # answers the loop had queued together are committed when their group ends
+        if req.key != "generate:slow" and not store.db.in_transaction and not release.is_set():
+            check()
+
+    @contextlib.contextmanager
+    def together() -> Iterator[None]:
+        with real_together():
+            yield
+        if not release.is_set():
+            check()
 
     store.put = put  # type: ignore[method-assign]
+    store.together = together  # type: ignore[method-assign]
     results, stats = execute_requests(reqs, store, lambda: b, progress=False)
     store.close()
     assert committed_before_slow == [{"generate:fast1", "generate:fast2"}]
