@@ -196,6 +196,29 @@ class Code(BaseModel):
         return self.status == "coded"
 
 
+_CODE_DEFAULTS: dict[str, object] = {"label": None, "value": None, "text": None, "source": ""}
+_CODE_SETS: dict[frozenset[str], frozenset[str]] = {}
+
+
+def new_code(unit: str, status: CodeStatus, detail: CodeDetail, **fields: str | float | None) -> Code:
+    """`Code(unit=..., status=..., detail=..., **fields)` for a coder that builds one per
+    unit from values already of the fields' types (a label `str`, a `float` value, the
+    coder's own evidence record): the same record, with the same fields set, without
+    pydantic's validation of every field (issue 42: a rules or choice coder spent most of
+    its few microseconds per unit there). A value of another type (an `int`) is refused
+    here rather than stored unconverted."""
+    value = fields.get("value")
+    if value is not None and type(value) is not float:
+        raise TypeError(f"new_code: value must be a float, not {type(value).__name__}")
+    if not isinstance(detail, CodeDetail):
+        raise TypeError("new_code: detail must be a CodeDetail record")
+    fs = frozenset(("unit", "status", "detail", *fields))
+    values: dict[str, object] = {"unit": unit, "status": status, **_CODE_DEFAULTS, **fields, "detail": detail}
+    if len(values) != 7:  # a field Code does not have
+        raise TypeError(f"new_code: unknown field(s) {sorted(set(values) - set(Code.model_fields))}")
+    return rebuilt(Code, values, _CODE_SETS.setdefault(fs, fs))
+
+
 _CodeRow = tuple[CodeStatus, str | None, float | None, str | None, str, CodeDetail, frozenset[str]]
 _FIELD_SETS: dict[frozenset[str], frozenset[str]] = {}
 
