@@ -20,7 +20,7 @@ from biasaudit.coding.base import CodingRequest
 from biasaudit.coding.layers import CodingPlan, Layer
 from biasaudit.errors import BiasAuditError
 from biasaudit.plan import PlanItem
-from biasaudit.records.codes import Code, CodeDetail, CodeTable, Truncation, Unit
+from biasaudit.records.codes import Code, CodeDetail, CodeTable, Truncation, Unit, UnitIndex
 from biasaudit.records.json import JSONValue
 from biasaudit.records.responses import Response, generated_text
 
@@ -107,7 +107,8 @@ def resolve_inputs(layer: Layer, units: Sequence[Unit], responses: Mapping[str, 
 
 
 def _code_layer(plan: CodingPlan, name: str, units: Sequence[Unit], responses: Mapping[str, Response],
-                codes: dict[str, Mapping[str, Code]], answer: Answerer, result: CodingResult) -> CodeTable:
+                codes: dict[str, Mapping[str, Code]], answer: Answerer, result: CodingResult,
+                index: UnitIndex) -> CodeTable:
     layer = plan.layers[name]
     cut: dict[str, int] = {}
     inputs, out = resolve_inputs(layer, units, responses, codes, cut)
@@ -126,7 +127,7 @@ def _code_layer(plan: CodingPlan, name: str, units: Sequence[Unit], responses: M
     # the next: never every unit's full record at once (issue 42)
     chunks = [codable[i:i + CODE_CHUNK] for i in range(0, len(codable), CODE_CHUNK)] \
         if layer.coder_def.per_unit else [codable]
-    got = CodeTable()
+    got = CodeTable(index=index)
     for chunk in chunks:
         for c in coder.code(chunk, inputs, answers):
             got[c.unit] = c
@@ -145,12 +146,12 @@ def _code_layer(plan: CodingPlan, name: str, units: Sequence[Unit], responses: M
     if fb is not None:
         left = [u for u in units if (out[u.id] if u.id in out else got[u.id]).status == "abstain"]
         result.handed[fb] = len(left)
-        fb_codes = _code_layer(plan, fb, left, responses, codes, answer, result)
+        fb_codes = _code_layer(plan, fb, left, responses, codes, answer, result, index)
         codes[fb] = fb_codes
         for uid, c in fb_codes.items():
             if c.coded:
                 out[uid] = c.model_copy(update={"source": f"fallback:{fb}"})
-    table = CodeTable()
+    table = CodeTable(index=index)
     for u in units:
         if u.id in out:
             table[u.id] = out[u.id]
@@ -163,8 +164,10 @@ def run_coding(plan: CodingPlan, units: Sequence[Unit], responses: Mapping[str, 
                answer: Answerer) -> CodingResult:
     """Code every unit on every layer."""
     result = CodingResult(codes={}, units=list(units))
+    # one unit index for every layer's table: each table holds a 4-byte position per code
+    index = UnitIndex(u.id for u in units)
     for name in plan.primary:
-        result.codes[name] = _code_layer(plan, name, units, responses, result.codes, answer, result)
+        result.codes[name] = _code_layer(plan, name, units, responses, result.codes, answer, result, index)
     # a fallback layer's own codes stay with it (shown in the report); reorder as planned
     result.codes = {n: result.codes[n] for n in plan.layers if n in result.codes}
     return result

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable, Iterator, Mapping
+from array import array
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import ClassVar, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import (
     BaseModel,
@@ -219,56 +220,164 @@ def new_code(unit: str, status: CodeStatus, detail: CodeDetail, **fields: str | 
     return rebuilt(Code, values, _CODE_SETS.setdefault(fs, fs))
 
 
-_CodeRow = tuple[CodeStatus, str | None, float | None, str | None, str, CodeDetail, frozenset[str]]
-_FIELD_SETS: dict[frozenset[str], frozenset[str]] = {}
+_STATUSES: tuple[CodeStatus, ...] = ("coded", "abstain", "not_applicable", "failed")
+_STATUS_AT = {st: i for i, st in enumerate(_STATUSES)}
+_NO_DETAIL = CodeDetail()  # a new row's evidence until its code is set
+_NO_VALUE, _FLOAT, _OTHER = 0, 1, 2  # what a row's value is: None, a float in `_value`, another object kept aside
+
+
+class UnitIndex:
+    """Unit id -> its position, shared by the code tables of one coding run: a table keyed
+    by these units holds 4 bytes per code for where it is, not a dict entry and an int
+    each (issue 42). Only grows: a table given a unit it does not know adds it."""
+
+    __slots__ = ("ids", "pos")
+
+    def __init__(self, ids: Iterable[str] = ()) -> None:
+        self.pos: dict[str, int] = {}
+        self.ids: list[str] = []
+        for uid in ids:
+            self.add(uid)
+
+    def add(self, uid: str) -> int:
+        at = self.pos.get(uid)
+        if at is None:
+            at = self.pos[uid] = len(self.ids)
+            self.ids.append(uid)
+        return at
+
+    def __len__(self) -> int:
+        return len(self.ids)
 
 
 class CodeTable(Mapping[str, Code]):
-    """Unit id -> code of one layer, held as one tuple per unit instead of one pydantic
-    record (issue 42: a `Code` with its `__dict__` and fields set is about 1 KB, its
-    tuple about 100 bytes, and a run holds one per unit and layer until the report is
-    written). Reading a unit gives back a `Code` equal to the one added (the same values,
-    the same evidence record, the same fields set), built on each access; iteration order
-    is the order codes were added, as a dict's."""
+    """Unit id -> code of one layer, held as columns instead of one pydantic record per
+    unit (issue 42: a `Code` with its `__dict__` and fields set is about 1 KB, and a run
+    holds one per unit and layer until the report is written). Per code: the row of its
+    unit (a position in a `UnitIndex`, shared by the tables of one run), its status (1
+    byte), its label (the index of an interned string, 4 bytes), its value (8 bytes and a
+    flag byte), its source and fields set (1-2 bytes each, interned) and its evidence
+    record (a reference: coders share equal records); a `text` is kept only where there is
+    one. Reading a unit gives back a `Code` equal to the one added (the same values, the
+    same evidence record, the same fields set), built on each access; iteration order is
+    the order codes were added, as a dict's (a code added again keeps its place; a code
+    keyed apart from its own unit, which no shipped stage adds, is kept whole and comes
+    after the others)."""
 
-    __slots__ = ("_rows",)
+    __slots__ = ("_detail", "_fset", "_fsets", "_index", "_interned", "_label", "_labels", "_odd", "_pos",
+                 "_row_of", "_source", "_sources", "_status", "_text", "_value", "_vkind", "_whole")
 
-    def __init__(self, codes: Mapping[str, Code] | None = None) -> None:
-        self._rows: dict[str, _CodeRow | Code] = {}
+    def __init__(self, codes: Mapping[str, Code] | None = None, *, index: UnitIndex | None = None) -> None:
+        self._index = index if index is not None else UnitIndex()
+        self._row_of = array("i")  # index position -> row (-1: no code here), grown on demand
+        self._pos = array("i")  # row -> index position
+        self._status = bytearray()
+        self._label = array("I")  # 0: None; k: self._labels[k]
+        self._labels: list[str | None] = [None]
+        self._value = array("d")
+        self._vkind = bytearray()
+        self._source = array("H")
+        self._sources: list[str] = []
+        self._fset = array("H")
+        self._fsets: list[frozenset[str]] = []
+        self._interned: dict[tuple[str, object], int] = {}  # ("label"|"source"|"fs", value) -> its index
+        self._detail: list[CodeDetail] = []
+        self._text: dict[int, str] = {}  # row -> text, only rows that have one
+        self._odd: dict[int, object] = {}  # row -> a value that is not a float (kept as given)
+        self._whole: dict[str, Code] = {}  # codes keyed apart from their unit (no shipped stage does): kept whole
         for uid, c in (codes or {}).items():
             self[uid] = c
 
+    def _intern(self, kind: str, value: object, into: list[Any]) -> int:
+        key = (kind, value)
+        at = self._interned.get(key)
+        if at is None:
+            at = self._interned[key] = len(into)
+            into.append(value)
+        return at
+
+    def _row(self, uid: object) -> int:
+        at = self._index.pos.get(uid) if isinstance(uid, str) else None
+        if at is None or at >= len(self._row_of):
+            return -1
+        return self._row_of[at]
+
+    def _new_row(self, uid: str) -> int:
+        at = self._index.add(uid)
+        if at >= len(self._row_of):
+            self._row_of.extend([-1] * (max(len(self._index), 2 * len(self._row_of)) - len(self._row_of)))
+        row = len(self._pos)
+        self._row_of[at] = row
+        self._pos.append(at)
+        self._status.append(0)
+        self._label.append(0)
+        self._value.append(0.0)
+        self._vkind.append(_NO_VALUE)
+        self._source.append(0)
+        self._fset.append(0)
+        self._detail.append(_NO_DETAIL)
+        return row
+
     def __setitem__(self, uid: str, code: Code) -> None:
-        if code.unit != uid:  # keyed apart from its unit (no shipped stage does): kept whole
-            self._rows[uid] = code
+        if code.unit != uid:
+            if self._row(uid) >= 0:
+                raise ValueError(f"unit {uid!r} already holds a code keyed by its unit")
+            self._whole[uid] = code
             return
-        fs = frozenset(code.model_fields_set)
+        self._whole.pop(uid, None)
         d = code.__dict__
-        self._rows[uid] = (d["status"], d["label"], d["value"], d["text"], d["source"], d["detail"],
-                           _FIELD_SETS.setdefault(fs, fs))
+        row = self._row(uid)
+        if row < 0:
+            row = self._new_row(uid)
+        self._status[row] = _STATUS_AT[d["status"]]
+        label = d["label"]
+        self._label[row] = 0 if label is None else self._intern("label", label, self._labels)
+        value = d["value"]
+        self._odd.pop(row, None)
+        if value is None:
+            self._vkind[row] = _NO_VALUE
+        elif type(value) is float:
+            self._vkind[row] = _FLOAT
+            self._value[row] = value
+        else:
+            self._vkind[row] = _OTHER
+            self._odd[row] = value
+        if d["text"] is None:
+            self._text.pop(row, None)
+        else:
+            self._text[row] = d["text"]
+        self._source[row] = self._intern("source", d["source"], self._sources)
+        self._fset[row] = self._intern("fs", frozenset(code.model_fields_set), self._fsets)
+        self._detail[row] = d["detail"]
 
     def put_from(self, other: CodeTable, uid: str) -> None:
-        """Keep `other`'s code of `uid` here too, as it is held (no record built)."""
-        self._rows[uid] = other._rows[uid]
+        """Keep `other`'s code of `uid` here too."""
+        self[uid] = other[uid]
 
     def __getitem__(self, uid: str) -> Code:
-        row = self._rows[uid]
-        if isinstance(row, Code):
-            return row
-        status, label, value, text, source, detail, fs = row
+        row = self._row(uid)
+        if row < 0:
+            return self._whole[uid]
+        kind = self._vkind[row]
+        value = None if kind == _NO_VALUE else self._value[row] if kind == _FLOAT else self._odd[row]
         # what `Code.model_construct` sets, without its per-field loop (several times faster:
         # metrics and reports read every code more than once)
-        return rebuilt(Code, {"unit": uid, "status": status, "label": label, "value": value, "text": text,
-                              "source": source, "detail": detail}, fs)
+        return rebuilt(Code, {"unit": self._index.ids[self._pos[row]], "status": _STATUSES[self._status[row]],
+                              "label": self._labels[self._label[row]], "value": value,
+                              "text": self._text.get(row), "source": self._sources[self._source[row]],
+                              "detail": self._detail[row]}, self._fsets[self._fset[row]])
 
     def __contains__(self, uid: object) -> bool:
-        return uid in self._rows
+        return self._row(uid) >= 0 or uid in self._whole
 
     def __iter__(self) -> Iterator[str]:
-        return iter(self._rows)
+        ids, pos = self._index.ids, self._pos
+        for row in range(len(pos)):
+            yield ids[pos[row]]
+        yield from self._whole
 
     def __len__(self) -> int:
-        return len(self._rows)
+        return len(self._pos) + len(self._whole)
 
     def __repr__(self) -> str:
-        return f"CodeTable({len(self._rows)} codes)"
+        return f"CodeTable({len(self)} codes)"
