@@ -106,6 +106,28 @@ def resolve_inputs(layer: Layer, units: Sequence[Unit], responses: Mapping[str, 
     return inputs, skipped
 
 
+def _chunks(layer: Layer, codable: list[Unit]) -> list[list[Unit]]:
+    """The units in the groups the coder is asked to code at a time: `CODE_CHUNK` units
+    for a per-unit coder; whole groups of at least `CODE_CHUNK` units for one that
+    compares units within a group (`CoderDef.chunk_by`), each group's units in their
+    order; else the whole layer."""
+    cdef = layer.coder_def
+    if cdef.chunk_by is not None:
+        key = cdef.chunk_by(layer.options)
+        groups: dict[str, list[Unit]] = {}
+        for u in codable:
+            groups.setdefault(key(u), []).append(u)
+        out: list[list[Unit]] = [[]]
+        for members in groups.values():
+            if len(out[-1]) >= CODE_CHUNK:
+                out.append([])
+            out[-1].extend(members)
+        return out
+    if cdef.per_unit:
+        return [codable[i:i + CODE_CHUNK] for i in range(0, len(codable), CODE_CHUNK)]
+    return [codable]
+
+
 def _code_layer(plan: CodingPlan, name: str, units: Sequence[Unit], responses: Mapping[str, Response],
                 codes: dict[str, Mapping[str, Code]], answer: Answerer, result: CodingResult,
                 index: UnitIndex) -> CodeTable:
@@ -125,8 +147,7 @@ def _code_layer(plan: CodingPlan, name: str, units: Sequence[Unit], responses: M
                              key=f"coding.{name}")
     # a per-unit coder codes a chunk of units at a time, each chunk kept compactly before
     # the next: never every unit's full record at once (issue 42)
-    chunks = [codable[i:i + CODE_CHUNK] for i in range(0, len(codable), CODE_CHUNK)] \
-        if layer.coder_def.per_unit else [codable]
+    chunks = _chunks(layer, codable)
     got = CodeTable(index=index)
     for chunk in chunks:
         for c in coder.code(chunk, inputs, answers):
@@ -144,13 +165,15 @@ def _code_layer(plan: CodingPlan, name: str, units: Sequence[Unit], responses: M
     # below, the fallback's codes; every other unit's code is the coder's, in `got`
     fb = layer.spec.fallback
     if fb is not None:
-        left = [u for u in units if (out[u.id] if u.id in out else got[u.id]).status == "abstain"]
+        left = [u for u in units if (out[u.id].status if u.id in out else got.status_of(u.id)) == "abstain"]
         result.handed[fb] = len(left)
         fb_codes = _code_layer(plan, fb, left, responses, codes, answer, result, index)
         codes[fb] = fb_codes
         for uid, c in fb_codes.items():
             if c.coded:
                 out[uid] = c.model_copy(update={"source": f"fallback:{fb}"})
+    if not out and len(got) == len(units) and all(a == u.id for a, u in zip(got, units, strict=True)):
+        return got  # every unit coded by the coder, held in the units' order already
     table = CodeTable(index=index)
     for u in units:
         if u.id in out:

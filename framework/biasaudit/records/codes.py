@@ -6,7 +6,7 @@ import importlib
 from array import array
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar, Literal, cast
 
 from pydantic import (
     BaseModel,
@@ -222,7 +222,6 @@ def new_code(unit: str, status: CodeStatus, detail: CodeDetail, **fields: str | 
 
 _STATUSES: tuple[CodeStatus, ...] = ("coded", "abstain", "not_applicable", "failed")
 _STATUS_AT = {st: i for i, st in enumerate(_STATUSES)}
-_NO_DETAIL = CodeDetail()  # a new row's evidence until its code is set
 _NO_VALUE, _FLOAT, _OTHER = 0, 1, 2  # what a row's value is: None, a float in `_value`, another object kept aside
 
 
@@ -302,57 +301,87 @@ class CodeTable(Mapping[str, Code]):
             return -1
         return self._row_of[at]
 
-    def _new_row(self, uid: str) -> int:
-        at = self._index.add(uid)
-        if at >= len(self._row_of):
-            self._row_of.extend([-1] * (max(len(self._index), 2 * len(self._row_of)) - len(self._row_of)))
-        row = len(self._pos)
-        self._row_of[at] = row
-        self._pos.append(at)
-        self._status.append(0)
-        self._label.append(0)
-        self._value.append(0.0)
-        self._vkind.append(_NO_VALUE)
-        self._source.append(0)
-        self._fset.append(0)
-        self._detail.append(_NO_DETAIL)
-        return row
-
     def __setitem__(self, uid: str, code: Code) -> None:
-        if code.unit != uid:
+        d = code.__dict__
+        if d["unit"] != uid:
             if self._row(uid) >= 0:
                 raise ValueError(f"unit {uid!r} already holds a code keyed by its unit")
             self._whole[uid] = code
             return
-        self._whole.pop(uid, None)
-        d = code.__dict__
-        row = self._row(uid)
+        if self._whole:
+            self._whole.pop(uid, None)
+        label, value, text = d["label"], d["value"], d["text"]
+        interned = self._interned
+        lab = 0 if label is None else interned.get(("label", label))
+        if lab is None:
+            lab = self._intern("label", label, self._labels)
+        src = interned.get(("source", d["source"]))
+        if src is None:
+            src = self._intern("source", d["source"], self._sources)
+        fs_key = ("fs", frozenset(code.model_fields_set))
+        fs = interned.get(fs_key)
+        if fs is None:
+            fs = self._intern("fs", fs_key[1], self._fsets)
+        vkind = _NO_VALUE if value is None else _FLOAT if type(value) is float else _OTHER
+        self._put(uid, _STATUS_AT[d["status"]], lab, vkind, value, text, src, fs, d["detail"])
+
+    def _put(self, uid: str, status: int, label: int, vkind: int, value: object, text: str | None, source: int,
+             fset: int, detail: CodeDetail) -> None:
+        """Set `uid`'s row (a new row at the end, or its own row again) from column values."""
+        at = self._index.pos.get(uid)
+        if at is None:
+            at = self._index.add(uid)
+        row_of = self._row_of
+        if at >= len(row_of):
+            row_of.extend(array("i", [-1]) * (max(len(self._index), 2 * len(row_of)) - len(row_of)))
+        row = row_of[at]
+        fval = cast(float, value) if vkind == _FLOAT else 0.0
         if row < 0:
-            row = self._new_row(uid)
-        self._status[row] = _STATUS_AT[d["status"]]
-        label = d["label"]
-        self._label[row] = 0 if label is None else self._intern("label", label, self._labels)
-        value = d["value"]
-        self._odd.pop(row, None)
-        if value is None:
-            self._vkind[row] = _NO_VALUE
-        elif type(value) is float:
-            self._vkind[row] = _FLOAT
-            self._value[row] = value
+            row = row_of[at] = len(self._pos)
+            self._pos.append(at)
+            self._status.append(status)
+            self._label.append(label)
+            self._value.append(fval)
+            self._vkind.append(vkind)
+            self._source.append(source)
+            self._fset.append(fset)
+            self._detail.append(detail)
         else:
-            self._vkind[row] = _OTHER
-            self._odd[row] = value
-        if d["text"] is None:
+            self._status[row] = status
+            self._label[row] = label
+            self._value[row] = fval
+            self._vkind[row] = vkind
+            self._source[row] = source
+            self._fset[row] = fset
+            self._detail[row] = detail
+            self._odd.pop(row, None)
             self._text.pop(row, None)
-        else:
-            self._text[row] = d["text"]
-        self._source[row] = self._intern("source", d["source"], self._sources)
-        self._fset[row] = self._intern("fs", frozenset(code.model_fields_set), self._fsets)
-        self._detail[row] = d["detail"]
+        if vkind == _OTHER:
+            self._odd[row] = value
+        if text is not None:
+            self._text[row] = text
 
     def put_from(self, other: CodeTable, uid: str) -> None:
-        """Keep `other`'s code of `uid` here too."""
-        self[uid] = other[uid]
+        """Keep `other`'s code of `uid` here too (its columns copied, no record built)."""
+        row = other._row(uid)
+        if row < 0:
+            self[uid] = other[uid]
+            return
+        label, source, fset = other._labels[other._label[row]], other._sources[other._source[row]], \
+            other._fsets[other._fset[row]]
+        lab = 0 if label is None else self._intern("label", label, self._labels)
+        vkind = other._vkind[row]
+        value = other._value[row] if vkind == _FLOAT else other._odd.get(row)
+        if self._whole:
+            self._whole.pop(uid, None)
+        self._put(uid, other._status[row], lab, vkind, value, other._text.get(row),
+                  self._intern("source", source, self._sources), self._intern("fs", fset, self._fsets),
+                  other._detail[row])
+
+    def status_of(self, uid: str) -> CodeStatus:
+        """`self[uid].status`, without building the record."""
+        row = self._row(uid)
+        return self._whole[uid].status if row < 0 else _STATUSES[self._status[row]]
 
     def __getitem__(self, uid: str) -> Code:
         row = self._row(uid)
