@@ -155,6 +155,11 @@ class CoderDef:
     holding every unit's full record at once. A coder that compares units (embedding
     similarity within a stimulus, claims against references, a human sheet checked
     whole) leaves it False."""
+    chunk_by: Callable[[Any], Callable[[Unit], str]] | None = None
+    """For a coder that compares units only within a group (embedding similarity within
+    a stimulus): options -> each unit's group. The stage then asks for the codes of whole
+    groups a chunk at a time (at least `CODE_CHUNK` units, never a group split), as it
+    does a per-unit coder's, instead of the whole layer at once. None: `per_unit` decides."""
 
 
 @dataclass

@@ -20,7 +20,7 @@ from biasaudit.coding.base import CodingRequest
 from biasaudit.coding.layers import CodingPlan, Layer
 from biasaudit.errors import BiasAuditError
 from biasaudit.plan import PlanItem
-from biasaudit.records.codes import Code, CodeDetail, CodeTable, Truncation, Unit
+from biasaudit.records.codes import Code, CodeDetail, CodeTable, Truncation, Unit, UnitIndex
 from biasaudit.records.json import JSONValue
 from biasaudit.records.responses import Response, generated_text
 
@@ -106,8 +106,31 @@ def resolve_inputs(layer: Layer, units: Sequence[Unit], responses: Mapping[str, 
     return inputs, skipped
 
 
+def _chunks(layer: Layer, codable: list[Unit]) -> list[list[Unit]]:
+    """The units in the groups the coder is asked to code at a time: `CODE_CHUNK` units
+    for a per-unit coder; whole groups of at least `CODE_CHUNK` units for one that
+    compares units within a group (`CoderDef.chunk_by`), each group's units in their
+    order; else the whole layer."""
+    cdef = layer.coder_def
+    if cdef.chunk_by is not None:
+        key = cdef.chunk_by(layer.options)
+        groups: dict[str, list[Unit]] = {}
+        for u in codable:
+            groups.setdefault(key(u), []).append(u)
+        out: list[list[Unit]] = [[]]
+        for members in groups.values():
+            if len(out[-1]) >= CODE_CHUNK:
+                out.append([])
+            out[-1].extend(members)
+        return out
+    if cdef.per_unit:
+        return [codable[i:i + CODE_CHUNK] for i in range(0, len(codable), CODE_CHUNK)]
+    return [codable]
+
+
 def _code_layer(plan: CodingPlan, name: str, units: Sequence[Unit], responses: Mapping[str, Response],
-                codes: dict[str, Mapping[str, Code]], answer: Answerer, result: CodingResult) -> CodeTable:
+                codes: dict[str, Mapping[str, Code]], answer: Answerer, result: CodingResult,
+                index: UnitIndex) -> CodeTable:
     layer = plan.layers[name]
     cut: dict[str, int] = {}
     inputs, out = resolve_inputs(layer, units, responses, codes, cut)
@@ -124,9 +147,8 @@ def _code_layer(plan: CodingPlan, name: str, units: Sequence[Unit], responses: M
                              key=f"coding.{name}")
     # a per-unit coder codes a chunk of units at a time, each chunk kept compactly before
     # the next: never every unit's full record at once (issue 42)
-    chunks = [codable[i:i + CODE_CHUNK] for i in range(0, len(codable), CODE_CHUNK)] \
-        if layer.coder_def.per_unit else [codable]
-    got = CodeTable()
+    chunks = _chunks(layer, codable)
+    got = CodeTable(index=index)
     for chunk in chunks:
         for c in coder.code(chunk, inputs, answers):
             got[c.unit] = c
@@ -143,14 +165,16 @@ def _code_layer(plan: CodingPlan, name: str, units: Sequence[Unit], responses: M
     # below, the fallback's codes; every other unit's code is the coder's, in `got`
     fb = layer.spec.fallback
     if fb is not None:
-        left = [u for u in units if (out[u.id] if u.id in out else got[u.id]).status == "abstain"]
+        left = [u for u in units if (out[u.id].status if u.id in out else got.status_of(u.id)) == "abstain"]
         result.handed[fb] = len(left)
-        fb_codes = _code_layer(plan, fb, left, responses, codes, answer, result)
+        fb_codes = _code_layer(plan, fb, left, responses, codes, answer, result, index)
         codes[fb] = fb_codes
         for uid, c in fb_codes.items():
             if c.coded:
                 out[uid] = c.model_copy(update={"source": f"fallback:{fb}"})
-    table = CodeTable()
+    if not out and len(got) == len(units) and all(a == u.id for a, u in zip(got, units, strict=True)):
+        return got  # every unit coded by the coder, held in the units' order already
+    table = CodeTable(index=index)
     for u in units:
         if u.id in out:
             table[u.id] = out[u.id]
@@ -163,8 +187,10 @@ def run_coding(plan: CodingPlan, units: Sequence[Unit], responses: Mapping[str, 
                answer: Answerer) -> CodingResult:
     """Code every unit on every layer."""
     result = CodingResult(codes={}, units=list(units))
+    # one unit index for every layer's table: each table holds a 4-byte position per code
+    index = UnitIndex(u.id for u in units)
     for name in plan.primary:
-        result.codes[name] = _code_layer(plan, name, units, responses, result.codes, answer, result)
+        result.codes[name] = _code_layer(plan, name, units, responses, result.codes, answer, result, index)
     # a fallback layer's own codes stay with it (shown in the report); reorder as planned
     result.codes = {n: result.codes[n] for n in plan.layers if n in result.codes}
     return result

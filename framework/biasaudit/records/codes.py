@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable, Iterator, Mapping
+from array import array
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import ClassVar, Literal
+from typing import Any, ClassVar, Literal, cast
 
 from pydantic import (
     BaseModel,
@@ -196,56 +197,216 @@ class Code(BaseModel):
         return self.status == "coded"
 
 
-_CodeRow = tuple[CodeStatus, str | None, float | None, str | None, str, CodeDetail, frozenset[str]]
-_FIELD_SETS: dict[frozenset[str], frozenset[str]] = {}
+_CODE_DEFAULTS: dict[str, object] = {"label": None, "value": None, "text": None, "source": ""}
+_CODE_SETS: dict[frozenset[str], frozenset[str]] = {}
+
+
+def new_code(unit: str, status: CodeStatus, detail: CodeDetail, **fields: str | float | None) -> Code:
+    """`Code(unit=..., status=..., detail=..., **fields)` for a coder that builds one per
+    unit from values already of the fields' types (a label `str`, a `float` value, the
+    coder's own evidence record): the same record, with the same fields set, without
+    pydantic's validation of every field (issue 42: a rules or choice coder spent most of
+    its few microseconds per unit there). A value of another type (an `int`) is refused
+    here rather than stored unconverted."""
+    value = fields.get("value")
+    if value is not None and type(value) is not float:
+        raise TypeError(f"new_code: value must be a float, not {type(value).__name__}")
+    if not isinstance(detail, CodeDetail):
+        raise TypeError("new_code: detail must be a CodeDetail record")
+    fs = frozenset(("unit", "status", "detail", *fields))
+    values: dict[str, object] = {"unit": unit, "status": status, **_CODE_DEFAULTS, **fields, "detail": detail}
+    if len(values) != 7:  # a field Code does not have
+        raise TypeError(f"new_code: unknown field(s) {sorted(set(values) - set(Code.model_fields))}")
+    return rebuilt(Code, values, _CODE_SETS.setdefault(fs, fs))
+
+
+_STATUSES: tuple[CodeStatus, ...] = ("coded", "abstain", "not_applicable", "failed")
+_STATUS_AT = {st: i for i, st in enumerate(_STATUSES)}
+_NO_VALUE, _FLOAT, _OTHER = 0, 1, 2  # what a row's value is: None, a float in `_value`, another object kept aside
+
+
+class UnitIndex:
+    """Unit id -> its position, shared by the code tables of one coding run: a table keyed
+    by these units holds 4 bytes per code for where it is, not a dict entry and an int
+    each (issue 42). Only grows: a table given a unit it does not know adds it."""
+
+    __slots__ = ("ids", "pos")
+
+    def __init__(self, ids: Iterable[str] = ()) -> None:
+        self.pos: dict[str, int] = {}
+        self.ids: list[str] = []
+        for uid in ids:
+            self.add(uid)
+
+    def add(self, uid: str) -> int:
+        at = self.pos.get(uid)
+        if at is None:
+            at = self.pos[uid] = len(self.ids)
+            self.ids.append(uid)
+        return at
+
+    def __len__(self) -> int:
+        return len(self.ids)
 
 
 class CodeTable(Mapping[str, Code]):
-    """Unit id -> code of one layer, held as one tuple per unit instead of one pydantic
-    record (issue 42: a `Code` with its `__dict__` and fields set is about 1 KB, its
-    tuple about 100 bytes, and a run holds one per unit and layer until the report is
-    written). Reading a unit gives back a `Code` equal to the one added (the same values,
-    the same evidence record, the same fields set), built on each access; iteration order
-    is the order codes were added, as a dict's."""
+    """Unit id -> code of one layer, held as columns instead of one pydantic record per
+    unit (issue 42: a `Code` with its `__dict__` and fields set is about 1 KB, and a run
+    holds one per unit and layer until the report is written). Per code: the row of its
+    unit (a position in a `UnitIndex`, shared by the tables of one run), its status (1
+    byte), its label (the index of an interned string, 4 bytes), its value (8 bytes and a
+    flag byte), its source and fields set (1-2 bytes each, interned) and its evidence
+    record (a reference: coders share equal records); a `text` is kept only where there is
+    one. Reading a unit gives back a `Code` equal to the one added (the same values, the
+    same evidence record, the same fields set), built on each access; iteration order is
+    the order codes were added, as a dict's (a code added again keeps its place; a code
+    keyed apart from its own unit, which no shipped stage adds, is kept whole and comes
+    after the others)."""
 
-    __slots__ = ("_rows",)
+    __slots__ = ("_detail", "_fset", "_fsets", "_index", "_interned", "_label", "_labels", "_odd", "_pos",
+                 "_row_of", "_source", "_sources", "_status", "_text", "_value", "_vkind", "_whole")
 
-    def __init__(self, codes: Mapping[str, Code] | None = None) -> None:
-        self._rows: dict[str, _CodeRow | Code] = {}
+    def __init__(self, codes: Mapping[str, Code] | None = None, *, index: UnitIndex | None = None) -> None:
+        self._index = index if index is not None else UnitIndex()
+        self._row_of = array("i")  # index position -> row (-1: no code here), grown on demand
+        self._pos = array("i")  # row -> index position
+        self._status = bytearray()
+        self._label = array("I")  # 0: None; k: self._labels[k]
+        self._labels: list[str | None] = [None]
+        self._value = array("d")
+        self._vkind = bytearray()
+        self._source = array("H")
+        self._sources: list[str] = []
+        self._fset = array("H")
+        self._fsets: list[frozenset[str]] = []
+        self._interned: dict[tuple[str, object], int] = {}  # ("label"|"source"|"fs", value) -> its index
+        self._detail: list[CodeDetail] = []
+        self._text: dict[int, str] = {}  # row -> text, only rows that have one
+        self._odd: dict[int, object] = {}  # row -> a value that is not a float (kept as given)
+        self._whole: dict[str, Code] = {}  # codes keyed apart from their unit (no shipped stage does): kept whole
         for uid, c in (codes or {}).items():
             self[uid] = c
 
+    def _intern(self, kind: str, value: object, into: list[Any]) -> int:
+        key = (kind, value)
+        at = self._interned.get(key)
+        if at is None:
+            at = self._interned[key] = len(into)
+            into.append(value)
+        return at
+
+    def _row(self, uid: object) -> int:
+        at = self._index.pos.get(uid) if isinstance(uid, str) else None
+        if at is None or at >= len(self._row_of):
+            return -1
+        return self._row_of[at]
+
     def __setitem__(self, uid: str, code: Code) -> None:
-        if code.unit != uid:  # keyed apart from its unit (no shipped stage does): kept whole
-            self._rows[uid] = code
-            return
-        fs = frozenset(code.model_fields_set)
         d = code.__dict__
-        self._rows[uid] = (d["status"], d["label"], d["value"], d["text"], d["source"], d["detail"],
-                           _FIELD_SETS.setdefault(fs, fs))
+        if d["unit"] != uid:
+            if self._row(uid) >= 0:
+                raise ValueError(f"unit {uid!r} already holds a code keyed by its unit")
+            self._whole[uid] = code
+            return
+        if self._whole:
+            self._whole.pop(uid, None)
+        label, value, text = d["label"], d["value"], d["text"]
+        interned = self._interned
+        lab = 0 if label is None else interned.get(("label", label))
+        if lab is None:
+            lab = self._intern("label", label, self._labels)
+        src = interned.get(("source", d["source"]))
+        if src is None:
+            src = self._intern("source", d["source"], self._sources)
+        fs_key = ("fs", frozenset(code.model_fields_set))
+        fs = interned.get(fs_key)
+        if fs is None:
+            fs = self._intern("fs", fs_key[1], self._fsets)
+        vkind = _NO_VALUE if value is None else _FLOAT if type(value) is float else _OTHER
+        self._put(uid, _STATUS_AT[d["status"]], lab, vkind, value, text, src, fs, d["detail"])
+
+    def _put(self, uid: str, status: int, label: int, vkind: int, value: object, text: str | None, source: int,
+             fset: int, detail: CodeDetail) -> None:
+        """Set `uid`'s row (a new row at the end, or its own row again) from column values."""
+        at = self._index.pos.get(uid)
+        if at is None:
+            at = self._index.add(uid)
+        row_of = self._row_of
+        if at >= len(row_of):
+            row_of.extend(array("i", [-1]) * (max(len(self._index), 2 * len(row_of)) - len(row_of)))
+        row = row_of[at]
+        fval = cast(float, value) if vkind == _FLOAT else 0.0
+        if row < 0:
+            row = row_of[at] = len(self._pos)
+            self._pos.append(at)
+            self._status.append(status)
+            self._label.append(label)
+            self._value.append(fval)
+            self._vkind.append(vkind)
+            self._source.append(source)
+            self._fset.append(fset)
+            self._detail.append(detail)
+        else:
+            self._status[row] = status
+            self._label[row] = label
+            self._value[row] = fval
+            self._vkind[row] = vkind
+            self._source[row] = source
+            self._fset[row] = fset
+            self._detail[row] = detail
+            self._odd.pop(row, None)
+            self._text.pop(row, None)
+        if vkind == _OTHER:
+            self._odd[row] = value
+        if text is not None:
+            self._text[row] = text
 
     def put_from(self, other: CodeTable, uid: str) -> None:
-        """Keep `other`'s code of `uid` here too, as it is held (no record built)."""
-        self._rows[uid] = other._rows[uid]
+        """Keep `other`'s code of `uid` here too (its columns copied, no record built)."""
+        row = other._row(uid)
+        if row < 0:
+            self[uid] = other[uid]
+            return
+        label, source, fset = other._labels[other._label[row]], other._sources[other._source[row]], \
+            other._fsets[other._fset[row]]
+        lab = 0 if label is None else self._intern("label", label, self._labels)
+        vkind = other._vkind[row]
+        value = other._value[row] if vkind == _FLOAT else other._odd.get(row)
+        if self._whole:
+            self._whole.pop(uid, None)
+        self._put(uid, other._status[row], lab, vkind, value, other._text.get(row),
+                  self._intern("source", source, self._sources), self._intern("fs", fset, self._fsets),
+                  other._detail[row])
+
+    def status_of(self, uid: str) -> CodeStatus:
+        """`self[uid].status`, without building the record."""
+        row = self._row(uid)
+        return self._whole[uid].status if row < 0 else _STATUSES[self._status[row]]
 
     def __getitem__(self, uid: str) -> Code:
-        row = self._rows[uid]
-        if isinstance(row, Code):
-            return row
-        status, label, value, text, source, detail, fs = row
+        row = self._row(uid)
+        if row < 0:
+            return self._whole[uid]
+        kind = self._vkind[row]
+        value = None if kind == _NO_VALUE else self._value[row] if kind == _FLOAT else self._odd[row]
         # what `Code.model_construct` sets, without its per-field loop (several times faster:
         # metrics and reports read every code more than once)
-        return rebuilt(Code, {"unit": uid, "status": status, "label": label, "value": value, "text": text,
-                              "source": source, "detail": detail}, fs)
+        return rebuilt(Code, {"unit": self._index.ids[self._pos[row]], "status": _STATUSES[self._status[row]],
+                              "label": self._labels[self._label[row]], "value": value,
+                              "text": self._text.get(row), "source": self._sources[self._source[row]],
+                              "detail": self._detail[row]}, self._fsets[self._fset[row]])
 
     def __contains__(self, uid: object) -> bool:
-        return uid in self._rows
+        return self._row(uid) >= 0 or uid in self._whole
 
     def __iter__(self) -> Iterator[str]:
-        return iter(self._rows)
+        ids, pos = self._index.ids, self._pos
+        for row in range(len(pos)):
+            yield ids[pos[row]]
+        yield from self._whole
 
     def __len__(self) -> int:
-        return len(self._rows)
+        return len(self._pos) + len(self._whole)
 
     def __repr__(self) -> str:
-        return f"CodeTable({len(self._rows)} codes)"
+        return f"CodeTable({len(self)} codes)"

@@ -28,7 +28,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from biasaudit.coding.base import Answers, CallEstimate, CoderDef, CoderEnv, CodingRequest
 from biasaudit.errors import SpecError
-from biasaudit.records.codes import Code, CodeDetail, Unit
+from biasaudit.records.codes import Code, CodeDetail, Unit, new_code
 from biasaudit.records.coding import PanelReport, PositionReport
 from biasaudit.records.responses import ChoiceOutput, parse_output
 from biasaudit.registry import CODERS
@@ -132,6 +132,8 @@ class ChoiceCoder:
         self.o = options
         self.route = _route(env, options)
         self.questions = options.questions()
+        self._details: dict[tuple[object, ...], ChoiceEvidence] = {}
+        self._params: dict[tuple[str, ...], str] = {}
 
     def _question(self, unit: Unit) -> Question | None:
         if self.o.by is None:
@@ -151,7 +153,11 @@ class ChoiceCoder:
     def request(self, unit: Unit, q: Question, text: str, words: list[str]) -> CodingRequest:
         ctx = unit.context(text=text[: self.o.max_chars], options=options_text(words))
         user = render(q.prompt, ctx, file=self.env.spec_file, key=self.env.key("prompt"))
-        return CodingRequest.chat(self.route, "choice", user, {"choices": words})
+        # the parameters depend on the words alone: serialised once per order, not per unit
+        params = self._params.get(tuple(words))
+        if params is None:
+            params = self._params[tuple(words)] = CodingRequest.chat(self.route, "choice", user, {"choices": words}).params
+        return CodingRequest(route=self.route, kind="choice", user=user, params=params)
 
     def plan(self, units: Sequence[Unit], inputs: Mapping[str, str], answers: Answers) -> list[CodingRequest]:
         out: list[CodingRequest] = []
@@ -182,13 +188,20 @@ class ChoiceCoder:
             # mean probability of each option over the orders asked; ties go to the listed order
             mean = {w: sum(a.probs.get(w, 0.0) for _, a in asked) / len(asked) for w in q.options}
             best = max(q.options, key=lambda w: mean[w])
-            out.append(Code(unit=u.id, status="coded", label=q.options[best], source="choice", detail=ChoiceEvidence(
-                asked=[ChoiceAsked(order=words, choice=a.choice) for words, a in asked],
-                probs=mean,
-                flipped=len({a.choice for _, a in asked}) > 1,
-                picked_first=[a.choice == words[0] for words, a in asked],
-                n_options=len(q.options),
-            )))
+            # equal evidence (the same orders, answers and probabilities) is one shared record,
+            # as the rules' and the panel's are: most answers repeat (issue 42)
+            key = (tuple((tuple(words), a.choice) for words, a in asked), tuple(mean.items()), len(q.options))
+            detail = self._details.get(key)
+            if detail is None:
+                detail = self._details[key] = ChoiceEvidence(
+                    asked=[ChoiceAsked(order=words, choice=a.choice) for words, a in asked],
+                    probs=mean,
+                    flipped=len({a.choice for _, a in asked}) > 1,
+                    picked_first=[a.choice == words[0] for words, a in asked],
+                    n_options=len(q.options),
+                )
+            # (new_code: the record Code(...) gives, without validating what is already typed)
+            out.append(new_code(u.id, "coded", detail, label=q.options[best], source="choice"))
         return out
 
 

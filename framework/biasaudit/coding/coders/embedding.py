@@ -9,7 +9,7 @@ are cached per embedder and text, so nothing is embedded twice.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Literal
 
 import numpy as np
@@ -68,36 +68,61 @@ class EmbeddingCoder:
             texts += [self._reference(u) for u in units]
         return [embed_request(t) for t in texts]
 
-    def _vec(self, text: str, answers: Answers) -> list[float] | None:
+    def _vec(self, text: str, answers: Answers, seen: dict[str, tuple[np.ndarray, np.floating] | None]
+             ) -> tuple[np.ndarray, np.floating] | None:
+        """The text's embedding and its norm, read from its answer once per `code` call
+        (a stimulus's G inputs were parsed G times each, once per pair)."""
+        if text in seen:
+            return seen[text]
         r = answers.get(embed_request(text))
         e = parse_output(EmbeddingOutput, r) if r is not None else None
-        return e.vector if e is not None else None
+        if e is None:
+            seen[text] = None
+            return None
+        a = np.asarray(e.vector, dtype=np.float64)
+        got = seen[text] = (a, np.linalg.norm(a))
+        return got
 
     def code(self, units: Sequence[Unit], inputs: Mapping[str, str], answers: Answers) -> list[Code]:
         out = []
         by_stim: dict[str, list[Unit]] = {}
         for u in units:
             by_stim.setdefault(u.stimulus, []).append(u)
+        # embeddings of this call's texts (the stage passes whole stimuli a chunk at a time:
+        # `chunk_by`, so this holds one chunk's vectors, not the layer's)
+        seen: dict[str, tuple[np.ndarray, np.floating] | None] = {}
         for u in units:
-            v = self._vec(inputs[u.id], answers)
+            v = self._vec(inputs[u.id], answers, seen)
             if v is None:
                 out.append(Code(unit=u.id, status="failed", source="embedding", detail=EmbeddingEvidence(reason="embedding failed")))
                 continue
             if self.o.reference is not None:
-                ref = self._vec(self._reference(u), answers)
+                ref = self._vec(self._reference(u), answers, seen)
                 if ref is None:
                     out.append(Code(unit=u.id, status="failed", source="embedding", detail=EmbeddingEvidence(reason="embedding failed")))
                     continue
-                out.append(Code(unit=u.id, status="coded", value=cosine(v, ref), source="embedding"))
+                out.append(Code(unit=u.id, status="coded", value=_cos(v, ref), source="embedding"))
                 continue
             sims: dict[str, float] = {}
             for other in by_stim[u.stimulus]:
-                w = self._vec(inputs[other.id], answers) if other.id != u.id else None
+                w = self._vec(inputs[other.id], answers, seen) if other.id != u.id else None
                 if w is not None:
-                    sims[other.id] = cosine(v, w)
+                    sims[other.id] = _cos(v, w)
             out.append(Code(unit=u.id, status="coded", value=float(np.mean(list(sims.values()))) if sims else None,
                             source="embedding", detail=EmbeddingEvidence(similarity=sims)))
         return out
+
+
+def _cos(a: tuple[np.ndarray, np.floating], b: tuple[np.ndarray, np.floating]) -> float:
+    """`cosine` of two parsed vectors with their norms: the same operations, the same digits."""
+    return float(np.dot(a[0], b[0]) / (a[1] * b[1]))
+
+
+def _group(o: EmbeddingOptions) -> Callable[[Unit], str]:
+    """Units coded together: a stimulus's (they are compared), or each alone (a reference)."""
+    if o.compare == "same_stimulus":
+        return lambda u: u.stimulus
+    return lambda u: u.id
 
 
 def _check(env: CoderEnv, o: EmbeddingOptions) -> None:
@@ -113,6 +138,6 @@ EMBEDDING = CoderDef(
     routes=lambda env, o: [("embedder", "embed")], check=_check,
     estimate=lambda env, o, n: CallEstimate(calls=n * (2 if o.reference else 1), bound="at most",
                                             note="strings embedded (cached per text)"),
-    value_type=lambda env, o: "number",
+    value_type=lambda env, o: "number", chunk_by=_group,
 )
 CODERS.add("embedding", EMBEDDING)

@@ -21,7 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from biasaudit.coding.base import Answers, CallEstimate, CoderDef, CoderEnv, CodingRequest
 from biasaudit.errors import SpecError
-from biasaudit.records.codes import Code, CodeDetail, Unit
+from biasaudit.records.codes import Code, CodeDetail, CodeStatus, Unit, new_code
 from biasaudit.records.coding import PanelReport, PositionReport
 from biasaudit.records.responses import ChoiceOutput, parse_output
 from biasaudit.registry import CODERS
@@ -116,7 +116,7 @@ class JudgePanelCoder:
         # another template or sample) hold one request object and one vote record, not one
         # each: at a million units the copies were gigabytes (issue 42).
         self._same: dict[CodingRequest, CodingRequest] = {}
-        self._details: dict[tuple[tuple[str, str | None], ...], JudgePanelEvidence] = {}
+        self._details: dict[tuple[tuple[str, str | None], ...], tuple[JudgePanelEvidence, str | float | None]] = {}
 
     def requests(self, unit: Unit, text: str) -> list[CodingRequest]:
         got = self._planned.get(unit.id)
@@ -149,19 +149,25 @@ class JudgePanelCoder:
                     got = parse_output(ChoiceOutput, r) if r is not None else None
                     vote_of[req] = self.label_of.get(got.choice) if got is not None else None
                 votes[j.name] = vote_of[req]
-            labels = list(votes.values())
             seen = tuple(votes.items())
-            detail = self._details.get(seen)
-            if detail is None:
-                detail = self._details[seen] = JudgePanelEvidence(votes=votes)
+            # the label (or value) is a function of the votes: worked out once per distinct
+            # votes, with their one evidence record (issue 42)
+            known = self._details.get(seen)
+            if known is None:
+                labels = list(votes.values())
+                result: str | float | None
+                if self.o.aggregate == "mean":
+                    result = mean_vote(labels)
+                else:
+                    result = majority(labels) if self.o.aggregate == "majority" else unanimous(labels)
+                known = self._details[seen] = (JudgePanelEvidence(votes=votes), result)
+            detail, result = known
+            status: CodeStatus = "coded" if result is not None else "abstain"
+            # (new_code: the record Code(...) gives, without validating what is already typed)
             if self.o.aggregate == "mean":
-                v = mean_vote(labels)
-                out.append(Code(unit=u.id, status="coded" if v is not None else "abstain", value=v,
-                                source="judge_panel", detail=detail))
-                continue
-            lab = majority(labels) if self.o.aggregate == "majority" else unanimous(labels)
-            out.append(Code(unit=u.id, status="coded" if lab is not None else "abstain", label=lab,
-                            source="judge_panel", detail=detail))
+                out.append(new_code(u.id, status, detail, value=result, source="judge_panel"))
+            else:
+                out.append(new_code(u.id, status, detail, label=result, source="judge_panel"))
         return out
 
 

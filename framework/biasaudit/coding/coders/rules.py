@@ -30,7 +30,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from biasaudit.coding.base import Answers, CallEstimate, CoderDef, CoderEnv, CodingRequest
 from biasaudit.errors import SpecError
-from biasaudit.records.codes import Code, CodeDetail, Unit
+from biasaudit.records.codes import Code, CodeDetail, Unit, new_code
 from biasaudit.records.metric_result import ValidityFlag
 from biasaudit.registry import CODERS
 from biasaudit.spec import ValiditySpec
@@ -262,12 +262,12 @@ class RulesCoder:
             label = c.rule.label if c.rule.label is not None else (c.rule.map or {}).get(token.strip().lower())
             if label is None:
                 continue
-            return Code(unit=unit.id, status="coded", label=label, source="rules",
-                        detail=self._detail(span=(m.start(), m.end()), token=token, rule=i))
+            # (new_code: the record Code(...) gives, without validating what is already typed)
+            return new_code(unit.id, "coded", self._detail(span=(m.start(), m.end()), token=token, rule=i),
+                            label=label, source="rules")
         if self.o.otherwise is not None:
-            return Code(unit=unit.id, status="coded", label=self.o.otherwise, source="rules",
-                        detail=self._detail(rule="otherwise"))
-        return Code(unit=unit.id, status="abstain", source="rules", detail=self._detail(reason="no rule fired"))
+            return new_code(unit.id, "coded", self._detail(rule="otherwise"), label=self.o.otherwise, source="rules")
+        return new_code(unit.id, "abstain", self._detail(reason="no rule fired"), source="rules")
 
     def _detail(self, **fields: Any) -> RulesEvidence:
         """One (frozen) evidence record per distinct evidence: most answers match the same
