@@ -31,7 +31,7 @@ from biasaudit.records.estimate import Estimate
 from biasaudit.stats import cohen_kappa, fleiss_kappa, krippendorff_alpha_nominal
 from biasaudit.stats.agreement import coincidences
 from biasaudit.stats.bootstrap import resample_weights
-from biasaudit.stats.disaggregate import Obs, pooled, proportion
+from biasaudit.stats.disaggregate import Obs, pooled_columns, proportion
 
 RESAMPLES = 2000
 LEVEL = 0.95
@@ -119,13 +119,15 @@ def _agreement(rows: list[tuple[Unit, str, str]], ends: list[tuple[Unit, float, 
     b = [y for _, _, y in rows]
     clusters = [u.stimulus for u, _, _ in rows]
     kappa, alpha = kappa_alpha(a, b, clusters, seed)
-    same = [Obs(cell=u.cell, cluster=u.stimulus, value=1.0 if x == y else 0.0) for u, x, y in rows]
+    # the rows as columns (pooled_columns: the estimate `pooled` gives, without an Obs a row)
+    cells = [u.cell for u, _, _ in rows]
+    percent = pooled_columns([1.0 if x == y else 0.0 for _, x, y in rows], clusters, cells, proportion)
     ir = dni = None
     if ends:
-        ir = pooled([Obs(cell=u.cell, cluster=u.stimulus, value=abs(ea - eb)) for u, ea, eb in ends], proportion, seed=seed)
-        diff = [Obs(cell=u.cell, cluster=u.stimulus, value=ea - eb) for u, ea, eb in ends]
-        dni = pooled(diff, _bootstrap_mean(seed), seed=seed)
-    return Agreement(n=len(rows), percent=pooled(same, proportion, seed=seed), kappa=kappa, alpha=alpha, ir=ir, dni=dni)
+        e_clusters, e_cells = [u.stimulus for u, _, _ in ends], [u.cell for u, _, _ in ends]
+        ir = pooled_columns([abs(ea - eb) for _, ea, eb in ends], e_clusters, e_cells, proportion)
+        dni = pooled_columns([ea - eb for _, ea, eb in ends], e_clusters, e_cells, _bootstrap_mean(seed))
+    return Agreement(n=len(rows), percent=percent, kappa=kappa, alpha=alpha, ir=ir, dni=dni)
 
 
 def _bootstrap_mean(seed: int) -> Any:

@@ -27,6 +27,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -41,15 +42,19 @@ if TYPE_CHECKING:
     from biasaudit.records.metric_result import Table
 
 
-@dataclass(frozen=True)
+_NO_FIELDS: Mapping[str, Any] = MappingProxyType({})
+
+
+@dataclass(frozen=True, slots=True)
 class Obs:
-    """One row: the value of a unit, where it sits, and its stimulus's fields."""
+    """One row: the value of a unit, where it sits, and its stimulus's fields. Slotted, and
+    a row without fields shares one empty mapping: metrics build one per unit (issue 42)."""
 
     cell: str
     cluster: str
     """The stimulus (rows of one stimulus are resampled together)."""
     value: float
-    fields: Mapping[str, Any] = field(default_factory=dict)
+    fields: Mapping[str, Any] = field(default_factory=lambda: _NO_FIELDS)
 
 
 Estimator = Callable[[Sequence[Obs]], Estimate]
