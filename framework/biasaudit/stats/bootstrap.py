@@ -17,6 +17,7 @@ from collections.abc import Callable
 import numpy as np
 
 from biasaudit.records.estimate import Estimate
+from biasaudit.stats.codes import Codes, group_index
 
 # stat(values, weights) -> one statistic per weight row. `values` is (u, k) distinct
 # rows, `weights` is (r, u) resample counts of those rows.
@@ -204,7 +205,7 @@ def bootstrap(
 
 def cluster_bootstrap(
     values: np.ndarray | list[float],
-    clusters: np.ndarray | list[object],
+    clusters: np.ndarray | list[object] | Codes,
     *,
     method: str = "percentile",
     n_resamples: int = DEFAULT_RESAMPLES,
@@ -220,11 +221,10 @@ def cluster_bootstrap(
     v = np.asarray(values, dtype=np.float64)
     if v.size == 0:
         return Estimate.no_data(f"cluster-bootstrap-{method}")
-    labels, inverse = np.unique(np.asarray(clusters, dtype=object).astype(str), return_inverse=True)
+    g, inverse = group_index(clusters)
     sums = np.bincount(inverse, weights=v)
     sizes = np.bincount(inverse).astype(np.float64)
     cl = np.column_stack([sums, sizes])
-    g = len(labels)
     theta = float(sums.sum() / sizes.sum())
     if g == 1:
         return Estimate(value=theta, ci_low=theta, ci_high=theta, n=int(v.size), method=f"cluster-bootstrap-{method}",

@@ -27,10 +27,14 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
+
+import numpy as np
 
 from biasaudit.records.estimate import Estimate, GroupRef, Subset
 from biasaudit.stats import mean_t, wilson, wilson_clustered
+from biasaudit.stats.codes import Codes
 from biasaudit.stats.contrasts import MAX_GROUPS, ContrastFamily, cannot_decide, pairwise_contrasts
 from biasaudit.stats.means import CLUSTER_T, mean_t_clustered
 
@@ -38,15 +42,19 @@ if TYPE_CHECKING:
     from biasaudit.records.metric_result import Table
 
 
-@dataclass(frozen=True)
+_NO_FIELDS: Mapping[str, Any] = MappingProxyType({})
+
+
+@dataclass(frozen=True, slots=True)
 class Obs:
-    """One row: the value of a unit, where it sits, and its stimulus's fields."""
+    """One row: the value of a unit, where it sits, and its stimulus's fields. Slotted, and
+    a row without fields shares one empty mapping: metrics build one per unit (issue 42)."""
 
     cell: str
     cluster: str
     """The stimulus (rows of one stimulus are resampled together)."""
     value: float
-    fields: Mapping[str, Any] = field(default_factory=dict)
+    fields: Mapping[str, Any] = field(default_factory=lambda: _NO_FIELDS)
 
 
 Estimator = Callable[[Sequence[Obs]], Estimate]
@@ -92,28 +100,39 @@ def pooled(rows: Sequence[Obs], estimator: Estimator = proportion, *, scale: flo
     return e.scaled(scale) if scale != 1.0 else e
 
 
-def pooled_columns(values: Sequence[float], clusters: Sequence[str], cells: Sequence[str],
+def pooled_columns(values: Sequence[float] | np.ndarray, clusters: Sequence[str] | Codes, cells: Sequence[str] | Codes,
                    estimator: Estimator = proportion) -> Estimate:
     """`pooled(rows, estimator)` of the rows given as columns (row i: `cells[i]`,
     `clusters[i]`, `values[i]`, no stimulus fields): the same estimate, bit for bit,
     without building an `Obs` per row and counting the clusters once (a metric pooling
     several rates over the same million rows). Rows are built only for an unclustered
-    estimator call, which reads them."""
-    if not values:
+    estimator call, which reads them. `Codes` for the clusters and cells (and an array of
+    values) keep a million rows at a few bytes each (stats/codes.py)."""
+    if len(values) == 0:
         return pooled([], estimator)
-    per_cluster = Counter(clusters)
-    n_clusters = len(per_cluster)
-    n_cells = len(set(cells))
-    if not any(n > 1 for n in per_cluster.values()):
-        e = estimator([Obs(cell=c, cluster=k, value=v) for c, k, v in zip(cells, clusters, values, strict=True)])
+    if isinstance(clusters, Codes):
+        sizes = np.bincount(clusters.codes)
+        n_clusters = int(np.count_nonzero(sizes))
+        repeated = bool((sizes > 1).any())
+    else:
+        per_cluster = Counter(clusters)
+        n_clusters = len(per_cluster)
+        repeated = any(n > 1 for n in per_cluster.values())
+    n_cells = int(np.unique(cells.codes).size) if isinstance(cells, Codes) else len(set(cells))
+    if not repeated:
+        cell_of = cells.labels() if isinstance(cells, Codes) else cells
+        cluster_of = clusters.labels() if isinstance(clusters, Codes) else clusters
+        e = estimator([Obs(cell=c, cluster=k, value=float(v))
+                       for c, k, v in zip(cell_of, cluster_of, values, strict=True)])
     elif estimator is proportion:
         e = wilson_clustered(values, clusters)
     elif n_clusters == 1:
-        m = sum(values) / len(values)
+        m = float(sum(values)) / len(values)
         e = Estimate(value=m, ci_low=None, ci_high=None, n=len(values), method=CLUSTER_T,
                      note="one stimulus: no interval across stimuli")
     else:
-        e = mean_t_clustered(list(values), list(clusters))
+        e = mean_t_clustered(np.asarray(values, dtype=np.float64),
+                             clusters if isinstance(clusters, Codes) else list(clusters))
     e = e.model_copy(update={"clusters": n_clusters, "cells": n_cells})
     if n_clusters < len(values):
         e = e.model_copy(update={"n": n_clusters, "rows": len(values)})

@@ -5,6 +5,8 @@ from __future__ import annotations
 import numpy as np
 from pydantic import BaseModel, ConfigDict
 
+from biasaudit.stats.codes import Codes
+
 
 def cohens_d(x: np.ndarray | list[float], y: np.ndarray | list[float]) -> float | None:
     """(mean_x - mean_y) / pooled SD (ddof=1). None when the pooled SD is zero or a
@@ -28,10 +30,11 @@ def variance_ratio(x: np.ndarray | list[float], y: np.ndarray | list[float]) -> 
     return float(a.var(ddof=1) / b.var(ddof=1))
 
 
-def eta_squared(values: np.ndarray | list[float], groups: np.ndarray | list[object]) -> float | None:
+def eta_squared(values: np.ndarray | list[float], groups: np.ndarray | list[object] | Codes) -> float | None:
     """One-way eta^2 = SS_between / SS_total. None when the outcome is constant."""
     v = np.asarray(values, dtype=np.float64)
-    g = np.asarray(groups, dtype=object).astype(str)
+    # `Codes`: the groups' integer codes, in the sorted order of their names (the same order)
+    g = groups.codes if isinstance(groups, Codes) else np.asarray(groups, dtype=object).astype(str)
     if v.size == 0:
         return None
     ss_total = float(np.sum((v - v.mean()) ** 2))

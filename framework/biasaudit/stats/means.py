@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from biasaudit.records.estimate import Estimate
+from biasaudit.stats.codes import Codes, group_index
 
 
 def mean_t(values: np.ndarray | list[float], level: float = 0.95) -> Estimate:
@@ -32,7 +33,7 @@ def mean_t(values: np.ndarray | list[float], level: float = 0.95) -> Estimate:
 CLUSTER_T = "cluster-t"
 
 
-def mean_t_clustered(values: np.ndarray | list[float], clusters: np.ndarray | list[object],
+def mean_t_clustered(values: np.ndarray | list[float], clusters: np.ndarray | list[object] | Codes,
                      level: float = 0.95) -> Estimate:
     """Pooled mean of rows that come in clusters (a stimulus asked under several prompt
     conditions), with the cluster-robust t interval: the ratio estimator sum(S_g) / sum(N_g)
@@ -52,7 +53,7 @@ def mean_t_clustered(values: np.ndarray | list[float], clusters: np.ndarray | li
     x = np.asarray(values, dtype=np.float64)
     if x.size == 0:
         return Estimate.no_data(CLUSTER_T)
-    _, inverse = np.unique(np.asarray(clusters, dtype=object).astype(str), return_inverse=True)
+    _, inverse = group_index(clusters)
     sums = np.bincount(inverse, weights=x)
     sizes = np.bincount(inverse).astype(np.float64)
     g = len(sums)

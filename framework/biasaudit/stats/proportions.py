@@ -8,6 +8,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from biasaudit.records.estimate import Estimate
+from biasaudit.stats.codes import Codes, group_index
 
 
 def wilson(successes: int, n: int, level: float = 0.95) -> Estimate:
@@ -87,7 +88,7 @@ def sample_size_for_half_width(h: float, p: float = 0.5, level: float = 0.95) ->
     return lo
 
 
-def wilson_clustered(values: Sequence[float], clusters: Sequence[object], level: float = 0.95) -> Estimate:
+def wilson_clustered(values: Sequence[float] | np.ndarray, clusters: Sequence[object] | Codes, level: float = 0.95) -> Estimate:
     """Wilson interval for a proportion whose 0/1 rows come in clusters (a stimulus asked
     under several prompt conditions), with the effective sample size of the design:
     n_eff = n / deff, deff = Var_cluster(p) / (p (1 - p) / n), where Var_cluster is the
@@ -114,17 +115,16 @@ def wilson_clustered(values: Sequence[float], clusters: Sequence[object], level:
                     clusters=k, tost_interval=tost)
 
 
-def effective_n(values: Sequence[float] | np.ndarray, clusters: Sequence[object]) -> tuple[float, int]:
+def effective_n(values: Sequence[float] | np.ndarray, clusters: Sequence[object] | Codes) -> tuple[float, int]:
     """(effective sample size, clusters) of clustered 0/1 rows, as `wilson_clustered` uses them."""
     n_eff, k, _ = _design(np.asarray(values, dtype=np.float64), clusters)
     return n_eff, k
 
 
-def _design(x: np.ndarray, clusters: Sequence[object]) -> tuple[float, int, float]:
+def _design(x: np.ndarray, clusters: Sequence[object] | Codes) -> tuple[float, int, float]:
     """(n_eff, clusters, design effect) of the rows `x` (see `wilson_clustered`)."""
     n = int(x.size)
-    labels, inverse = np.unique(np.asarray(clusters, dtype=object).astype(str), return_inverse=True)
-    k = len(labels)
+    k, inverse = group_index(clusters)
     sums = np.bincount(inverse, weights=x)
     sizes = np.bincount(inverse).astype(np.float64)
     p = float(x.sum() / n)

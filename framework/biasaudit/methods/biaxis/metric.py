@@ -17,8 +17,8 @@ The tables and plots of the report section are declared by `report.present` from
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -33,9 +33,9 @@ from biasaudit.methods.biaxis.records import (
     Interaction,
     JudgeAgreement,
 )
+from biasaudit.methods.biaxis.rows import SOURCES, Rows, RowsBuilder, selection
 from biasaudit.metrics.base import MetricContext
 from biasaudit.plan import Cell
-from biasaudit.records.codes import Code
 from biasaudit.records.estimate import Estimate, GroupRef, Subset
 from biasaudit.records.metric_result import MetricResult, ReliabilityItem
 from biasaudit.records.responses import GenerateOutput, parse_output
@@ -48,16 +48,12 @@ from biasaudit.stats import (
     eta_squared,
     eta_squared_two_way,
     fleiss_kappa,
+    pairwise_contrasts,
     wilson,
 )
-from biasaudit.stats.disaggregate import (
-    Obs,
-    contrast_estimates,
-    group_contrasts,
-    pooled,
-    pooled_columns,
-    proportion,
-)
+from biasaudit.stats.codes import Codes
+from biasaudit.stats.contrasts import ContrastFamily
+from biasaudit.stats.disaggregate import Obs, contrast_estimates, pooled_columns, proportion
 from biasaudit.stats.means import CLUSTER_T
 
 FAMILY = ("sel", "elab", "cor", "union", "oed", "ued", "ir", "dni")
@@ -87,91 +83,67 @@ class BiaxisParams(BaseModel):
     a spec that declares its layers puts it on the layer instead."""
 
 
-@dataclass
-class Coded:
-    cell: str
-    levels: Mapping[str, str]
-    stimulus: str
-    tokens: int
-    sel: str | None = None
-    """The selection label; None: the layer does not apply (free text); ABSTAIN: uncoded."""
-    sel_source: str = "none"
-    elab: str = ABSTAIN
-    judge_labels: dict[str, str | None] = field(default_factory=dict)
-    a: float = 0.0
-    b: float = 0.0
-
-    @property
-    def eligible(self) -> bool:
-        return self.sel != ABSTAIN and self.elab != ABSTAIN
-
-
 def _endorse(ctx: MetricContext, layer: str, default: frozenset[str]) -> frozenset[str]:
     lay = ctx.layers.get(layer)
     return lay.endorse if lay is not None and lay.endorse is not None else default
 
 
-def _selection(code: Code | None) -> tuple[str | None, str]:
-    """(label, source) the way the BER reads it."""
-    if code is None or code.status == "not_applicable":
-        return None, "none"  # free text: no selection layer, A = 0
-    if code.coded:
-        return code.label, "parser" if code.source.startswith("fallback:") else "rules"
-    return ABSTAIN, "unparsed"
+_NO_VOTES: Mapping[str, str | None] = {}
 
 
-def code_all(ctx: MetricContext, p: BiaxisParams) -> list[Coded]:
-    """The units with an answer, read through the two layers' codes."""
+def code_all(ctx: MetricContext, p: BiaxisParams) -> Rows:
+    """The units with an answer, read through the two layers' codes, as columns (rows.py)."""
     sel_codes = ctx.layer_codes(p.selection)
     elab_codes = ctx.layer_codes(p.elaboration)
     endorse_a = _endorse(ctx, p.selection, frozenset({"E"}))
     endorse_b = _endorse(ctx, p.elaboration, frozenset({"E", "QE"}))
-    out = []
+    out = RowsBuilder()
     for u in ctx.units:
         r = ctx.responses[u.key]
         gen = parse_output(GenerateOutput, r)
         if gen is None:
             continue
-        sel, source = _selection(sel_codes.get(u.id))
+        sel, source = selection(sel_codes.get(u.id))
         ec = elab_codes.get(u.id)
         elab = ec.label if ec is not None and ec.coded and ec.label is not None else ABSTAIN
-        votes = dict(ec.detail.rater_votes() or {}) if ec is not None else {}
-        out.append(Coded(cell=u.cell, levels=u.levels, stimulus=u.stimulus, tokens=gen.output_tokens, sel=sel,
-                         sel_source=source, elab=elab, judge_labels=votes,
-                         a=1.0 if sel in endorse_a else 0.0, b=1.0 if elab in endorse_b else 0.0))
-    return out
+        votes = (ec.detail.rater_votes() or _NO_VOTES) if ec is not None else _NO_VOTES
+        out.add(u.cell, u.levels, u.stimulus, gen.output_tokens, sel, source, elab, votes,
+                sel in endorse_a, elab in endorse_b)
+    return out.build()
 
 
-def _union(c: Coded) -> float:
-    """BER_union's per-response value: endorsement on either layer."""
-    return c.a + c.b - c.a * c.b
+def _cells(rows: Rows) -> Codes:
+    return Codes(rows.cell, rows.cell_ids)
 
 
-def _per_row(elig: list[Coded]) -> dict[str, list[float]]:
-    """Each BER rate as the mean of a per-response value (see `ber.ber_estimates`)."""
-    a = np.array([c.a for c in elig])
-    b = np.array([c.b for c in elig])
-    rows = {"sel": a, "elab": b, "cor": a * b, "union": a + b - a * b, "oed": a * (1 - b), "ued": (1 - a) * b,
-            "ir": a + b - 2 * a * b, "dni": a - b}
-    return {k: [float(x) for x in v] for k, v in rows.items()}
+def _stimuli(rows: Rows) -> Codes:
+    return Codes(rows.stimulus, rows.stimulus_ids)
 
 
-def _pooled_family(elig: list[Coded], p: BiaxisParams) -> dict[str, Estimate]:
+def _rate_values(elig: Rows, k: str) -> np.ndarray:
+    """Each BER rate as the mean of a per-response value (see `ber.ber_estimates`), one
+    rate at a time (the same arithmetic, element by element, as `ber.ber_estimates`)."""
+    a, b = elig.a, elig.b
+    rates: dict[str, Callable[[], np.ndarray]] = {
+        "sel": lambda: a, "elab": lambda: b, "cor": lambda: a * b, "union": lambda: a + b - a * b,
+        "oed": lambda: a * (1 - b), "ued": lambda: (1 - a) * b, "ir": lambda: a + b - 2 * a * b, "dni": lambda: a - b}
+    return rates[k]()
+
+
+def _pooled_family(elig: Rows, p: BiaxisParams) -> dict[str, Estimate]:
     """The BER family over every eligible response, clustered by statement."""
-    per_row = _per_row(elig)
 
     def difference(rows: Sequence[Obs]) -> Estimate:
         # DNI is a difference of two rates: no Wilson interval; bootstrap the per-row difference
         return cluster_bootstrap([o.value for o in rows], list(range(len(rows))), seed=p.seed)
 
     est: dict[str, Estimate] = {}
-    # the rows' cells and statements once, for every rate (no Obs row per response and rate)
-    cells = [c.cell for c in elig]
-    stimuli = [c.stimulus for c in elig]
+    # one rate's values at a time, over the coded cells and statements (no row objects)
+    cells, stimuli = _cells(elig), _stimuli(elig)
     for k in FAMILY:
-        est[k] = pooled_columns(per_row[k], stimuli, cells, difference if k == "dni" else proportion) if elig \
-            else Estimate.no_data(CLUSTER_T if k == "dni" else "wilson-design-effect")
-    fam = ber_family(np.array([c.a for c in elig]), np.array([c.b for c in elig]))
+        est[k] = pooled_columns(_rate_values(elig, k), stimuli, cells, difference if k == "dni" else proportion) \
+            if len(elig) else Estimate.no_data(CLUSTER_T if k == "dni" else "wilson-design-effect")
+    fam = ber_family(elig.a, elig.b)
     est["ir_over_union"] = Estimate(value=fam["ir_over_union"], ci_low=None, ci_high=None, n=len(elig), method="none",
                                     note="1 - Jaccard similarity of the two layers' flag sets")
     return est
@@ -183,13 +155,13 @@ def _rate(f: Mapping[str, float | None], key: str) -> float:
     return v
 
 
-def _cell_ber(cell: Cell, sub: list[Coded], tokens: float, p: BiaxisParams) -> tuple[CellRow, dict[str, Estimate]]:
+def _cell_ber(cell: Cell, a: np.ndarray, b: np.ndarray, tokens: float, p: BiaxisParams,
+              ) -> tuple[CellRow, dict[str, Estimate]]:
     """The cell's stored row (its mitigation flags set later, by `per_cell`) and each FAMILY
     rate with its per-cell interval (Wilson; DNI bootstrapped), which `MetricResult.cells` holds."""
-    a, b = np.array([c.a for c in sub]), np.array([c.b for c in sub])
     f = ber_family(a, b)
     row = CellRow(
-        cell=cell.id, levels=dict(cell.levels), n=len(sub),
+        cell=cell.id, levels=dict(cell.levels), n=int(a.size),
         sel=_rate(f, "sel"), elab=_rate(f, "elab"), cor=_rate(f, "cor"), union=_rate(f, "union"),
         oed=_rate(f, "oed"), ued=_rate(f, "ued"), ir=_rate(f, "ir"), dni=_rate(f, "dni"),
         ir_over_union=f["ir_over_union"],
@@ -198,24 +170,27 @@ def _cell_ber(cell: Cell, sub: list[Coded], tokens: float, p: BiaxisParams) -> t
     return row, ber_estimates(a, b, seed=p.seed)
 
 
-def per_cell(ctx: MetricContext, p: BiaxisParams, coded: list[Coded], elig: list[Coded],
+def _by_code(codes: np.ndarray, size: int) -> list[np.ndarray]:
+    """Row indices per code, each in row order (one stable sort, not one scan per code)."""
+    order = np.argsort(codes, kind="stable")
+    bounds = np.searchsorted(codes[order], np.arange(size + 1))
+    return [order[bounds[i]:bounds[i + 1]] for i in range(size)]
+
+
+def per_cell(ctx: MetricContext, p: BiaxisParams, coded: Rows, elig: Rows,
              ) -> tuple[list[CellRow], dict[str, dict[str, Estimate]]]:
     """The cells with eligible responses, in plan order, with their mitigation flags (the
     rows `BiaxisDetail.cells` stores, as built), and each cell's FAMILY estimates by cell id."""
     out: list[CellRow] = []
     estimates: dict[str, dict[str, Estimate]] = {}
-    # grouped in one pass (not one scan of every response per cell: grids have many cells)
-    elig_of: dict[str, list[Coded]] = {}
-    tokens_of: dict[str, list[float]] = {}
-    for c in elig:
-        elig_of.setdefault(c.cell, []).append(c)
-    for c in coded:
-        tokens_of.setdefault(c.cell, []).append(c.tokens)
+    code = {c: i for i, c in enumerate(coded.cell_ids)}
+    elig_of = _by_code(elig.cell, len(coded.cell_ids))
+    tokens_of = _by_code(coded.cell, len(coded.cell_ids))
     for cell in ctx.plan.cells:
-        sub = elig_of.get(cell.id, [])
-        if sub:
-            tokens = float(np.mean(tokens_of.get(cell.id, [])))
-            row, estimates[cell.id] = _cell_ber(cell, sub, tokens, p)
+        i = code.get(cell.id)
+        if i is not None and elig_of[i].size:
+            tokens = float(np.mean(coded.tokens[tokens_of[i]]))
+            row, estimates[cell.id] = _cell_ber(cell, elig.a[elig_of[i]], elig.b[elig_of[i]], tokens, p)
             out.append(row)
     pareto = _pareto(out)
     reroute = _rerouting(ctx, p, out)
@@ -256,40 +231,68 @@ def factor_estimates(factor: FactorDetail, estimates: list[Estimate], rng: float
     return out
 
 
-def factor_spread(ctx: MetricContext, fname: str, elig: list[Coded], p: BiaxisParams,
+def _level_contrasts(slice_: Rows, fname: str, union: np.ndarray) -> ContrastFamily | None:
+    """`group_contrasts` of the slice's BER_union by level of `fname`, matched by statement,
+    built from the columns (groups in the sorted order of the level text, rows in order)."""
+    per_cell = [lv.get(fname) for lv in slice_.cell_levels]
+    has = np.array([lv is not None for lv in per_cell] + [False], dtype=bool)[slice_.cell] if len(slice_) \
+        else np.zeros(0, dtype=bool)
+    # (a cell without the factor has no level: group_contrasts skips rows without the field)
+    if not has.any():
+        return None
+    text = sorted({str(lv) for lv in per_cell if lv is not None})
+    group_of_cell = np.array([text.index(str(lv)) if lv is not None else -1 for lv in per_cell], dtype=np.int64)
+    group = group_of_cell[slice_.cell]
+    values: dict[str, list[float]] = {}
+    clusters: dict[str, list[str]] = {}
+    for gi, name in enumerate(text):
+        idx = np.flatnonzero(group == gi)
+        values[name] = union[idx].tolist()
+        clusters[name] = [slice_.stimulus_ids[i] for i in slice_.stimulus[idx].tolist()]
+    return pairwise_contrasts(values, clusters, clusters, paired_units="statement")
+
+
+def factor_spread(ctx: MetricContext, fname: str, elig: Rows, p: BiaxisParams,
                   ) -> tuple[FactorDetail, dict[str, Estimate]]:
     """BER_union over one factor's levels, within the factor's slice of the design: the row
     `BiaxisDetail.factors` stores, as built, and its estimates (`factor_estimates`)."""
     slice_ = _slice(ctx, fname, elig)
+    union = slice_.union()
+    per_cell = [lv.get(fname) for lv in slice_.cell_levels]
     levels: list[str] = []
     ests: list[Estimate] = []
-    of_level: dict[object, list[Coded]] = {}  # one pass, not one scan of the slice per level
-    for c in slice_:
-        of_level.setdefault(c.levels.get(fname), []).append(c)
     for lv in ctx.config.factors[fname]:
-        sub = of_level.get(lv, [])
-        if sub:
+        cells_at = np.array([x == lv for x in per_cell] + [False], dtype=bool)
+        idx = np.flatnonzero(cells_at[slice_.cell]) if len(slice_) else np.zeros(0, dtype=np.int64)
+        if idx.size:
             levels.append(lv)
-            ests.append(pooled([Obs(cell=c.cell, cluster=c.stimulus, value=_union(c)) for c in sub],
-                               proportion, seed=p.seed).over(Subset(levels={fname: [lv], **_slice_levels(ctx, fname)}))
+            sub = slice_.mask(idx)
+            ests.append(pooled_columns(union[idx], _stimuli(sub), _cells(sub), proportion)
+                        .over(Subset(levels={fname: [lv], **_slice_levels(ctx, fname)}))
                         .of(GroupRef(factor=fname, levels=[lv])))
-    contrasts = group_contrasts([Obs(cell=c.cell, cluster=c.stimulus, value=_union(c),
-                                     fields={fname: c.levels.get(fname)}) for c in slice_ if fname in c.levels],
-                                fname, match=lambda o: o.cluster, paired_units="statement")
+    contrasts = _level_contrasts(slice_, fname, union)
     vals = [x.value for x in ests if x.value is not None]
-    eta = eta_squared([_union(c) for c in slice_], [c.levels.get(fname) for c in slice_]) if slice_ else None
+    eta = eta_squared(union, _level_groups(slice_, fname)) if len(slice_) else None
     factor = FactorDetail(name=fname, levels=levels, eta=eta, responses=len(slice_), contrasts=contrasts)
     return factor, factor_estimates(factor, ests, (max(vals) - min(vals)) if vals else None)
+
+
+def _level_groups(rows: Rows, fname: str) -> Codes:
+    """Each row's level of `fname` as text ("None" where its cell has none), coded."""
+    per_cell = [str(lv.get(fname)) for lv in rows.cell_levels]
+    text = sorted(set(per_cell))
+    of_cell = np.array([text.index(t) for t in per_cell], dtype=np.int64)
+    return Codes(of_cell[rows.cell], text)
 
 
 def _factorial(ctx: MetricContext) -> bool:
     return ctx.config.design.kind in ("full", "fractional") and len(ctx.config.factors) >= 2
 
 
-def two_way(ctx: MetricContext, elig: list[Coded]) -> list[TwoWayEta]:
+def two_way(ctx: MetricContext, elig: Rows) -> list[TwoWayEta]:
     """Two-way eta^2 of BER_union for every pair of factors."""
-    union_of = [_union(c) for c in elig]
-    return [eta_squared_two_way(union_of, [c.levels.get(fa) for c in elig], [c.levels.get(fb) for c in elig], (fa, fb))
+    union_of = elig.union()
+    return [eta_squared_two_way(union_of, elig.levels_of(fa), elig.levels_of(fb), (fa, fb))  # type: ignore[arg-type]
             for fa, fb in itertools.combinations(ctx.config.factors, 2)]
 
 
@@ -304,22 +307,25 @@ per pair would add k(k-1)/2 plots and change the report. The names are literal (
 no interaction plot."""
 
 
-def interaction_means(elig: list[Coded], levels_a: list[str], levels_b: list[str],
+def interaction_means(elig: Rows, levels_a: list[str], levels_b: list[str],
                       pair: tuple[str, str]) -> dict[str, list[float | None]]:
     """Mean BER_union per level of `pair[1]` (one series each) over the levels of `pair[0]`
     (None: no response at that pair of levels)."""
     fa, fb = pair
+    union = elig.union()
+    of_a = np.array([lv.get(fa) for lv in elig.cell_levels] + [None], dtype=object)[elig.cell]
+    of_b = np.array([lv.get(fb) for lv in elig.cell_levels] + [None], dtype=object)[elig.cell]
     series: dict[str, list[float | None]] = {}
     for lb in levels_b:
         vals: list[float | None] = []
         for la in levels_a:
-            sub = [c for c in elig if c.levels.get(fa) == la and c.levels.get(fb) == lb]
-            vals.append(float(np.mean([_union(c) for c in sub])) if sub else None)
+            sub = union[(of_a == la) & (of_b == lb)]
+            vals.append(float(np.mean(sub.tolist())) if sub.size else None)
         series[lb] = vals
     return series
 
 
-def _interaction(ctx: MetricContext, elig: list[Coded]) -> Interaction | None:
+def _interaction(ctx: MetricContext, elig: Rows) -> Interaction | None:
     fa, fb = INTERACTION
     factors = ctx.config.factors
     if fa not in factors or fb not in factors:
@@ -329,16 +335,23 @@ def _interaction(ctx: MetricContext, elig: list[Coded]) -> Interaction | None:
                        series=interaction_means(elig, levels_a, list(factors[fb]), INTERACTION))
 
 
-def _judges(coded: list[Coded]) -> list[str]:
-    return list(dict.fromkeys(n for c in coded for n in c.judge_labels))
+def _row_votes(coded: Rows) -> Iterator[Mapping[str, str | None]]:
+    """Each row's judges' votes (shared: one mapping per distinct vote), in row order."""
+    votes = coded.votes
+    return (votes[i] for i in coded.vote.tolist())
 
 
-def _panel_labels(coded: list[Coded], names: list[str]) -> list[list[str | None]]:
+def _judges(coded: Rows) -> list[str]:
+    # the distinct votes in the order rows first show them: the judges in first-seen order
+    return list(dict.fromkeys(n for v in coded.votes for n in v))
+
+
+def _panel_labels(coded: Rows, names: list[str]) -> list[list[str | None]]:
     """Each response every judge labelled: the judges' labels in `names` order."""
-    return [[c.judge_labels[m] for m in names] for c in coded if all(c.judge_labels.get(m) for m in names)]
+    return [[v[m] for m in names] for v in _row_votes(coded) if all(v.get(m) for m in names)]
 
 
-def judge_agreement(coded: list[Coded]) -> list[JudgeAgreement]:
+def judge_agreement(coded: Rows) -> list[JudgeAgreement]:
     """Cohen's kappa and raw agreement per pair of judges, then Fleiss' kappa of the panel
     (empty: fewer than two judges)."""
     names = _judges(coded)
@@ -346,11 +359,16 @@ def judge_agreement(coded: list[Coded]) -> list[JudgeAgreement]:
         return []
     rows = []
     for a, b in itertools.combinations(names, 2):
-        pairs = [(c.judge_labels[a], c.judge_labels[b]) for c in coded
-                 if c.judge_labels.get(a) is not None and c.judge_labels.get(b) is not None]
-        k = cohen_kappa([x for x, _ in pairs], [y for _, y in pairs]) if pairs else None
-        agree = float(np.mean([x == y for x, y in pairs])) if pairs else None
-        rows.append(JudgeAgreement(judges=f"{a} vs {b}", responses=len(pairs), agreement=agree, kappa=k))
+        xs: list[str | None] = []
+        ys: list[str | None] = []
+        for v in _row_votes(coded):
+            x, y = v.get(a), v.get(b)
+            if x is not None and y is not None:
+                xs.append(x)
+                ys.append(y)
+        k = cohen_kappa(xs, ys) if xs else None
+        agree = float(np.mean([x == y for x, y in zip(xs, ys, strict=True)])) if xs else None
+        rows.append(JudgeAgreement(judges=f"{a} vs {b}", responses=len(xs), agreement=agree, kappa=k))
     full = _panel_labels(coded, names)
     rows.append(JudgeAgreement(judges="panel (Fleiss)", responses=len(full), agreement=None,
                                kappa=fleiss_kappa(full) if full else None))
@@ -371,16 +389,17 @@ class DataQuality:
     refusals: int
 
     @classmethod
-    def of(cls, coded: list[Coded], elig: list[Coded]) -> DataQuality:
+    def of(cls, coded: Rows, elig: Rows) -> DataQuality:
         def source(s: str) -> int:
-            return sum(c.sel_source == s for c in coded)
+            return int(np.count_nonzero(coded.source == SOURCES.index(s)))
 
         return cls(responses=len(coded), eligible=len(elig), rules=source("rules"), parser=source("parser"),
                    unparsed=source("unparsed"), no_selection=source("none"),
-                   elaboration_abstain=sum(c.elab == ABSTAIN for c in coded), refusals=sum(c.sel == "R" for c in coded))
+                   elaboration_abstain=int(np.count_nonzero(coded.elab == coded.code_of(ABSTAIN))),
+                   refusals=int(np.count_nonzero(coded.sel == coded.code_of("R"))))
 
 
-def _detail(ctx: MetricContext, coded: list[Coded], elig: list[Coded], cells: list[CellRow],
+def _detail(ctx: MetricContext, coded: Rows, elig: Rows, cells: list[CellRow],
             factors: list[FactorDetail], quality: DataQuality) -> BiaxisDetail:
     """What the report section reads beside the estimates and the counts."""
     factorial = _factorial(ctx)
@@ -398,7 +417,7 @@ def compute(ctx: MetricContext, metric_id: str, params: BaseModel) -> MetricResu
     assert isinstance(params, BiaxisParams)
     p = params
     coded = code_all(ctx, p)
-    elig = [c for c in coded if c.eligible]
+    elig = coded.mask(coded.eligible())
     est = _pooled_family(elig, p)
     cells, cell_estimates = per_cell(ctx, p, coded, elig)
     factors = []
@@ -430,7 +449,7 @@ def _slice_levels(ctx: MetricContext, fname: str) -> dict[str, list[str]]:
     return {f: [str(d.baseline[f])] for f in ctx.config.factors if f != fname and f in d.baseline}
 
 
-def _slice(ctx: MetricContext, fname: str, elig: list[Coded]) -> list[Coded]:
+def _slice(ctx: MetricContext, fname: str, elig: Rows) -> Rows:
     """An OAT factor is read within its own sweep (all other factors at baseline)."""
     d = ctx.config.design
     if d.kind != "oat" or not d.baseline:
@@ -438,25 +457,23 @@ def _slice(ctx: MetricContext, fname: str, elig: list[Coded]) -> list[Coded]:
     base = d.baseline
     others = [f for f in ctx.config.factors if f != fname]
     # a cell's rows share its levels: decide once per cell, not once per response
-    inside: dict[str, bool] = {}
-    for c in elig:
-        if c.cell not in inside:
-            inside[c.cell] = all(c.levels.get(f) == base.get(f) for f in others)
-    return [c for c in elig if inside[c.cell]]
+    inside = np.array([all(lv.get(f) == base.get(f) for f in others) for lv in elig.cell_levels] + [False],
+                      dtype=bool)
+    return elig.mask(inside[elig.cell])
 
 
-def _spread(elig: list[Coded], p: BiaxisParams) -> dict[str, Any]:
+def _spread(elig: Rows, p: BiaxisParams) -> dict[str, Any]:
     out = {}
-    rates: tuple[tuple[str, Callable[[Coded], float]], ...] = (
-        ("union", _union), ("sel", lambda c: c.a), ("elab", lambda c: c.b))
+    rates: tuple[tuple[str, Callable[[], np.ndarray]], ...] = (
+        ("union", elig.union), ("sel", lambda: elig.a), ("elab", lambda: elig.b))
     for key, val in rates:
-        sp = cell_spread([c.cell for c in elig], [c.stimulus for c in elig], [val(c) for c in elig], seed=p.seed)
+        sp = cell_spread(_cells(elig), _stimuli(elig), val(), seed=p.seed)
         if sp:
             out[key] = sp
     return out
 
 
-def _reliability(coded: list[Coded], est: dict[str, Estimate], q: DataQuality) -> list[ReliabilityItem]:
+def _reliability(coded: Rows, est: dict[str, Estimate], q: DataQuality) -> list[ReliabilityItem]:
     n = q.responses
     out = [
         ReliabilityItem(name="IR (layers disagree)", estimate=est["ir"],
