@@ -96,11 +96,25 @@ _ENCODERS = {keys: json.JSONEncoder(ensure_ascii=False, sort_keys=keys) for keys
 record (the same text): built once, not once per line of a million-line trail."""
 
 
+def _safe(text: str) -> str:
+    """`text` with the characters a line splitter breaks at escaped (`_RAW`). An ASCII
+    text holds none of them, and `str.isascii` is a flag CPython keeps on each string:
+    most lines of a trail skip the scan."""
+    return text if text.isascii() else _RAW.sub(_escape, text)
+
+
 def json_line(obj: Any, *, sort_keys: bool = False, default: Callable[[Any], Any] | None = None) -> str:
     """One record as one JSON line, "\\n" included; it holds no other line break."""
     text = (json.dumps(obj, ensure_ascii=False, sort_keys=sort_keys, default=default) if default is not None
             else _ENCODERS[bool(sort_keys)].encode(obj))
-    return _RAW.sub(_escape, text) + "\n"
+    return _safe(text) + "\n"
+
+
+def encode(obj: Any) -> str:
+    """One value as JSON text, as `json_line` writes it inside a line (no line break
+    added, none escaped yet): a fragment a writer encodes once and reuses in many lines
+    (`write_encoded_lines` escapes the lines it writes)."""
+    return _ENCODERS[False].encode(obj)
 
 
 def json_lines(rows: Iterable[Any], *, sort_keys: bool = False,
@@ -109,18 +123,43 @@ def json_lines(rows: Iterable[Any], *, sort_keys: bool = False,
     return "".join(json_line(r, sort_keys=sort_keys, default=default) for r in rows)
 
 
+CHUNK_LINES = 2048
+"""Lines a trail writer joins into one write (a few MB at most for ordinary records):
+one `write` and one UTF-8 encoding per chunk instead of per line, never the whole file."""
+
+
 def write_json_lines(path: Path, rows: Iterable[Any], *, sort_keys: bool = False, kind: str | None = None) -> None:
     """A JSON-lines file written whole or not at all (a temporary file, then a rename),
-    one record at a time, so a long trail is never held in memory as one string. With
-    `kind`, the trail's header record first."""
+    in chunks of `CHUNK_LINES` records, so a long trail is never held in memory as one
+    string. With `kind`, the trail's header record first."""
+    enc = _ENCODERS[bool(sort_keys)].encode
+    write_encoded_lines(path, (enc(r) for r in rows), kind=kind)
+
+
+def write_encoded_lines(path: Path, lines: Iterable[str], *, kind: str | None = None) -> None:
+    """`write_json_lines` for records already encoded as JSON text (one per item of
+    `lines`, without its "\\n"; e.g. joined from `encode`d fragments): each is escaped
+    as `json_line` escapes (no character a line splitter breaks at) and ended by "\\n".
+    Written whole or not at all, `CHUNK_LINES` lines per write."""
     try:
         with atomic_binary(path) as f:
             if kind is not None:
                 f.write(json_line(header(kind)).encode("utf-8"))
-            for r in rows:
-                f.write(json_line(r, sort_keys=sort_keys).encode("utf-8"))
+            buf: list[str] = []
+            for line in lines:
+                buf.append(line)
+                if len(buf) >= CHUNK_LINES:
+                    f.write(_chunk(buf))
+                    buf.clear()
+            if buf:
+                f.write(_chunk(buf))
     except OSError as exc:  # atomic_binary names the file for its own errors; a write raises here
         raise write_error(path, exc) from None
+
+
+def _chunk(lines: list[str]) -> bytes:
+    # the escapes match no "\n", so escaping the joined text equals escaping each line
+    return _safe("\n".join(lines) + "\n").encode("utf-8")
 
 
 def append_json_line(path: Path | str, obj: Any, *, key: str, what: str) -> None:
@@ -246,6 +285,6 @@ def stream_records(f: IO[bytes], skipped: list[int], *, max_line: int = MAX_LINE
             yield obj
 
 
-__all__ = ["HEADER_KEY", "MAX_LINE_BYTES", "append_json_line", "count_lines", "header", "header_version", "is_header",
-           "split_header", "json_line", "json_lines", "json_records", "parse_line",
-           "split_lines", "stream_records", "write_json_lines"]
+__all__ = ["CHUNK_LINES", "HEADER_KEY", "MAX_LINE_BYTES", "append_json_line", "count_lines", "encode", "header",
+           "header_version", "is_header", "split_header", "json_line", "json_lines", "json_records", "parse_line",
+           "split_lines", "stream_records", "write_encoded_lines", "write_json_lines"]

@@ -166,11 +166,13 @@ def _item_plan_items(items: Sequence[ItemRow], index: _Index) -> list[list[PlanI
 def item_texts(plan: Plan, responses: Mapping[str, Response],
                results: Mapping[str, MetricResult]) -> dict[str, list[dict[str, str]]]:
     """Metric id -> one {prompt, answer} per row of its `items`, each cut to CSV_CHARS."""
-    index = _Index(plan)
+    index: _Index | None = None  # built only when a metric has item rows (issue 42: it holds every plan item)
     out: dict[str, list[dict[str, str]]] = {}
     for mid, r in results.items():
         rows = []
-        for its in _item_plan_items(r.items, index):
+        if r.items and index is None:
+            index = _Index(plan)
+        for its in _item_plan_items(r.items, index) if index is not None else ():
             prompt, answer = _joined(its, plan, responses)
             rows.append({"prompt": clip(prompt, CSV_CHARS), "answer": clip(answer, CSV_CHARS)})
         out[mid] = rows
@@ -187,37 +189,79 @@ def _code(c: Code | None) -> str | float | None:
     return c.value
 
 
-def _breakdowns(answered: list[PlanItem], fields: Mapping[str, Mapping[str, Any]],
-                results: Mapping[str, MetricResult]) -> list[tuple[str, dict[str, list[PlanItem]]]]:
-    """The answered items grouped by each metric's `by` field, or by the design's cells."""
+class _Group:
+    """One group of answered plan items as the section shows it: how many there are, and
+    the SAMPLES_PER_GROUP it shows, kept as the items go by (never the group's items)."""
+
+    __slots__ = ("extra", "n", "pick", "seen")
+
+    def __init__(self) -> None:
+        self.n = 0
+        self.pick: list[PlanItem] = []  # one per stimulus first, in plan order
+        self.extra: list[PlanItem] = []  # the first items of a stimulus already picked
+        self.seen: set[str] = set()
+
+    def add(self, it: PlanItem) -> None:
+        self.n += 1
+        if it.stimulus not in self.seen and len(self.pick) < SAMPLES_PER_GROUP:
+            self.pick.append(it)
+            self.seen.add(it.stimulus)
+        elif len(self.extra) < SAMPLES_PER_GROUP:
+            # when fewer stimuli than SAMPLES_PER_GROUP are answered, the rest in plan
+            # order fill the picks: only these can (an item skipped once the picks are
+            # full is never needed)
+            self.extra.append(it)
+
+    def shown(self) -> list[PlanItem]:
+        return self.pick + self.extra[:SAMPLES_PER_GROUP - len(self.pick)]
+
+
+class _Groups:
+    """The groups of one breakdown in the order first seen: the first MAX_GROUPS kept
+    (the section shows those), the others only counted."""
+
+    __slots__ = ("kept", "more")
+
+    def __init__(self) -> None:
+        self.kept: dict[str, _Group] = {}
+        self.more: set[str] = set()
+
+    def add(self, g: str, it: PlanItem) -> None:
+        grp = self.kept.get(g)
+        if grp is None:
+            if len(self.kept) >= MAX_GROUPS:
+                self.more.add(g)
+                return
+            grp = self.kept[g] = _Group()
+        grp.add(it)
+
+    def __len__(self) -> int:
+        return len(self.kept) + len(self.more)
+
+
+def _breakdowns(plan: Plan, responses: Mapping[str, Response], fields: Mapping[str, Mapping[str, Any]],
+                results: Mapping[str, MetricResult]) -> list[tuple[str, _Groups]]:
+    """The answered items grouped by each metric's `by` field, or by the design's cells
+    when no answered item has one ([]: no item answered). One pass over the plan: issue 42
+    (10^6 requests) keeps a few items per group, not the groups' items."""
     by = list(dict.fromkeys(f for r in results.values() for f in by_fields(r.params)))
-    breakdowns: list[tuple[str, dict[str, list[PlanItem]]]] = []
-    for f in by:
-        groups: dict[str, list[PlanItem]] = {}
-        for it in answered:
-            v = fields.get(it.stimulus, {}).get(f)
+    groups = {f: _Groups() for f in by}
+    cells = _Groups()
+    answered = False
+    for it in plan.items:
+        r = responses.get(it.key)
+        if r is None or not r.ok:
+            continue
+        answered = True
+        fs = fields.get(it.stimulus, {})
+        for f in by:
+            v = fs.get(f)
             if v is not None and v != "":
-                groups.setdefault(str(v), []).append(it)
-        if groups:
-            breakdowns.append((f, groups))
-    if not breakdowns:
-        groups = {}
-        for it in answered:
-            groups.setdefault(it.cell, []).append(it)
-        breakdowns.append(("cell", groups))
-    return breakdowns
-
-
-def _pick(its: list[PlanItem]) -> list[PlanItem]:
-    """The first SAMPLES_PER_GROUP items: one per stimulus first, then the rest in plan order."""
-    seen: set[str] = set()
-    pick: list[PlanItem] = []
-    for it in its:  # one per stimulus first, then the rest in plan order
-        if it.stimulus not in seen and len(pick) < SAMPLES_PER_GROUP:
-            pick.append(it)
-            seen.add(it.stimulus)
-    pick += [it for it in its if it not in pick][:SAMPLES_PER_GROUP - len(pick)]
-    return pick
+                groups[f].add(str(v), it)
+        cells.add(it.cell, it)
+    if not answered:
+        return []
+    return [(f, g) for f, g in groups.items() if len(g)] or [("cell", cells)]
 
 
 def _shown(pick: list[PlanItem], plan: Plan, responses: Mapping[str, Response],
@@ -240,18 +284,24 @@ def _samples(plan: Plan, responses: Mapping[str, Response], results: Mapping[str
              units: Sequence[Any], codes: Mapping[str, Mapping[str, Code]]) -> list[dict[str, Any]]:
     """Per group (each metric's `by` field; the design's cells when no metric breaks
     down), the first SAMPLES_PER_GROUP answers in plan order, one per stimulus first."""
-    answered = [it for it in plan.items if (r := responses.get(it.key)) is not None and r.ok]
-    if not answered:
-        return []
     fields = {s.id: s.fields for s in plan.stimuli.stimuli}
-    unit_of = {(u.cell, u.stimulus, u.slot, u.variant, u.sample): u.id for u in units}
+    breakdowns = _breakdowns(plan, responses, fields, results)
+    if not breakdowns:
+        return []
+    picks = [(f, g, grp, grp.shown()) for f, groups in breakdowns for g, grp in groups.kept.items()]
+    # the unit of each shown item (the last unit of its place, as a dict of all of them gave)
+    wanted = {(it.cell, it.stimulus, it.slot, it.variant, it.sample) for *_, pick in picks for it in pick}
+    unit_of: dict[tuple[Any, ...], Any] = {}
+    for u in units:
+        k = (u.cell, u.stimulus, u.slot, u.variant, u.sample)
+        if k in wanted:
+            unit_of[k] = u.id
+    n_groups = {f: len(groups) for f, groups in breakdowns}
     out = []
-    for f, groups in _breakdowns(answered, fields, results):
-        for g in list(groups)[:MAX_GROUPS]:
-            its = groups[g]
-            shown = _shown(_pick(its), plan, responses, unit_of, codes)
-            out.append({"by": f, "group": g, "n": len(its), "shown": len(shown), "groups": len(groups),
-                        "answers": shown})
+    for f, g, grp, pick in picks:
+        shown = _shown(pick, plan, responses, unit_of, codes)
+        out.append({"by": f, "group": g, "n": grp.n, "shown": len(shown), "groups": n_groups[f],
+                    "answers": shown})
     return out
 
 
@@ -260,7 +310,7 @@ def _largest(plan: Plan, responses: Mapping[str, Response],
     """Per metric whose items carry a per-item difference (`diff`), the TOP_ITEMS items
     with the largest absolute difference (ties: by stimulus id, then cell), with the
     texts of every side."""
-    index = _Index(plan)
+    index: _Index | None = None  # built only when a metric has scored items (it holds every plan item)
     out = []
     for mid, r in results.items():
         scored = [(i, float(i.diff)) for i in r.items
@@ -268,6 +318,7 @@ def _largest(plan: Plan, responses: Mapping[str, Response],
         if not scored:
             continue
         top = sorted(scored, key=lambda x: (-abs(x[1]), x[0].stimulus, x[0].cell or ""))[:TOP_ITEMS]
+        index = index or _Index(plan)
         rows = []
         for i, diff in top:
             its = index.of(i.stimulus, i.cell or "")

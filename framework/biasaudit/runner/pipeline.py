@@ -10,7 +10,7 @@ import logging
 import platform
 import shlex
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -21,7 +21,7 @@ from pydantic import BaseModel
 from biasaudit._util.fileio import atomic_write
 from biasaudit._util.progress import stage
 from biasaudit._util.secrets import guard_logging, watch_config
-from biasaudit._util.trail import write_json_lines
+from biasaudit._util.trail import write_encoded_lines
 from biasaudit._version import __version__
 from biasaudit.backends import (
     audit_identity,
@@ -310,30 +310,19 @@ def _write(path: Path, text: str) -> None:
 
 def write_codes(path: Path, coded: Coded) -> None:
     """codes.jsonl: one line per layer and unit, with what the layer said and why
-    (embedding vectors are left out: they are in the store)."""
-    write_json_lines(path, ({"layer": layer, **c.trail()}
-                            for layer, codes in coded.result.codes.items() for c in codes.values()), kind="codes")
+    (embedding vectors are left out: they are in the store); streamed in chunks."""
+    from biasaudit.report.trails import code_lines
+
+    write_encoded_lines(path, code_lines(coded.result.codes), kind="codes")
 
 
 def write_trail(path: Path, prep: Prepared, responses: Mapping[str, Response]) -> None:
     """responses.jsonl: one line per plan item, with its request and answer (written whole
-    or not at all: a read-only folder or a full disk leaves no half-written file)."""
-    write_json_lines(path, _trail_rows(prep, responses), kind="responses")
+    or not at all: a read-only folder or a full disk leaves no half-written file), streamed
+    in chunks (report/trails.py encodes the lines)."""
+    from biasaudit.report.trails import response_lines
 
-
-def _trail_rows(prep: Prepared, responses: Mapping[str, Response]) -> Iterator[dict[str, object]]:
-    levels = {c.id: dict(c.levels) for c in prep.plan.cells}
-    for it in prep.plan.items:
-        req = prep.plan.requests[it.key]
-        resp = responses[it.key]
-        yield {
-            "cell": it.cell, "levels": levels.get(it.cell, {}), "stimulus": it.stimulus, "slot": it.slot,
-            "variant": it.variant,
-            "sample": it.sample, "key": it.key,
-            "request": req.model_dump(exclude={"key"}),
-            "status": resp.status, "error": resp.error, "error_kind": resp.error_kind,
-            "attempts": resp.attempts, "output": resp.output,
-        }
+    write_encoded_lines(path, response_lines(prep.plan, responses), kind="responses")
 
 
 def finish(

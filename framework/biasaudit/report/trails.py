@@ -1,0 +1,90 @@
+"""The lines of a run's two trails, responses.jsonl and codes.jsonl, encoded one record
+at a time for `_util.trail.write_encoded_lines` (which escapes, chunks and writes them).
+
+At 10^5 requests the report stage spent most of its own time here (issue 42): a
+pydantic dump of each request and of each code (`model_dump`, with its wrap
+serializers), then a dict built around it, then the encoding. The lines are byte for
+byte the ones `json_line` wrote from those dicts: the same keys in the same order, the
+same values, the same encoder (`_util.trail.encode`). What is the same for many lines is
+encoded once (a cell's levels); a record whose fields are plain values is read from its
+fields instead of dumped, and any other (a subclass, an unexpected field, an int where
+a float is declared) goes through its `model_dump` as before.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from biasaudit._util.trail import encode
+from biasaudit.plan import Plan
+from biasaudit.plan.requests import Request
+from biasaudit.records.codes import Code
+from biasaudit.records.responses import Response
+
+_REQUEST_FIELDS = ("key", "kind", "text", "text_pair", "messages", "params", "sample", "stimulus")
+_CODE_FIELDS = ("unit", "status", "label", "value", "text", "source", "detail")
+
+
+def _request_dump(req: Request) -> dict[str, Any]:
+    """`req.model_dump(exclude={"key"})`: its fields in declared order, `stimulus` left
+    out when None (`Request._no_unset_stimulus`)."""
+    d = req.__dict__
+    if type(req) is not Request or tuple(d) != _REQUEST_FIELDS:
+        return req.model_dump(exclude={"key"})
+    out = {"kind": d["kind"], "text": d["text"], "text_pair": d["text_pair"], "messages": d["messages"],
+           "params": d["params"], "sample": d["sample"]}
+    if d["stimulus"] is not None:
+        out["stimulus"] = d["stimulus"]
+    return out
+
+
+def response_lines(plan: Plan, responses: Mapping[str, Response]) -> Iterator[str]:
+    """responses.jsonl's records (its header aside), one JSON text per plan item."""
+    levels = {c.id: dict(c.levels) for c in plan.cells}
+    heads: dict[str, str] = {}
+    requests = plan.requests
+    for it in plan.items:
+        head = heads.get(it.cell)
+        if head is None:  # the line's start, the same for every item of a cell: encoded once
+            head = heads[it.cell] = f'{{"cell": {encode(it.cell)}, "levels": {encode(levels.get(it.cell, {}))}, '
+        resp = responses[it.key]
+        rest = encode({"stimulus": it.stimulus, "slot": it.slot, "variant": it.variant, "sample": it.sample,
+                       "key": it.key, "request": _request_dump(requests[it.key]), "status": resp.status,
+                       "error": resp.error, "error_kind": resp.error_kind, "attempts": resp.attempts,
+                       "output": resp.output})
+        yield head + rest[1:]  # rest without its "{"
+
+
+def _plain_code(c: Code) -> dict[str, object] | None:
+    """`c.trail()` less its detail, read from the fields when they are plain JSON values
+    (what `model_dump(mode="json")` gives them as); None: dump it."""
+    d = c.__dict__
+    if type(c) is not Code or tuple(d) != _CODE_FIELDS:
+        return None
+    v = d["value"]
+    if v is not None and type(v) is not float:
+        return None
+    for k in ("unit", "status", "source"):
+        if type(d[k]) is not str:
+            return None
+    for k in ("label", "text"):
+        if d[k] is not None and type(d[k]) is not str:
+            return None
+    return {"unit": d["unit"], "status": d["status"], "label": d["label"], "value": v, "text": d["text"],
+            "source": d["source"]}
+
+
+def code_lines(codes: Mapping[str, Mapping[str, Code]]) -> Iterator[str]:
+    """codes.jsonl's records (its header aside): one per layer and unit, what the layer
+    said and why (embedding vectors are left out: they are in the store)."""
+    for layer, table in codes.items():
+        for c in table.values():
+            plain = _plain_code(c)
+            if plain is None:
+                yield encode({"layer": layer, **c.trail()})
+            else:
+                yield encode({"layer": layer, **plain, "detail": c.detail.trail()})
+
+
+__all__ = ["code_lines", "response_lines"]
