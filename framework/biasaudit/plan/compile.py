@@ -6,7 +6,7 @@ import itertools
 import math
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, Protocol
 
 from biasaudit.data import StimulusSet
 from biasaudit.errors import SpecError
@@ -23,7 +23,7 @@ from biasaudit.plan.requests import (
 )
 from biasaudit.records.json import JSONObject
 from biasaudit.spec import AuditConfig, LevelSpec
-from biasaudit.spec.templates import check_variables, render
+from biasaudit.spec.templates import check_variables, reads, render
 
 CHAT_KINDS = ("generate", "next_token")
 BUILTIN_VARS = {"levels", "stimulus_id", "parts"}
@@ -94,6 +94,30 @@ def check_templates(cfg: AuditConfig, stimuli: StimulusSet, spec_file: str | Non
             check_variables(t, available, file=spec_file, key=f"probe.{attr}")
 
 
+class _Render(Protocol):
+    def __call__(self, source: str, context: dict[str, Any], *, file: str | None, key: str) -> str: ...
+
+
+class _CellRender:
+    """`render` for the rows of one cell. A template that reads only the cell's level vars
+    and `levels` (a role's system text, a perspective line) renders the same text for
+    every stimulus: it is rendered at the first and reused (templates are pure functions
+    of what they read, as `render`'s memo assumes), instead of a memo lookup per row."""
+
+    def __init__(self, fixed_names: set[str]) -> None:
+        self._fixed_names = fixed_names
+        self._done: dict[str, str] = {}
+
+    def __call__(self, source: str, context: dict[str, Any], *, file: str | None, key: str) -> str:
+        text = self._done.get(source)
+        if text is not None:
+            return text
+        text = render(source, context, file=file, key=key)
+        if reads(source) <= self._fixed_names:
+            self._done[source] = text
+        return text
+
+
 class Row(NamedTuple):
     """One rendered payload of the design, before any model identity is attached."""
 
@@ -122,6 +146,7 @@ def iter_rows(cfg: AuditConfig, stimuli: StimulusSet, spec_file: str | None = No
         for lv in levels:
             level_vars.update(lv.vars)
         variant_lists = [lv.variants() for lv in levels] or [[None]]
+        rend = _CellRender(set(level_vars) | {"levels"})
         for variant_idx, variant in enumerate(itertools.product(*variant_lists)):
             for stim in stimuli.stimuli:
                 fields = {**stim.fields, **level_vars}
@@ -133,15 +158,15 @@ def iter_rows(cfg: AuditConfig, stimuli: StimulusSet, spec_file: str | None = No
                 parts = {}
                 for fname, tmpl in zip(factor_names, variant, strict=False):
                     if tmpl is not None:
-                        parts[fname] = render(
+                        parts[fname] = rend(
                             tmpl, ctx, file=spec_file, key=f"factors.{fname}.{cell.levels[fname]}"
                         )
                 ctx["parts"] = parts
                 pair = (
-                    render(probe.hypothesis, ctx, file=spec_file, key="probe.hypothesis")
+                    rend(probe.hypothesis, ctx, file=spec_file, key="probe.hypothesis")
                     if probe.kind == "classify_nli" and probe.hypothesis else None
                 )
-                for slot, text, messages in _payloads(cfg, ctx, levels, parts, spec_file):
+                for slot, text, messages in _payloads(cfg, ctx, levels, parts, spec_file, rend):
                     yield Row(cell.id, stim.id, slot, variant_idx, text, messages, pair, fields, cell.levels)
 
 
@@ -221,36 +246,36 @@ def compile_plan(
 
 
 def _systems(cfg: AuditConfig, ctx: dict[str, Any], levels: list[LevelSpec],
-             spec_file: str | None) -> list[str]:
+             spec_file: str | None, rend: _Render) -> list[str]:
     systems: list[str] = []
     if cfg.probe.system:
-        systems.append(render(cfg.probe.system, ctx, file=spec_file, key="probe.system"))
+        systems.append(rend(cfg.probe.system, ctx, file=spec_file, key="probe.system"))
     for lv in levels:
         if lv.system:
-            systems.append(render(lv.system, ctx, file=spec_file, key="factors.system"))
+            systems.append(rend(lv.system, ctx, file=spec_file, key="factors.system"))
     return systems
 
 
 def _payloads(
     cfg: AuditConfig, ctx: dict[str, Any], levels: list[LevelSpec], parts: dict[str, str],
-    spec_file: str | None,
+    spec_file: str | None, rend: _Render = render,
 ) -> Iterator[tuple[str, str | None, list[dict[str, str]] | None]]:
     probe = cfg.probe
     if probe.inputs and probe.kind not in CHAT_KINDS:
         for slot, tmpl in probe.inputs.items():
-            text = render(tmpl, ctx, file=spec_file, key=f"probe.inputs.{slot}")
+            text = rend(tmpl, ctx, file=spec_file, key=f"probe.inputs.{slot}")
             yield slot, text, None
         return
     if probe.inputs:
         # chat probes with several inputs: one user message per slot, same system text
-        systems = _systems(cfg, ctx, levels, spec_file)
+        systems = _systems(cfg, ctx, levels, spec_file, rend)
         for slot, tmpl in probe.inputs.items():
-            user = render(tmpl, ctx, file=spec_file, key=f"probe.inputs.{slot}")
+            user = rend(tmpl, ctx, file=spec_file, key=f"probe.inputs.{slot}")
             msgs = ([{"role": "system", "content": " ".join(systems)}] if systems else []) + [{"role": "user", "content": user}]
             yield slot, None, msgs
         return
     if probe.prompt:
-        user = render(probe.prompt, ctx, file=spec_file, key="probe.prompt")
+        user = rend(probe.prompt, ctx, file=spec_file, key="probe.prompt")
     else:
         user = "\n".join(p for p in parts.values() if p)
     if not user.strip():
@@ -258,7 +283,7 @@ def _payloads(
             "the prompt renders empty", file=spec_file, key="probe.prompt",
             hint="set `probe.prompt` or give factor levels a `template`",
         )
-    systems = _systems(cfg, ctx, levels, spec_file)
+    systems = _systems(cfg, ctx, levels, spec_file, rend)
     messages: list[dict[str, str]] = []
     if systems:
         messages.append({"role": "system", "content": " ".join(systems)})
