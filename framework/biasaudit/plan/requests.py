@@ -235,7 +235,9 @@ class RequestTable(Mapping[str, Request]):
         if rows is None:
             rows = marshal.loads(zlib.decompress(self._blocks[block]))
             if len(self._decoded) >= 4:
-                self._decoded.pop(next(iter(self._decoded)), None)
+                # a new dict, not an eviction: backends may read from several threads,
+                # and iterating a dict another thread grows raises
+                self._decoded = {}
             self._decoded[block] = rows
         return rows[offset]
 
