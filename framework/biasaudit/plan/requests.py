@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterator, Mapping
+import marshal
+import zlib
+from array import array
+from collections.abc import ItemsView, Iterator, Mapping, ValuesView
 from typing import Any, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
@@ -62,71 +65,240 @@ class Request(BaseModel):
 
 
 _Message = tuple[str, str]
-_RequestRow = tuple[str | None, tuple[_Message, ...] | None, int, str | None, JSONObject | None, frozenset[str]]
+# what differs between the requests of one table: text, messages as (role, content) pairs,
+# text pair, stimulus
+_Row = tuple[str | None, tuple[_Message, ...] | None, str | None, JSONObject | None]
+_ALL_FIELDS = frozenset(Request.model_fields)
+_CHUNK = 64
+"""Rows per compressed block: a block of one plan's prompts shares its template text, so
+it compresses about tenfold, and a sequential read decodes each block once."""
+
+
+class _KeyIndex:
+    """Position of each request's key, held as raw digests: the 32 bytes of each SHA-256
+    key in one buffer (in the order added) and an open-addressing hash table of positions
+    on their first 8 bytes (an `array` at most half full: 8 to 16 bytes a key), instead
+    of a dict entry and a 64-character string (about 180 bytes). A key that is not a
+    lowercase SHA-256 hex digest (tests, hand-made tables) is held in a dict beside them."""
+
+    __slots__ = ("digests", "odd", "odd_at", "slots", "mask", "n")
+
+    def __init__(self) -> None:
+        self.digests = bytearray()
+        self.odd: dict[str, int] = {}
+        self.odd_at: dict[int, str] = {}
+        self.slots = array("q", [-1]) * 8
+        self.mask = 7
+        self.n = 0
+
+    @staticmethod
+    def digest(key: object) -> bytes | None:
+        if not isinstance(key, str) or len(key) != 64:
+            return None
+        try:
+            raw = bytes.fromhex(key)
+        except ValueError:
+            return None
+        return raw if raw.hex() == key else None  # upper case is another key
+
+    def find(self, key: object) -> int:
+        """The position of `key`, or -1."""
+        raw = self.digest(key)
+        if raw is None:
+            return self.odd.get(key, -1) if isinstance(key, str) else -1
+        slots, mask, digests = self.slots, self.mask, self.digests
+        slot = int.from_bytes(raw[:8], "big") & mask
+        while (at := slots[slot]) >= 0:
+            if digests[at * 32:at * 32 + 32] == raw:
+                return at
+            slot = (slot + 1) & mask
+        return -1
+
+    def append(self, key: str) -> int:
+        """Add `key` (not there yet) at the next position."""
+        at = self.n
+        raw = self.digest(key)
+        if raw is None:
+            self.odd[key] = at
+            self.odd_at[at] = key
+            raw = bytes(32)  # a placeholder; never looked up through the digests
+        else:
+            self._place(raw, at)
+        self.digests += raw
+        self.n += 1
+        if 2 * (self.n - len(self.odd)) > self.mask + 1:
+            self._grow()
+        return at
+
+    def _place(self, raw: bytes, at: int) -> None:
+        slots, mask = self.slots, self.mask
+        slot = int.from_bytes(raw[:8], "big") & mask
+        while slots[slot] >= 0:
+            slot = (slot + 1) & mask
+        slots[slot] = at
+
+    def _grow(self) -> None:
+        self.slots = array("q", [-1]) * (2 * (self.mask + 1))
+        self.mask = 2 * self.mask + 1
+        digests = self.digests
+        for at in range(self.n):
+            if at not in self.odd_at:
+                self._place(bytes(digests[at * 32:at * 32 + 8]), at)
+
+    def pack(self) -> None:
+        """The positions as 4-byte integers when they fit (a plan under 2**31 keys)."""
+        if self.slots.typecode == "q" and self.n < 2**31:
+            self.slots = array("i", self.slots)
+
+    def key(self, at: int) -> str:
+        odd = self.odd_at.get(at) if self.odd_at else None
+        return odd if odd is not None else self.digests[at * 32:at * 32 + 32].hex()
 
 
 class RequestTable(Mapping[str, Request]):
-    """Key -> request of a plan, held compactly (issue 42): a plan's requests share their
-    kind and decoding parameters, so each is kept as a tuple of what differs (its text,
-    its messages as (role, content) pairs, its sample, text pair and stimulus), and the
-    system messages that many requests repeat are held once. A `Request` with its
-    messages' dicts is about 1.9 KB; its row about a third of that. Reading a key gives a
-    `Request` equal to the one added, built on each access (its `params` is the table's one
-    object: requests are frozen, nobody writes to it). A request of another kind or
-    parameter set, or with messages of other keys, is kept whole."""
+    """Key -> request of a plan, held compactly (issue 42). A plan's requests share their
+    kind and decoding parameters; what differs (text, messages, text pair, stimulus) is
+    kept in zlib-compressed blocks of `_CHUNK` rows (marshal: exact types and key order),
+    each request's key as its raw digest (`_KeyIndex`), its sample and fields-set in
+    arrays: about 70 bytes a request on the paper-scale grid, against 566 as a tuple row
+    and 1.9 KB as a `Request`. Reading a key gives a `Request` equal to the one added (the
+    same dump and fields set), built on each access from the decoded block (the last few
+    blocks are kept decoded: reads in plan order decode each block once). Its `params` is
+    the table's one object: requests are frozen, nobody writes to it. A request of
+    another kind or parameter set, or with messages of other keys, is kept whole."""
 
-    __slots__ = ("_kind", "_params", "_rows", "_shared", "_sets")
+    __slots__ = ("_kind", "_params", "_index", "_samples", "_sets", "_set_ids", "_blocks", "_open",
+                 "_whole", "_decoded")
 
     def __init__(self, kind: str, params: JSONObject) -> None:
         self._kind = kind
         self._params = params
-        self._rows: dict[str, _RequestRow | Request] = {}
-        self._shared: dict[str, str] = {}
-        self._sets: dict[frozenset[str], frozenset[str]] = {}
+        self._index = _KeyIndex()
+        self._samples = array("q")
+        self._sets: list[frozenset[str]] = []
+        self._set_ids = array("H")
+        self._blocks: list[bytes] = []
+        self._open: list[_Row | None] = []
+        self._whole: dict[int, Request] = {}
+        self._decoded: dict[int, list[_Row | None]] = {}
 
     def add(self, req: Request) -> None:
         """Keep `req` under its key unless one is there already (`dict.setdefault`)."""
-        if req.key in self._rows:
+        if self._index.find(req.key) >= 0:
             return
         d = req.__dict__
         msgs = d["messages"]
-        pairs: tuple[_Message, ...] | None = None
-        if msgs is not None:
-            if not all(len(m) == 2 and list(m) == ["role", "content"] for m in msgs):
-                self._rows[req.key] = req
-                return
-            # every message but the last (the user's, unique to the request) is shared text
-            pairs = tuple((m["role"], self._shared.setdefault(m["content"], m["content"]) if i < len(msgs) - 1
-                           else m["content"]) for i, m in enumerate(msgs))
-        if d["kind"] != self._kind or d["params"] != self._params:
-            self._rows[req.key] = req
+        if (d["kind"] != self._kind or d["params"] != self._params
+                or (msgs is not None and not all(len(m) == 2 and list(m) == ["role", "content"] for m in msgs))):
+            self._put(req.key, None, d["sample"], frozenset(req.model_fields_set))
+            self._whole[self._index.n - 1] = req
             return
-        fs = frozenset(req.model_fields_set)
-        self._rows[req.key] = (d["text"], pairs, d["sample"], d["text_pair"], d["stimulus"],
-                               self._sets.setdefault(fs, fs))
+        pairs = None if msgs is None else tuple((m["role"], m["content"]) for m in msgs)
+        self._put(req.key, (d["text"], pairs, d["text_pair"], d["stimulus"]), d["sample"],
+                  frozenset(req.model_fields_set))
 
-    def __getitem__(self, key: str) -> Request:
-        row = self._rows[key]
-        if isinstance(row, Request):
-            return row
-        text, pairs, sample, pair, stimulus, fs = row
+    def add_parts(self, key: str, text: str | None, messages: list[dict[str, str]] | None, sample: int,
+                  text_pair: str | None, stimulus: JSONObject | None) -> None:
+        """`add(Request(key=key, kind=<the table's>, text=text, messages=messages,
+        params=<the table's>, sample=sample, text_pair=text_pair, stimulus=stimulus))`
+        without building the record: the plan's messages are {role, content} dicts of
+        text, already what the record would validate to."""
+        if self._index.find(key) >= 0:
+            return
+        pairs = None if messages is None else tuple((m["role"], m["content"]) for m in messages)
+        self._put(key, (text, pairs, text_pair, stimulus), sample, _ALL_FIELDS)
+
+    def _put(self, key: str, row: _Row | None, sample: int, fields_set: frozenset[str]) -> None:
+        self._index.append(key)
+        self._samples.append(sample)
+        try:
+            sid = self._sets.index(fields_set)
+        except ValueError:
+            sid = len(self._sets)
+            self._sets.append(fields_set)
+        self._set_ids.append(sid)
+        self._open.append(row)
+        if len(self._open) == _CHUNK:
+            # marshal writes an object met twice in one block once (a shared system prompt)
+            self._blocks.append(zlib.compress(marshal.dumps(self._open), 1))
+            self._open = []
+
+    def pack(self) -> None:
+        """Narrow the key index once the plan is built (adding after it still works)."""
+        self._index.pack()
+
+    def _row(self, at: int) -> _Row | None:
+        block, offset = divmod(at, _CHUNK)
+        if block == len(self._blocks):
+            return self._open[offset]
+        rows = self._decoded.get(block)
+        if rows is None:
+            rows = marshal.loads(zlib.decompress(self._blocks[block]))
+            if len(self._decoded) >= 4:
+                # a new dict, not an eviction: backends may read from several threads,
+                # and iterating a dict another thread grows raises
+                self._decoded = {}
+            self._decoded[block] = rows
+        return rows[offset]
+
+    def _request(self, at: int, key: str) -> Request:
+        row = self._row(at)
+        if row is None:
+            return self._whole[at]
+        text, pairs, pair, stimulus = row
         # what `Request.model_construct` sets, without its per-field loop
         return rebuilt(Request, {
             "key": key, "kind": self._kind, "text": text, "text_pair": pair,
             "messages": None if pairs is None else [{"role": r, "content": c} for r, c in pairs],
-            "params": self._params, "sample": sample, "stimulus": stimulus}, fs)
+            "params": self._params, "sample": self._samples[at], "stimulus": stimulus},
+            self._sets[self._set_ids[at]])
+
+    def __getitem__(self, key: str) -> Request:
+        at = self._index.find(key)
+        if at < 0:
+            raise KeyError(key)
+        return self._request(at, key)
 
     def __contains__(self, key: object) -> bool:
-        return key in self._rows
+        return self._index.find(key) >= 0
 
     def __iter__(self) -> Iterator[str]:
-        return iter(self._rows)
+        key = self._index.key
+        return (key(i) for i in range(self._index.n))
 
     def __len__(self) -> int:
-        return len(self._rows)
+        return self._index.n
+
+    def values(self) -> ValuesView[Request]:
+        return _Values(self)
+
+    def items(self) -> ItemsView[str, Request]:
+        return _Items(self)
+
+    def _pairs(self) -> Iterator[tuple[str, Request]]:
+        key = self._index.key
+        for i in range(self._index.n):
+            k = key(i)
+            yield k, self._request(i, k)
 
     def __repr__(self) -> str:
-        return f"RequestTable({len(self._rows)} requests)"
+        return f"RequestTable({len(self)} requests)"
+
+
+class _Values(ValuesView[Request]):
+    """The table's requests in order, decoded block by block (no lookup per key)."""
+
+    _mapping: RequestTable
+
+    def __iter__(self) -> Iterator[Request]:
+        return (r for _, r in self._mapping._pairs())
+
+
+class _Items(ItemsView[str, Request]):
+    _mapping: RequestTable
+
+    def __iter__(self) -> Iterator[tuple[str, Request]]:
+        return self._mapping._pairs()
 
 
 class PlanItem(NamedTuple):
@@ -206,7 +378,24 @@ def encode_payload(text: str | None, messages: list[dict[str, str]] | None,
     tail = (',"stimulus":' + canonical_json(stimulus) if stimulus is not None else "") + ',"text":' + canonical_json(text)
     if text_pair is not None:
         tail += ',"text_pair":' + canonical_json(text_pair)
-    return canonical_json(messages), tail + "}"
+    return _messages_json(messages), tail + "}"
+
+
+_enc = json.encoder.encode_basestring  # the string encoder of ensure_ascii=False (C when built)
+
+
+def _messages_json(messages: list[dict[str, str]] | None) -> str:
+    """`canonical_json(messages)`: for {role, content} messages of text, spliced from
+    their encoded strings (the generic encoder was a sixth of the plan stage); tested
+    equal on every shipped spec's requests and on odd text (tests/unit/plan)."""
+    if messages is None:
+        return "null"
+    out = []
+    for m in messages:
+        if len(m) != 2 or type(m.get("role")) is not str or type(m.get("content")) is not str:
+            return canonical_json(messages)
+        out.append('{"content":' + _enc(m["content"]) + ',"role":' + _enc(m["role"]) + "}")
+    return "[" + ",".join(out) + "]"
 
 
 def sends_stimulus(identity: JSONObject) -> bool:

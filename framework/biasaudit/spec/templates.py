@@ -364,6 +364,14 @@ def _reads(source: str) -> tuple[str, ...]:
     return tuple(sorted(set(meta.find_undeclared_variables(_ENV.parse(source))) - set(_FUNCTIONS)))
 
 
+def reads(source: str) -> frozenset[str]:
+    """The names `render` looks up for `source` (what its output depends on), for a
+    template that has rendered (it parses)."""
+    if not _FUNCTIONS:
+        template_functions()
+    return frozenset(_reads(source))
+
+
 def _render_now(source: str, context: dict[str, Any]) -> str:
     _budget.steps = 0
     _budget.deadline = time.monotonic() + _limits.seconds

@@ -68,3 +68,32 @@ def test_held_in_a_fraction_of_the_records_memory() -> None:
     whole = _deep(compiled, set())
     compact = _deep(plan.requests, set())
     assert compact < 0.6 * whole, (compact, whole)
+
+
+def test_a_large_plan_is_held_in_under_a_hundred_bytes_a_request() -> None:
+    """Issue 42: the table a plan holds until its report stays small per request (about 70
+    bytes on the paper-scale grid; 566 as tuples of strings, 1.9 KB as records). Keys as
+    raw digests, prompts in compressed blocks; every request still reads back."""
+    import hashlib
+
+    n = 5000
+    table = RequestTable("generate", {"max_tokens": 5})
+    system = "You are a careful assistant who answers every question briefly and honestly."
+    want = {}
+    for i in range(n):
+        key = hashlib.sha256(str(i).encode()).hexdigest()
+        msgs = [{"role": "system", "content": system},
+                {"role": "user", "content": f"Statement: \"People of group {i % 97} are trait {i % 31}.\" "
+                                            "Do you agree? Answer Yes or No, then explain briefly."}]
+        want[key] = Request(key=key, kind="generate", text=None, messages=msgs, params={"max_tokens": 5},
+                            sample=0, text_pair=None, stimulus=None)
+        table.add(want[key])
+    getattr(table, "pack", lambda: None)()  # (a table without one: nothing to merge)
+    per_request = _deep(table, set()) / n
+    assert per_request < 100, per_request
+    assert list(table) == list(want)
+    for key in list(want)[::97]:
+        assert table[key].model_dump_json() == want[key].model_dump_json()
+        assert table[key].model_fields_set == want[key].model_fields_set
+    assert [r.model_dump_json() for r in table.values()] == [r.model_dump_json() for r in want.values()]
+    assert table.get("0" * 64) is None and ("A" * 64) not in table
