@@ -65,12 +65,16 @@ SCORE_CHARS_PER_TOKEN = 26
 RSS_BASE = 273_500_000
 """Peak RSS of a run before its plan (the interpreter, libraries, backend, report code):
 the intercept of the fit below."""
-RSS_PER_ITEM = 2_410
-"""Peak RSS a plan item, fitted on the grid's runs at 20,050 and 100,250 requests after
-the stages held their per-request records compactly (issue 42; 314,304 KB and 503,204 KB
-peak: 2.36 KB a request; before, 8.24 KB). Most of it is what a stage holds for every
-unit while it works (a coding layer's codes and judge requests, a metric's rows); the
-local backends' weights are not in it."""
+RSS_PER_ITEM = 1_900
+"""Peak RSS a plan item, fitted on the grid's runs at 100,250 and 1,000,094 requests
+(bench/scale.py, 2026-11-30, after the plan, codes, measure rows and trails were made
+compact or streamed: 432 MiB and 2,061 MiB peak, 1,898 B a request between them; 2.41 KB
+at the previous fit, 8.24 KB before issue 42). With `RSS_BASE` kept, the estimate is
+464 MB at 100,250 and 2,174 MB at 1,000,094 requests, a little above what was measured
+(453 MB, 2,161 MB), so the preflight check errs on the side of refusing. Most of it is
+what a stage holds for every unit while it works (the plan's items, the answers' table,
+a coding layer's codes, the reliability pairs' rows); the local backends' weights are not
+in it."""
 
 
 @dataclass(frozen=True)

@@ -24,12 +24,17 @@ def test_the_80200_request_run_of_issue_42() -> None:
 
 
 def test_peak_rss_of_the_2005_request_run() -> None:
-    # the RSS constants were fitted at 20,050 and 100,250 requests (after issue 42's compact
-    # records); the same grid at 2,005 requests peaked at 286,540 KB on this branch
+    # the RSS constants were fitted at 100,250 and 1,000,094 requests (bench/scale.py,
+    # 2026-11-30); the same grid at 2,005 requests peaked at 286,540 KB (2026-11-29), and at
+    # 10,025 requests at 292 MiB in the fitting bench run: neither point was fitted on
     f = estimate_footprint(items=2_005, needed=2_005, prompt_tokens=40, answer_chars=12, cells=21,
                            cell_id_chars=55.8, code_rows_per_item=2, metrics=1,
                            answer_basis="answers as long as measured")
     assert f.peak_rss == pytest.approx(286_540 * 1024, rel=0.10)
+    g = estimate_footprint(items=10_025, needed=10_025, prompt_tokens=40, answer_chars=12, cells=21,
+                           cell_id_chars=55.8, code_rows_per_item=2, metrics=1,
+                           answer_basis="answers as long as measured")
+    assert g.peak_rss == pytest.approx(292 * 2**20, rel=0.10)
 
 
 def test_fmt_bytes_is_decimal() -> None:
