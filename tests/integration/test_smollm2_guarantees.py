@@ -55,15 +55,17 @@ def test_greedy_smollm2_runs_are_byte_identical(workdir: Path, cli, smollm2) -> 
 
 def test_sigkilled_scoring_run_resumes_to_the_uninterrupted_result(workdir: Path, cli, smollm2) -> None:  # type: ignore[no-untyped-def]
     spec = tp_spec(workdir, 4)  # 8 sequence_logprob requests
-    one_at_a_time = "runtime.batch_size=1"  # so the kill lands between two scored requests
+    # one request a batch (scoring batches by a token budget unless it is null), so the
+    # kill lands between two scored requests: each finished batch is committed whole
+    one_at_a_time = ["runtime.batch_size=1", "runtime.batch_tokens=null"]
     ref = workdir / "ref"
     (ref / "reports").mkdir(parents=True)
-    code, _, err = cli("run", f"spec={spec}", one_at_a_time, *isolation(ref))
+    code, _, err = cli("run", f"spec={spec}", *one_at_a_time, *isolation(ref))
     assert code == expected_exit(ref), err
     [reference] = run_dirs(ref)
 
     share_converted_model(workdir)
-    args = ["run", f"spec={spec}", one_at_a_time, *isolation(workdir)]
+    args = ["run", f"spec={spec}", *one_at_a_time, *isolation(workdir)]
     killed = biasaudit(workdir, args, hash_seed=3, kill_at=("put", 3))  # right after the 3rd response is committed
     assert killed.returncode == -signal.SIGKILL, killed.stderr
     again = biasaudit(workdir, args, hash_seed=4)
