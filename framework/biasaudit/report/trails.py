@@ -14,29 +14,13 @@ a float is declared) goes through its `model_dump` as before.
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from typing import Any
 
 from biasaudit._util.trail import encode
 from biasaudit.plan import Plan
-from biasaudit.plan.requests import Request
 from biasaudit.records.codes import Code
 from biasaudit.records.responses import Response
 
-_REQUEST_FIELDS = ("key", "kind", "text", "text_pair", "messages", "params", "sample", "stimulus")
 _CODE_FIELDS = ("unit", "status", "label", "value", "text", "source", "detail")
-
-
-def _request_dump(req: Request) -> dict[str, Any]:
-    """`req.model_dump(exclude={"key"})`: its fields in declared order, `stimulus` left
-    out when None (`Request._no_unset_stimulus`)."""
-    d = req.__dict__
-    if type(req) is not Request or tuple(d) != _REQUEST_FIELDS:
-        return req.model_dump(exclude={"key"})
-    out = {"kind": d["kind"], "text": d["text"], "text_pair": d["text_pair"], "messages": d["messages"],
-           "params": d["params"], "sample": d["sample"]}
-    if d["stimulus"] is not None:
-        out["stimulus"] = d["stimulus"]
-    return out
 
 
 def response_lines(plan: Plan, responses: Mapping[str, Response]) -> Iterator[str]:
@@ -50,7 +34,7 @@ def response_lines(plan: Plan, responses: Mapping[str, Response]) -> Iterator[st
             head = heads[it.cell] = f'{{"cell": {encode(it.cell)}, "levels": {encode(levels.get(it.cell, {}))}, '
         resp = responses[it.key]
         rest = encode({"stimulus": it.stimulus, "slot": it.slot, "variant": it.variant, "sample": it.sample,
-                       "key": it.key, "request": _request_dump(requests[it.key]), "status": resp.status,
+                       "key": it.key, "request": requests[it.key].body(), "status": resp.status,
                        "error": resp.error, "error_kind": resp.error_kind, "attempts": resp.attempts,
                        "output": resp.output})
         yield head + rest[1:]  # rest without its "{"

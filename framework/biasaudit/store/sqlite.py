@@ -409,15 +409,8 @@ class Store:
 
 def request_json(request: Request) -> str:
     """The stored text of a request: `canonical_json(request.model_dump(exclude={"key"}))`,
-    built from the record's fields directly (issue 42: pydantic's dump and the request's
-    wrap serializer were a sixth of the engine's time per request). Every field of a
-    `Request` is plain JSON (no nested record), so the dump is its `__dict__`; an unset
-    stimulus is left out as the serializer leaves it (tests/unit/store: equal to the dump)."""
-    d = dict(request.__dict__)
-    del d["key"]
-    if d.get("stimulus") is None:
-        d.pop("stimulus", None)
-    return canonical_json(d)
+    from the record's fields (`Request.body`; tests/unit/store: equal to the dump)."""
+    return canonical_json(request.body())
 
 
 def _process_alive(pid: int) -> bool:
