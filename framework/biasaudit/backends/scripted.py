@@ -17,11 +17,16 @@ token step, and an interrupt drops the batch in progress), `token_steps` (with
 reply's word count: long answers), `calls_log` (append one line per answered call to this
 file), `usage` (the tokens each answer reports, as a provider's `usage`: `{input_tokens: N,
 output_tokens: M}` for every answer, or `words`: the prompt's and the reply's word counts).
+
+Without `delay` or `die_after`, calls are answered `runtime.batch_size` at a time and each
+batch is handed over whole (one store write), as a local model's batch is; with either,
+one call at a time, each answer handed over before the next call.
 """
 
 from __future__ import annotations
 
 import hashlib
+import itertools
 import os
 import signal
 import time
@@ -31,7 +36,7 @@ from typing import Any
 
 from biasaudit._util import interrupt
 from biasaudit._util.fileio import atomic_write, open_append
-from biasaudit.backends.base import BACKENDS, BackendKind, BatchWatch, Emit, Response
+from biasaudit.backends.base import BACKENDS, BackendKind, BatchWatch, Emit, Response, together
 from biasaudit.plan import Request
 from biasaudit.records.json import JSONObject, JSONValue
 from biasaudit.spec import RuntimeConfig, ScriptedConfig
@@ -140,26 +145,56 @@ class ScriptedBackend:
         interrupt.check()
 
     def _answer_each(self, requests: Sequence[Request], emit: Emit) -> None:
+        s = self.script
+        if s.get("delay") or self.die_after is not None or _die_after is not None:
+            # a kill or a delay is counted per call: each answer is handed over (and
+            # committed) before the next call starts
+            for req in requests:
+                if self._dies():
+                    os.kill(os.getpid(), signal.SIGKILL)
+                if s.get("delay"):
+                    time.sleep(float(s["delay"]))
+                self._emit_all([self._one(req)], requests=[req], emit=emit)
+            return
+        # Otherwise answered `batch_size` at a time, as a local model's batch: the batch's
+        # answers are all in hand when they are handed over, in one write (`together`).
+        # Issue 42: one commit a request was most of an instant run's model-call stage.
+        # (read batch by batch: the engine's pending requests are built from the plan's
+        # table as they are read, and a list of them all would hold every prompt)
+        it = iter(requests)
+        while batch := list(itertools.islice(it, self.batch_size)):
+            self._emit_all([self._one(r) for r in batch], requests=batch, emit=emit)
+
+    def _one(self, req: Request) -> Response:
+        """One call answered (or failed, with `fail_every`), counted."""
         global _process_calls
         s = self.script
-        for req in requests:
-            if self._dies():
-                os.kill(os.getpid(), signal.SIGKILL)
-            if s.get("delay"):
-                time.sleep(float(s["delay"]))
-            self.calls += 1
-            _process_calls += 1
-            every = s.get("fail_every")
-            if every and self.calls % int(every) == 0:
-                resp = Response(key=req.key, status="failed", error="scripted failure")
-            else:
-                resp = self._answer(req)
-            if s.get("usage") is not None and resp.output is not None:
-                resp = resp.model_copy(update={"output": {**resp.output, "usage": self._usage(req, resp)}})
-            if s.get("calls_log"):
-                with open_append(s["calls_log"], key="model.script.calls_log", what="calls log") as f:
-                    f.write(req.key + "\n")
-            emit(resp)
+        self.calls += 1
+        _process_calls += 1
+        every = s.get("fail_every")
+        if every and self.calls % int(every) == 0:
+            return Response(key=req.key, status="failed", error="scripted failure")
+        resp = self._answer(req)
+        if s.get("usage") is not None and resp.output is not None:
+            resp = resp.model_copy(update={"output": {**resp.output, "usage": self._usage(req, resp)}})
+        return resp
+
+    def _emit_all(self, resps: list[Response], requests: Sequence[Request], emit: Emit) -> None:
+        """Hand over answers already made, as one group; a Ctrl-C raised while one is
+        handed over lets the rest of the group be handed over first (nothing answered is
+        dropped), then stops."""
+        stopped: KeyboardInterrupt | None = None
+        with together():
+            for req, resp in zip(requests, resps, strict=True):
+                if self.script.get("calls_log"):
+                    with open_append(self.script["calls_log"], key="model.script.calls_log", what="calls log") as f:
+                        f.write(req.key + "\n")
+                try:
+                    emit(resp)
+                except KeyboardInterrupt as exc:
+                    stopped = exc
+        if stopped is not None:
+            raise stopped
 
     def _dies(self) -> bool:
         """Whether `die_after` kills this process before its next call."""

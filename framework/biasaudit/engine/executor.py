@@ -95,14 +95,13 @@ def execute_requests(
                 hint="run `biasaudit run` with the same spec and model to fill the cache",
             )
         backend = _load(backend_factory, store, identity, label, who, load_note, stats)
-        by_key = requests
         bar = _progress(progress, len(pending), label)
         stop = GracefulStop()
 
         tally = _Tally()
 
         def emit(resp: Response) -> None:
-            req = by_key[resp.key]  # built once per answer (the plan's table builds it on each read)
+            req = pending.take(resp.key)  # the one the backend was handed, when still at hand
             # scrubbed before storing: a server may echo the API key in an error body, and
             # may send text no file can hold (lone surrogates from `\ud800` escapes). The
             # output's JSON, which the store writes anyway, is what is searched: the record
@@ -170,9 +169,27 @@ class _Pending(Sequence[Request]):
     plan's table when a backend reads it (issue 42: a list of them held every prompt of
     the run twice while the backend answered)."""
 
+    # Requests handed to the backend and not yet answered, kept so that the answer's
+    # `emit` need not build its request again from the table (a tenth of an instant run's
+    # model-call stage). Bounded: a backend that reads far ahead (a whole batch file)
+    # gets the rest built again when answered.
+    HELD = 1024
+
     def __init__(self, requests: Mapping[str, Request], keys: list[str]) -> None:
         self.requests = requests
         self.keys = keys
+        self.handed: dict[str, Request] = {}
+
+    def _hand(self, key: str) -> Request:
+        req = self.requests[key]
+        if len(self.handed) < self.HELD:
+            self.handed[key] = req
+        return req
+
+    def take(self, key: str) -> Request:
+        """The request an answer is for: the one handed out, or built again."""
+        req = self.handed.pop(key, None)
+        return req if req is not None else self.requests[key]
 
     @overload
     def __getitem__(self, i: int) -> Request: ...
@@ -182,11 +199,11 @@ class _Pending(Sequence[Request]):
 
     def __getitem__(self, i: int | slice) -> Request | list[Request]:
         if isinstance(i, slice):
-            return [self.requests[k] for k in self.keys[i]]
-        return self.requests[self.keys[i]]
+            return [self._hand(k) for k in self.keys[i]]
+        return self._hand(self.keys[i])
 
     def __iter__(self) -> Iterator[Request]:
-        return (self.requests[k] for k in self.keys)
+        return (self._hand(k) for k in self.keys)
 
     def __len__(self) -> int:
         return len(self.keys)

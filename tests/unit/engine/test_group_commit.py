@@ -178,3 +178,31 @@ def test_throughput_counted_as_answers_are_stored_equals_the_plan_estimate(tmp_p
     assert rate is not None
     assert (rate.calls, rate.input_tokens, rate.output_tokens) == (
         20, sum(estimated_tokens(r)[0] for r in reqs.values()), 2 * 20)
+
+
+def _scripted_writes(tmp_path: Path, script: dict[str, object], n: int) -> list[str]:
+    from biasaudit.backends.scripted import ScriptedBackend
+
+    store = Store(tmp_path / "c.sqlite")
+    statements: list[str] = []
+    store.db.set_trace_callback(statements.append)
+    results, stats = execute_requests(_requests(n), store, lambda: ScriptedBackend(script, batch_size=4),
+                                      progress=False)
+    assert stats.calls == n and len(results) == n
+    marks = {"BEGIN": "B", "COMMIT": "C", "INSERT OR REPLACE INTO responses": "I"}
+    return [m for s in statements for p, m in marks.items() if s.startswith(p)]
+
+
+def test_the_scripted_double_hands_over_a_batch_at_a_time(tmp_path: Path) -> None:
+    """The instant backend answers `batch_size` calls, then hands them over in one write,
+    as a local model's batch (issue 42: a commit a request was most of its run stage)."""
+    assert "".join(_scripted_writes(tmp_path, {}, 10)) == "BIIIIC" "BIIIIC" "BIIC"
+
+
+def test_the_scripted_double_with_a_kill_hands_over_each_answer_alone(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`die_after` counts answers committed one by one: each answer is written before the
+    next call (a `die_after: n` kill leaves exactly n answers stored)."""
+    import biasaudit.backends.scripted as scripted
+
+    monkeypatch.setattr(scripted, "_die_after", None)
+    assert "".join(_scripted_writes(tmp_path, {"die_after": 10_000, "die_shard": 9}, 3)) == "BIC" * 3
