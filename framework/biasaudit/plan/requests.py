@@ -7,7 +7,7 @@ import json
 import marshal
 import zlib
 from array import array
-from collections.abc import ItemsView, Iterator, Mapping, ValuesView
+from collections.abc import ItemsView, Iterable, Iterator, Mapping, ValuesView
 from typing import Any, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
@@ -215,15 +215,28 @@ class RequestTable(Mapping[str, Request]):
                   frozenset(req.model_fields_set))
 
     def add_parts(self, key: str, text: str | None, messages: list[dict[str, str]] | None, sample: int,
-                  text_pair: str | None, stimulus: JSONObject | None) -> None:
+                  text_pair: str | None, stimulus: JSONObject | None) -> int:
         """`add(Request(key=key, kind=<the table's>, text=text, messages=messages,
         params=<the table's>, sample=sample, text_pair=text_pair, stimulus=stimulus))`
         without building the record: the plan's messages are {role, content} dicts of
-        text, already what the record would validate to."""
-        if self._index.find(key) >= 0:
-            return
+        text, already what the record would validate to. Returns the key's position
+        (`key_at`): a plan item holds it instead of the key (`plan.items.ItemTable`)."""
+        at = self._index.find(key)
+        if at >= 0:
+            return at
         pairs = None if messages is None else tuple((m["role"], m["content"]) for m in messages)
         self._put(key, (text, pairs, text_pair, stimulus), sample, _ALL_FIELDS)
+        return self._index.n - 1
+
+    def key_at(self, at: int) -> str:
+        """The key at position `at` (in the order added)."""
+        if not 0 <= at < self._index.n:
+            raise IndexError(at)
+        return self._index.key(at)
+
+    def keys_at(self, positions: Iterable[int]) -> Iterator[str]:
+        """`key_at` of each position, for positions this table gave (`add_parts`)."""
+        return map(self._index.key, positions)
 
     def _put(self, key: str, row: _Row | None, sample: int, fields_set: frozenset[str]) -> None:
         self._index.append(key)
