@@ -117,8 +117,9 @@ class ItemTable(Sequence[PlanItem]):
         keys_at = self._requests.keys_at
         new = tuple.__new__
         for start in range(0, self._n, _CHUNK):
-            c, s, sl, v, sa, at = (col[start:start + _CHUNK].tolist() for col in cols)
-            for row in zip(map(cells, c), map(stimuli, s), map(slots, sl), v, sa, keys_at(at), strict=True):
+            c, s, sl, v, sa = (col[start:start + _CHUNK].tolist() for col in cols[:5])
+            keys = keys_at(cols[5][start:start + _CHUNK])
+            for row in zip(map(cells, c), map(stimuli, s), map(slots, sl), v, sa, keys, strict=True):
                 yield new(PlanItem, row)
 
     def __eq__(self, other: object) -> bool:
@@ -148,7 +149,17 @@ class ItemTable(Sequence[PlanItem]):
         """Each item's request key, in plan order (no `PlanItem` built)."""
         at = self._columns()[5]
         for start in range(0, self._n, _CHUNK):
-            yield from self._requests.keys_at(at[start:start + _CHUNK].tolist())
+            yield from self._requests.keys_at(at[start:start + _CHUNK])
+
+
+def string_codes(items: Sequence[PlanItem], f: Field) -> tuple[list[str], npt.NDArray[np.integer]]:
+    """(the distinct values of field `f` in order of first appearance, each item's
+    position in them): the column of an `ItemTable`, interned from a list otherwise."""
+    if isinstance(items, ItemTable):
+        return items.vocabulary(f), items.codes(f)
+    ids: dict[str, int] = {}
+    codes = np.fromiter((ids.setdefault(getattr(it, f), len(ids)) for it in items), dtype=np.int64, count=len(items))
+    return list(ids), codes
 
 
 def item_keys(items: Sequence[PlanItem]) -> Iterator[str]:
@@ -159,4 +170,4 @@ def item_keys(items: Sequence[PlanItem]) -> Iterator[str]:
     return (it.key for it in items)
 
 
-__all__ = ["ItemTable", "item_keys"]
+__all__ = ["ItemTable", "item_keys", "string_codes"]

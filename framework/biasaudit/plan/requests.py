@@ -7,9 +7,11 @@ import json
 import marshal
 import zlib
 from array import array
-from collections.abc import ItemsView, Iterable, Iterator, Mapping, ValuesView
+from collections.abc import ItemsView, Iterator, Mapping, ValuesView
 from typing import Any, NamedTuple
 
+import numpy as np
+import numpy.typing as npt
 from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 
 from biasaudit.records.construct import rebuilt
@@ -234,9 +236,21 @@ class RequestTable(Mapping[str, Request]):
             raise IndexError(at)
         return self._index.key(at)
 
-    def keys_at(self, positions: Iterable[int]) -> Iterator[str]:
-        """`key_at` of each position, for positions this table gave (`add_parts`)."""
-        return map(self._index.key, positions)
+    def keys_at(self, positions: npt.NDArray[np.integer]) -> list[str]:
+        """`key_at` of each position, for positions this table gave (`add_parts`): the
+        digests gathered and hex-encoded in one call, then cut into keys (a plan's
+        items read all their keys at every pass over them)."""
+        index = self._index
+        rows = np.frombuffer(index.digests, dtype=np.uint8).reshape(-1, 32)[positions]
+        hexed = rows.tobytes().hex()
+        del rows
+        out = [hexed[i:i + 64] for i in range(0, len(hexed), 64)]
+        if index.odd_at:
+            for j, at in enumerate(positions.tolist()):
+                odd = index.odd_at.get(at)
+                if odd is not None:
+                    out[j] = odd
+        return out
 
     def _put(self, key: str, row: _Row | None, sample: int, fields_set: frozenset[str]) -> None:
         self._index.append(key)
