@@ -24,7 +24,7 @@ from biasaudit.plan.requests import (
 )
 from biasaudit.records.json import JSONObject
 from biasaudit.spec import AuditConfig, LevelSpec
-from biasaudit.spec.templates import check_variables, reads, render
+from biasaudit.spec.templates import check_variables, forget_renders, reads, render
 
 CHAT_KINDS = ("generate", "next_token")
 BUILTIN_VARS = {"levels", "stimulus_id", "parts"}
@@ -241,6 +241,9 @@ def compile_plan(
         items.append(row.cell, row.stimulus, row.slot, row.variant, sample, at)
     requests.pack()
     items.pack()
+    # the renders memoised while compiling (~120 B an item at 10^5, capped at 65,536)
+    # would stay alive to the end of the run; the plan holds every text it needs
+    forget_renders()
     if not items:
         raise SpecError("the plan has no requests", file=spec_file, key="design")
     return Plan(
