@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple, Protocol
 
 from biasaudit.data import StimulusSet
 from biasaudit.errors import SpecError
 from biasaudit.plan.design import Cell, expand_design
+from biasaudit.plan.items import ItemTable
 from biasaudit.plan.requests import (
     KeyMaker,
     PlanItem,
@@ -23,7 +24,7 @@ from biasaudit.plan.requests import (
 )
 from biasaudit.records.json import JSONObject
 from biasaudit.spec import AuditConfig, LevelSpec
-from biasaudit.spec.templates import check_variables, reads, render
+from biasaudit.spec.templates import check_variables, forget_renders, reads, render
 
 CHAT_KINDS = ("generate", "next_token")
 BUILTIN_VARS = {"levels", "stimulus_id", "parts"}
@@ -33,7 +34,8 @@ BUILTIN_VARS = {"levels", "stimulus_id", "parts"}
 class Plan:
     cells: list[Cell]
     stimuli: StimulusSet
-    items: list[PlanItem]
+    items: Sequence[PlanItem]
+    """In plan order; a compiled plan holds them as columns in an `ItemTable` (issue 42)."""
     requests: Mapping[str, Request]
     """Key -> request; a compiled plan holds them in a compact `RequestTable` (issue 42)."""
     identity: JSONObject
@@ -229,14 +231,19 @@ def compile_plan(
     cells = expand_design(cfg, spec_file)
     check_plan_size(cfg, cells, stimuli, spec_file)
     check_templates(cfg, stimuli, spec_file)
-    items: list[PlanItem] = []
     requests = RequestTable(cfg.probe.kind, request_params(cfg)[0])
+    items = ItemTable(requests)
     # the rows go into the table as parts: a pydantic `Request` per row only to take it
-    # apart again cost a third of the plan stage (issue 42)
+    # apart again cost a third of the plan stage (issue 42); each item keeps its
+    # request's position in the table, not a copy of its key
     for row, sample, key, stim in _keyed(cfg, stimuli, identity, spec_file, cells):
-        items.append(PlanItem(row.cell, row.stimulus, row.slot, row.variant, sample, key))
-        requests.add_parts(key, row.text, row.messages, sample, row.pair, stim)
+        at = requests.add_parts(key, row.text, row.messages, sample, row.pair, stim)
+        items.append(row.cell, row.stimulus, row.slot, row.variant, sample, at)
     requests.pack()
+    items.pack()
+    # the renders memoised while compiling (~120 B an item at 10^5, capped at 65,536)
+    # would stay alive to the end of the run; the plan holds every text it needs
+    forget_renders()
     if not items:
         raise SpecError("the plan has no requests", file=spec_file, key="design")
     return Plan(

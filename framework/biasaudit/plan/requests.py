@@ -10,6 +10,8 @@ from array import array
 from collections.abc import ItemsView, Iterator, Mapping, ValuesView
 from typing import Any, NamedTuple
 
+import numpy as np
+import numpy.typing as npt
 from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 
 from biasaudit.records.construct import rebuilt
@@ -215,15 +217,40 @@ class RequestTable(Mapping[str, Request]):
                   frozenset(req.model_fields_set))
 
     def add_parts(self, key: str, text: str | None, messages: list[dict[str, str]] | None, sample: int,
-                  text_pair: str | None, stimulus: JSONObject | None) -> None:
+                  text_pair: str | None, stimulus: JSONObject | None) -> int:
         """`add(Request(key=key, kind=<the table's>, text=text, messages=messages,
         params=<the table's>, sample=sample, text_pair=text_pair, stimulus=stimulus))`
         without building the record: the plan's messages are {role, content} dicts of
-        text, already what the record would validate to."""
-        if self._index.find(key) >= 0:
-            return
+        text, already what the record would validate to. Returns the key's position
+        (`key_at`): a plan item holds it instead of the key (`plan.items.ItemTable`)."""
+        at = self._index.find(key)
+        if at >= 0:
+            return at
         pairs = None if messages is None else tuple((m["role"], m["content"]) for m in messages)
         self._put(key, (text, pairs, text_pair, stimulus), sample, _ALL_FIELDS)
+        return self._index.n - 1
+
+    def key_at(self, at: int) -> str:
+        """The key at position `at` (in the order added)."""
+        if not 0 <= at < self._index.n:
+            raise IndexError(at)
+        return self._index.key(at)
+
+    def keys_at(self, positions: npt.NDArray[np.integer]) -> list[str]:
+        """`key_at` of each position, for positions this table gave (`add_parts`): the
+        digests gathered and hex-encoded in one call, then cut into keys (a plan's
+        items read all their keys at every pass over them)."""
+        index = self._index
+        rows = np.frombuffer(index.digests, dtype=np.uint8).reshape(-1, 32)[positions]
+        hexed = rows.tobytes().hex()
+        del rows
+        out = [hexed[i:i + 64] for i in range(0, len(hexed), 64)]
+        if index.odd_at:
+            for j, at in enumerate(positions.tolist()):
+                odd = index.odd_at.get(at)
+                if odd is not None:
+                    out[j] = odd
+        return out
 
     def _put(self, key: str, row: _Row | None, sample: int, fields_set: frozenset[str]) -> None:
         self._index.append(key)

@@ -25,13 +25,15 @@ one plan item each.
 
 from __future__ import annotations
 
-from collections import Counter, defaultdict
+from collections import Counter
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, overload
 
+import numpy as np
 from pydantic import ValidationError
 
 from biasaudit.plan import Plan, PlanItem
+from biasaudit.plan.items import string_codes
 from biasaudit.plan.requests import Request
 from biasaudit.records.codes import Code
 from biasaudit.records.metric_result import ItemRow, MetricResult
@@ -137,22 +139,66 @@ def _joined(its: Sequence[PlanItem], plan: Plan, responses: Mapping[str, Respons
 
 
 class _Index:
+    """The plan items of a (stimulus, cell), or of a stimulus, in plan order. Held as
+    the items' positions sorted by (stimulus, cell) and by stimulus (numpy, stable: plan
+    order within each), read from the plan's columns: lists of every item per key held
+    each item twice (issue 42); the items are built when asked for."""
+
     def __init__(self, plan: Plan) -> None:
-        self.by_cell: dict[tuple[str, str], list[PlanItem]] = defaultdict(list)
-        self.by_stimulus: dict[str, list[PlanItem]] = defaultdict(list)
-        for it in plan.items:
-            self.by_cell[(it.stimulus, it.cell)].append(it)
-            self.by_stimulus[it.stimulus].append(it)
+        self.items = plan.items
+        stimuli, s = string_codes(plan.items, "stimulus")
+        cells, c = string_codes(plan.items, "cell")
+        self.stimulus_id = {v: i for i, v in enumerate(stimuli)}
+        self.cell_id = {v: i for i, v in enumerate(cells)}
+        self.n_cells = max(1, len(cells))
+        pair = s.astype(np.int64) * self.n_cells + c
+        self.by_pair = np.argsort(pair, kind="stable")
+        self.pairs = pair[self.by_pair]
+        self.by_stimulus = np.argsort(s, kind="stable")
+        self.stimuli = s[self.by_stimulus]
 
-    def of(self, stimulus: str, cell: str) -> list[PlanItem]:
-        return self.by_cell.get((stimulus, cell)) or self.by_stimulus.get(stimulus) or []
+    def _run(self, order: np.ndarray, keys: np.ndarray, key: int) -> _Items:
+        lo, hi = np.searchsorted(keys, key, "left"), np.searchsorted(keys, key, "right")
+        return _Items(self.items, order[lo:hi].tolist())
+
+    def of(self, stimulus: str, cell: str) -> Sequence[PlanItem]:
+        s = self.stimulus_id.get(stimulus)
+        if s is None:
+            return []
+        c = self.cell_id.get(cell)
+        its = self._run(self.by_pair, self.pairs, s * self.n_cells + c) if c is not None else []
+        return its or self._run(self.by_stimulus, self.stimuli, s)
 
 
-def _item_plan_items(items: Sequence[ItemRow], index: _Index) -> list[list[PlanItem]]:
+class _Items(Sequence[PlanItem]):
+    """Some of the plan's items, by position, each built when read (a row of a metric
+    with one row per plan item reads one of its (stimulus, cell)'s items)."""
+
+    __slots__ = ("_items", "_at")
+
+    def __init__(self, items: Sequence[PlanItem], at: list[int]) -> None:
+        self._items, self._at = items, at
+
+    def __len__(self) -> int:
+        return len(self._at)
+
+    @overload
+    def __getitem__(self, i: int) -> PlanItem: ...
+
+    @overload
+    def __getitem__(self, i: slice) -> list[PlanItem]: ...
+
+    def __getitem__(self, i: int | slice) -> PlanItem | list[PlanItem]:
+        if isinstance(i, slice):
+            return [self._items[j] for j in self._at[i]]
+        return self._items[self._at[i]]
+
+
+def _item_plan_items(items: Sequence[ItemRow], index: _Index) -> list[Sequence[PlanItem]]:
     """The plan items behind each item row (see the module docstring)."""
     rows = Counter((i.stimulus, i.cell or "") for i in items)
     seen: Counter[tuple[str, str]] = Counter()
-    out = []
+    out: list[Sequence[PlanItem]] = []
     for i in items:
         k = (i.stimulus, i.cell or "")
         its = index.of(*k)

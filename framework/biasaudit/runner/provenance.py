@@ -10,6 +10,7 @@ from collections.abc import Mapping
 
 from biasaudit.backends import kind_of, nli_is_subject
 from biasaudit.plan import Plan
+from biasaudit.plan.items import item_keys
 from biasaudit.plan.requests import estimated_tokens
 from biasaudit.records.execution import ExecutionStats
 from biasaudit.records.json import JSONObject
@@ -158,7 +159,7 @@ def reproducibility(manifest: RunManifest) -> Reproducibility:
 
 
 def trail(plan: Plan, responses: Mapping[str, Response], codes: bool = False) -> Trail:
-    status = Counter(responses[it.key].status for it in plan.items)
+    status = Counter(responses[k].status for k in item_keys(plan.items))  # the key column: no item built
     return Trail(file="responses.jsonl", lines=len(plan.items), requests=len(plan.requests),
                  ok=status.get("ok", 0), failed=sum(v for k, v in status.items() if k != "ok"),
                  codes="codes.jsonl" if codes else None)

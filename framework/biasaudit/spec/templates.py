@@ -384,6 +384,12 @@ def _render_memo(source: str, typed: tuple[tuple[type, Any], ...]) -> str:
     return _render_now(source, {n: v for n, (_t, v) in zip(_reads(source), typed, strict=True)})
 
 
+def forget_renders() -> None:
+    """Drop the memoised renders (up to 65,536 texts with their inputs): a compiled plan
+    holds its texts, and nothing after the plan stage reads the memo (issue 42)."""
+    _render_memo.cache_clear()
+
+
 def render(source: str, context: dict[str, Any], *, file: str | None, key: str) -> str:
     """Render `source` in the sandbox. Templates are pure functions of the variables they
     read, so a render is memoised on those values: a plan renders each distinct (template,
