@@ -198,7 +198,7 @@ class Code(BaseModel):
 
 
 _CODE_DEFAULTS: dict[str, object] = {"label": None, "value": None, "text": None, "source": ""}
-_CODE_SETS: dict[frozenset[str], frozenset[str]] = {}
+_CODE_SETS: dict[tuple[str, ...], frozenset[str]] = {}  # new_code's field names -> the fields set
 
 
 def new_code(unit: str, status: CodeStatus, detail: CodeDetail, **fields: str | float | None) -> Code:
@@ -213,11 +213,13 @@ def new_code(unit: str, status: CodeStatus, detail: CodeDetail, **fields: str | 
         raise TypeError(f"new_code: value must be a float, not {type(value).__name__}")
     if not isinstance(detail, CodeDetail):
         raise TypeError("new_code: detail must be a CodeDetail record")
-    fs = frozenset(("unit", "status", "detail", *fields))
-    values: dict[str, object] = {"unit": unit, "status": status, **_CODE_DEFAULTS, **fields, "detail": detail}
-    if len(values) != 7:  # a field Code does not have
-        raise TypeError(f"new_code: unknown field(s) {sorted(set(values) - set(Code.model_fields))}")
-    return rebuilt(Code, values, _CODE_SETS.setdefault(fs, fs))
+    names = tuple(fields)
+    fs = _CODE_SETS.get(names)  # (a coder passes the same few field names for every unit)
+    if fs is None:
+        if not set(names) <= _CODE_DEFAULTS.keys():  # a field Code does not have
+            raise TypeError(f"new_code: unknown field(s) {sorted(set(names) - set(Code.model_fields))}")
+        fs = _CODE_SETS[names] = frozenset(("unit", "status", "detail", *names))
+    return rebuilt(Code, {"unit": unit, "status": status, **_CODE_DEFAULTS, **fields, "detail": detail}, fs)
 
 
 _STATUSES: tuple[CodeStatus, ...] = ("coded", "abstain", "not_applicable", "failed")

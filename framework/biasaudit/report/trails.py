@@ -59,16 +59,34 @@ def _plain_code(c: Code) -> dict[str, object] | None:
             "source": d["source"]}
 
 
+_DETAILS_HELD = 4096
+"""Distinct evidence records whose encoded text `code_lines` keeps at a time (coders
+share one record among the units with equal evidence: a few per layer)."""
+
+
 def code_lines(codes: Mapping[str, Mapping[str, Code]]) -> Iterator[str]:
     """codes.jsonl's records (its header aside): one per layer and unit, what the layer
-    said and why (embedding vectors are left out: they are in the store)."""
+    said and why (embedding vectors are left out: they are in the store). Coders share
+    one evidence record among the units whose evidence is equal (rules, choice, judge
+    panels), so each record's `trail()` is encoded once and its text reused: its dump
+    was half of a line's time (issue 42). The line is `encode` of the same dict, built
+    from its parts: the layer's head once, the plain fields, then the detail's text."""
     for layer, table in codes.items():
+        head = f'{{"layer": {encode(layer)}, '
+        done: dict[int, tuple[object, str]] = {}  # id(detail) -> (the detail, kept alive; its text)
         for c in table.values():
             plain = _plain_code(c)
             if plain is None:
                 yield encode({"layer": layer, **c.trail()})
-            else:
-                yield encode({"layer": layer, **plain, "detail": c.detail.trail()})
+                continue
+            detail = c.detail
+            got = done.get(id(detail))
+            if got is None or got[0] is not detail:
+                if len(done) >= _DETAILS_HELD:
+                    done.clear()
+                got = done[id(detail)] = (detail, encode(detail.trail()))
+            # encode(plain) is "{...}": its inside, then the detail, as encode(dict) joins items
+            yield f'{head}{encode(plain)[1:-1]}, "detail": {got[1]}}}'
 
 
 __all__ = ["code_lines", "response_lines"]
