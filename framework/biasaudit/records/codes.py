@@ -222,6 +222,8 @@ def new_code(unit: str, status: CodeStatus, detail: CodeDetail, **fields: str | 
     return rebuilt(Code, {"unit": unit, "status": status, **_CODE_DEFAULTS, **fields, "detail": detail}, fs)
 
 
+CodeFields = tuple[str, CodeStatus, str | None, float | None, str | None, str, CodeDetail]
+"""A code's field values in `Code`'s order (`CodeTable.fields`)."""
 _STATUSES: tuple[CodeStatus, ...] = ("coded", "abstain", "not_applicable", "failed")
 _STATUS_AT = {st: i for i, st in enumerate(_STATUSES)}
 _NO_VALUE, _FLOAT, _OTHER = 0, 1, 2  # what a row's value is: None, a float in `_value`, another object kept aside
@@ -397,6 +399,24 @@ class CodeTable(Mapping[str, Code]):
                               "label": self._labels[self._label[row]], "value": value,
                               "text": self._text.get(row), "source": self._sources[self._source[row]],
                               "detail": self._detail[row]}, self._fsets[self._fset[row]])
+
+    def fields(self) -> Iterator[CodeFields | Code]:
+        """Each code in iteration order as the values of its fields (unit, status, label,
+        value, text, source, detail: what `self[uid].__dict__` holds, in that order),
+        without building the record (a trail writer reads every code once); a code whose
+        value is not a float, or one kept whole, as its record."""
+        ids, pos, status, label, labels = self._index.ids, self._pos, self._status, self._label, self._labels
+        value, vkind, source, sources, detail, text = \
+            self._value, self._vkind, self._source, self._sources, self._detail, self._text
+        for row in range(len(pos)):
+            kind = vkind[row]
+            if kind == _OTHER:
+                yield self[ids[pos[row]]]
+                continue
+            yield (ids[pos[row]], _STATUSES[status[row]], labels[label[row]],
+                   None if kind == _NO_VALUE else value[row], text.get(row) if text else None,
+                   sources[source[row]], detail[row])
+        yield from self._whole.values()
 
     def __contains__(self, uid: object) -> bool:
         return self._row(uid) >= 0 or uid in self._whole
