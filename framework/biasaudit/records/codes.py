@@ -198,7 +198,7 @@ class Code(BaseModel):
 
 
 _CODE_DEFAULTS: dict[str, object] = {"label": None, "value": None, "text": None, "source": ""}
-_CODE_SETS: dict[frozenset[str], frozenset[str]] = {}
+_CODE_SETS: dict[tuple[str, ...], frozenset[str]] = {}  # new_code's field names -> the fields set
 
 
 def new_code(unit: str, status: CodeStatus, detail: CodeDetail, **fields: str | float | None) -> Code:
@@ -213,13 +213,17 @@ def new_code(unit: str, status: CodeStatus, detail: CodeDetail, **fields: str | 
         raise TypeError(f"new_code: value must be a float, not {type(value).__name__}")
     if not isinstance(detail, CodeDetail):
         raise TypeError("new_code: detail must be a CodeDetail record")
-    fs = frozenset(("unit", "status", "detail", *fields))
-    values: dict[str, object] = {"unit": unit, "status": status, **_CODE_DEFAULTS, **fields, "detail": detail}
-    if len(values) != 7:  # a field Code does not have
-        raise TypeError(f"new_code: unknown field(s) {sorted(set(values) - set(Code.model_fields))}")
-    return rebuilt(Code, values, _CODE_SETS.setdefault(fs, fs))
+    names = tuple(fields)
+    fs = _CODE_SETS.get(names)  # (a coder passes the same few field names for every unit)
+    if fs is None:
+        if not set(names) <= _CODE_DEFAULTS.keys():  # a field Code does not have
+            raise TypeError(f"new_code: unknown field(s) {sorted(set(names) - set(Code.model_fields))}")
+        fs = _CODE_SETS[names] = frozenset(("unit", "status", "detail", *names))
+    return rebuilt(Code, {"unit": unit, "status": status, **_CODE_DEFAULTS, **fields, "detail": detail}, fs)
 
 
+CodeFields = tuple[str, CodeStatus, str | None, float | None, str | None, str, CodeDetail]
+"""A code's field values in `Code`'s order (`CodeTable.fields`)."""
 _STATUSES: tuple[CodeStatus, ...] = ("coded", "abstain", "not_applicable", "failed")
 _STATUS_AT = {st: i for i, st in enumerate(_STATUSES)}
 _NO_VALUE, _FLOAT, _OTHER = 0, 1, 2  # what a row's value is: None, a float in `_value`, another object kept aside
@@ -395,6 +399,24 @@ class CodeTable(Mapping[str, Code]):
                               "label": self._labels[self._label[row]], "value": value,
                               "text": self._text.get(row), "source": self._sources[self._source[row]],
                               "detail": self._detail[row]}, self._fsets[self._fset[row]])
+
+    def fields(self) -> Iterator[CodeFields | Code]:
+        """Each code in iteration order as the values of its fields (unit, status, label,
+        value, text, source, detail: what `self[uid].__dict__` holds, in that order),
+        without building the record (a trail writer reads every code once); a code whose
+        value is not a float, or one kept whole, as its record."""
+        ids, pos, status, label, labels = self._index.ids, self._pos, self._status, self._label, self._labels
+        value, vkind, source, sources, detail, text = \
+            self._value, self._vkind, self._source, self._sources, self._detail, self._text
+        for row in range(len(pos)):
+            kind = vkind[row]
+            if kind == _OTHER:
+                yield self[ids[pos[row]]]
+                continue
+            yield (ids[pos[row]], _STATUSES[status[row]], labels[label[row]],
+                   None if kind == _NO_VALUE else value[row], text.get(row) if text else None,
+                   sources[source[row]], detail[row])
+        yield from self._whole.values()
 
     def __contains__(self, uid: object) -> bool:
         return self._row(uid) >= 0 or uid in self._whole

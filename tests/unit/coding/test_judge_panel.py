@@ -96,3 +96,22 @@ def test_equal_prompts_and_votes_share_one_object(tmp_path: Path) -> None:
     codes = [out.codes["elaboration"][u.id] for u in units]
     assert all(c.detail.votes == {"a": "D", "b": "D", "c": "E"} and c.label == "D" for c in codes)
     assert len({id(c.detail) for c in codes}) == 1
+
+
+def test_units_share_prompts_only_when_what_the_rubric_reads_is_equal(tmp_path: Path) -> None:
+    # issue 42: a unit's prompts are looked up by the values the templates read, typed
+    # (1, 1.0 and True are equal in Python but render apart); a rubric reading a mapping
+    # (the levels) renders per unit
+    cfg = config(tmp_path, judge=PANEL, coding={"stance": {
+        "coder": "judge_panel", "rubric": "n={{ statement }} {{ text }}", "answers": {"rejects": "D", "accepts": "A"}}})
+    coder = plan(cfg).layers["stance"].build()
+    units = [unit(i, fields={"statement": n}) for i, n in enumerate([1, 1.0, True, 1, 2], 1)]
+    reqs = coder.plan(units, {u.id: "t" for u in units}, {})
+    assert [r.user for r in reqs[::3]] == ["n=1 t", "n=1.0 t", "n=True t", "n=1 t", "n=2 t"]
+    assert reqs[0] is reqs[9]  # the fourth unit is the first one's again: one object
+    cfg = config(tmp_path, judge=PANEL, coding={"stance": {
+        "coder": "judge_panel", "rubric": "{{ levels }} {{ text }}", "answers": {"rejects": "D", "accepts": "A"}}})
+    coder = plan(cfg).layers["stance"].build()
+    us = [unit(1, levels={"g": "a"}), unit(2, levels={"g": "b"})]
+    got = coder.plan(us, {u.id: "t" for u in us}, {})
+    assert [r.user for r in got[::3]] == [f"{dict(u.levels)} t" for u in us]

@@ -77,6 +77,14 @@ def test_responses_lines_equal_the_earlier_writers() -> None:
     assert got == "".join(json_line(r) for r in _old_response_rows(plan, responses))
 
 
+def test_items_out_of_the_tables_order_or_asking_one_request_twice() -> None:
+    # the writer reads the table alongside the items while they keep its order
+    plan, responses = _plan(60)
+    plan.items = plan.items[10:30] + plan.items[:10] + plan.items[25:35] + plan.items[59:] + plan.items[35:]
+    got = "".join(trail._safe(line) + "\n" for line in response_lines(plan, responses))
+    assert got == "".join(json_line(r) for r in _old_response_rows(plan, responses))
+
+
 def test_a_request_subclass_or_model_construct_goes_through_its_dump() -> None:
     plan, responses = _plan(5)
     plan.requests["k00001"] = Request.model_construct(key="k00001", kind="generate", text="t", sample=1)
@@ -98,6 +106,10 @@ def _codes() -> dict[str, CodeTable | dict[str, Code]]:
         value = (0.25 * i, math.nan, math.inf, -0.0)[i % 4]
         val[uid] = Code(unit=uid, status="coded", value=value, text=f"masked {HOSTILE}", source="fallback:parser",
                         detail=CodeDetail(input_truncated=Truncation(chars=900, kept=800)))
+    # in a table too: an int value (kept aside from the float column) and a code keyed
+    # apart from its unit (kept whole), each written through its record's dump
+    sel["int"] = Code.model_construct(unit="int", status="coded", value=3, source="rules")
+    sel["apart"] = Code(unit="elsewhere", status="coded", label="E", source="rules")
     odd = {
         "int": Code.model_construct(unit="int", status="coded", value=3, source="rules"),  # not validated
         "sub": MyCode(unit="sub", status="coded", label="A", source="rules"),

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from typing import Literal
+from typing import Literal, cast
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -26,7 +26,9 @@ from biasaudit.records.coding import PanelReport, PositionReport
 from biasaudit.records.responses import ChoiceOutput, parse_output
 from biasaudit.registry import CODERS
 from biasaudit.spec import JudgePanelConfig, JudgeSpec
-from biasaudit.spec.templates import check_variables, render
+from biasaudit.spec.templates import check_variables, reads, render
+
+_UNSEEN = object()
 
 
 class JudgePanelOptions(BaseModel):
@@ -117,6 +119,12 @@ class JudgePanelCoder:
         # each: at a million units the copies were gigabytes (issue 42).
         self._same: dict[CodingRequest, CodingRequest] = {}
         self._details: dict[tuple[tuple[str, str | None], ...], tuple[JudgePanelEvidence, str | float | None]] = {}
+        # A prompt is a function of the few variables its template reads (templates.render
+        # memoises on them too): units equal on those share one list of requests, found
+        # with one lookup instead of a render and a request per judge (issue 42: half the
+        # coding stage). None until the first render (the templates then parse).
+        self._reads: tuple[str, ...] | None = None
+        self._by_reads: dict[tuple[tuple[type, object], ...], list[CodingRequest]] = {}
 
     def requests(self, unit: Unit, text: str) -> list[CodingRequest]:
         got = self._planned.get(unit.id)
@@ -126,42 +134,55 @@ class JudgePanelCoder:
         if self.o.max_chars is not None:
             text = text[: self.o.max_chars]
         ctx = unit.context(text=text)
-        out = []
-        for j in self.judges:
-            key = self.env.key("rubric") if self.o.rubric else f"judge.judges.{j.name}.prompt"
-            user = render(self.o.rubric or j.prompt, ctx, file=self.env.spec_file if self.o.rubric else None, key=key)
-            req = CodingRequest(route=f"judge:{j.name}", kind="choice", user=user, params=self.params)
-            out.append(self._same.setdefault(req, req))
+        seen = self._seen(ctx)
+        out = self._by_reads.get(seen) if seen is not None else None
+        if out is None:
+            out = []
+            for j in self.judges:
+                key = self.env.key("rubric") if self.o.rubric else f"judge.judges.{j.name}.prompt"
+                user = render(self.o.rubric or j.prompt, ctx, file=self.env.spec_file if self.o.rubric else None,
+                              key=key)
+                req = CodingRequest(route=f"judge:{j.name}", kind="choice", user=user, params=self.params)
+                out.append(self._same.setdefault(req, req))
+            if self._reads is None:  # the templates rendered: they parse
+                self._reads = tuple(sorted(set().union(*(reads(self.o.rubric or j.prompt) for j in self.judges))))
+                seen = self._seen(ctx)
+            if seen is not None:
+                self._by_reads[seen] = out
         self._planned[unit.id] = (full, out)
         return out
+
+    def _seen(self, ctx: Mapping[str, object]) -> tuple[tuple[type, object], ...] | None:
+        """The values (with their types: 1 and 1.0 render differently) of the variables the
+        judges' templates read, as `render`'s memo keys them; None when one is missing or
+        unhashable (a mapping), or before the first render."""
+        if self._reads is None:
+            return None
+        try:
+            seen = tuple((type(ctx[n]), ctx[n]) for n in self._reads)
+            hash(seen)
+        except (KeyError, TypeError):
+            return None
+        return seen
 
     def plan(self, units: Sequence[Unit], inputs: Mapping[str, str], answers: Answers) -> list[CodingRequest]:
         return [r for u in units for r in self.requests(u, inputs[u.id])]
 
     def code(self, units: Sequence[Unit], inputs: Mapping[str, str], answers: Answers) -> list[Code]:
         out = []
-        vote_of: dict[CodingRequest, str | None] = {}  # one answer serves every unit that asked it
+        # one answer serves every unit that asked it; requests are the coder's own shared
+        # objects (`_same`), so they are told apart by identity (hashing a request's fields
+        # was most of this loop)
+        vote_of: dict[int, str | None] = {}
+        # units sharing one list of requests (equal prompts) share their verdict: id(list)
+        # -> (the list, kept alive while its id is a key; the evidence and the result)
+        verdict_of: dict[int, tuple[list[CodingRequest], JudgePanelEvidence, str | float | None]] = {}
         for u in units:
-            votes: dict[str, str | None] = {}
-            for j, req in zip(self.judges, self.requests(u, inputs[u.id]), strict=True):
-                if req not in vote_of:
-                    r = answers.get(req)
-                    got = parse_output(ChoiceOutput, r) if r is not None else None
-                    vote_of[req] = self.label_of.get(got.choice) if got is not None else None
-                votes[j.name] = vote_of[req]
-            seen = tuple(votes.items())
-            # the label (or value) is a function of the votes: worked out once per distinct
-            # votes, with their one evidence record (issue 42)
-            known = self._details.get(seen)
-            if known is None:
-                labels = list(votes.values())
-                result: str | float | None
-                if self.o.aggregate == "mean":
-                    result = mean_vote(labels)
-                else:
-                    result = majority(labels) if self.o.aggregate == "majority" else unanimous(labels)
-                known = self._details[seen] = (JudgePanelEvidence(votes=votes), result)
-            detail, result = known
+            reqs = self.requests(u, inputs[u.id])
+            verdict = verdict_of.get(id(reqs))
+            if verdict is None:
+                verdict = verdict_of[id(reqs)] = (reqs, *self._verdict(reqs, answers, vote_of))
+            _, detail, result = verdict
             status: CodeStatus = "coded" if result is not None else "abstain"
             # (new_code: the record Code(...) gives, without validating what is already typed)
             if self.o.aggregate == "mean":
@@ -169,6 +190,31 @@ class JudgePanelCoder:
             else:
                 out.append(new_code(u.id, status, detail, label=result, source="judge_panel"))
         return out
+
+    def _verdict(self, reqs: list[CodingRequest], answers: Answers,
+                 vote_of: dict[int, str | None]) -> tuple[JudgePanelEvidence, str | float | None]:
+        """The judges' votes on one unit's requests, and the label (or value) they give."""
+        votes: dict[str, str | None] = {}
+        for j, req in zip(self.judges, reqs, strict=True):
+            vote = vote_of.get(id(req), _UNSEEN)
+            if vote is _UNSEEN:
+                r = answers.get(req)
+                got = parse_output(ChoiceOutput, r) if r is not None else None
+                vote = vote_of[id(req)] = self.label_of.get(got.choice) if got is not None else None
+            votes[j.name] = cast(str | None, vote)
+        seen = tuple(votes.items())
+        # the label (or value) is a function of the votes: worked out once per distinct
+        # votes, with their one evidence record (issue 42)
+        known = self._details.get(seen)
+        if known is None:
+            labels = list(votes.values())
+            result: str | float | None
+            if self.o.aggregate == "mean":
+                result = mean_vote(labels)
+            else:
+                result = majority(labels) if self.o.aggregate == "majority" else unanimous(labels)
+            known = self._details[seen] = (JudgePanelEvidence(votes=votes), result)
+        return known
 
 
 def _check(env: CoderEnv, o: JudgePanelOptions) -> None:

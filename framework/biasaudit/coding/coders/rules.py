@@ -231,6 +231,8 @@ class RulesCoder:
         self.by_level = {lv: [_compile(r, env.key(f"levels.{lv}[{i}]"), env) for i, r in enumerate(rs)]
                          for lv, rs in options.levels.items()}
         self._details: dict[tuple[tuple[str, Any], ...], RulesEvidence] = {}
+        # each level's rules in the order they are tried, listed once (not once per unit)
+        self.rules_of = {lv: [*self.common, *rs] for lv, rs in self.by_level.items()}
 
     def plan(self, units: Sequence[Unit], inputs: Mapping[str, str], answers: Answers) -> list[CodingRequest]:
         return []
@@ -241,10 +243,11 @@ class RulesCoder:
     def code_text(self, unit: Unit, text: str) -> Code:
         if self.o.by is not None:
             level = unit.levels.get(self.o.by)
-            if level not in self.by_level:
-                return Code(unit=unit.id, status="not_applicable", source="rules",
-                            detail=RulesEvidence(reason=f"no rules for {self.o.by}={level}"))
-            rules = [*self.common, *self.by_level[level]]
+            got = self.rules_of.get(level) if level is not None else None
+            if got is None:
+                return new_code(unit.id, "not_applicable", self._detail(reason=f"no rules for {self.o.by}={level}"),
+                                source="rules")
+            rules = got
         else:
             rules = self.common
         head = text[: self.o.head]
