@@ -62,8 +62,9 @@ def parts(table: object) -> dict[str, int]:
         return out
     for s in type(table).__slots__:  # engine.answers.AnswerTable
         v = getattr(table, s)
-        if s == "_keys":  # the plan's own key index is not the table's: its own slots only
-            v = (v._keys, v._pos)
+        if s == "_keys":  # the plan's own key index is not the table's: its hash table only
+            out["_keys: slots"], out["_keys: hashes"] = deep(v._slots, seen), deep(v._hashes, seen)
+            continue
         out[s] = deep(v, seen)
     return out
 
