@@ -9,6 +9,7 @@ import re
 import sys
 import threading
 import time
+from array import array
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, overload
@@ -17,6 +18,7 @@ from biasaudit._util.progress import seconds_text, stage
 from biasaudit._util.secrets import redact_obj
 from biasaudit.backends import Backend, weights
 from biasaudit.backends.base import answers_together, items_finished, token_step
+from biasaudit.engine.answers import AnswerTable
 from biasaudit.engine.batch import BatchRun, batch_provider
 from biasaudit.engine.budget import Budget
 from biasaudit.engine.interrupt import GracefulStop
@@ -24,7 +26,7 @@ from biasaudit.errors import StoreError
 from biasaudit.plan import Plan, Request, canonical_json
 from biasaudit.records.execution import ExecutionStats
 from biasaudit.records.json import JSONObject
-from biasaudit.records.responses import GenerateOutput, Response, ResponseTable, parse_output
+from biasaudit.records.responses import GenerateOutput, Response, parse_output
 from biasaudit.store import Store
 
 log = logging.getLogger(__name__)
@@ -44,7 +46,7 @@ def execute_plan(
     who: str = "the model",
     load_note: str = "",
     budget: Budget | None = None,
-) -> tuple[ResponseTable, ExecutionStats]:
+) -> tuple[AnswerTable, ExecutionStats]:
     """Return every request's response. With `backend_factory=None`, answer only from the
     store (re-rendering a report), and fail if anything is missing. With a `budget`, the
     requests it cannot pay for are left unanswered (absent from the result; `budget.stopped`)."""
@@ -67,21 +69,27 @@ def execute_requests(
     who: str = "the model",
     load_note: str = "",
     budget: Budget | None = None,
-) -> tuple[ResponseTable, ExecutionStats]:
+) -> tuple[AnswerTable, ExecutionStats]:
     """Answer `requests` from the store, then the rest through the backend. With the model's
     `identity`, the backend's measured throughput is recorded for `biasaudit plan`.
     `who` names the model in stage messages; `load_note` says what its first load does."""
     t0 = time.perf_counter()
     stats = ExecutionStats(requests=len(requests), plan_items=len(requests))
-    # held compactly, and read from the store in chunks (issue 42)
-    results = ResponseTable()
+    # held compactly by the plan's positions (engine/answers.py), read from the store in
+    # chunks (issue 42)
+    results = AnswerTable(requests)
+    # the provider's batch of each answer that came through one (counted at the end
+    # without reading every answer back)
+    batch_of: dict[str, str] = {}
     for k, resp in store.iter_many(requests):
         results[k] = resp
-    pending = _Pending(requests, [k for k in requests
-                                  if k not in results or (retry_failed and results.status(k) == "failed")])
+        _note_batch(batch_of, k, resp)
+    pending = _Pending(requests, results, array("q", (
+        at for at, k in enumerate(requests)
+        if (s := results.status(k)) is None or (retry_failed and s == "failed"))))
     stats.cache_hits = len(requests) - len(pending)
     if budget is not None:  # answers earlier runs of this plan paid for count against the budget
-        todo = set(pending.keys)
+        todo = {pending.key(i) for i in range(len(pending))}
         for k, resp in results.items():
             if k not in todo:
                 budget.count_stored(requests[k], resp)
@@ -115,6 +123,7 @@ def execute_requests(
                 resp = resp.model_copy(update={"error": error, "output": output})
             store.put(req, resp, output_json=text)
             results[resp.key] = resp
+            _note_batch(batch_of, resp.key, resp)
             if budget is not None:
                 budget.settle(req, resp)
             tally.add(req, resp)
@@ -157,17 +166,27 @@ def execute_requests(
     stats.failures = sum(kinds.values())
     stats.answered = stats.requests - stats.failures
     stats.failures_by_kind = dict(sorted(kinds.items()))
-    via = Counter(str(b) for k in requests if results.status(k) == "ok"
-                  and (o := results.output(k)) is not None and (b := o.get("batch")))
+    via = Counter(batch_of.values())
     stats.batch_answers, stats.batch_ids = sum(via.values()), sorted(via)
+    results.seal()  # what is still open (unanswered requests in its block) compressed too
     stats.seconds = time.perf_counter() - t0
     return results, stats
 
 
+def _note_batch(batch_of: dict[str, str], key: str, resp: Response) -> None:
+    """Keep which provider batch answered `key` (an ok answer whose output names one)."""
+    b = resp.output.get("batch") if resp.status == "ok" and resp.output is not None else None
+    if b:
+        batch_of[key] = str(b)
+    else:
+        batch_of.pop(key, None)
+
+
 class _Pending(Sequence[Request]):
     """The requests still to answer, as a sequence that builds each `Request` from the
-    plan's table when a backend reads it (issue 42: a list of them held every prompt of
-    the run twice while the backend answered)."""
+    plan's table when a backend reads it, held as their positions in the plan (issue 42:
+    a list of the requests held every prompt of the run twice while the backend answered;
+    a list of their keys, 120 bytes a request)."""
 
     # Requests handed to the backend and not yet answered, kept so that the answer's
     # `emit` need not build its request again from the table (a tenth of an instant run's
@@ -175,10 +194,14 @@ class _Pending(Sequence[Request]):
     # gets the rest built again when answered.
     HELD = 1024
 
-    def __init__(self, requests: Mapping[str, Request], keys: list[str]) -> None:
+    def __init__(self, requests: Mapping[str, Request], results: AnswerTable, positions: array[int]) -> None:
         self.requests = requests
-        self.keys = keys
+        self.key_at = results.key_at
+        self.positions = positions
         self.handed: dict[str, Request] = {}
+
+    def key(self, i: int) -> str:
+        return self.key_at(self.positions[i])
 
     def _hand(self, key: str) -> Request:
         req = self.requests[key]
@@ -199,14 +222,14 @@ class _Pending(Sequence[Request]):
 
     def __getitem__(self, i: int | slice) -> Request | list[Request]:
         if isinstance(i, slice):
-            return [self._hand(k) for k in self.keys[i]]
-        return self._hand(self.keys[i])
+            return [self._hand(self.key_at(at)) for at in self.positions[i]]
+        return self._hand(self.key(i))
 
     def __iter__(self) -> Iterator[Request]:
-        return (self._hand(k) for k in self.keys)
+        return (self._hand(self.key_at(at)) for at in self.positions)
 
     def __len__(self) -> int:
-        return len(self.keys)
+        return len(self.positions)
 
 
 def _affordable_batch(pending: Sequence[Request], budget: Budget | None, run: BatchRun) -> Sequence[Request]:
