@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import importlib
 from array import array
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar, Literal, cast
+from typing import Any, ClassVar, Literal, Protocol, cast, overload
 
 from pydantic import (
     BaseModel,
@@ -58,6 +58,82 @@ class Unit:
         """Template variables for rubrics and prompts: stimulus fields, level vars, levels."""
         levels: JSONObject = dict(self.levels)
         return {**self.fields, **self.vars, "levels": levels, "stimulus_id": self.stimulus, **extra}
+
+
+class UnitSource(Protocol):
+    """Where a unit sits in the design (a plan item: `plan.PlanItem`)."""
+
+    @property
+    def cell(self) -> str: ...
+    @property
+    def stimulus(self) -> str: ...
+    @property
+    def slot(self) -> str: ...
+    @property
+    def variant(self) -> int: ...
+    @property
+    def sample(self) -> int: ...
+    @property
+    def key(self) -> str: ...
+
+
+def unit_id(it: UnitSource) -> str:
+    """A unit's id: `cell|stimulus|slot|variant|sample` of its plan item."""
+    return f"{it.cell}|{it.stimulus}|{it.slot}|{it.variant}|{it.sample}"
+
+
+class UnitTable(Sequence[Unit]):
+    """The units of a run, one per plan item, as the plan's own items: nothing is held per
+    unit beyond what the plan holds already, and each read builds its `Unit` (equal to
+    the one a list would have held: the same id, the same shared level, field and var
+    mappings). A run held a `Unit` of about 100 bytes per plan item from coding to the
+    end of the report (issue 42)."""
+
+    __slots__ = ("_cells", "_fields", "_ids", "_items", "_vars")
+
+    def __init__(self, items: Sequence[UnitSource], cells: Mapping[str, Mapping[str, str]],
+                 fields: Mapping[str, Mapping[str, JSONValue]], cell_vars: Mapping[str, Mapping[str, JSONValue]]) -> None:
+        self._items, self._cells, self._fields, self._vars = items, cells, fields, cell_vars
+        self._ids: list[str] | None = None
+
+    def _unit(self, it: UnitSource, uid: str | None) -> Unit:
+        c = it.cell
+        return Unit(id=uid if uid is not None else unit_id(it), cell=c, stimulus=it.stimulus, slot=it.slot,
+                    variant=it.variant, sample=it.sample, key=it.key, levels=self._cells[c],
+                    fields=self._fields[it.stimulus], vars=self._vars[c])
+
+    @overload
+    def __getitem__(self, i: int) -> Unit: ...
+    @overload
+    def __getitem__(self, i: slice) -> list[Unit]: ...
+
+    def __getitem__(self, i: int | slice) -> Unit | list[Unit]:
+        if isinstance(i, slice):
+            return [self[k] for k in range(len(self))[i]]
+        return self._unit(self._items[i], self._ids[i] if self._ids is not None else None)
+
+    def __iter__(self) -> Iterator[Unit]:
+        unit, ids = self._unit, self._ids
+        if ids is None:
+            for it in self._items:
+                yield unit(it, None)
+        else:
+            for it, uid in zip(self._items, ids, strict=True):
+                yield unit(it, uid)
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def ids(self) -> list[str]:
+        """Each unit's id, in order: built once on first use and kept, so that every unit
+        read afterwards, every unit index and every map keyed by unit id share one string
+        per unit instead of each holding its own copy."""
+        if self._ids is None:
+            self._ids = [unit_id(it) for it in self._items]
+        return self._ids
+
+    def __repr__(self) -> str:
+        return f"UnitTable({len(self)} units)"
 
 
 class Truncation(BaseModel):

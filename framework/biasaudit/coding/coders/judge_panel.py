@@ -111,14 +111,15 @@ class JudgePanelCoder:
         self.params = CodingRequest.chat("judge", "choice", "", {"choices": self.words}).params
         # unit id -> (its input, its requests): `plan` is asked again after the answers
         # come, and `code` reads the same requests, so each unit's prompts render once
-        self._planned: dict[str, tuple[str, list[CodingRequest]]] = {}
+        self._planned: dict[str, tuple[str, tuple[CodingRequest, ...]]] = {}
         # Units whose rendered prompts are equal (the same statement and answer under
         # another template or sample) hold one request object and one vote record, not one
         # each: at a million units the copies were gigabytes (issue 42).
         self._same: dict[CodingRequest, CodingRequest] = {}
+        self._same_all: dict[tuple[CodingRequest, ...], tuple[CodingRequest, ...]] = {}
         self._details: dict[tuple[tuple[str, str | None], ...], tuple[JudgePanelEvidence, str | float | None]] = {}
 
-    def requests(self, unit: Unit, text: str) -> list[CodingRequest]:
+    def requests(self, unit: Unit, text: str) -> tuple[CodingRequest, ...]:
         got = self._planned.get(unit.id)
         if got is not None and got[0] == text:
             return got[1]
@@ -132,8 +133,11 @@ class JudgePanelCoder:
             user = render(self.o.rubric or j.prompt, ctx, file=self.env.spec_file if self.o.rubric else None, key=key)
             req = CodingRequest(route=f"judge:{j.name}", kind="choice", user=user, params=self.params)
             out.append(self._same.setdefault(req, req))
-        self._planned[unit.id] = (full, out)
-        return out
+        # units asking the same prompts share one tuple of them (issue 42)
+        reqs = tuple(out)
+        reqs = self._same_all.setdefault(reqs, reqs)
+        self._planned[unit.id] = (full, reqs)
+        return reqs
 
     def plan(self, units: Sequence[Unit], inputs: Mapping[str, str], answers: Answers) -> list[CodingRequest]:
         return [r for u in units for r in self.requests(u, inputs[u.id])]

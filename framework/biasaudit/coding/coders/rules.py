@@ -242,8 +242,9 @@ class RulesCoder:
         if self.o.by is not None:
             level = unit.levels.get(self.o.by)
             if level not in self.by_level:
-                return Code(unit=unit.id, status="not_applicable", source="rules",
-                            detail=RulesEvidence(reason=f"no rules for {self.o.by}={level}"))
+                # one shared evidence record per level, as for coded units (issue 42)
+                return new_code(unit.id, "not_applicable", self._detail(reason=f"no rules for {self.o.by}={level}"),
+                                source="rules")
             rules = [*self.common, *self.by_level[level]]
         else:
             rules = self.common
