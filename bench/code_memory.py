@@ -24,8 +24,9 @@ from pathlib import Path
 FRAMES = 6
 PARTS = (  # (part, "file" or "file:function" of the allocating biasaudit frame), first match wins
     ("units (Unit objects, ids)", ("coding/stage.py:make_units", "coding/units.py", "records/codes.py:Unit",
+                                   "records/codes.py:unit_id",
                                    "records/codes.py:UnitTable", "records/codes.py:UnitRows")),
-    ("unit index (id -> position)", ("records/codes.py:UnitIndex",)),
+    ("unit index (id -> position)", ("records/codes.py:UnitIndex", "records/codes.py:PlanUnitIndex")),
     ("code tables (CodeTable columns)", ("records/codes.py",)),
     ("codes built per unit (Code records)", ("records/construct.py",)),
     ("judge panel (requests, votes, evidence)", ("coding/coders/judge_panel.py",)),

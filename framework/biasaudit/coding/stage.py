@@ -24,6 +24,7 @@ from biasaudit.records.codes import (
     Code,
     CodeDetail,
     CodeTable,
+    PlanUnitIndex,
     Truncation,
     Unit,
     UnitIndex,
@@ -197,7 +198,13 @@ def run_coding(plan: CodingPlan, units: Sequence[Unit], responses: Mapping[str, 
     """Code every unit on every layer."""
     result = CodingResult(codes={}, units=units)
     # one unit index for every layer's table: each table holds a 4-byte position per code
-    index = UnitIndex(units.ids() if isinstance(units, UnitTable) else (u.id for u in units))
+    # (over the plan's items: no id string held per unit; a plan that repeats an id, which
+    # compiled plans never do, keeps the plain index: one position per distinct id)
+    index: UnitIndex
+    try:
+        index = PlanUnitIndex(units) if isinstance(units, UnitTable) else UnitIndex(u.id for u in units)
+    except ValueError:
+        index = UnitIndex(u.id for u in units)
     for name in plan.primary:
         result.codes[name] = _code_layer(plan, name, units, responses, result.codes, answer, result, index)
     # a fallback layer's own codes stay with it (shown in the report); reorder as planned
