@@ -205,8 +205,11 @@ def run_coding(plan: CodingPlan, units: Sequence[Unit], responses: Mapping[str, 
         index = PlanUnitIndex(units) if isinstance(units, UnitTable) else UnitIndex(u.id for u in units)
     except ValueError:
         index = UnitIndex(u.id for u in units)
+    # the units read once for all the layers (a `UnitTable` builds each unit, its id
+    # included, on every read): held while coding, let go when it ends (issue 42)
+    listed = units if isinstance(units, list) else list(units)
     for name in plan.primary:
-        result.codes[name] = _code_layer(plan, name, units, responses, result.codes, answer, result, index)
+        result.codes[name] = _code_layer(plan, name, listed, responses, result.codes, answer, result, index)
     # a fallback layer's own codes stay with it (shown in the report); reorder as planned
     result.codes = {n: result.codes[n] for n in plan.layers if n in result.codes}
     return result
