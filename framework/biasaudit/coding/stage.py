@@ -20,7 +20,16 @@ from biasaudit.coding.base import CodingRequest
 from biasaudit.coding.layers import CodingPlan, Layer
 from biasaudit.errors import BiasAuditError
 from biasaudit.plan import PlanItem
-from biasaudit.records.codes import Code, CodeDetail, CodeTable, Truncation, Unit, UnitIndex
+from biasaudit.records.codes import (
+    Code,
+    CodeDetail,
+    CodeTable,
+    PlanUnitIndex,
+    Truncation,
+    Unit,
+    UnitIndex,
+    UnitTable,
+)
 from biasaudit.records.json import JSONValue
 from biasaudit.records.responses import Response, generated_text
 
@@ -38,7 +47,8 @@ class CodingResult:
     codes: dict[str, Mapping[str, Code]]
     """Layer -> unit id -> code. A fallback layer holds only the units it was given. The
     coding stage gives each layer's codes as a compact `CodeTable` (issue 42)."""
-    units: list[Unit]
+    units: Sequence[Unit]
+    """The units coded (the coding stage's: a `UnitTable` over the plan's items)."""
     handed: dict[str, int] = field(default_factory=dict)
     """Fallback layer -> units its primary handed to it."""
 
@@ -186,11 +196,20 @@ def _code_layer(plan: CodingPlan, name: str, units: Sequence[Unit], responses: M
 def run_coding(plan: CodingPlan, units: Sequence[Unit], responses: Mapping[str, Response],
                answer: Answerer) -> CodingResult:
     """Code every unit on every layer."""
-    result = CodingResult(codes={}, units=list(units))
+    result = CodingResult(codes={}, units=units)
     # one unit index for every layer's table: each table holds a 4-byte position per code
-    index = UnitIndex(u.id for u in units)
+    # (over the plan's items: no id string held per unit; a plan that repeats an id, which
+    # compiled plans never do, keeps the plain index: one position per distinct id)
+    index: UnitIndex
+    try:
+        index = PlanUnitIndex(units) if isinstance(units, UnitTable) else UnitIndex(u.id for u in units)
+    except ValueError:
+        index = UnitIndex(u.id for u in units)
+    # the units read once for all the layers (a `UnitTable` builds each unit, its id
+    # included, on every read): held while coding, let go when it ends (issue 42)
+    listed = units if isinstance(units, list) else list(units)
     for name in plan.primary:
-        result.codes[name] = _code_layer(plan, name, units, responses, result.codes, answer, result, index)
+        result.codes[name] = _code_layer(plan, name, listed, responses, result.codes, answer, result, index)
     # a fallback layer's own codes stay with it (shown in the report); reorder as planned
     result.codes = {n: result.codes[n] for n in plan.layers if n in result.codes}
     return result
@@ -198,18 +217,13 @@ def run_coding(plan: CodingPlan, units: Sequence[Unit], responses: Mapping[str, 
 
 def make_units(items: Sequence[PlanItem], cells: Mapping[str, Mapping[str, str]],
                fields: Mapping[str, Mapping[str, JSONValue]],
-               level_vars: Callable[[Mapping[str, str]], Mapping[str, JSONValue]]) -> list[Unit]:
-    """One unit per plan item."""
-    out = []
+               level_vars: Callable[[Mapping[str, str]], Mapping[str, JSONValue]]) -> UnitTable:
+    """One unit per plan item, read from the items (a `UnitTable`: no object held per unit)."""
     vars_of: dict[str, Mapping[str, JSONValue]] = {}
     for it in items:
-        levels = cells[it.cell]
         if it.cell not in vars_of:
-            vars_of[it.cell] = level_vars(levels)
-        out.append(Unit(id=f"{it.cell}|{it.stimulus}|{it.slot}|{it.variant}|{it.sample}", cell=it.cell,
-                        stimulus=it.stimulus, slot=it.slot, variant=it.variant, sample=it.sample, key=it.key,
-                        levels=levels, fields=fields[it.stimulus], vars=vars_of[it.cell]))
-    return out
+            vars_of[it.cell] = level_vars(cells[it.cell])
+    return UnitTable(items, cells, fields, vars_of)
 
 
 __all__ = ["Answerer", "CodingResult", "MAX_ROUNDS", "make_units", "resolve_inputs", "response_text", "run_coding", "strip_span"]

@@ -7,14 +7,14 @@ from typing import TYPE_CHECKING
 
 from biasaudit.backends.factory import kind_of
 from biasaudit.coding.stage import make_units
-from biasaudit.records.codes import Unit
+from biasaudit.records.codes import UnitTable
 from biasaudit.records.json import JSONObject
 
 if TYPE_CHECKING:
     from biasaudit.runner.pipeline import Prepared
 
 
-def units_of(prep: Prepared) -> list[Unit]:
+def units_of(prep: Prepared) -> UnitTable:
     cfg = prep.composed.config
 
     def level_vars(levels: Mapping[str, str]) -> JSONObject:

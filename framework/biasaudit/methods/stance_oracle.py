@@ -86,4 +86,4 @@ def endorsing(prep: Prepared, kind: str) -> dict[str, bool]:
 def units(prep: Prepared) -> list[Unit]:
     from biasaudit.coding.units import units_of
 
-    return units_of(prep)
+    return list(units_of(prep))  # (a UnitTable over the plan: a list here, read more than once)

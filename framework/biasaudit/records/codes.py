@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import importlib
 from array import array
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar, Literal, cast
+from typing import Any, ClassVar, Literal, Protocol, cast, overload
 
 from pydantic import (
     BaseModel,
@@ -58,6 +58,77 @@ class Unit:
         """Template variables for rubrics and prompts: stimulus fields, level vars, levels."""
         levels: JSONObject = dict(self.levels)
         return {**self.fields, **self.vars, "levels": levels, "stimulus_id": self.stimulus, **extra}
+
+
+class UnitSource(Protocol):
+    """Where a unit sits in the design (a plan item: `plan.PlanItem`)."""
+
+    @property
+    def cell(self) -> str: ...
+    @property
+    def stimulus(self) -> str: ...
+    @property
+    def slot(self) -> str: ...
+    @property
+    def variant(self) -> int: ...
+    @property
+    def sample(self) -> int: ...
+    @property
+    def key(self) -> str: ...
+
+
+def unit_id(it: UnitSource) -> str:
+    """A unit's id: `cell|stimulus|slot|variant|sample` of its plan item."""
+    return f"{it.cell}|{it.stimulus}|{it.slot}|{it.variant}|{it.sample}"
+
+
+class UnitTable(Sequence[Unit]):
+    """The units of a run, one per plan item, as the plan's own items: nothing is held per
+    unit beyond what the plan holds already, and each read builds its `Unit` (equal to
+    the one a list would have held: the same id, the same shared level, field and var
+    mappings). A run held a `Unit` of about 100 bytes per plan item from coding to the
+    end of the report (issue 42)."""
+
+    __slots__ = ("_cells", "_fields", "_items", "_vars")
+
+    def __init__(self, items: Sequence[UnitSource], cells: Mapping[str, Mapping[str, str]],
+                 fields: Mapping[str, Mapping[str, JSONValue]], cell_vars: Mapping[str, Mapping[str, JSONValue]]) -> None:
+        self._items, self._cells, self._fields, self._vars = items, cells, fields, cell_vars
+
+    def _unit(self, it: UnitSource) -> Unit:
+        c = it.cell
+        return Unit(id=unit_id(it), cell=c, stimulus=it.stimulus, slot=it.slot, variant=it.variant,
+                    sample=it.sample, key=it.key, levels=self._cells[c], fields=self._fields[it.stimulus],
+                    vars=self._vars[c])
+
+    @overload
+    def __getitem__(self, i: int) -> Unit: ...
+    @overload
+    def __getitem__(self, i: slice) -> list[Unit]: ...
+
+    def __getitem__(self, i: int | slice) -> Unit | list[Unit]:
+        if isinstance(i, slice):
+            return [self._unit(it) for it in self._items[i]]
+        return self._unit(self._items[i])
+
+    def __iter__(self) -> Iterator[Unit]:
+        unit = self._unit
+        for it in self._items:
+            yield unit(it)
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def id_at(self, i: int) -> str:
+        return unit_id(self._items[i])
+
+    def ids(self) -> Iterator[str]:
+        """Each unit's id, in order, without building the units."""
+        for it in self._items:
+            yield unit_id(it)
+
+    def __repr__(self) -> str:
+        return f"UnitTable({len(self)} units)"
 
 
 class Truncation(BaseModel):
@@ -242,6 +313,10 @@ class UnitIndex:
         for uid in ids:
             self.add(uid)
 
+    def at(self, uid: str) -> int | None:
+        """The unit's position (None: not in the index)."""
+        return self.pos.get(uid)
+
     def add(self, uid: str) -> int:
         at = self.pos.get(uid)
         if at is None:
@@ -249,8 +324,64 @@ class UnitIndex:
             self.ids.append(uid)
         return at
 
+    def id_at(self, at: int) -> str:
+        return self.ids[at]
+
     def __len__(self) -> int:
         return len(self.ids)
+
+
+class PlanUnitIndex(UnitIndex):
+    """A `UnitIndex` of the units of a `UnitTable` that holds no id: position k is the
+    table's unit k, whose id is built from its plan item when it is read, and an id is
+    found through an open-addressing table of (the id's hash, its position) in two
+    arrays, 12 bytes a slot at most half full, checked against the id built at that
+    position (a hash match alone is never taken). The dict of a plain `UnitIndex` held
+    each unit's id string, an int and an entry: about 170 bytes a unit for the whole run
+    (issue 42). A unit added that the table does not hold is kept as a plain index
+    keeps it, after the table's."""
+
+    __slots__ = ("_hash", "_mask", "_n", "_slot", "_units")
+
+    def __init__(self, units: UnitTable) -> None:
+        super().__init__()
+        self._units = units
+        self._n = n = len(units)
+        size = 8
+        while size < 2 * n:
+            size *= 2
+        self._mask = mask = size - 1
+        self._slot = slot = array("i", [-1]) * size
+        self._hash = hashes = array("q", [0]) * size
+        for k, uid in enumerate(units.ids()):
+            h = hash(uid)
+            j = h & mask
+            while (other := slot[j]) >= 0:
+                if hashes[j] == h and units.id_at(other) == uid:
+                    raise ValueError(f"unit {uid!r} appears twice in the plan")
+                j = (j + 1) & mask
+            slot[j], hashes[j] = k, h
+
+    def at(self, uid: str) -> int | None:
+        h = hash(uid)
+        mask, slot, hashes = self._mask, self._slot, self._hash
+        j = h & mask
+        while (k := slot[j]) >= 0:
+            if hashes[j] == h and self._units.id_at(k) == uid:
+                return k
+            j = (j + 1) & mask
+        at = self.pos.get(uid)
+        return None if at is None else self._n + at
+
+    def add(self, uid: str) -> int:
+        at = self.at(uid)
+        return at if at is not None else self._n + super().add(uid)
+
+    def id_at(self, at: int) -> str:
+        return self._units.id_at(at) if at < self._n else self.ids[at - self._n]
+
+    def __len__(self) -> int:
+        return self._n + len(self.ids)
 
 
 class CodeTable(Mapping[str, Code]):
@@ -300,7 +431,7 @@ class CodeTable(Mapping[str, Code]):
         return at
 
     def _row(self, uid: object) -> int:
-        at = self._index.pos.get(uid) if isinstance(uid, str) else None
+        at = self._index.at(uid) if isinstance(uid, str) else None
         if at is None or at >= len(self._row_of):
             return -1
         return self._row_of[at]
@@ -332,7 +463,7 @@ class CodeTable(Mapping[str, Code]):
     def _put(self, uid: str, status: int, label: int, vkind: int, value: object, text: str | None, source: int,
              fset: int, detail: CodeDetail) -> None:
         """Set `uid`'s row (a new row at the end, or its own row again) from column values."""
-        at = self._index.pos.get(uid)
+        at = self._index.at(uid)
         if at is None:
             at = self._index.add(uid)
         row_of = self._row_of
@@ -395,7 +526,7 @@ class CodeTable(Mapping[str, Code]):
         value = None if kind == _NO_VALUE else self._value[row] if kind == _FLOAT else self._odd[row]
         # what `Code.model_construct` sets, without its per-field loop (several times faster:
         # metrics and reports read every code more than once)
-        return rebuilt(Code, {"unit": self._index.ids[self._pos[row]], "status": _STATUSES[self._status[row]],
+        return rebuilt(Code, {"unit": self._index.id_at(self._pos[row]), "status": _STATUSES[self._status[row]],
                               "label": self._labels[self._label[row]], "value": value,
                               "text": self._text.get(row), "source": self._sources[self._source[row]],
                               "detail": self._detail[row]}, self._fsets[self._fset[row]])
@@ -422,9 +553,9 @@ class CodeTable(Mapping[str, Code]):
         return self._row(uid) >= 0 or uid in self._whole
 
     def __iter__(self) -> Iterator[str]:
-        ids, pos = self._index.ids, self._pos
+        id_at, pos = self._index.id_at, self._pos
         for row in range(len(pos)):
-            yield ids[pos[row]]
+            yield id_at(pos[row])
         yield from self._whole
 
     def __len__(self) -> int:

@@ -172,8 +172,8 @@ class ChoiceCoder:
         for u in units:
             q = self._question(u)
             if q is None:
-                out.append(Code(unit=u.id, status="not_applicable", source="choice",
-                                detail=ChoiceEvidence(reason=f"no question for {self.o.by}={u.levels.get(self.o.by or '')}")))
+                reason = f"no question for {self.o.by}={u.levels.get(self.o.by or '')}"
+                out.append(new_code(u.id, "not_applicable", self._reason(reason), source="choice"))
                 continue
             asked = []
             for words in self.orders(u, q):
@@ -183,7 +183,7 @@ class ChoiceCoder:
                     break
                 asked.append((words, got))
             if len(asked) < len(self.orders(u, q)):
-                out.append(Code(unit=u.id, status="failed", source="choice", detail=ChoiceEvidence(reason="a choice request failed")))
+                out.append(new_code(u.id, "failed", self._reason("a choice request failed"), source="choice"))
                 continue
             # mean probability of each option over the orders asked; ties go to the listed order
             mean = {w: sum(a.probs.get(w, 0.0) for _, a in asked) / len(asked) for w in q.options}
@@ -203,6 +203,15 @@ class ChoiceCoder:
             # (new_code: the record Code(...) gives, without validating what is already typed)
             out.append(new_code(u.id, "coded", detail, label=q.options[best], source="choice"))
         return out
+
+
+    def _reason(self, reason: str) -> ChoiceEvidence:
+        """One shared (frozen) record per reason a unit was not coded (issue 42)."""
+        key = ("reason", reason)
+        got = self._details.get(key)
+        if got is None:
+            got = self._details[key] = ChoiceEvidence(reason=reason)
+        return got
 
 
 def _check(env: CoderEnv, o: ChoiceOptions) -> None:

@@ -113,30 +113,31 @@ class JudgePanelCoder:
         self.params = CodingRequest.chat("judge", "choice", "", {"choices": self.words}).params
         # unit id -> (its input, its requests): `plan` is asked again after the answers
         # come, and `code` reads the same requests, so each unit's prompts render once
-        self._planned: dict[str, tuple[str, list[CodingRequest]]] = {}
+        self._planned: dict[str, tuple[str, tuple[CodingRequest, ...]]] = {}
         # Units whose rendered prompts are equal (the same statement and answer under
         # another template or sample) hold one request object and one vote record, not one
         # each: at a million units the copies were gigabytes (issue 42).
         self._same: dict[CodingRequest, CodingRequest] = {}
+        self._same_all: dict[tuple[CodingRequest, ...], tuple[CodingRequest, ...]] = {}
         self._details: dict[tuple[tuple[str, str | None], ...], tuple[JudgePanelEvidence, str | float | None]] = {}
         # A prompt is a function of the few variables its template reads (templates.render
         # memoises on them too): units equal on those share one list of requests, found
         # with one lookup instead of a render and a request per judge (issue 42: half the
         # coding stage). None until the first render (the templates then parse).
         self._reads: tuple[str, ...] | None = None
-        self._by_reads: dict[tuple[tuple[type, object], ...], list[CodingRequest]] = {}
+        self._by_reads: dict[tuple[tuple[type, object], ...], tuple[CodingRequest, ...]] = {}
 
-    def requests(self, unit: Unit, text: str) -> list[CodingRequest]:
-        got = self._planned.get(unit.id)
-        if got is not None and got[0] == text:
-            return got[1]
+    def requests(self, unit: Unit, text: str) -> tuple[CodingRequest, ...]:
+        planned = self._planned.get(unit.id)
+        if planned is not None and planned[0] == text:
+            return planned[1]
         full = text
         if self.o.max_chars is not None:
             text = text[: self.o.max_chars]
         ctx = unit.context(text=text)
         seen = self._seen(ctx)
-        out = self._by_reads.get(seen) if seen is not None else None
-        if out is None:
+        got: tuple[CodingRequest, ...] | None = self._by_reads.get(seen) if seen is not None else None
+        if got is None:
             out = []
             for j in self.judges:
                 key = self.env.key("rubric") if self.o.rubric else f"judge.judges.{j.name}.prompt"
@@ -144,13 +145,16 @@ class JudgePanelCoder:
                               key=key)
                 req = CodingRequest(route=f"judge:{j.name}", kind="choice", user=user, params=self.params)
                 out.append(self._same.setdefault(req, req))
+            # units asking the same prompts share one tuple of them (issue 42)
+            got = tuple(out)
+            got = self._same_all.setdefault(got, got)
             if self._reads is None:  # the templates rendered: they parse
                 self._reads = tuple(sorted(set().union(*(reads(self.o.rubric or j.prompt) for j in self.judges))))
                 seen = self._seen(ctx)
             if seen is not None:
-                self._by_reads[seen] = out
-        self._planned[unit.id] = (full, out)
-        return out
+                self._by_reads[seen] = got
+        self._planned[unit.id] = (full, got)
+        return got
 
     def _seen(self, ctx: Mapping[str, object]) -> tuple[tuple[type, object], ...] | None:
         """The values (with their types: 1 and 1.0 render differently) of the variables the
@@ -174,9 +178,9 @@ class JudgePanelCoder:
         # objects (`_same`), so they are told apart by identity (hashing a request's fields
         # was most of this loop)
         vote_of: dict[int, str | None] = {}
-        # units sharing one list of requests (equal prompts) share their verdict: id(list)
-        # -> (the list, kept alive while its id is a key; the evidence and the result)
-        verdict_of: dict[int, tuple[list[CodingRequest], JudgePanelEvidence, str | float | None]] = {}
+        # units sharing one tuple of requests (equal prompts) share their verdict: id(tuple)
+        # -> (the tuple, kept alive while its id is a key; the evidence and the result)
+        verdict_of: dict[int, tuple[tuple[CodingRequest, ...], JudgePanelEvidence, str | float | None]] = {}
         for u in units:
             reqs = self.requests(u, inputs[u.id])
             verdict = verdict_of.get(id(reqs))
@@ -191,7 +195,7 @@ class JudgePanelCoder:
                 out.append(new_code(u.id, status, detail, label=result, source="judge_panel"))
         return out
 
-    def _verdict(self, reqs: list[CodingRequest], answers: Answers,
+    def _verdict(self, reqs: Sequence[CodingRequest], answers: Answers,
                  vote_of: dict[int, str | None]) -> tuple[JudgePanelEvidence, str | float | None]:
         """The judges' votes on one unit's requests, and the label (or value) they give."""
         votes: dict[str, str | None] = {}
