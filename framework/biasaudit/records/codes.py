@@ -536,15 +536,15 @@ class CodeTable(Mapping[str, Code]):
         value, text, source, detail: what `self[uid].__dict__` holds, in that order),
         without building the record (a trail writer reads every code once); a code whose
         value is not a float, or one kept whole, as its record."""
-        ids, pos, status, label, labels = self._index.ids, self._pos, self._status, self._label, self._labels
+        id_at, pos, status, label, labels = self._index.id_at, self._pos, self._status, self._label, self._labels
         value, vkind, source, sources, detail, text = \
             self._value, self._vkind, self._source, self._sources, self._detail, self._text
         for row in range(len(pos)):
             kind = vkind[row]
             if kind == _OTHER:
-                yield self[ids[pos[row]]]
+                yield self[id_at(pos[row])]
                 continue
-            yield (ids[pos[row]], _STATUSES[status[row]], labels[label[row]],
+            yield (id_at(pos[row]), _STATUSES[status[row]], labels[label[row]],
                    None if kind == _NO_VALUE else value[row], text.get(row) if text else None,
                    sources[source[row]], detail[row])
         yield from self._whole.values()
