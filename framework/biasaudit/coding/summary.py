@@ -5,67 +5,112 @@ human layer, the agreement with the human labels and the PPI label rates."""
 
 from __future__ import annotations
 
+from array import array
 from collections import Counter
 from collections.abc import Mapping, Sequence
+
+import numpy as np
 
 from biasaudit.coding.base import LayerCalls
 from biasaudit.coding.human_review import gold_reports
 from biasaudit.coding.layers import CodingPlan, Layer
-from biasaudit.coding.reliability import reliability
+from biasaudit.coding.reliability import UnitColumns, Vocab, reliability
 from biasaudit.records.codes import Code, Unit
 from biasaudit.records.coding import CellLabels, CodingReport, LayerReport
 from biasaudit.records.estimate import Estimate
-from biasaudit.stats.disaggregate import Obs, by_cell, mean, pooled_columns, proportion
-
-_Coded = tuple[Unit, str | None, float | None]
-"""A coded unit with its code's label and value: what the summary reads of a code (not
-the whole record: a run holds one per unit, issue 42)."""
+from biasaudit.stats.codes import Codes
+from biasaudit.stats.disaggregate import mean, pooled_columns, proportion
+from biasaudit.stats.means import mean_t
 
 
-def _cell_labels(lay: Layer, units: Sequence[Unit], coded: list[_Coded],
+class _Coded:
+    """A layer's coded units as columns: each one's position among the units, its label
+    (an id in `labels`, -1: none) and its value (`has_value`: 0 for none). What the
+    summary reads of a code, at 17 bytes a unit where a (Unit, label, value) tuple per
+    unit took about 100 (issue 42)."""
+
+    __slots__ = ("at", "has_value", "label", "labels", "sources", "status", "truncated", "value")
+
+    def __init__(self, units: Sequence[Unit], codes: Mapping[str, Code]) -> None:
+        self.labels = Vocab()
+        at, label, value, has = array("i"), array("i"), array("d"), bytearray()
+        self.status: Counter[str] = Counter()
+        self.sources: Counter[str] = Counter()
+        self.truncated = 0
+        for i, u in enumerate(units):
+            c = codes.get(u.id)
+            if c is None:
+                continue
+            self.status[c.status] += 1
+            self.truncated += c.detail.input_truncated is not None
+            if c.coded:
+                self.sources[c.source] += 1
+                at.append(i)
+                label.append(-1 if c.label is None else self.labels(c.label))
+                v = c.value
+                has.append(v is not None)
+                value.append(0.0 if v is None else v)
+        self.at = np.frombuffer(at, dtype=np.int32) if len(at) else np.zeros(0, dtype=np.int32)
+        self.label = np.frombuffer(label, dtype=np.int32) if len(label) else np.zeros(0, dtype=np.int32)
+        self.value = np.frombuffer(value, dtype=np.float64) if len(value) else np.zeros(0)
+        self.has_value = np.frombuffer(has, dtype=np.bool_) if has else np.zeros(0, dtype=np.bool_)
+
+    def label_id(self, name: str) -> int | None:
+        return self.labels.ids.get(name)
+
+
+def _sub(codes: Codes, at: np.ndarray) -> Codes:
+    return Codes(codes.codes[at], codes.names)
+
+
+def _cell_labels(lay: Layer, units: Sequence[Unit], cols: UnitColumns, coded: _Coded,
                  labels: list[str]) -> list[CellLabels]:
     """Per prompt condition: the label counts and shares (value layers: the mean value)."""
     cells = []
-    means: dict[str, Estimate] = {}
+    n_cells = len(cols.cells.names)
+    cell_of = cols.cells.codes[coded.at]
+    means: dict[int, Estimate] = {}
     if lay.value_type == "number":
-        rows = [Obs(cell=u.cell, cluster=u.stimulus, value=value) for u, _, value in coded if value is not None]
-        means = by_cell(rows, mean)
-    # grouped in one pass (not one scan of every unit per cell: grids have many cells)
-    first: dict[str, Unit] = {}
-    for u in units:
-        first.setdefault(u.cell, u)
-    counts_of: dict[str, Counter[str]] = {cell: Counter() for cell in first}
-    n_of: dict[str, int] = dict.fromkeys(first, 0)
-    for u, label, _ in coded:
-        n_of[u.cell] += 1
-        if label is not None:
-            counts_of[u.cell][label] += 1
-    for cell, unit in first.items():
-        counts = counts_of[cell]
-        n = n_of[cell]
-        levels = dict(unit.levels)
-        cells.append(CellLabels(cell=cell, levels=levels, n=n, counts={lab: counts.get(lab, 0) for lab in labels},
-                                shares={lab: counts.get(lab, 0) / n for lab in labels} if n else {},
+        # each cell's values in the units' order (what `by_cell(rows, mean)` gave)
+        with_value = np.flatnonzero(coded.has_value)
+        values, their_cells = coded.value[with_value], cell_of[with_value]
+        order = np.argsort(their_cells, kind="stable")
+        for part in np.split(order, np.flatnonzero(np.diff(their_cells[order])) + 1):
+            if part.size:
+                means[int(their_cells[part[0]])] = mean_t(values[part])
+    # counted in one pass (bincount), not one scan of every unit per cell
+    n_of = np.bincount(cell_of, minlength=n_cells)
+    labelled = coded.label >= 0
+    width = max(len(coded.labels), 1)
+    counts = np.bincount(cell_of[labelled].astype(np.int64) * width + coded.label[labelled],
+                         minlength=n_cells * width).reshape(n_cells, width)
+    ids = [coded.label_id(lab) for lab in labels]
+    for cell, first in zip(cols.cell_order, cols.first, strict=True):
+        n = int(n_of[cell])
+        got = {lab: 0 if i is None else int(counts[cell, i]) for lab, i in zip(labels, ids, strict=True)}
+        cells.append(CellLabels(cell=cols.cells.names[cell], levels=dict(units[first].levels), n=n, counts=got,
+                                shares={lab: got[lab] / n for lab in labels} if n else {},
                                 mean=means.get(cell)))
     return cells
 
 
-def _pooled_labels(lay: Layer, coded: list[_Coded], labels: list[str], seed: int) -> dict[str, Estimate]:
-    """Label -> its share over all coded units (value layers: `mean`). The rows are given
-    to `pooled_columns` as columns built once per layer (the same estimate bit for bit as
-    `pooled` over one `Obs` per row and label, which allocated a row object per unit and
-    label: 13 labels x 100,250 units made the layer's summary super-linear, issue 42)."""
+def _pooled_labels(lay: Layer, cols: UnitColumns, coded: _Coded, labels: list[str]) -> dict[str, Estimate]:
+    """Label -> its share over all coded units (value layers: `mean`), from the columns:
+    one 0/1 column at a time, the stimuli and cells as integer `Codes` (the same estimate
+    bit for bit as `pooled` over one `Obs` per row and label, which allocated a row object
+    per unit and label: 13 labels x 100,250 units made the layer's summary super-linear,
+    issue 42)."""
     overall: dict[str, Estimate] = {}
     if lay.value_type == "number":
-        kept = [(u, value) for u, _, value in coded if value is not None]
-        overall["mean"] = pooled_columns([v for _, v in kept], [u.stimulus for u, _ in kept],
-                                         [u.cell for u, _ in kept], mean)
+        kept = coded.at[coded.has_value]
+        overall["mean"] = pooled_columns(coded.value[coded.has_value], _sub(cols.clusters, kept),
+                                         _sub(cols.cells, kept), mean)
     else:
-        clusters = [u.stimulus for u, _, _ in coded]
-        cells = [u.cell for u, _, _ in coded]
-        got = [label for _, label, _ in coded]
+        clusters, cells = _sub(cols.clusters, coded.at), _sub(cols.cells, coded.at)
         for lab in labels:
-            overall[lab] = pooled_columns([1.0 if label == lab else 0.0 for label in got], clusters, cells, proportion)
+            i = coded.label_id(lab)
+            values = np.zeros(coded.at.size) if i is None else (coded.label == i).astype(np.float64)
+            overall[lab] = pooled_columns(values, clusters, cells, proportion)
     return overall
 
 
@@ -76,37 +121,27 @@ def _calls_counts(calls: LayerCalls | None) -> dict[str, int]:
 
 
 def layer_report(lay: Layer, units: Sequence[Unit], codes: Mapping[str, Code], handed: int | None,
-                 calls: LayerCalls | None, seed: int = 0) -> LayerReport:
-    # one code at a time: only its label and value are kept (issue 42)
-    status: Counter[str] = Counter()
-    sources: Counter[str] = Counter()
-    truncated = 0
-    coded: list[_Coded] = []
-    for u in units:
-        c = codes.get(u.id)
-        if c is None:
-            continue
-        status[c.status] += 1
-        truncated += c.detail.input_truncated is not None
-        if c.coded:
-            sources[c.source] += 1
-            coded.append((u, c.label, c.value))
-    labels = list(lay.labels) if lay.labels is not None else sorted({lab for _, lab, _ in coded if lab is not None})
-    cells = _cell_labels(lay, units, coded, labels)
-    overall = _pooled_labels(lay, coded, labels, seed)
+                 calls: LayerCalls | None, seed: int = 0, cols: UnitColumns | None = None) -> LayerReport:
+    # one code at a time: only its label and value are kept, as columns (issue 42)
+    cols = cols if cols is not None else UnitColumns(units)
+    coded = _Coded(units, codes)
+    labels = list(lay.labels) if lay.labels is not None else sorted(coded.labels.names)
+    cells = _cell_labels(lay, units, cols, coded, labels)
+    overall = _pooled_labels(lay, cols, coded, labels)
     return LayerReport(
         name=lay.name, coder=lay.coder_name, title=lay.coder_def.title, input=lay.spec.input, labels=list(lay.labels) if lay.labels is not None else None,
         value_type=lay.value_type, fallback=lay.spec.fallback, fallback_of=lay.fallback_of, handed=handed,
-        status=dict(status), sources=dict(sources),
-        cells=cells, pooled=overall, truncated=truncated,
+        status=dict(coded.status), sources=dict(coded.sources),
+        cells=cells, pooled=overall, truncated=coded.truncated,
         calls=_calls_counts(calls))
 
 
 def coding_report(plan: CodingPlan, units: Sequence[Unit], codes: Mapping[str, Mapping[str, Code]],
                   handed: Mapping[str, int], calls: Mapping[str, LayerCalls], seed: int = 0) -> CodingReport:
-    layers = [layer_report(lay, units, codes.get(name, {}), handed.get(name), calls.get(name), seed)
+    cols = UnitColumns(units)  # the units' cells and stimuli as integer columns, read by every layer and pair
+    layers = [layer_report(lay, units, codes.get(name, {}), handed.get(name), calls.get(name), seed, cols)
               for name, lay in plan.layers.items()]
-    pairs, panels, positions = reliability(plan, units, codes, seed)
+    pairs, panels, positions = reliability(plan, units, codes, seed, cols)
     return CodingReport(defaults=plan.defaults, layers=layers, pairs=pairs, panels=panels, positions=positions,
                         gold=gold_reports(plan, units, codes, seed))
 

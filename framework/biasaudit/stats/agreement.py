@@ -37,8 +37,9 @@ def fleiss_kappa(ratings: Sequence[Sequence[Any]]) -> float | None:
     return float(_fk(table, method="fleiss"))
 
 
-def _unit_matrix(counts: np.ndarray) -> np.ndarray:
-    """One unit's coincidences: each ordered pair of different raters' values, weighted 1/(m-1)."""
+def unit_coincidences(counts: np.ndarray) -> np.ndarray:
+    """One unit's coincidences: each ordered pair of different raters' values, weighted 1/(m-1)
+    (`counts`: the unit's count of values per category, as floats)."""
     m = counts.sum()
     out: np.ndarray = (np.outer(counts, counts) - np.diag(counts)) / (m - 1)
     return out
@@ -67,13 +68,13 @@ def coincidences(units: Sequence[Sequence[str]], cats: Sequence[str]) -> np.ndar
     exact = all(((m := sum(c for _, c in pat)) - 1) & (m - 2) == 0 for pat in patterns)
     if exact:
         for pat, times in patterns.items():
-            o += times * _unit_matrix(counts_of(pat))
+            o += times * unit_coincidences(counts_of(pat))
         return o
     for u in units:
         counts = np.zeros(len(cats))
         for v in u:
             counts[index[v]] += 1
-        o += _unit_matrix(counts)
+        o += unit_coincidences(counts)
     return o
 
 
@@ -90,7 +91,13 @@ def krippendorff_alpha_nominal(units: Sequence[Sequence[Any]]) -> float | None:
     if not values:
         return None
     cats = sorted({v for u in values for v in u})
-    o = coincidences(values, cats)
+    return alpha_of_coincidences(coincidences(values, cats))
+
+
+def alpha_of_coincidences(o: np.ndarray) -> float | None:
+    """Krippendorff's nominal alpha of a coincidence matrix (None: undefined: at most one
+    pairable value, or one category only). The tail of `krippendorff_alpha_nominal`, for
+    callers that sum the matrix from integer columns instead of one label list per unit."""
     n_c = o.sum(axis=1)
     n = n_c.sum()
     if n <= 1:
@@ -100,3 +107,59 @@ def krippendorff_alpha_nominal(units: Sequence[Sequence[Any]]) -> float | None:
     if d_e == 0:
         return None
     return float(1 - d_o / d_e)
+
+
+def _used(conf: np.ndarray) -> np.ndarray:
+    """The labels a confusion matrix uses (a row or column with a count): the labels
+    sklearn's `confusion_matrix` keeps (those in the data). Zero rows would not change a
+    count but would change how float sums group, hence the same label set, in order."""
+    return np.flatnonzero(conf.sum(axis=0) + conf.sum(axis=1))
+
+
+def kappa_of_confusion(conf: np.ndarray) -> float | None:
+    """Cohen's kappa of two raters from their confusion matrix (rows: the first rater's
+    label, columns: the second's, labels in sorted order), as `cohen_kappa` gives it from
+    the label lists: the same float operations as `sklearn.metrics.cohen_kappa_score`
+    (1.x: 1 - sum of off-diagonal counts / sum of off-diagonal expected counts), so the
+    same bits, without sklearn's per-row arrays (a million units, issue 42); the tests
+    compare it with sklearn on random tables. None when fewer than two labels are used."""
+    keep = _used(conf)
+    if keep.size < 2:
+        return None
+    c = np.asarray(conf, dtype=np.float64)[np.ix_(keep, keep)]
+    k = keep.size
+    sum0 = np.sum(c, axis=0)
+    sum1 = np.sum(c, axis=1)
+    expected = np.outer(sum0, sum1) / np.sum(sum0)
+    w_mat = np.ones((k, k), dtype=np.float64)
+    np.fill_diagonal(w_mat, 0)
+    denominator = np.sum(w_mat * expected)
+    if denominator == 0:  # unreachable with two labels used (sklearn: nan)
+        return None
+    return float(1 - np.sum(w_mat * c) / denominator)
+
+
+def fleiss_kappa_patterns(patterns: np.ndarray, of_row: np.ndarray) -> float | None:
+    """Fleiss' kappa of rows given as distinct patterns: `patterns` (p, categories) holds
+    each distinct row's count of raters per category, `of_row` each row's pattern (in the
+    rows' order). The same float operations as statsmodels' `fleiss_kappa` on the full
+    (rows, categories) table (`fleiss_kappa` here), so the same bits, from one float per
+    row instead of a table and `aggregate_raters`' Python loop over rows (issue 42);
+    the tests compare it with statsmodels. Categories no row uses are dropped first, as
+    `fleiss_kappa` builds its table from the labels present."""
+    if of_row.size == 0:
+        return None
+    table = np.asarray(patterns, dtype=np.float64)
+    used_times = np.bincount(of_row, minlength=len(table)).astype(np.float64)
+    keep = np.flatnonzero(used_times @ table)
+    if keep.size < 2:
+        return None
+    table = table[:, keep]
+    n_rat = table[used_times > 0].sum(1).max()
+    # the column sums and the total of the full table: whole numbers, exact in any order
+    col = used_times @ table
+    p_cat = col / col.sum()
+    p_rat = (np.sum(table * table, axis=1) - n_rat) / (n_rat * (n_rat - 1.0))
+    p_mean = p_rat[of_row].mean()
+    p_mean_exp = (p_cat * p_cat).sum()
+    return float((p_mean - p_mean_exp) / (1 - p_mean_exp))

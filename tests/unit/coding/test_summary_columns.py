@@ -1,6 +1,7 @@
 """The coding summary pools each label's share over the units as columns (issue 42): the
 same estimates, bit for bit, as `stats.disaggregate.pooled` over one `Obs` per unit,
-without building those rows (13 labels x 100,250 units were 1.3 million row objects)."""
+without building those rows (13 labels x 100,250 units were 1.3 million row objects),
+from integer columns (`summary._Coded`, `reliability.UnitColumns`)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,8 @@ import pytest
 
 import biasaudit.stats.disaggregate as disaggregate
 from biasaudit.coding import summary
-from biasaudit.records.codes import Unit
+from biasaudit.coding.reliability import UnitColumns
+from biasaudit.records.codes import Code, Unit
 from biasaudit.stats.disaggregate import Obs, mean, pooled, proportion
 
 
@@ -23,6 +25,16 @@ def _coded() -> list[tuple[Unit, str | None, float | None]]:
                  levels={}, fields={}, vars={})
         out.append((u, "ABCD"[(i * 7 + i // 11) % 4] if i % 13 else None, ((i * 37) % 101) / 10.0))
     return out
+
+
+def _columns(coded: list[tuple[Unit, str | None, float | None]]) -> tuple[list[Unit], UnitColumns, Any]:
+    """The summary's columns of these coded units (plus one uncoded unit, left out)."""
+    extra = Unit(id="x|s0|p|0|0", cell="c0", stimulus="s0", slot="p", variant=0, sample=0, key="kx", levels={},
+                 fields={}, vars={})
+    units = [u for u, _, _ in coded] + [extra]
+    codes = {u.id: Code(unit=u.id, status="coded", label=label, value=v) for u, label, v in coded}
+    codes[extra.id] = Code(unit=extra.id, status="failed")
+    return units, UnitColumns(units), summary._Coded(units, codes)
 
 
 def test_label_shares_equal_the_row_pooling_and_build_no_rows(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -38,9 +50,9 @@ def test_label_shares_equal_the_row_pooling_and_build_no_rows(monkeypatch: pytes
             made[0] += 1
             super().__init__(*a, **k)
 
-    monkeypatch.setattr(summary, "Obs", Counted)
     monkeypatch.setattr(disaggregate, "Obs", Counted)
-    got = summary._pooled_labels(SimpleNamespace(value_type="label"), coded, labels, 0)  # type: ignore[arg-type]
+    units, cols, columns = _columns(coded)
+    got = summary._pooled_labels(SimpleNamespace(value_type="label"), cols, columns, labels)  # type: ignore[arg-type]
     assert made[0] == 0
     assert {k: v.model_dump() for k, v in got.items()} == {k: v.model_dump() for k, v in want.items()}
 
@@ -48,5 +60,6 @@ def test_label_shares_equal_the_row_pooling_and_build_no_rows(monkeypatch: pytes
 def test_value_mean_equals_the_row_pooling() -> None:
     coded = _coded()
     want = pooled([Obs(cell=u.cell, cluster=u.stimulus, value=v) for u, _, v in coded if v is not None], mean)
-    got = summary._pooled_labels(SimpleNamespace(value_type="number"), coded, [], 0)  # type: ignore[arg-type]
+    _, cols, columns = _columns(coded)
+    got = summary._pooled_labels(SimpleNamespace(value_type="number"), cols, columns, [])  # type: ignore[arg-type]
     assert got["mean"].model_dump() == want.model_dump()
