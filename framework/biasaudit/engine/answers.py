@@ -56,8 +56,8 @@ class _Keys:
 
     def __init__(self, requests: Mapping[str, Request]) -> None:
         if isinstance(requests, RequestTable):
-            # the plan's key index (plan/requests.py): key(position) builds the key's text
-            self.key: Callable[[int], str] = requests._index.key
+            # the plan's table builds the key's text from its position (plan/requests.py)
+            self.key: Callable[[int], str] = requests.key_at
         else:
             self.key = list(requests).__getitem__
         n = self._n = len(requests)

@@ -48,7 +48,7 @@ class ItemTable(Sequence[PlanItem]):
     """The items of one compiled plan, in plan order, as columns (see the module doc).
     Built by `append` while the plan compiles, then `pack`ed (read-only from then on)."""
 
-    __slots__ = ("_requests", "_vocab", "_ids", "_build", "_cols", "_n")
+    __slots__ = ("_requests", "_vocab", "_ids", "_build", "_cols", "_views", "_n")
 
     def __init__(self, requests: RequestTable) -> None:
         self._requests = requests
@@ -56,6 +56,9 @@ class ItemTable(Sequence[PlanItem]):
         self._ids: dict[Field, dict[str, int]] = {f: {} for f in _STRINGS}
         self._build: list[array[int]] | None = [array("q") for _ in range(6)]
         self._cols: tuple[npt.NDArray[np.integer], ...] = ()
+        # the columns as memoryviews: one item's fields read as Python ints (a numpy
+        # scalar read and its int() were most of the cost of a lookup by position)
+        self._views: tuple[memoryview, ...] = ()
         self._n = 0
 
     def _id(self, f: Field, s: str) -> int:
@@ -81,6 +84,7 @@ class ItemTable(Sequence[PlanItem]):
         if self._build is None:
             return
         self._cols = tuple(_narrow(c) for c in self._build)
+        self._views = tuple(memoryview(c.data) for c in self._cols)
         self._build = None
         self._ids = {f: {} for f in _STRINGS}
 
@@ -106,10 +110,17 @@ class ItemTable(Sequence[PlanItem]):
             j += self._n
         if not 0 <= j < self._n:
             raise IndexError("plan item index out of range")
-        c, s, sl, v, sa, at = (int(col[j]) for col in self._columns())
-        voc = self._vocab
-        return tuple.__new__(PlanItem, (voc["cell"][c], voc["stimulus"][s], voc["slot"][sl], v, sa,
-                                        self._requests.key_at(at)))
+        cell, stimulus, slot, variant, sample = self.parts_at(j)
+        return tuple.__new__(PlanItem, (cell, stimulus, slot, variant, sample,
+                                        self._requests.key_at(self._views[5][j])))
+
+    def parts_at(self, j: int) -> tuple[str, str, str, int, int]:
+        """Item `j`'s cell, stimulus, slot, variant and sample, without its key (a unit's
+        id is made of these: building the key's text was half the cost of a lookup)."""
+        if self._build is not None:
+            self.pack()
+        m, voc = self._views, self._vocab
+        return (voc["cell"][m[0][j]], voc["stimulus"][m[1][j]], voc["slot"][m[2][j]], int(m[3][j]), int(m[4][j]))
 
     def __iter__(self) -> Iterator[PlanItem]:
         cols = self._columns()

@@ -120,6 +120,11 @@ class UnitTable(Sequence[Unit]):
         return len(self._items)
 
     def id_at(self, i: int) -> str:
+        # a plan's item table gives the id's parts without building the item and its key
+        parts = getattr(self._items, "parts_at", None)
+        if parts is not None:
+            cell, stimulus, slot, variant, sample = parts(i)
+            return f"{cell}|{stimulus}|{slot}|{variant}|{sample}"
         return unit_id(self._items[i])
 
     def ids(self) -> Iterator[str]:
