@@ -65,16 +65,17 @@ SCORE_CHARS_PER_TOKEN = 26
 RSS_BASE = 273_500_000
 """Peak RSS of a run before its plan (the interpreter, libraries, backend, report code):
 the intercept of the fit below."""
-RSS_PER_ITEM = 1_900
+RSS_PER_ITEM = 710
 """Peak RSS a plan item, fitted on the grid's runs at 100,250 and 1,000,094 requests
-(bench/scale.py, 2026-11-30, after the plan, codes, measure rows and trails were made
-compact or streamed: 432 MiB and 2,061 MiB peak, 1,898 B a request between them; 2.41 KB
-at the previous fit, 8.24 KB before issue 42). With `RSS_BASE` kept, the estimate is
-464 MB at 100,250 and 2,174 MB at 1,000,094 requests, a little above what was measured
-(453 MB, 2,161 MB), so the preflight check errs on the side of refusing. Most of it is
-what a stage holds for every unit while it works (the plan's items, the answers' table,
-a coding layer's codes, the reliability pairs' rows); the local backends' weights are not
-in it."""
+(bench/scale.py, 2026-11-30 06:39-06:51 UTC, after the plan's items, the answers, the
+units and the coding summary's reliability were held as columns: 315 MiB and 931 MiB
+peak, 718 B a request between them; 1.9 KB at the previous fit, 8.24 KB before issue
+42). With `RSS_BASE` kept, the estimate is 345 MB at 100,250 and 984 MB at 1,000,094
+requests, a little above what was measured (330 MB, 976 MB), so the preflight check errs
+on the side of refusing; at 10,025 it is 281 MB against 297 MB measured (5% under: the
+fixed cost of a small run is larger than the intercept). Most of it is what a stage
+holds for every unit while it works (a coding layer's codes, the estimators' index
+arrays, the answers' key index); the local backends' weights are not in it."""
 
 
 @dataclass(frozen=True)
