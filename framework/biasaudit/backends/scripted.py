@@ -18,9 +18,9 @@ reply's word count: long answers), `calls_log` (append one line per answered cal
 file), `usage` (the tokens each answer reports, as a provider's `usage`: `{input_tokens: N,
 output_tokens: M}` for every answer, or `words`: the prompt's and the reply's word counts).
 
-Without `delay` or `die_after`, calls are answered `runtime.batch_size` at a time and each
-batch is handed over whole (one store write), as a local model's batch is; with either,
-one call at a time, each answer handed over before the next call.
+Without `delay`, `die_after` or `calls_log`, calls are answered `runtime.batch_size` at a
+time and each batch is handed over whole (one store write), as a local model's batch is;
+with any of them, one call at a time, each answer handed over before the next call.
 """
 
 from __future__ import annotations
@@ -146,9 +146,10 @@ class ScriptedBackend:
 
     def _answer_each(self, requests: Sequence[Request], emit: Emit) -> None:
         s = self.script
-        if s.get("delay") or self.die_after is not None or _die_after is not None:
-            # a kill or a delay is counted per call: each answer is handed over (and
-            # committed) before the next call starts
+        if s.get("delay") or s.get("calls_log") or self.die_after is not None or _die_after is not None:
+            # a kill, a delay or a log of calls is counted per call: each answer is handed
+            # over (and committed) before the next call starts, so a test that kills the
+            # run after the n-th stored answer finds exactly n calls made
             for req in requests:
                 if self._dies():
                     os.kill(os.getpid(), signal.SIGKILL)
