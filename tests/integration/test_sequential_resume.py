@@ -33,7 +33,9 @@ def test_killed_sequential_run_resumes_to_the_same_stop(tmp_path: Path) -> None:
         (d / "reports").mkdir(parents=True)
     ref = biasaudit(["run", *SEQ, *planted(ref_dir), *isolation(ref_dir)], ref_dir)
     assert ref.returncode == 1, ref.stderr  # FAIL, decided at look 2 (40 requests)
-    args = ["run", *SEQ, *planted(work), *isolation(work)]
+    # one answer a batch: the scripted double hands a batch's answers over in one write,
+    # so with its default 8 the kill would come after the 28th
+    args = ["run", *SEQ, *planted(work), *isolation(work), "runtime.batch_size=1"]
     # killed right after the 25th answer is committed: look 1's 20, then 5 of look 2's 20
     killed = biasaudit(args, work, kill_at=("put", 25))
     assert killed.returncode == -signal.SIGKILL
